@@ -1,0 +1,253 @@
+//! Turning what a person has (a manifest, an AdmissionRequest, an
+//! AdmissionReview; YAML or JSON) into the `AdmissionRequest` a policy
+//! receives.
+
+use aigov_sdk::WorkloadKind;
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// The user a plain object is submitted as, unless told otherwise.
+pub const DEFAULT_USER: &str = "jane.doe@example.com";
+
+/// The groups of the default user.
+pub const DEFAULT_GROUPS: [&str; 1] = ["system:authenticated"];
+
+/// Parses YAML or JSON text holding one or more documents. Empty documents
+/// are skipped.
+pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
+    let mut docs = Vec::new();
+    for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let v = Value::deserialize(de).with_context(|| format!("document {} is not valid YAML or JSON", i + 1))?;
+        if !v.is_null() {
+            docs.push(v);
+        }
+    }
+    Ok(docs)
+}
+
+/// How to submit a plain object.
+#[derive(Clone, Debug, Default)]
+pub struct Submission {
+    /// `CREATE` (default), `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: Option<String>,
+    /// User name (default [`DEFAULT_USER`]).
+    pub user: Option<String>,
+    /// Groups (default [`DEFAULT_GROUPS`]).
+    pub groups: Option<Vec<String>>,
+    /// Namespace (default: the object's, else `default`).
+    pub namespace: Option<String>,
+    /// Name (default: the object's; for `CONNECT`, the pod).
+    pub name: Option<String>,
+    /// Subresource (`exec`, ...); implied by the options kinds.
+    pub sub_resource: Option<String>,
+    /// The old object, for `UPDATE` (default: the object itself).
+    pub old_object: Option<Value>,
+}
+
+/// What kind of document `input` is, and the AdmissionRequest it amounts to.
+pub fn to_admission_request(input: Value, how: &Submission) -> Result<Value> {
+    let kind = input.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind == "AdmissionReview" {
+        return input
+            .get("request")
+            .cloned()
+            .filter(Value::is_object)
+            .context("the AdmissionReview has no `request` object");
+    }
+    let is_request = input.get("operation").is_some() && input.get("kind").is_some_and(Value::is_object);
+    if is_request {
+        return Ok(input);
+    }
+    from_object(input, how)
+}
+
+/// Reads a request file: the first document, as an AdmissionRequest.
+pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if docs.len() != 1 {
+        bail!("{} holds {} documents; `eval` takes exactly one (use `aigov scan` for many)", path.display(), docs.len());
+    }
+    to_admission_request(docs.remove(0), how)
+}
+
+/// `CONNECT` option kinds and the subresource each stands for.
+fn connect_subresource(kind: &str) -> Option<&'static str> {
+    match kind {
+        "PodExecOptions" => Some("exec"),
+        "PodAttachOptions" => Some("attach"),
+        "PodPortForwardOptions" => Some("portforward"),
+        _ => None,
+    }
+}
+
+/// Kinds that live outside namespaces.
+const CLUSTER_SCOPED: [&str; 12] = [
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "PriorityClass",
+    "RuntimeClass",
+    "ClusterQueue",
+    "ResourceFlavor",
+    "ClusterAdmissionPolicy",
+];
+
+/// The plural resource name of a kind.
+pub fn plural(group: &str, kind: &str) -> String {
+    if let Some(k) = WorkloadKind::of(group, kind) {
+        return k.resource().to_string();
+    }
+    let lower = kind.to_ascii_lowercase();
+    if let Some(stem) = lower.strip_suffix('y').filter(|s| !s.ends_with(['a', 'e', 'i', 'o', 'u'])) {
+        format!("{stem}ies")
+    } else if lower.ends_with('s') || lower.ends_with('x') || lower.ends_with("ch") || lower.ends_with("sh") {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+/// Builds the AdmissionRequest the API server would send for `object`.
+pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
+    let Some(obj) = object.as_object() else {
+        bail!("expected a Kubernetes object, an AdmissionRequest or an AdmissionReview, got {object}");
+    };
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .context("the object has no `apiVersion`")?;
+    let kind = obj.get("kind").and_then(Value::as_str).context("the object has no `kind`")?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let meta = |f: &str| obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).map(str::to_string);
+
+    let (resource, sub_resource, default_op) = match connect_subresource(kind) {
+        Some(sub) => ("pods".to_string(), Some(sub.to_string()), "CONNECT"),
+        None => (plural(group, kind), None, "CREATE"),
+    };
+    let operation = how.operation.clone().unwrap_or_else(|| default_op.to_string());
+    if !matches!(operation.as_str(), "CREATE" | "UPDATE" | "DELETE" | "CONNECT") {
+        bail!("unknown operation `{operation}`: use CREATE, UPDATE, DELETE or CONNECT");
+    }
+    let sub_resource = how.sub_resource.clone().or(sub_resource);
+    let name = how.name.clone().or_else(|| meta("name"));
+    if sub_resource.is_some() && name.is_none() {
+        bail!("a {kind} request needs the pod's name (--name)");
+    }
+    let namespace = if CLUSTER_SCOPED.contains(&kind) {
+        None
+    } else {
+        Some(how.namespace.clone().or_else(|| meta("namespace")).unwrap_or_else(|| "default".into()))
+    };
+    let user = how.user.clone().unwrap_or_else(|| DEFAULT_USER.into());
+    let groups = how
+        .groups
+        .clone()
+        .unwrap_or_else(|| DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect());
+
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource});
+    let mut req = Map::new();
+    req.insert("uid".into(), json!("00000000-0000-4000-8000-000000000000"));
+    req.insert("kind".into(), gvk.clone());
+    req.insert("resource".into(), gvr.clone());
+    req.insert("requestKind".into(), gvk);
+    req.insert("requestResource".into(), gvr);
+    if let Some(s) = &sub_resource {
+        req.insert("subResource".into(), json!(s));
+        req.insert("requestSubResource".into(), json!(s));
+    }
+    if let Some(n) = name {
+        req.insert("name".into(), json!(n));
+    }
+    if let Some(ns) = namespace {
+        req.insert("namespace".into(), json!(ns));
+    }
+    req.insert("operation".into(), json!(operation));
+    req.insert("userInfo".into(), json!({"username": user, "groups": groups}));
+    match operation.as_str() {
+        "DELETE" => {
+            req.insert("object".into(), Value::Null);
+            req.insert("oldObject".into(), object.clone());
+        }
+        "UPDATE" => {
+            req.insert("object".into(), object.clone());
+            req.insert("oldObject".into(), how.old_object.clone().unwrap_or_else(|| object.clone()));
+        }
+        _ => {
+            req.insert("object".into(), object.clone());
+        }
+    }
+    req.insert("dryRun".into(), json!(false));
+    Ok(Value::Object(req))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn plain_objects_become_create_requests() {
+        let obj = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r", "namespace": "ml"}});
+        let r = to_admission_request(obj, &Submission::default()).unwrap();
+        assert_eq!(r["kind"], json!({"group": "ray.io", "version": "v1", "kind": "RayCluster"}));
+        assert_eq!(r["resource"]["resource"], "rayclusters");
+        assert_eq!(r["operation"], "CREATE");
+        assert_eq!(r["namespace"], "ml");
+        assert_eq!(r["userInfo"]["username"], DEFAULT_USER);
+        assert_eq!(r["object"]["metadata"]["name"], "r");
+    }
+
+    #[test]
+    fn exec_options_become_connect_requests() {
+        let obj = json!({"apiVersion": "v1", "kind": "PodExecOptions", "command": ["bash"]});
+        let how = Submission { name: Some("trainer-0".into()), namespace: Some("ml".into()), ..Submission::default() };
+        let r = to_admission_request(obj.clone(), &how).unwrap();
+        assert_eq!(r["operation"], "CONNECT");
+        assert_eq!(r["resource"]["resource"], "pods");
+        assert_eq!(r["subResource"], "exec");
+        assert_eq!(r["name"], "trainer-0");
+        assert!(to_admission_request(obj, &Submission::default()).is_err(), "needs the pod name");
+    }
+
+    #[test]
+    fn reviews_and_requests_pass_through() {
+        let req = json!({"uid": "1", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE"});
+        assert_eq!(to_admission_request(req.clone(), &Submission::default()).unwrap(), req);
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req});
+        assert_eq!(to_admission_request(review, &Submission::default()).unwrap()["uid"], "1");
+    }
+
+    #[test]
+    fn delete_and_update_carry_old_objects() {
+        let obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let del = Submission { operation: Some("DELETE".into()), ..Submission::default() };
+        let r = from_object(obj.clone(), &del).unwrap();
+        assert!(r["object"].is_null());
+        assert_eq!(r["oldObject"]["metadata"]["name"], "p");
+        let upd = Submission { operation: Some("UPDATE".into()), ..Submission::default() };
+        assert_eq!(from_object(obj, &upd).unwrap()["oldObject"]["kind"], "Pod");
+    }
+
+    #[test]
+    fn plurals() {
+        assert_eq!(plural("", "Pod"), "pods");
+        assert_eq!(plural("batch.volcano.sh", "Job"), "jobs");
+        assert_eq!(plural("x", "NetworkPolicy"), "networkpolicies");
+        assert_eq!(plural("x", "Ingress"), "ingresses");
+        assert_eq!(plural("x", "Gateway"), "gateways");
+    }
+
+    #[test]
+    fn multi_document_yaml() {
+        let docs = parse_documents("a: 1\n---\n---\nb: [1, 2]\n").unwrap();
+        assert_eq!(docs, vec![json!({"a": 1}), json!({"b": [1, 2]})]);
+        assert_eq!(parse_documents(r#"{"json": true}"#).unwrap(), vec![json!({"json": true})]);
+    }
+}

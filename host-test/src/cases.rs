@@ -1,0 +1,378 @@
+//! Test cases as data: `policies/<rule>/tests/cases/*.yaml`, each evaluated
+//! natively, as a Kubewarden module and as a component. A case passes when
+//! every form meets the expectation and all three give the same responses.
+//!
+//! Expectations are strict: a field a case leaves out means "none" (no
+//! message on an admission, no warnings, no audit annotations, no code), so a
+//! case cannot pass because the value it should check is absent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aigov_sdk::{SettingsResponse, ValidationResponse};
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::admission::{Submission, to_admission_request};
+use crate::artifact::{Evaluator, component_path, module_path};
+use crate::cluster::FixtureCluster;
+
+/// One string or several.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(untagged)]
+pub enum Fragments {
+    /// Nothing expected.
+    #[default]
+    None,
+    /// One fragment.
+    One(String),
+    /// Several fragments.
+    Many(Vec<String>),
+}
+
+impl Fragments {
+    /// As a list.
+    pub fn to_vec(&self) -> Vec<String> {
+        match self {
+            Fragments::None => Vec::new(),
+            Fragments::One(s) => vec![s.clone()],
+            Fragments::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// The request of a case: a plain object with how it is submitted, or a
+/// verbatim AdmissionRequest.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CaseRequest {
+    /// The object (a manifest, or `PodExecOptions` for `CONNECT`).
+    pub object: Option<Value>,
+    /// A complete AdmissionRequest, used as is.
+    pub admission_request: Option<Value>,
+    /// `CREATE` (default), `UPDATE`, `DELETE`, `CONNECT`.
+    pub operation: Option<String>,
+    /// User name.
+    pub user: Option<String>,
+    /// User groups.
+    pub groups: Option<Vec<String>>,
+    /// Namespace.
+    pub namespace: Option<String>,
+    /// Object name (the pod, for `CONNECT`).
+    pub name: Option<String>,
+    /// Subresource.
+    pub sub_resource: Option<String>,
+    /// The old object, for `UPDATE`.
+    pub old_object: Option<Value>,
+}
+
+/// What the rule must answer.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expect {
+    /// `validate_settings` must refuse the settings with a message containing this.
+    pub settings_error: Option<String>,
+    /// Whether the request is admitted (required when the case has a request).
+    pub accepted: Option<bool>,
+    /// The response code (absent: none).
+    pub code: Option<u16>,
+    /// Fragments the message must contain (required for rejections; a case
+    /// that admits must not expect a message).
+    #[serde(default)]
+    pub message: Fragments,
+    /// One fragment per expected warning, in order (absent: no warnings).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Audit annotation keys and fragments of their values (absent: none).
+    #[serde(default)]
+    pub audit_annotations: BTreeMap<String, String>,
+}
+
+/// One case file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Case {
+    /// What the case shows, in a sentence.
+    pub description: String,
+    /// The rule's settings (default `{}`).
+    #[serde(default = "empty_object")]
+    pub settings: Value,
+    /// Objects cluster lookups can see.
+    #[serde(default)]
+    pub cluster: Vec<Value>,
+    /// The request; absent for settings-only cases.
+    pub request: Option<CaseRequest>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+impl Case {
+    /// Reads and checks a case file.
+    pub fn load(path: &Path) -> Result<Case> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let case: Case = serde_norway::from_str(&text).with_context(|| format!("{} is not a valid case file", path.display()))?;
+        case.check().with_context(|| format!("{} is not a valid case file", path.display()))?;
+        Ok(case)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.description.trim().is_empty() {
+            bail!("`description` must say what the case shows");
+        }
+        match (&self.request, &self.expect.accepted) {
+            (None, _) if self.expect.settings_error.is_none() => {
+                bail!("a case without a request must expect a `settingsError`")
+            }
+            (None, Some(_)) => bail!("`expect.accepted` needs a request"),
+            (Some(_), None) => bail!("a case with a request must say whether it is `accepted`"),
+            _ => {}
+        }
+        if let Some(r) = &self.request
+            && r.object.is_some() == r.admission_request.is_some()
+        {
+            bail!("`request` needs exactly one of `object` and `admissionRequest`");
+        }
+        match self.expect.accepted {
+            Some(false) if self.expect.message.to_vec().is_empty() => {
+                bail!("a rejection must say which `message` it expects")
+            }
+            Some(true) if !self.expect.message.to_vec().is_empty() => {
+                bail!("an admission has no message; expect `warnings` instead")
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The AdmissionRequest JSON of the case, if it has a request.
+    pub fn admission_request(&self) -> Result<Option<String>> {
+        let Some(r) = &self.request else { return Ok(None) };
+        let value = match (&r.admission_request, &r.object) {
+            (Some(ar), _) => ar.clone(),
+            (None, Some(object)) => {
+                let how = Submission {
+                    operation: r.operation.clone(),
+                    user: r.user.clone(),
+                    groups: r.groups.clone(),
+                    namespace: r.namespace.clone(),
+                    name: r.name.clone(),
+                    sub_resource: r.sub_resource.clone(),
+                    old_object: r.old_object.clone(),
+                };
+                to_admission_request(object.clone(), &how)?
+            }
+            (None, None) => bail!("`request` needs `object` or `admissionRequest`"),
+        };
+        Ok(Some(value.to_string()))
+    }
+}
+
+/// Every case file of a rule, in name order, as (name, path).
+pub fn case_files(policies: &Path, rule: &str) -> Result<Vec<(String, PathBuf)>> {
+    let dir = policies.join(rule).join("tests").join("cases");
+    let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The three forms of one rule.
+pub struct Forms {
+    /// Native, module, component, in that order.
+    pub evaluators: Vec<Evaluator>,
+}
+
+impl Forms {
+    /// Loads the native rule and its two artifacts from `artifacts`.
+    pub fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &str) -> Result<Forms> {
+        let native = crate::native::rule(rule).with_context(|| format!("no rule named `{rule}` is linked into aigov"))?;
+        let mut evaluators = vec![Evaluator::native(native)];
+        for path in [module_path(artifacts, rule), component_path(artifacts, rule)] {
+            if !path.is_file() {
+                bail!("{} is missing: run `make artifacts` first", path.display());
+            }
+            let e = Evaluator::from_file(engine, &path)?;
+            if e.name != rule {
+                bail!("{} says it is rule `{}`, not `{rule}`", path.display(), e.name);
+            }
+            evaluators.push(e);
+        }
+        Ok(Forms { evaluators })
+    }
+}
+
+/// Runs one case on every form. `Ok(())` when all forms meet the expectation
+/// and agree; otherwise every problem found.
+pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    let settings = case.settings.to_string();
+    let cluster = match FixtureCluster::from_objects(case.cluster.clone()) {
+        Ok(c) => Arc::new(c),
+        Err(e) => return Err(vec![format!("bad `cluster`: {e:#}")]),
+    };
+    let request = match case.admission_request() {
+        Ok(r) => r,
+        Err(e) => return Err(vec![format!("bad `request`: {e:#}")]),
+    };
+
+    let mut settings_answers: Vec<(&str, SettingsResponse)> = Vec::new();
+    let mut answers: Vec<(&str, ValidationResponse)> = Vec::new();
+    for e in &forms.evaluators {
+        match e.validate_settings(&settings) {
+            Ok(r) => {
+                check_settings(&case.expect, &r).into_iter().for_each(|p| problems.push(format!("{}: {p}", e.form())));
+                settings_answers.push((e.form(), r));
+            }
+            Err(err) => problems.push(format!("{}: validate_settings failed: {err:#}", e.form())),
+        }
+        if let Some(req) = &request {
+            match e.validate(req, &settings, &cluster) {
+                Ok(r) => {
+                    check_response(&case.expect, &r).into_iter().for_each(|p| problems.push(format!("{}: {p}", e.form())));
+                    answers.push((e.form(), r));
+                }
+                Err(err) => problems.push(format!("{}: validate failed: {err:#}", e.form())),
+            }
+        }
+    }
+    disagreements(&settings_answers, &mut problems);
+    disagreements(&answers, &mut problems);
+    if problems.is_empty() { Ok(()) } else { Err(problems) }
+}
+
+fn disagreements<T: PartialEq + serde::Serialize>(answers: &[(&str, T)], problems: &mut Vec<String>) {
+    if let Some((first_form, first)) = answers.first() {
+        for (form, answer) in answers.iter().skip(1) {
+            if answer != first {
+                let show = |v: &T| serde_json::to_string(v).unwrap_or_default();
+                problems.push(format!("{form} disagrees with {first_form}: {} vs {}", show(answer), show(first)));
+            }
+        }
+    }
+}
+
+fn check_settings(expect: &Expect, r: &SettingsResponse) -> Vec<String> {
+    match (&expect.settings_error, r.valid, &r.message) {
+        (None, true, None) => vec![],
+        (None, _, m) => vec![format!("settings should be valid, got {}", m.as_deref().unwrap_or("invalid without a message"))],
+        (Some(_), true, _) => vec!["settings should be refused, but were accepted".into()],
+        (Some(want), false, Some(m)) if m.contains(want.as_str()) => vec![],
+        (Some(want), false, m) => vec![format!(
+            "settings error should contain {want:?}, got {:?}",
+            m.as_deref().unwrap_or_default()
+        )],
+    }
+}
+
+fn check_response(expect: &Expect, r: &ValidationResponse) -> Vec<String> {
+    let mut p = Vec::new();
+    if let Some(accepted) = expect.accepted
+        && r.accepted != accepted
+    {
+        p.push(format!(
+            "expected {}, got {} (message: {})",
+            if accepted { "admission" } else { "rejection" },
+            if r.accepted { "admission" } else { "rejection" },
+            r.message.as_deref().unwrap_or("none")
+        ));
+    }
+    if r.code != expect.code {
+        p.push(format!("expected code {:?}, got {:?}", expect.code, r.code));
+    }
+    let fragments = expect.message.to_vec();
+    match &r.message {
+        None if !fragments.is_empty() => p.push(format!("expected a message containing {fragments:?}, got none")),
+        Some(m) if fragments.is_empty() => p.push(format!("expected no message, got {m:?}")),
+        Some(m) => {
+            for f in &fragments {
+                if !m.contains(f.as_str()) {
+                    p.push(format!("message should contain {f:?}; it is {m:?}"));
+                }
+            }
+        }
+        None => {}
+    }
+    if r.warnings.len() != expect.warnings.len() {
+        p.push(format!("expected {} warning(s), got {:?}", expect.warnings.len(), r.warnings));
+    } else {
+        for (want, got) in expect.warnings.iter().zip(&r.warnings) {
+            if !got.contains(want.as_str()) {
+                p.push(format!("warning should contain {want:?}; it is {got:?}"));
+            }
+        }
+    }
+    let want_keys: Vec<&String> = expect.audit_annotations.keys().collect();
+    let got_keys: Vec<&String> = r.audit_annotations.keys().collect();
+    if want_keys != got_keys {
+        p.push(format!("expected audit annotations {want_keys:?}, got {:?}", r.audit_annotations));
+    } else {
+        for (k, want) in &expect.audit_annotations {
+            if let Some(got) = r.audit_annotations.get(k)
+                && !got.contains(want.as_str())
+            {
+                p.push(format!("audit annotation `{k}` should contain {want:?}; it is {got:?}"));
+            }
+        }
+    }
+    if r.mutated_object.is_some() {
+        p.push("expected no mutation".into());
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn case(yaml: &str) -> Result<Case> {
+        let c: Case = serde_norway::from_str(yaml)?;
+        c.check()?;
+        Ok(c)
+    }
+
+    #[test]
+    fn case_files_are_checked() {
+        assert!(case("description: x\nexpect: {settingsError: y}\n").is_ok());
+        assert!(case("description: x\nexpect: {accepted: true}\n").is_err(), "no request");
+        assert!(case("description: x\nrequest: {object: {}}\nexpect: {}\n").is_err(), "no accepted");
+        assert!(case("description: x\nrequest: {object: {}}\nexpect: {accepted: false}\n").is_err(), "rejection without message");
+        assert!(case("description: x\nrequest: {object: {}}\nexpect: {accepted: true, message: m}\n").is_err());
+        assert!(case("description: x\nrequest: {}\nexpect: {accepted: true}\n").is_err(), "no object");
+        assert!(case("description: x\nrequest: {object: {}}\nexpect: {accepted: true}\nextra: 1\n").is_err(), "unknown key");
+        assert!(case("description: x\nrequest: {object: {}, oops: 1}\nexpect: {accepted: true}\n").is_err(), "unknown request key");
+    }
+
+    #[test]
+    fn absent_expectations_mean_none() {
+        let e = Expect { accepted: Some(true), ..Expect::default() };
+        let mut r = ValidationResponse::accept();
+        assert!(check_response(&e, &r).is_empty());
+        r.warnings.push("w".into());
+        assert_eq!(check_response(&e, &r).len(), 1, "an unexpected warning fails");
+        let mut r = ValidationResponse::accept();
+        r.audit_annotations.insert("k".into(), "v".into());
+        assert_eq!(check_response(&e, &r).len(), 1, "an unexpected annotation fails");
+        let r = ValidationResponse::reject("m", Some(400));
+        let e = Expect { accepted: Some(false), message: Fragments::One("m".into()), ..Expect::default() };
+        assert_eq!(check_response(&e, &r).len(), 1, "an unexpected code fails");
+    }
+
+    #[test]
+    fn disagreement_is_reported() {
+        let mut problems = Vec::new();
+        disagreements(&[("native", ValidationResponse::accept()), ("module", ValidationResponse::reject("x", None))], &mut problems);
+        assert_eq!(problems.len(), 1);
+    }
+}

@@ -1,0 +1,51 @@
+//! The one wasmtime engine both artifact kinds run on, configured the way
+//! Kubewarden's policy-server runs policies: the pooling allocator with
+//! `InstancePre`s (a fresh instance per request is cheap), epoch interruption
+//! with a 2-second deadline, and a small wasm stack.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Epochs a single call may run before it is interrupted (2 s, as in
+/// policy-server).
+pub const DEADLINE_TICKS: u64 = 200;
+
+/// Largest linear memory one instance may grow to.
+pub const MAX_MEMORY: usize = 512 << 20;
+
+/// Builds the engine and starts its epoch ticker (a thread that ends when the
+/// engine is dropped).
+pub fn new_engine() -> Result<Engine> {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_memories(128)
+        .total_tables(128)
+        .total_core_instances(256)
+        .total_component_instances(128)
+        .max_memory_size(MAX_MEMORY)
+        .linear_memory_keep_resident(4 << 20)
+        .table_keep_resident(64 << 10);
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(1 << 20)
+        .memory_reservation(MAX_MEMORY as u64)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    let engine = Engine::new(&config)?;
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("aigov-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })?;
+    Ok(engine)
+}

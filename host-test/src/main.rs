@@ -1,0 +1,316 @@
+//! `aigov`: evaluate, test, build and ship aigov rules.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use aigov::admission::{Submission, parse_documents, read_request};
+use aigov::artifact::{self, ArtifactKind, Evaluator};
+use aigov::cases::{self, Case, Forms};
+use aigov::cluster::FixtureCluster;
+use aigov::{engine, native};
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+/// Kubernetes admission rules for AI/ML and GPU workloads, as WebAssembly.
+#[derive(Parser)]
+#[command(name = "aigov", version, about = "Kubernetes admission rules for AI/ML and GPU workloads, as Kubewarden modules and WebAssembly components")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate one request against one rule and print Kubewarden's
+    /// ValidationResponse as JSON (exit status 0 whatever the verdict).
+    Eval {
+        /// A .wasm module or component, or a rule name (its module in
+        /// --artifacts, unless --component or --native).
+        artifact: String,
+        /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
+        /// or JSON; a plain object is submitted as CREATE by a default user).
+        request: PathBuf,
+        /// Settings file (YAML or JSON); default: the rule's defaults.
+        #[arg(long)]
+        settings: Option<PathBuf>,
+        /// Directory (or file) of YAML/JSON objects served to cluster lookups.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
+        /// With a rule name: use its component.
+        #[arg(long, conflicts_with = "native")]
+        component: bool,
+        /// With a rule name: use the natively linked rule.
+        #[arg(long)]
+        native: bool,
+        /// Where `make artifacts` put the artifacts.
+        #[arg(long, default_value = "artifacts")]
+        artifacts: PathBuf,
+        #[command(flatten)]
+        submission: SubmissionArgs,
+    },
+    /// Run every case of every rule (or of the named rules) natively, as a
+    /// module and as a component; fail if any answer is wrong or the three
+    /// disagree.
+    Test {
+        /// Rules to test (default: all).
+        rules: Vec<String>,
+        /// Where `make artifacts` put the artifacts.
+        #[arg(long, default_value = "artifacts")]
+        artifacts: PathBuf,
+        /// The policies directory.
+        #[arg(long, default_value = "policies")]
+        policies: PathBuf,
+    },
+    /// Embed a rule's metadata.yml in its waPC module as the
+    /// io.kubewarden.metadata custom section (as `kwctl annotate`).
+    Annotate {
+        /// The module built for wasm32-wasip1.
+        module: PathBuf,
+        /// The rule's metadata.yml.
+        #[arg(long)]
+        metadata: PathBuf,
+        /// Markdown for the usage annotation (the rule's README.md).
+        #[arg(long)]
+        usage: Option<PathBuf>,
+        /// Where to write the annotated module.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Turn a module built for wasm32-unknown-unknown into a component of the
+    /// aigov:policy/admission-policy world.
+    Componentize {
+        /// The core module.
+        module: PathBuf,
+        /// Where to write the component.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Print an artifact's embedded metadata and, for components, its WIT world.
+    Inspect {
+        /// A .wasm module or component.
+        artifact: PathBuf,
+    },
+    /// Print a rule's default settings as JSON.
+    Settings {
+        /// The rule.
+        rule: String,
+    },
+    /// List the rules linked into this build.
+    Rules,
+    /// Audit manifests offline against every rule and print a verdict table.
+    Scan(aigov::scan::Args),
+    /// Time requests natively, as modules and as components.
+    Bench(aigov::bench::Args),
+    /// Push, pull and package the bundle for registries and clusters.
+    #[command(flatten)]
+    Oci(aigov::oci::Command),
+    /// Write the OCI layout, deployment manifests, ArtifactHub files and
+    /// checksums under artifacts/.
+    Package(aigov::package::Args),
+}
+
+/// How a plain object is submitted.
+#[derive(Args, Default)]
+struct SubmissionArgs {
+    /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
+    #[arg(long)]
+    operation: Option<String>,
+    /// Requesting user.
+    #[arg(long)]
+    user: Option<String>,
+    /// Requesting user's groups (repeatable).
+    #[arg(long = "group")]
+    groups: Vec<String>,
+    /// Namespace (default: the object's, else `default`).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Object name; the pod, for exec/attach options.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+impl SubmissionArgs {
+    fn to_submission(&self) -> Submission {
+        Submission {
+            operation: self.operation.clone(),
+            user: self.user.clone(),
+            groups: (!self.groups.is_empty()).then(|| self.groups.clone()),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            ..Submission::default()
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("aigov: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Eval { artifact, request, settings, cluster, component, native, artifacts, submission } => {
+            let engine = engine::new_engine()?;
+            let evaluator = resolve(&engine, &artifact, &artifacts, component, native)?;
+            let request = read_request(&request, &submission.to_submission())?;
+            let settings = match settings {
+                Some(path) => read_settings(&path)?,
+                None => "{}".to_string(),
+            };
+            let cluster = match cluster {
+                Some(dir) => FixtureCluster::from_dir(&dir)?,
+                None => FixtureCluster::empty(),
+            };
+            let response = evaluator.validate(&request.to_string(), &settings, &Arc::new(cluster))?;
+            println!("{}", serde_json::to_string_pretty(&response)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Test { rules, artifacts, policies } => test(&rules, &artifacts, &policies),
+        Command::Annotate { module, metadata, usage, output } => {
+            let engine = engine::new_engine()?;
+            let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
+            let annotated = artifact::annotate(&engine, &bytes, &metadata, usage.as_deref())?;
+            write(&output, &annotated)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Componentize { module, output } => {
+            let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
+            write(&output, &artifact::componentize(&bytes)?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Inspect { artifact } => inspect(&artifact),
+        Command::Settings { rule } => {
+            let r = native::rule(&rule).with_context(|| format!("no rule named `{rule}`"))?;
+            println!("{}", serde_json::to_string_pretty(&(r.default_settings)())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Scan(args) => aigov::scan::run(&args),
+        Command::Bench(args) => aigov::bench::run(&args),
+        Command::Oci(command) => aigov::oci::run(&command),
+        Command::Package(args) => aigov::package::run(&args),
+        Command::Rules => {
+            for r in native::RULES {
+                let description = r.metadata.annotation(aigov_metadata::annotations::DESCRIPTION).unwrap_or_default();
+                println!("{:<22} {:<8} {description}", r.metadata.name, r.metadata.version);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A path to an artifact, or a rule name.
+fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, component: bool, native_form: bool) -> Result<Evaluator> {
+    let path = Path::new(artifact);
+    if path.is_file() {
+        return Evaluator::from_file(engine, path);
+    }
+    let Some(rule) = native::rule(artifact) else {
+        bail!(
+            "`{artifact}` is neither a file nor a rule; rules: {}",
+            native::names().collect::<Vec<_>>().join(", ")
+        );
+    };
+    if native_form {
+        return Ok(Evaluator::native(rule));
+    }
+    let path = if component {
+        artifact::component_path(artifacts, artifact)
+    } else {
+        artifact::module_path(artifacts, artifact)
+    };
+    if !path.is_file() {
+        bail!("{} is missing: run `make artifacts` first", path.display());
+    }
+    Evaluator::from_file(engine, &path)
+}
+
+fn read_settings(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    match docs.len() {
+        0 => Ok("{}".into()),
+        1 => Ok(docs.remove(0).to_string()),
+        n => bail!("{} holds {n} documents; settings are one object", path.display()),
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+fn test(rules: &[String], artifacts: &Path, policies: &Path) -> Result<ExitCode> {
+    let engine = engine::new_engine()?;
+    let rules: Vec<String> = if rules.is_empty() {
+        native::names().map(str::to_string).collect()
+    } else {
+        rules.to_vec()
+    };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for rule in &rules {
+        let forms = Forms::load(&engine, artifacts, rule)?;
+        for (name, path) in cases::case_files(policies, rule)? {
+            let id = format!("{rule}/{name}");
+            let outcome = Case::load(&path).map_err(|e| vec![format!("{e:#}")]).and_then(|c| cases::run(&forms, &c));
+            match outcome {
+                Ok(()) => {
+                    passed += 1;
+                    println!("ok     {id} (native, module and component agree)");
+                }
+                Err(problems) => {
+                    failed += 1;
+                    println!("FAILED {id}");
+                    for p in problems {
+                        println!("         {p}");
+                    }
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn inspect(path: &Path) -> Result<ExitCode> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    match ArtifactKind::of(&bytes)? {
+        ArtifactKind::Module => match artifact::module_metadata(&bytes)? {
+            Some(m) => println!("{}", serde_json::to_string_pretty(&m)?),
+            None => bail!("{} carries no io.kubewarden.metadata section: annotate it first", path.display()),
+        },
+        ArtifactKind::Component => {
+            let engine = engine::new_engine()?;
+            let component = aigov::component::PolicyComponent::new(&engine, &bytes)?;
+            let m = component.instantiate(Arc::new(aigov_sdk::NoCluster))?.metadata()?;
+            println!("{}", serde_json::to_string_pretty(&metadata_json(&m))?);
+            println!();
+            print!("{}", artifact::component_wit(&bytes)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn metadata_json(m: &aigov::component::Metadata) -> serde_json::Value {
+    serde_json::json!({
+        "name": m.name,
+        "version": m.version,
+        "rules": m.rules.iter().map(|r| serde_json::json!({
+            "apiGroups": r.api_groups, "apiVersions": r.api_versions,
+            "resources": r.resources, "operations": r.operations,
+        })).collect::<Vec<_>>(),
+        "mutating": m.mutating,
+        "backgroundAudit": m.background_audit,
+        "contextAwareResources": m.context_aware_resources.iter().map(|c| serde_json::json!({
+            "apiVersion": c.api_version, "kind": c.kind,
+        })).collect::<Vec<_>>(),
+        "annotations": m.annotations.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+    })
+}

@@ -1,0 +1,342 @@
+//! A waPC host on wasmtime: runs Kubewarden policy modules as policy-server
+//! does (WASI preview 1 with nothing granted, the `wapc` imports, a fresh
+//! instance per request from an `InstancePre`, epoch deadline).
+//!
+//! Written here rather than taken from the `wapc`/`wasmtime-provider` crates
+//! because those pin their own wasmtime; this keeps one wasmtime in the tree
+//! and lets the module share the engine, pooling allocator and
+//! `InstancePre` with the component host.
+
+use std::sync::Arc;
+
+use aigov_sdk::{Cluster, LookupError};
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
+use wasmtime::{Engine, InstancePre, Module, Store, TypedFunc};
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p1::WasiP1Ctx;
+
+use crate::engine::DEADLINE_TICKS;
+
+/// Serves the `kubewarden`/`kubernetes` host calls of one instance.
+pub type HostCluster = Arc<dyn Cluster + Send + Sync>;
+
+/// Per-instance state.
+pub struct WapcState {
+    wasi: WasiP1Ctx,
+    op: Vec<u8>,
+    msg: Vec<u8>,
+    response: Option<Vec<u8>>,
+    error: Option<Vec<u8>>,
+    host_response: Vec<u8>,
+    host_error: Vec<u8>,
+    cluster: HostCluster,
+    /// Lines the guest logged with `__console_log`.
+    pub log: Vec<String>,
+}
+
+/// A compiled waPC module, ready to instantiate.
+#[derive(Clone)]
+pub struct WapcModule {
+    engine: Engine,
+    pre: InstancePre<WapcState>,
+}
+
+/// A live instance.
+pub struct WapcInstance {
+    store: Store<WapcState>,
+    guest_call: TypedFunc<(i32, i32), i32>,
+}
+
+/// What a guest call can end in besides a response.
+#[derive(Debug)]
+pub enum CallError {
+    /// The guest returned an error (`__guest_error`).
+    Guest(String),
+    /// The guest trapped, ran past its deadline, or broke the protocol.
+    Trap(anyhow::Error),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Guest(m) => write!(f, "the policy returned an error: {m}"),
+            CallError::Trap(e) => write!(f, "the policy trapped: {e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Kubewarden's `get_resource` request.
+#[derive(Deserialize)]
+struct GetResource {
+    api_version: String,
+    kind: String,
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+/// Kubewarden's `list_resources_*` request.
+#[derive(Deserialize)]
+struct ListResources {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    label_selector: Option<String>,
+    #[serde(default)]
+    field_selector: Option<String>,
+}
+
+/// Answers one host call. Lookup errors go back to the guest tagged with
+/// their kind (`not-found: ...`), which the SDK reads back.
+fn host_call(cluster: &dyn Cluster, binding: &str, namespace: &str, operation: &str, payload: &[u8]) -> Result<String, String> {
+    if binding != "kubewarden" || namespace != "kubernetes" {
+        return Err(format!("unavailable: host capability `{binding}/{namespace}/{operation}` is not provided"));
+    }
+    let bad = |e: serde_json::Error| format!("invalid: malformed `{operation}` request: {e}");
+    let result = match operation {
+        "get_resource" => {
+            let r: GetResource = serde_json::from_slice(payload).map_err(bad)?;
+            cluster.get_resource(&r.api_version, &r.kind, &r.name, r.namespace.as_deref())
+        }
+        "list_resources_by_namespace" => {
+            let r: ListResources = serde_json::from_slice(payload).map_err(bad)?;
+            match r.namespace.as_deref() {
+                Some(ns) => cluster.list_resources_by_namespace(
+                    &r.api_version,
+                    &r.kind,
+                    ns,
+                    r.label_selector.as_deref(),
+                    r.field_selector.as_deref(),
+                ),
+                None => Err(LookupError::Invalid("`namespace` is required".into())),
+            }
+        }
+        "list_resources_all" => {
+            let r: ListResources = serde_json::from_slice(payload).map_err(bad)?;
+            cluster.list_resources_all(&r.api_version, &r.kind, r.label_selector.as_deref(), r.field_selector.as_deref())
+        }
+        other => return Err(format!("unavailable: host call `kubernetes/{other}` is not provided")),
+    };
+    result.map_err(|e| e.to_tagged())
+}
+
+/// Guest memory access and the `wapc` host functions. Kept apart because
+/// they speak `wasmtime::Result`, the rest of the crate `anyhow`.
+mod host {
+    use wasmtime::error::Context;
+    use wasmtime::{Caller, Engine, Extern, Linker, format_err};
+
+    use super::{WapcState, host_call};
+
+    fn memory(caller: &mut Caller<'_, WapcState>) -> wasmtime::Result<wasmtime::Memory> {
+        caller
+            .get_export("memory")
+            .and_then(Extern::into_memory)
+            .ok_or_else(|| format_err!("the module exports no `memory`"))
+    }
+
+    fn read(caller: &mut Caller<'_, WapcState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+        let mem = memory(caller)?;
+        let mut buf = vec![0u8; usize::try_from(len)?];
+        mem.read(&*caller, usize::try_from(ptr)?, &mut buf)
+            .context("guest pointer out of bounds")?;
+        Ok(buf)
+    }
+
+    fn write(caller: &mut Caller<'_, WapcState>, ptr: i32, data: &[u8]) -> wasmtime::Result<()> {
+        let mem = memory(caller)?;
+        mem.write(caller, usize::try_from(ptr)?, data)
+            .context("guest pointer out of bounds")
+    }
+
+    fn read_str(caller: &mut Caller<'_, WapcState>, ptr: i32, len: i32) -> wasmtime::Result<String> {
+        String::from_utf8(read(caller, ptr, len)?).context("guest string is not UTF-8")
+    }
+
+    fn len_i32(n: usize) -> wasmtime::Result<i32> {
+        i32::try_from(n).context("payload larger than 2 GiB")
+    }
+
+    pub(super) fn link(engine: &Engine) -> wasmtime::Result<Linker<WapcState>> {
+        let mut linker: Linker<WapcState> = Linker::new(engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut WapcState| &mut s.wasi)?;
+        linker.func_wrap(
+            "wapc",
+            "__guest_request",
+            |mut caller: Caller<'_, WapcState>, op_ptr: i32, ptr: i32| -> wasmtime::Result<()> {
+                let op = std::mem::take(&mut caller.data_mut().op);
+                let msg = std::mem::take(&mut caller.data_mut().msg);
+                write(&mut caller, op_ptr, &op)?;
+                write(&mut caller, ptr, &msg)
+            },
+        )?;
+        linker.func_wrap(
+            "wapc",
+            "__guest_response",
+            |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+                let data = read(&mut caller, ptr, len)?;
+                caller.data_mut().response = Some(data);
+                Ok(())
+            },
+        )?;
+        linker.func_wrap(
+            "wapc",
+            "__guest_error",
+            |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+                let data = read(&mut caller, ptr, len)?;
+                caller.data_mut().error = Some(data);
+                Ok(())
+            },
+        )?;
+        linker.func_wrap(
+            "wapc",
+            "__host_call",
+            |mut caller: Caller<'_, WapcState>,
+             bd_ptr: i32,
+             bd_len: i32,
+             ns_ptr: i32,
+             ns_len: i32,
+             op_ptr: i32,
+             op_len: i32,
+             ptr: i32,
+             len: i32|
+             -> wasmtime::Result<i32> {
+                let binding = read_str(&mut caller, bd_ptr, bd_len)?;
+                let namespace = read_str(&mut caller, ns_ptr, ns_len)?;
+                let operation = read_str(&mut caller, op_ptr, op_len)?;
+                let payload = read(&mut caller, ptr, len)?;
+                let cluster = caller.data().cluster.clone();
+                let state = caller.data_mut();
+                state.host_response.clear();
+                state.host_error.clear();
+                match host_call(&*cluster, &binding, &namespace, &operation, &payload) {
+                    Ok(body) => {
+                        state.host_response = body.into_bytes();
+                        Ok(1)
+                    }
+                    Err(error) => {
+                        state.host_error = error.into_bytes();
+                        Ok(0)
+                    }
+                }
+            },
+        )?;
+        linker.func_wrap("wapc", "__host_response_len", |caller: Caller<'_, WapcState>| -> wasmtime::Result<i32> {
+            len_i32(caller.data().host_response.len())
+        })?;
+        linker.func_wrap(
+            "wapc",
+            "__host_response",
+            |mut caller: Caller<'_, WapcState>, ptr: i32| -> wasmtime::Result<()> {
+                let data = std::mem::take(&mut caller.data_mut().host_response);
+                write(&mut caller, ptr, &data)
+            },
+        )?;
+        linker.func_wrap("wapc", "__host_error_len", |caller: Caller<'_, WapcState>| -> wasmtime::Result<i32> {
+            len_i32(caller.data().host_error.len())
+        })?;
+        linker.func_wrap(
+            "wapc",
+            "__host_error",
+            |mut caller: Caller<'_, WapcState>, ptr: i32| -> wasmtime::Result<()> {
+                let data = std::mem::take(&mut caller.data_mut().host_error);
+                write(&mut caller, ptr, &data)
+            },
+        )?;
+        linker.func_wrap(
+            "wapc",
+            "__console_log",
+            |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+                let line = String::from_utf8_lossy(&read(&mut caller, ptr, len)?).into_owned();
+                caller.data_mut().log.push(line);
+                Ok(())
+            },
+        )?;
+        Ok(linker)
+    }
+
+}
+
+impl WapcModule {
+    /// Compiles a waPC module and links it once.
+    pub fn new(engine: &Engine, bytes: &[u8]) -> Result<WapcModule> {
+        let module = Module::new(engine, bytes).map_err(anyhow::Error::from).context("compiling the waPC module")?;
+        for export in ["__guest_call", "wapc_init", "memory"] {
+            if module.get_export(export).is_none() {
+                bail!("not a waPC module: it does not export `{export}`");
+            }
+        }
+        let pre = host::link(engine)?
+            .instantiate_pre(&module)
+            .map_err(anyhow::Error::from)
+            .context("linking the waPC module (does it import something besides WASI preview 1 and waPC?)")?;
+        Ok(WapcModule { engine: engine.clone(), pre })
+    }
+
+    /// A fresh instance, initialised (`_initialize`, then `wapc_init`), whose
+    /// host calls are answered by `cluster`.
+    pub fn instantiate(&self, cluster: HostCluster) -> Result<WapcInstance> {
+        let state = WapcState {
+            wasi: WasiCtxBuilder::new().build_p1(),
+            op: Vec::new(),
+            msg: Vec::new(),
+            response: None,
+            error: None,
+            host_response: Vec::new(),
+            host_error: Vec::new(),
+            cluster,
+            log: Vec::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.set_epoch_deadline(DEADLINE_TICKS);
+        let instance = self.pre.instantiate(&mut store)?;
+        for init in ["_initialize", "wapc_init"] {
+            if let Ok(f) = instance.get_typed_func::<(), ()>(&mut store, init) {
+                f.call(&mut store, ())
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| format!("the module trapped in `{init}`"))?;
+            }
+        }
+        let guest_call = instance.get_typed_func::<(i32, i32), i32>(&mut store, "__guest_call")?;
+        Ok(WapcInstance { store, guest_call })
+    }
+}
+
+impl WapcInstance {
+    /// Calls a waPC operation.
+    pub fn call(&mut self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, CallError> {
+        let too_big = |_| CallError::Trap(anyhow!("payload larger than 2 GiB"));
+        let op_len = i32::try_from(operation.len()).map_err(too_big)?;
+        let msg_len = i32::try_from(payload.len()).map_err(too_big)?;
+        {
+            let state = self.store.data_mut();
+            state.op = operation.as_bytes().to_vec();
+            state.msg = payload.to_vec();
+            state.response = None;
+            state.error = None;
+        }
+        self.store.set_epoch_deadline(DEADLINE_TICKS);
+        let ok = self
+            .guest_call
+            .call(&mut self.store, (op_len, msg_len))
+            .map_err(|e| CallError::Trap(e.into()))?;
+        let state = self.store.data_mut();
+        match (ok, state.response.take(), state.error.take()) {
+            (1, Some(response), _) => Ok(response),
+            (_, _, Some(error)) => Err(CallError::Guest(String::from_utf8_lossy(&error).into_owned())),
+            (code, _, None) => Err(CallError::Trap(anyhow!(
+                "`__guest_call` returned {code} without a response or an error"
+            ))),
+        }
+    }
+
+    /// Lines the guest logged.
+    pub fn log(&self) -> &[String] {
+        &self.store.data().log
+    }
+}

@@ -1,0 +1,565 @@
+//! Kubewarden policy metadata for aigov rules.
+//!
+//! Each rule's `metadata.yml` is the single source of its Kubewarden metadata.
+//! This crate reads it ([`Metadata::from_yaml`]), refuses what Kubewarden would
+//! refuse ([`Metadata::validate`]) with a message that names the file and the
+//! field, and renders the compact JSON that goes into the wasm custom section
+//! `io.kubewarden.metadata` ([`Metadata::to_json`]).
+//!
+//! It is used at compile time by the SDK's export macro (so a broken
+//! `metadata.yml` fails the rule's build) and at packaging time by `aigov`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The wasm custom section Kubewarden reads policy metadata from.
+pub const CUSTOM_SECTION: &str = "io.kubewarden.metadata";
+
+/// Annotation keys of the `io.kubewarden.policy.*` family.
+pub mod annotations {
+    /// Human title of the policy.
+    pub const TITLE: &str = "io.kubewarden.policy.title";
+    /// One-line description.
+    pub const DESCRIPTION: &str = "io.kubewarden.policy.description";
+    /// Semver version, equal to the rule crate's version.
+    pub const VERSION: &str = "io.kubewarden.policy.version";
+    /// Who wrote it.
+    pub const AUTHOR: &str = "io.kubewarden.policy.author";
+    /// Home page.
+    pub const URL: &str = "io.kubewarden.policy.url";
+    /// Source repository.
+    pub const SOURCE: &str = "io.kubewarden.policy.source";
+    /// SPDX license expression.
+    pub const LICENSE: &str = "io.kubewarden.policy.license";
+    /// Long usage text (Markdown), filled from the rule's README at packaging time.
+    pub const USAGE: &str = "io.kubewarden.policy.usage";
+    /// `low`, `medium`, `high` or `critical`.
+    pub const SEVERITY: &str = "io.kubewarden.policy.severity";
+    /// Free-form category.
+    pub const CATEGORY: &str = "io.kubewarden.policy.category";
+
+    /// The annotations every aigov `metadata.yml` must carry.
+    pub const REQUIRED: [&str; 9] = [
+        TITLE,
+        DESCRIPTION,
+        VERSION,
+        AUTHOR,
+        URL,
+        SOURCE,
+        LICENSE,
+        SEVERITY,
+        CATEGORY,
+    ];
+}
+
+/// An admission operation a rule can receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Operation {
+    /// Object creation.
+    #[serde(rename = "CREATE")]
+    Create,
+    /// Object update.
+    #[serde(rename = "UPDATE")]
+    Update,
+    /// Object deletion.
+    #[serde(rename = "DELETE")]
+    Delete,
+    /// `exec`, `attach`, `portforward` and other connect subresources.
+    #[serde(rename = "CONNECT")]
+    Connect,
+    /// Every operation.
+    #[serde(rename = "*")]
+    All,
+}
+
+impl Operation {
+    /// The wire spelling (`CREATE`, `*`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+            Operation::All => "*",
+        }
+    }
+}
+
+/// One webhook rule: which requests the policy receives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rule {
+    /// API groups (`""` is the core group, `*` all groups).
+    pub api_groups: Vec<String>,
+    /// API versions (`*` all versions).
+    pub api_versions: Vec<String>,
+    /// Resources, with optional subresource (`pods`, `pods/exec`, `*`).
+    pub resources: Vec<String>,
+    /// Operations.
+    pub operations: Vec<Operation>,
+}
+
+/// A kind a context-aware policy reads from the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextAwareResource {
+    /// `v1`, or `group/version`.
+    pub api_version: String,
+    /// Singular PascalCase kind.
+    pub kind: String,
+}
+
+/// How policy-server runs the module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExecutionMode {
+    /// A waPC module (every aigov rule).
+    #[default]
+    #[serde(rename = "kubewarden-wapc")]
+    KubewardenWapc,
+    /// An OPA policy.
+    #[serde(rename = "opa")]
+    Opa,
+    /// A Gatekeeper policy.
+    #[serde(rename = "gatekeeper")]
+    Gatekeeper,
+    /// A WASI command.
+    #[serde(rename = "wasi")]
+    Wasi,
+}
+
+/// What the policy evaluates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PolicyType {
+    /// Kubernetes admission requests.
+    #[default]
+    #[serde(rename = "kubernetes")]
+    Kubernetes,
+    /// Arbitrary JSON documents.
+    #[serde(rename = "raw")]
+    Raw,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Kubewarden policy metadata, as written in `metadata.yml` and embedded in
+/// the `io.kubewarden.metadata` custom section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Metadata {
+    /// `v1`; not written in `metadata.yml`: `aigov annotate` asks the module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The requests the policy receives. Required.
+    pub rules: Vec<Rule>,
+    /// Labels (rarely used).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// `io.kubewarden.policy.*` annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Whether the policy may mutate. Required.
+    pub mutating: bool,
+    /// Whether the policy can audit existing objects in the background.
+    #[serde(default = "default_true")]
+    pub background_audit: bool,
+    /// Kinds the policy looks up in the cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_aware_resources: Vec<ContextAwareResource>,
+    /// How policy-server runs the module.
+    #[serde(default)]
+    pub execution_mode: ExecutionMode,
+    /// What the policy evaluates.
+    #[serde(default)]
+    pub policy_type: PolicyType,
+    /// The oldest Kubewarden able to run the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_kubewarden_version: Option<String>,
+}
+
+/// Why a metadata document was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataError {
+    /// The file the metadata came from (`policies/x/metadata.yml`), if any.
+    pub file: Option<String>,
+    /// The offending field (`rules[0].operations[1]`), if known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl MetadataError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        MetadataError {
+            file: None,
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    /// Attaches the file name, for messages.
+    pub fn in_file(mut self, file: impl Into<String>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+}
+
+impl fmt::Display for MetadataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}: ")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "`{field}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for MetadataError {}
+
+impl Metadata {
+    /// Parses and validates a `metadata.yml` document.
+    pub fn from_yaml(text: &str) -> Result<Metadata, MetadataError> {
+        let de = serde_norway::Deserializer::from_str(text);
+        let metadata: Metadata = serde_path_to_error::deserialize(de).map_err(|err| {
+            let path = err.path().to_string();
+            let message = err.into_inner().to_string();
+            MetadataError {
+                file: None,
+                field: (path != ".").then_some(path),
+                message,
+            }
+        })?;
+        metadata.validate()?;
+        Ok(metadata)
+    }
+
+    /// Parses the JSON form (the custom section's content).
+    pub fn from_json(text: &[u8]) -> Result<Metadata, MetadataError> {
+        serde_json::from_slice(text).map_err(|err| MetadataError {
+            file: None,
+            field: None,
+            message: format!("not valid Kubewarden metadata JSON: {err}"),
+        })
+    }
+
+    /// Compact, deterministic JSON, as embedded in `io.kubewarden.metadata`.
+    pub fn to_json(&self) -> String {
+        // Serializing plain structs, strings and BTreeMaps cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The `io.kubewarden.policy.version` annotation, if present.
+    pub fn version(&self) -> Option<&str> {
+        self.annotations.get(annotations::VERSION).map(String::as_str)
+    }
+
+    /// Refuses what Kubewarden's policy-server would refuse, and what aigov's
+    /// packaging needs: every rule with groups, versions, resources and
+    /// operations; `*` alone in its list; valid resource wildcards; complete
+    /// context-aware kinds; the required annotations; a semver version.
+    pub fn validate(&self) -> Result<(), MetadataError> {
+        if self.rules.is_empty() {
+            return Err(MetadataError::new(
+                "rules",
+                "at least one rule is required: without rules the policy receives no requests",
+            ));
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            validate_rule(rule).map_err(|(field, message)| {
+                MetadataError::new(format!("rules[{i}].{field}"), message)
+            })?;
+        }
+        for (i, res) in self.context_aware_resources.iter().enumerate() {
+            if res.api_version.trim().is_empty() {
+                return Err(MetadataError::new(
+                    format!("contextAwareResources[{i}].apiVersion"),
+                    "must not be empty",
+                ));
+            }
+            if res.kind.trim().is_empty() {
+                return Err(MetadataError::new(
+                    format!("contextAwareResources[{i}].kind"),
+                    "must not be empty",
+                ));
+            }
+        }
+        if self.execution_mode != ExecutionMode::KubewardenWapc {
+            return Err(MetadataError::new(
+                "executionMode",
+                "aigov rules are waPC modules: use `kubewarden-wapc`",
+            ));
+        }
+        if let Some(v) = &self.protocol_version
+            && v != "v1"
+        {
+            return Err(MetadataError::new(
+                "protocolVersion",
+                format!("unsupported protocol version `{v}`, expected `v1`"),
+            ));
+        }
+        if let Some(v) = &self.minimum_kubewarden_version
+            && !is_semver(v)
+        {
+            return Err(MetadataError::new(
+                "minimumKubewardenVersion",
+                format!("`{v}` is not a semantic version like `1.10.0`"),
+            ));
+        }
+        for key in annotations::REQUIRED {
+            match self.annotations.get(key) {
+                Some(v) if !v.trim().is_empty() => {}
+                _ => {
+                    return Err(MetadataError::new(
+                        format!("annotations.\"{key}\""),
+                        "is required and must not be empty",
+                    ));
+                }
+            }
+        }
+        if self.annotations.contains_key(annotations::USAGE) {
+            return Err(MetadataError::new(
+                format!("annotations.\"{}\"", annotations::USAGE),
+                "is generated from the rule's README.md at packaging time: remove it",
+            ));
+        }
+        if let Some(v) = self.version()
+            && !is_semver(v)
+        {
+            return Err(MetadataError::new(
+                format!("annotations.\"{}\"", annotations::VERSION),
+                format!("`{v}` is not a semantic version like `0.1.0`"),
+            ));
+        }
+        if let Some(s) = self.annotations.get(annotations::SEVERITY)
+            && !matches!(s.as_str(), "low" | "medium" | "high" | "critical")
+        {
+            return Err(MetadataError::new(
+                format!("annotations.\"{}\"", annotations::SEVERITY),
+                format!("`{s}` is not one of `low`, `medium`, `high`, `critical`"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks one rule; returns the field (relative to the rule) and the message.
+fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
+    for (field, list) in [
+        ("apiGroups", &rule.api_groups),
+        ("apiVersions", &rule.api_versions),
+    ] {
+        if list.is_empty() {
+            return Err((field.into(), "must list at least one entry".into()));
+        }
+        if list.len() > 1 && list.iter().any(|v| v == "*") {
+            return Err((field.into(), "`*` must be the only entry when present".into()));
+        }
+    }
+    if rule.operations.is_empty() {
+        return Err(("operations".into(), "must list at least one operation".into()));
+    }
+    if rule.operations.len() > 1 && rule.operations.contains(&Operation::All) {
+        return Err(("operations".into(), "`*` must be the only entry when present".into()));
+    }
+    validate_resources(&rule.resources).map_err(|m| ("resources".to_string(), m))
+}
+
+/// Kubernetes' own resource wildcard rules (see admissionregistration
+/// validation): no empty names, `*/*` alone, `*` not mixed with plain
+/// resources, `x/*` not mixed with `x/y`, `*/y` not mixed with `x/y`.
+fn validate_resources(resources: &[String]) -> Result<(), String> {
+    if resources.is_empty() {
+        return Err("must list at least one resource".into());
+    }
+    let mut any_sub_of: Vec<&str> = Vec::new(); // x/*
+    let mut any_res_with: Vec<&str> = Vec::new(); // */y
+    let mut has_star = false;
+    let mut has_plain = false;
+    for r in resources {
+        if r.is_empty() {
+            return Err("empty resource name".into());
+        }
+        match r.split_once('/') {
+            None => {
+                if r == "*" {
+                    has_star = true;
+                } else {
+                    has_plain = true;
+                }
+            }
+            Some((res, sub)) => {
+                if res.is_empty() || sub.is_empty() {
+                    return Err(format!("`{r}` is not `resource/subresource`"));
+                }
+                if r == "*/*" && resources.len() > 1 {
+                    return Err("`*/*` must be the only resource when present".into());
+                }
+                if any_sub_of.contains(&res) {
+                    return Err(format!("`{res}/*` is present, so `{r}` must not be"));
+                }
+                if any_res_with.contains(&sub) {
+                    return Err(format!("`*/{sub}` is present, so `{r}` must not be"));
+                }
+                if sub == "*" {
+                    any_sub_of.push(res);
+                }
+                if res == "*" {
+                    any_res_with.push(sub);
+                }
+            }
+        }
+    }
+    if has_star && has_plain {
+        return Err("`*` must not be mixed with other resources without subresource".into());
+    }
+    Ok(())
+}
+
+/// `MAJOR.MINOR.PATCH` with optional `-pre` and `+build`.
+fn is_semver(v: &str) -> bool {
+    let core = v.split(['-', '+']).next().unwrap_or_default();
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+
+    const GOOD: &str = r#"
+rules:
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods"]
+    operations: ["CREATE", "UPDATE"]
+mutating: false
+contextAwareResources:
+  - apiVersion: v1
+    kind: Pod
+annotations:
+  io.kubewarden.policy.title: t
+  io.kubewarden.policy.description: d
+  io.kubewarden.policy.version: 0.1.0
+  io.kubewarden.policy.author: a
+  io.kubewarden.policy.url: https://example.com
+  io.kubewarden.policy.source: https://example.com
+  io.kubewarden.policy.license: Apache-2.0
+  io.kubewarden.policy.severity: medium
+  io.kubewarden.policy.category: c
+"#;
+
+    fn refusal(doc: &str) -> MetadataError {
+        Metadata::from_yaml(doc).expect_err("document must be refused")
+    }
+
+    #[test]
+    fn good_document_round_trips_through_json() {
+        let m = Metadata::from_yaml(GOOD).unwrap();
+        assert!(m.background_audit, "backgroundAudit defaults to true");
+        assert_eq!(m.execution_mode, ExecutionMode::KubewardenWapc);
+        let json = m.to_json();
+        assert!(json.starts_with(r#"{"rules":[{"apiGroups":[""]"#), "{json}");
+        assert!(json.contains(r#""executionMode":"kubewarden-wapc""#), "{json}");
+        assert_eq!(Metadata::from_json(json.as_bytes()).unwrap(), m);
+    }
+
+    #[test]
+    fn missing_rules_names_the_field() {
+        let e = refusal("mutating: false\n");
+        assert!(e.to_string().contains("missing field `rules`"), "{e}");
+    }
+
+    #[test]
+    fn missing_mutating_names_the_field() {
+        let doc = GOOD.replace("mutating: false\n", "");
+        let e = refusal(&doc);
+        assert!(e.to_string().contains("missing field `mutating`"), "{e}");
+    }
+
+    #[test]
+    fn empty_resources_are_refused() {
+        let e = refusal(&GOOD.replace(r#"resources: ["pods"]"#, "resources: []"));
+        assert_eq!(e.field.as_deref(), Some("rules[0].resources"), "{e}");
+    }
+
+    #[test]
+    fn unknown_operation_names_the_index() {
+        let e = refusal(&GOOD.replace(r#""UPDATE""#, r#""UPDAET""#));
+        assert_eq!(e.field.as_deref(), Some("rules[0].operations[1]"), "{e}");
+        assert!(e.message.contains("unknown variant `UPDAET`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_refused() {
+        let e = refusal(&format!("{GOOD}mutatting: true\n"));
+        assert!(e.message.contains("unknown field `mutatting`"), "{e}");
+    }
+
+    #[test]
+    fn star_must_stand_alone() {
+        let e = refusal(&GOOD.replace(r#"["CREATE", "UPDATE"]"#, r#"["*", "CREATE"]"#));
+        assert_eq!(e.field.as_deref(), Some("rules[0].operations"), "{e}");
+        let e = refusal(&GOOD.replace(r#"resources: ["pods"]"#, r#"resources: ["*", "pods"]"#));
+        assert_eq!(e.field.as_deref(), Some("rules[0].resources"), "{e}");
+    }
+
+    #[test]
+    fn subresource_wildcards_follow_kubernetes() {
+        assert!(validate_resources(&["pods".into(), "pods/*".into()]).is_ok());
+        assert!(validate_resources(&["*".into(), "pods/exec".into()]).is_ok());
+        assert!(validate_resources(&["pods/*".into(), "pods/exec".into()]).is_err());
+        assert!(validate_resources(&["*/exec".into(), "pods/exec".into()]).is_err());
+        assert!(validate_resources(&["*/*".into(), "pods".into()]).is_err());
+        assert!(validate_resources(&["pods/".into()]).is_err());
+    }
+
+    #[test]
+    fn required_annotations_are_enforced() {
+        let e = refusal(&GOOD.replace("  io.kubewarden.policy.license: Apache-2.0\n", ""));
+        assert_eq!(
+            e.field.as_deref(),
+            Some("annotations.\"io.kubewarden.policy.license\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn usage_comes_from_the_readme() {
+        let e = refusal(&format!("{GOOD}  io.kubewarden.policy.usage: x\n"));
+        assert!(e.message.contains("README.md"), "{e}");
+    }
+
+    #[test]
+    fn version_and_severity_are_checked() {
+        let e = refusal(&GOOD.replace("version: 0.1.0", "version: one"));
+        assert!(e.message.contains("not a semantic version"), "{e}");
+        let e = refusal(&GOOD.replace("severity: medium", "severity: scary"));
+        assert!(e.message.contains("`scary`"), "{e}");
+    }
+
+    #[test]
+    fn context_aware_kind_must_be_complete() {
+        let e = refusal(&GOOD.replace("kind: Pod", "kind: \"\""));
+        assert_eq!(e.field.as_deref(), Some("contextAwareResources[0].kind"), "{e}");
+    }
+
+    #[test]
+    fn error_display_names_file_and_field() {
+        let e = refusal(&GOOD.replace(r#"resources: ["pods"]"#, "resources: []"))
+            .in_file("policies/x/metadata.yml");
+        assert!(
+            e.to_string()
+                .starts_with("policies/x/metadata.yml: `rules[0].resources`: "),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! Cluster lookups for context-aware rules.
+//!
+//! The same trait is served by Kubewarden's `kubernetes` waPC host calls in
+//! the module, by the WIT `cluster` import in the component, and by the
+//! harness's fixtures natively. Lookups return raw JSON; rules decode what
+//! they need (for example with [`crate::Workload::parse`]).
+
+use std::fmt;
+
+/// Why a lookup failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LookupError {
+    /// The object does not exist.
+    NotFound(String),
+    /// The host does not let this rule read this kind.
+    Forbidden(String),
+    /// The lookup was malformed.
+    Invalid(String),
+    /// The cluster could not answer.
+    Unavailable(String),
+}
+
+impl LookupError {
+    /// The explanation.
+    pub fn message(&self) -> &str {
+        match self {
+            LookupError::NotFound(m)
+            | LookupError::Forbidden(m)
+            | LookupError::Invalid(m)
+            | LookupError::Unavailable(m) => m,
+        }
+    }
+
+    /// The tag a waPC host puts before the message to carry the kind
+    /// (`not-found: ...`); hosts that send no tag give `Unavailable`.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            LookupError::NotFound(_) => "not-found",
+            LookupError::Forbidden(_) => "forbidden",
+            LookupError::Invalid(_) => "invalid",
+            LookupError::Unavailable(_) => "unavailable",
+        }
+    }
+
+    /// Reads a waPC host error: `tag: message`, or an untagged message.
+    pub fn from_tagged(text: &str) -> LookupError {
+        let (tag, rest) = text.split_once(": ").unwrap_or(("", text));
+        match tag {
+            "not-found" => LookupError::NotFound(rest.to_string()),
+            "forbidden" => LookupError::Forbidden(rest.to_string()),
+            "invalid" => LookupError::Invalid(rest.to_string()),
+            "unavailable" => LookupError::Unavailable(rest.to_string()),
+            _ => LookupError::Unavailable(text.to_string()),
+        }
+    }
+
+    /// `tag: message`, as a waPC host sends it.
+    pub fn to_tagged(&self) -> String {
+        format!("{}: {}", self.tag(), self.message())
+    }
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for LookupError {}
+
+/// Read-only access to cluster state.
+pub trait Cluster {
+    /// One object as JSON. `api_version` is `v1` or `group/version`; `kind`
+    /// is singular PascalCase; `namespace` is `None` for cluster-scoped kinds.
+    fn get_resource(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<String, LookupError>;
+
+    /// A `List` of the kind's objects in one namespace, as JSON.
+    fn list_resources_by_namespace(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError>;
+
+    /// A `List` of the kind's objects in the whole cluster, as JSON.
+    fn list_resources_all(
+        &self,
+        api_version: &str,
+        kind: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError>;
+}
+
+/// A cluster that answers nothing: for hosts without lookups.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCluster;
+
+const NO_CLUSTER: &str = "this host serves no cluster lookups";
+
+impl Cluster for NoCluster {
+    fn get_resource(&self, _: &str, _: &str, _: &str, _: Option<&str>) -> Result<String, LookupError> {
+        Err(LookupError::Unavailable(NO_CLUSTER.into()))
+    }
+    fn list_resources_by_namespace(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> Result<String, LookupError> {
+        Err(LookupError::Unavailable(NO_CLUSTER.into()))
+    }
+    fn list_resources_all(&self, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
+        Err(LookupError::Unavailable(NO_CLUSTER.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip_and_untagged_text_is_unavailable() {
+        for e in [
+            LookupError::NotFound("pod `a/b` not found".into()),
+            LookupError::Forbidden("x".into()),
+            LookupError::Invalid("y: z".into()),
+            LookupError::Unavailable("down".into()),
+        ] {
+            assert_eq!(LookupError::from_tagged(&e.to_tagged()), e);
+        }
+        assert_eq!(
+            LookupError::from_tagged("Cannot find v1/Pod named 'x'"),
+            LookupError::Unavailable("Cannot find v1/Pod named 'x'".into())
+        );
+    }
+}

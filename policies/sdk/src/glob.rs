@@ -1,0 +1,132 @@
+//! Shell-style wildcards for names in settings: `*` matches any run of
+//! characters (including none), `?` exactly one; everything else literally.
+//! `nvidia.com/mig-*`, `kube-*`, `system:serviceaccount:ci:*`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A wildcard pattern.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Glob(Cow<'static, str>);
+
+impl Glob {
+    /// A pattern from its text. Every string is a valid pattern.
+    pub fn new(pattern: impl Into<Cow<'static, str>>) -> Glob {
+        Glob(pattern.into())
+    }
+
+    /// The pattern text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `text` matches the whole pattern.
+    ///
+    /// Iterative with single-star backtracking: linear in practice, and no
+    /// recursion, so hostile input cannot exhaust the stack. Kubernetes names
+    /// are ASCII and match byte-wise without allocating; other text is
+    /// compared character by character.
+    pub fn matches(&self, text: &str) -> bool {
+        if self.0.is_ascii() && text.is_ascii() {
+            wildcard(self.0.as_bytes(), text.as_bytes(), b'*', b'?')
+        } else {
+            let p: Vec<char> = self.0.chars().collect();
+            let t: Vec<char> = text.chars().collect();
+            wildcard(&p, &t, '*', '?')
+        }
+    }
+}
+
+fn wildcard<T: Copy + PartialEq>(p: &[T], t: &[T], star_sym: T, any_sym: T) -> bool {
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some(&c) if c == star_sym => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(&c) if c == any_sym || Some(&c) == t.get(ti) => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p.get(pi..).is_some_and(|rest| rest.iter().all(|&c| c == star_sym))
+}
+
+impl fmt::Debug for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Glob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Glob::new)
+    }
+}
+
+impl Serialize for Glob {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+/// Whether any pattern in `patterns` matches `text`.
+pub fn any_match(patterns: &[Glob], text: &str) -> bool {
+    patterns.iter().any(|p| p.matches(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, t: &str) -> bool {
+        Glob::new(p.to_string()).matches(t)
+    }
+
+    #[test]
+    fn literals_and_wildcards() {
+        assert!(m("nvidia.com/gpu", "nvidia.com/gpu"));
+        assert!(!m("nvidia.com/gpu", "nvidia.com/gpus"));
+        assert!(m("nvidia.com/mig-*", "nvidia.com/mig-1g.5gb"));
+        assert!(m("nvidia.com/mig-*", "nvidia.com/mig-"));
+        assert!(!m("nvidia.com/mig-*", "nvidia.com/gpu"));
+        assert!(m("*", ""));
+        assert!(m("kube-*", "kube-system"));
+        assert!(m("*-system", "kube-system"));
+        assert!(m("a*b*c", "aXXbYYc"));
+        assert!(!m("a*b*c", "aXXbYY"));
+        assert!(m("pod-?", "pod-1"));
+        assert!(!m("pod-?", "pod-12"));
+        assert!(m("**", "anything"));
+        assert!(!m("", "x"));
+        assert!(m("", ""));
+        assert!(m("équipe-?", "équipe-ü"), "non-ASCII compares by character");
+        assert!(!m("équipe-?", "équipe-üü"));
+    }
+
+    #[test]
+    fn pathological_patterns_stay_fast() {
+        let text = "a".repeat(10_000);
+        assert!(!m(&format!("{}b", "*a".repeat(50)), &text));
+        assert!(m(&"*a".repeat(50), &text));
+    }
+}

@@ -1,0 +1,99 @@
+//! The Kubewarden face: waPC operations and the `kubewarden`/`kubernetes`
+//! host calls. Compiled only for `wasm32-wasip1`.
+
+use serde::Serialize;
+use wapc_guest::{CallResult, host_call, register_function};
+
+use crate::{Cluster, Exported, LookupError, entry};
+
+/// Registers the rule's waPC operations. Called from `wapc_init`.
+pub fn register<P: Exported>() {
+    register_function("validate", validate::<P>);
+    register_function("validate_settings", validate_settings::<P>);
+    register_function("protocol_version", protocol_version);
+}
+
+fn validate<P: Exported>(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&entry::validate_payload::<P>(payload, &WapcCluster))?)
+}
+
+fn validate_settings<P: Exported>(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&entry::validate_settings::<P>(payload))?)
+}
+
+fn protocol_version(_: &[u8]) -> CallResult {
+    Ok(br#""v1""#.to_vec())
+}
+
+/// Cluster lookups through Kubewarden's waPC host capabilities.
+struct WapcCluster;
+
+#[derive(Serialize)]
+struct GetResource<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+}
+
+#[derive(Serialize)]
+struct ListResources<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label_selector: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field_selector: Option<&'a str>,
+}
+
+fn call<T: Serialize>(operation: &str, request: &T) -> Result<String, LookupError> {
+    let payload = serde_json::to_vec(request).map_err(|e| LookupError::Invalid(e.to_string()))?;
+    match host_call("kubewarden", "kubernetes", operation, &payload) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| LookupError::Unavailable(format!("the host's `{operation}` answer is not UTF-8"))),
+        Err(e) => {
+            let text = e.to_string();
+            Err(LookupError::from_tagged(text.strip_prefix("Host error: ").unwrap_or(&text)))
+        }
+    }
+}
+
+impl Cluster for WapcCluster {
+    fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
+        call(
+            "get_resource",
+            &GetResource { api_version, kind, name, namespace, disable_cache: false },
+        )
+    }
+
+    fn list_resources_by_namespace(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError> {
+        call(
+            "list_resources_by_namespace",
+            &ListResources { api_version, kind, namespace: Some(namespace), label_selector, field_selector },
+        )
+    }
+
+    fn list_resources_all(
+        &self,
+        api_version: &str,
+        kind: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError> {
+        call(
+            "list_resources_all",
+            &ListResources { api_version, kind, namespace: None, label_selector, field_selector },
+        )
+    }
+}
