@@ -8,6 +8,7 @@
 
 mod settings;
 
+use aigov_sdk::text::one_of;
 use aigov_sdk::workload::Toleration;
 use aigov_sdk::{Cluster, GpuRequest, Malformed, Policy, PodTemplate, Request, Verdict};
 
@@ -111,15 +112,6 @@ fn gpu_summary(first: &GpuRequest, n: usize) -> String {
     )
 }
 
-fn one_of(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
-    match quoted.as_slice() {
-        [one] => one.clone(),
-        [rest @ .., last] => format!("one of {}, {last}", rest.join(", ")),
-        [] => String::new(),
-    }
-}
-
 aigov_sdk::export_policy!(GpuRuntimeClass);
 
 #[cfg(test)]
@@ -160,9 +152,7 @@ mod tests {
     }
 
     #[test]
-    fn messages_list_allowed_values() {
-        assert_eq!(one_of(&["nvidia".into()]), "`nvidia`");
-        assert_eq!(one_of(&["a".into(), "b".into(), "c".into()]), "one of `a`, `b`, `c`");
+    fn toleration_is_described_as_yaml() {
         assert_eq!(describe(&RequiredToleration::default()), "{key: nvidia.com/gpu, operator: Exists}");
     }
 }

@@ -24,10 +24,12 @@ extern crate self as aigov_sdk;
 pub mod cluster;
 pub mod entry;
 pub mod glob;
+pub mod labels;
 pub mod metadata;
 pub mod quantity;
 pub mod request;
 pub mod settings;
+pub mod text;
 pub mod verdict;
 pub mod workload;
 
@@ -54,6 +56,7 @@ pub mod bindings {
 
 pub use cluster::{Cluster, LookupError, NoCluster};
 pub use glob::Glob;
+pub use labels::RequiredLabels;
 pub use metadata::PolicyMetadata;
 pub use quantity::Quantity;
 pub use request::{ConnectOptions, Malformed, Operation, Request, Str};
