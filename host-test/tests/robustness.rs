@@ -1,0 +1,249 @@
+//! No input makes a guest trap. Every rule, in every form (native, waPC
+//! module, component), gets garbage, wrong types, deep nesting, huge arrays
+//! and unknown kinds, and must answer with a verdict: malformed input is
+//! rejected with code 400 and a message, the rest is evaluated.
+//!
+//! Needs `make artifacts` first (like the case tests).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use aigov::artifact::{Evaluator, component_path, module_path, payload};
+use aigov::cluster::FixtureCluster;
+use aigov::wapc::WapcModule;
+use aigov_sdk::{SettingsResponse, ValidationResponse};
+use serde_json::json;
+
+struct Rule {
+    name: &'static str,
+    forms: Vec<Evaluator>,
+    module: WapcModule,
+}
+
+fn artifacts() -> PathBuf {
+    std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from)
+}
+
+/// Every rule in its three forms, compiled once for the whole file.
+fn rules() -> &'static [Rule] {
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let engine = aigov::engine::new_engine().unwrap();
+        aigov::native::RULES
+            .iter()
+            .map(|native| {
+                let name = native.metadata.name;
+                let module_file = module_path(&artifacts(), name);
+                let component_file = component_path(&artifacts(), name);
+                assert!(module_file.is_file(), "{} is missing: run `make artifacts` first", module_file.display());
+                let module_bytes = std::fs::read(&module_file).unwrap();
+                Rule {
+                    name,
+                    forms: vec![
+                        Evaluator::native(native),
+                        Evaluator::load(&engine, &module_bytes, name).unwrap(),
+                        Evaluator::from_file(&engine, &component_file).unwrap(),
+                    ],
+                    module: WapcModule::new(&engine, &module_bytes).unwrap(),
+                }
+            })
+            .collect()
+    })
+}
+
+fn cluster() -> Arc<FixtureCluster> {
+    Arc::new(FixtureCluster::empty())
+}
+
+/// Evaluates on every form; none may fail (a trap is an `Err`). Returns the
+/// answers in form order.
+fn all_forms(rule: &Rule, request: &str, settings: &str) -> Vec<ValidationResponse> {
+    rule.forms
+        .iter()
+        .map(|f| {
+            f.validate(request, settings, &cluster())
+                .unwrap_or_else(|e| panic!("{} ({}) failed on {:.200}: {e:#}", rule.name, f.form(), request))
+        })
+        .collect()
+}
+
+fn assert_rejected_400(rule: &Rule, answers: &[ValidationResponse], what: &str) {
+    for (form, a) in rule.forms.iter().zip(answers) {
+        assert!(!a.accepted, "{} ({}) admitted {what}", rule.name, form.form());
+        assert_eq!(a.code, Some(400), "{} ({}) on {what}: {a:?}", rule.name, form.form());
+        assert!(a.message.as_deref().is_some_and(|m| !m.is_empty()), "{} ({}) on {what}: no message", rule.name, form.form());
+    }
+}
+
+fn assert_agree(rule: &Rule, answers: &[ValidationResponse], what: &str) {
+    for (form, a) in rule.forms.iter().zip(answers).skip(1) {
+        assert_eq!(a, &answers[0], "{} {} disagrees with native on {what}", rule.name, form.form());
+    }
+}
+
+fn request(kind: serde_json::Value, object: serde_json::Value) -> String {
+    json!({"uid": "u", "kind": kind, "operation": "CREATE", "namespace": "ml",
+           "userInfo": {"username": "u", "groups": []}, "object": object})
+    .to_string()
+}
+
+fn pod_gvk() -> serde_json::Value {
+    json!({"group": "", "version": "v1", "kind": "Pod"})
+}
+
+#[test]
+fn garbage_requests_are_rejected_with_400() {
+    let garbage = ["", "not json", "{", "[]", "null", "42", "\"a string\"", "{\"kind\": 5}", "{\"operation\":\"CREATE\"}", "{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"PATCH\"}"];
+    for rule in rules() {
+        for g in garbage {
+            let answers = all_forms(rule, g, "{}");
+            assert_rejected_400(rule, &answers, &format!("{g:?}"));
+        }
+    }
+}
+
+#[test]
+fn wrong_types_in_the_header_get_the_same_answer_everywhere() {
+    let cases = [
+        json!({"kind": "Pod", "operation": "CREATE"}),
+        json!({"kind": {"kind": "Pod"}, "operation": 1}),
+        json!({"kind": {"kind": "Pod"}, "operation": "CREATE", "userInfo": {"groups": "admins"}}),
+        json!({"kind": {"kind": "Pod"}, "operation": "CREATE", "namespace": ["ml"]}),
+        json!({"kind": {"kind": "Pod"}, "operation": "CONNECT", "subResource": 7}),
+    ];
+    for rule in rules() {
+        for c in &cases {
+            let answers = all_forms(rule, &c.to_string(), "{}");
+            assert_rejected_400(rule, &answers, &c.to_string());
+            assert_agree(rule, &answers, &c.to_string());
+        }
+    }
+}
+
+#[test]
+fn wrong_types_in_objects_never_trap() {
+    let objects = [
+        json!("a string"),
+        json!([1, 2, 3]),
+        json!(42),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": "m", "spec": {}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": ["a"]}, "spec": {}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": {"x": 1}}}}]}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [null, 5]}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "spec": {"tolerations": "all", "runtimeClassName": 3}}),
+    ];
+    for rule in rules() {
+        for o in &objects {
+            let req = request(pod_gvk(), o.clone());
+            let answers = all_forms(rule, &req, "{}");
+            assert_agree(rule, &answers, &o.to_string());
+            for a in &answers {
+                assert!(a.accepted || a.code == Some(400) || a.message.is_some(), "{}: {a:?}", rule.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_refused_not_a_stack_overflow() {
+    let depth = 100_000;
+    let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let req = format!(
+        r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Pod"}},"operation":"CREATE","object":{{"apiVersion":"v1","kind":"Pod","spec":{{"containers":{deep}}}}}}}"#
+    );
+    let deep_settings = format!(r#"{{"x":{deep}}}"#);
+    for rule in rules() {
+        // Rules that do not govern Pods admit without reading the object;
+        // rules that read it refuse it. Nothing overflows a stack.
+        let answers = all_forms(rule, &req, "{}");
+        assert_agree(rule, &answers, "100k-deep nesting");
+        if !answers[0].accepted || rule.name == "gpu-runtime-class" {
+            assert_rejected_400(rule, &answers, "100k-deep nesting");
+        }
+        for f in &rule.forms {
+            let s = f.validate_settings(&deep_settings).unwrap();
+            assert!(!s.valid, "{} accepted deeply nested settings", rule.name);
+        }
+    }
+}
+
+#[test]
+fn huge_arrays_are_evaluated() {
+    // 10,000 GPU containers, 10,000 tolerations, 10,000 labels: about 1.5 MB,
+    // near the API server's request limit.
+    let containers: Vec<_> = (0..10_000)
+        .map(|i| json!({"name": format!("c{i}"), "resources": {"limits": {"nvidia.com/gpu": "1"}}}))
+        .collect();
+    let tolerations: Vec<_> = (0..10_000).map(|i| json!({"key": format!("k{i}"), "operator": "Exists"})).collect();
+    let labels: serde_json::Map<_, _> = (0..10_000).map(|i| (format!("l{i}"), json!("v"))).collect();
+    let object = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "huge", "namespace": "ml", "labels": labels},
+        "spec": {"containers": containers, "tolerations": tolerations}});
+    let req = request(pod_gvk(), object);
+    assert!(req.len() > 1_000_000);
+    for rule in rules() {
+        let answers = all_forms(rule, &req, "{}");
+        assert_agree(rule, &answers, "a pod with 10,000 containers");
+    }
+}
+
+#[test]
+fn unknown_kinds_and_empty_objects_are_admitted() {
+    for rule in rules() {
+        for (kind, object) in [
+            (json!({"group": "", "version": "v1", "kind": "ConfigMap"}), json!({"data": {"spec": "x"}})),
+            (json!({"group": "example.com", "version": "v9", "kind": "Widget"}), json!({"spec": {"template": 5}})),
+            (pod_gvk(), json!(null)),
+        ] {
+            let answers = all_forms(rule, &request(kind.clone(), object.clone()), "{}");
+            assert_agree(rule, &answers, &kind.to_string());
+            assert!(answers[0].accepted, "{} rejected {kind} {object}: {:?}", rule.name, answers[0]);
+        }
+    }
+}
+
+#[test]
+fn garbage_settings_are_refused_everywhere() {
+    for rule in rules() {
+        for s in ["", "[", "5", "[]", "\"x\"", r#"{"mode": 1}"#, r#"{"noSuchSetting": true}"#] {
+            let answers: Vec<SettingsResponse> = rule.forms.iter().map(|f| f.validate_settings(s).unwrap()).collect();
+            for a in &answers {
+                assert!(!a.valid && a.message.is_some(), "{} accepted settings {s:?}", rule.name);
+            }
+            let req = request(pod_gvk(), json!({"apiVersion": "v1", "kind": "Pod", "spec": {}}));
+            if serde_json::from_str::<serde_json::Value>(s).is_ok() {
+                let answers = all_forms(rule, &req, s);
+                assert_rejected_400(rule, &answers, &format!("settings {s:?}"));
+                assert!(answers[0].message.as_deref().unwrap().starts_with("invalid settings: "));
+            }
+        }
+    }
+}
+
+#[test]
+fn raw_wapc_payloads_never_trap() {
+    let bytes: [&[u8]; 5] = [b"", b"\xff\xfe\xfd", b"{\"request\":", b"{\"settings\":{}}", &[0u8; 4096]];
+    for rule in rules() {
+        for b in bytes {
+            let mut instance = rule.module.instantiate(Arc::new(aigov_sdk::NoCluster)).unwrap();
+            let out = instance.call("validate", b).unwrap_or_else(|e| panic!("{} trapped on {b:?}: {e}", rule.name));
+            let r: ValidationResponse = serde_json::from_slice(&out).unwrap();
+            assert!(!r.accepted && r.code == Some(400), "{}: {r:?}", rule.name);
+            let out = instance.call("validate_settings", b).unwrap();
+            let s: SettingsResponse = serde_json::from_slice(&out).unwrap();
+            assert!(!s.valid);
+        }
+        // An operation the module does not have is a guest error, not a trap.
+        let mut instance = rule.module.instantiate(Arc::new(aigov_sdk::NoCluster)).unwrap();
+        assert!(instance.call("no_such_operation", b"{}").is_err());
+        // The instance survives and still answers.
+        let out = instance.call("protocol_version", b"").unwrap();
+        assert_eq!(out, b"\"v1\"");
+        // Kubewarden's payload shape with an explicit null settings is fine.
+        let ok = instance.call("validate", payload(&request(pod_gvk(), json!(null)), "null").as_bytes()).unwrap();
+        let r: ValidationResponse = serde_json::from_slice(&ok).unwrap();
+        assert!(r.accepted, "{}: {r:?}", rule.name);
+    }
+}

@@ -1,0 +1,282 @@
+//! The SDK reads requests through a sparse, borrowed model built for speed.
+//! This test holds it against the complete typed model (k8s-openapi) on every
+//! object of every case file and sample: every pod template the SDK reports
+//! is re-read at its path as a typed `PodSpec`, and containers, resources,
+//! runtime class, tolerations, labels and the GPU count must agree. A walk
+//! over the raw JSON also finds every `containers` list, so a template the
+//! SDK missed fails the test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use aigov_sdk::{GpuResources, Quantity, Request};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every object in case files (request objects and cluster fixtures) and in
+/// the samples directory.
+fn corpus() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut files = Vec::new();
+    for dir in [root().join("policies"), root().join("host-test/samples"), root().join("host-test/bench")] {
+        collect(&dir, &mut files);
+    }
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let Ok(docs) = aigov::admission::parse_documents(&text) else { continue };
+        let shown = f.strip_prefix(root()).unwrap_or(&f).display().to_string();
+        for doc in docs {
+            let mut found = Vec::new();
+            gather(&doc, &mut found);
+            out.extend(found.into_iter().map(|o| (shown.clone(), o)));
+        }
+    }
+    out
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            let s = p.to_string_lossy();
+            let data = matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"));
+            if data && (s.contains("/tests/cases/") || s.contains("/samples/") || s.contains("/bench/")) {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// Kubernetes objects inside a document: the document itself, a case's
+/// `request.object`, `request.admissionRequest.object`, `cluster` items, an
+/// AdmissionReview's request object.
+fn gather(v: &Value, out: &mut Vec<Value>) {
+    if v.get("apiVersion").is_some() && v.get("kind").and_then(Value::as_str).is_some() && v.get("kind") != Some(&Value::from("AdmissionReview")) {
+        out.push(v.clone());
+        return;
+    }
+    for key in ["request", "object", "admissionRequest"] {
+        if let Some(inner) = v.get(key) {
+            gather(inner, out);
+        }
+    }
+    if let Some(items) = v.get("cluster").and_then(Value::as_array) {
+        items.iter().for_each(|i| gather(i, out));
+    }
+}
+
+/// The API server stores quantities as strings; hand-written YAML may use
+/// bare numbers. Normalise like the server does before the typed parse.
+fn stringify_quantities(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                if (k == "limits" || k == "requests" || k == "resourcesPerNode") && child.is_object() {
+                    if let Some(res) = child.as_object_mut() {
+                        for q in res.values_mut() {
+                            if let Value::Number(n) = q {
+                                *q = Value::String(n.to_string());
+                            }
+                        }
+                    }
+                }
+                stringify_quantities(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(stringify_quantities),
+        _ => {}
+    }
+}
+
+/// `spec.workerGroupSpecs[1].template.spec` -> `/spec/workerGroupSpecs/1/template/spec`.
+fn pointer(path: &str) -> String {
+    let mut p = String::new();
+    for part in path.split('.') {
+        let (field, rest) = part.split_once('[').unwrap_or((part, ""));
+        p.push('/');
+        p.push_str(&field.replace('~', "~0").replace('/', "~1"));
+        for idx in rest.split('[') {
+            let idx = idx.trim_end_matches(']');
+            if !idx.is_empty() {
+                p.push('/');
+                p.push_str(idx);
+            }
+        }
+    }
+    p
+}
+
+/// JSON pointers of every object holding a `containers` list: the pod specs.
+fn pod_specs(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            if map.get("containers").is_some_and(Value::is_array) {
+                out.push(at.to_string());
+            }
+            for (k, child) in map {
+                pod_specs(child, &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                pod_specs(child, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn resources(c: &Container) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let list = |m: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+        m.map(|m| m.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect()).unwrap_or_default()
+    };
+    let r = c.resources.as_ref();
+    (list(r.and_then(|r| r.limits.as_ref())), list(r.and_then(|r| r.requests.as_ref())))
+}
+
+/// The scheduler's GPU count, computed independently from the typed model.
+fn typed_gpus(spec: &PodSpec, gpus: &GpuResources) -> u64 {
+    let count = |c: &Container| -> u64 {
+        let (limits, requests) = resources(c);
+        let mut per: BTreeMap<String, u64> = BTreeMap::new();
+        for (name, q) in limits.iter().chain(requests.iter()) {
+            if gpus.is_gpu(name) {
+                let n = Quantity::parse(q).unwrap().ceil_units();
+                let e = per.entry(name.clone()).or_default();
+                *e = (*e).max(n);
+            }
+        }
+        per.values().sum()
+    };
+    let regular: u64 = spec.containers.iter().map(count).sum();
+    let (mut sidecars, mut peak) = (0u64, 0u64);
+    for c in spec.init_containers.iter().flatten() {
+        if c.restart_policy.as_deref() == Some("Always") {
+            sidecars += count(c);
+        } else {
+            peak = peak.max(count(c) + sidecars);
+        }
+    }
+    (regular + sidecars).max(peak)
+}
+
+#[test]
+fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
+    let gpus = GpuResources::default();
+    let corpus = corpus();
+    let mut templates_checked = 0usize;
+    let mut workloads = 0usize;
+    for (file, object) in &corpus {
+        let Some(api_version) = object.get("apiVersion").and_then(Value::as_str) else { continue };
+        let kind = object["kind"].as_str().unwrap();
+        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        if aigov_sdk::WorkloadKind::of(group, kind).is_none() {
+            continue;
+        }
+        let request = serde_json::json!({"uid": "u", "kind": {"group": group, "version": "v1", "kind": kind},
+            "operation": "CREATE", "object": object})
+        .to_string();
+        let req = Request::parse(&request).unwrap();
+        let mut normalised = object.clone();
+        stringify_quantities(&mut normalised);
+        let workload = match req.workload() {
+            Ok(Some(w)) => w,
+            Ok(None) => panic!("{file}: {kind} was not read as a workload"),
+            Err(e) => {
+                // The sparse model refused it: the typed model must refuse some
+                // template too, or the object is malformed outside pod specs.
+                let mut at = Vec::new();
+                pod_specs(&normalised, "", &mut at);
+                let typed_ok = at.iter().all(|p| serde_json::from_value::<PodSpec>(normalised.pointer(p).unwrap().clone()).is_ok());
+                let bad_quantity = e.0.contains("is not a valid quantity");
+                assert!(!typed_ok || bad_quantity || !e.0.contains(".spec"), "{file}: SDK refused ({e}) but the typed model reads every pod spec");
+                continue;
+            }
+        };
+        workloads += 1;
+        let mut reported: Vec<String> = Vec::new();
+        for t in workload.templates() {
+            if t.is_partial() {
+                continue;
+            }
+            let ptr = pointer(&t.spec_path());
+            reported.push(ptr.clone());
+            let raw = normalised.pointer(&ptr).unwrap_or_else(|| panic!("{file}: the SDK reports {} but the object has nothing there", t.spec_path()));
+            let typed: PodSpec = serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{file}: typed PodSpec at {}: {e}", t.spec_path()));
+            let sparse = &t.spec;
+            let names = |cs: &[aigov_sdk::workload::Container<'_>]| cs.iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
+            assert_eq!(names(&sparse.containers), typed.containers.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), "{file} {}", t.spec_path());
+            assert_eq!(
+                names(&sparse.init_containers),
+                typed.init_containers.iter().flatten().map(|c| c.name.clone()).collect::<Vec<_>>(),
+                "{file}"
+            );
+            assert_eq!(sparse.ephemeral_containers.len(), typed.ephemeral_containers.as_ref().map_or(0, Vec::len), "{file}");
+            for (s, ty) in sparse.containers.iter().chain(&sparse.init_containers).zip(typed.containers.iter().chain(typed.init_containers.iter().flatten())) {
+                let (limits, requests) = resources(ty);
+                let sl: BTreeMap<String, String> = s.resources.limits.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect();
+                let sr: BTreeMap<String, String> = s.resources.requests.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect();
+                assert_eq!(sl, limits, "{file} {} limits", t.spec_path());
+                assert_eq!(sr, requests, "{file} {} requests", t.spec_path());
+                assert_eq!(s.restart_policy.as_deref(), ty.restart_policy.as_deref(), "{file}");
+            }
+            assert_eq!(sparse.runtime_class_name.as_deref(), typed.runtime_class_name.as_deref(), "{file}");
+            let tols = |t: &PodSpec| {
+                t.tolerations
+                    .iter()
+                    .flatten()
+                    .map(|t| (t.key.clone(), t.operator.clone(), t.value.clone(), t.effect.clone()))
+                    .collect::<Vec<_>>()
+            };
+            let sparse_tols: Vec<_> = sparse
+                .tolerations
+                .iter()
+                .map(|t| {
+                    let s = |v: &Option<aigov_sdk::Str<'_>>| v.as_ref().map(|x| x.to_string());
+                    (s(&t.key), s(&t.operator), s(&t.value), s(&t.effect))
+                })
+                .collect();
+            assert_eq!(sparse_tols, tols(&typed), "{file} {} tolerations", t.spec_path());
+            if let Ok(n) = t.gpus_per_pod(&gpus) {
+                assert_eq!(n, typed_gpus(&typed, &gpus), "{file} {} GPUs", t.spec_path());
+            }
+            if let Some(labels) = t.labels() {
+                let tpl_ptr = pointer(t.path());
+                let typed_tpl: PodTemplateSpec = serde_json::from_value(normalised.pointer(&tpl_ptr).unwrap().clone()).unwrap();
+                let typed_labels = typed_tpl.metadata.and_then(|m| m.labels).unwrap_or_default();
+                let sparse_labels: BTreeMap<String, String> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                assert_eq!(sparse_labels, typed_labels, "{file} {} labels", t.path());
+            }
+            templates_checked += 1;
+        }
+        // Completeness: every `containers` list in the object belongs to a
+        // template the SDK reported.
+        let mut present = Vec::new();
+        pod_specs(&normalised, "", &mut present);
+        let partial = workload.templates().any(|t| t.is_partial());
+        if !partial {
+            reported.sort();
+            present.sort();
+            assert_eq!(reported, present, "{file}: {kind} pod specs found by the SDK vs present in the object");
+        }
+    }
+    assert!(workloads >= 20, "the corpus holds only {workloads} workload objects");
+    assert!(templates_checked >= 20, "only {templates_checked} templates were compared");
+}
+
+#[test]
+fn pointers() {
+    assert_eq!(pointer("spec.workerGroupSpecs[1].template.spec"), "/spec/workerGroupSpecs/1/template/spec");
+    assert_eq!(pointer("spec"), "/spec");
+    assert_eq!(pointer("spec.pytorchReplicaSpecs.Worker.template.spec"), "/spec/pytorchReplicaSpecs/Worker/template/spec");
+}

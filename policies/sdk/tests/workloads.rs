@@ -1,0 +1,245 @@
+//! Workload extraction for every supported kind: which templates are found,
+//! at which paths, and how GPUs are counted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use aigov_sdk::workload::{Workload, WorkloadKind};
+use aigov_sdk::{GpuResources, Request};
+
+fn request(group: &str, kind: &str, object: &str) -> String {
+    format!(
+        r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"CREATE","object":{object}}}"#
+    )
+}
+
+/// Template paths found in an object of `kind`.
+fn paths(group: &str, kind: &str, object: &str) -> Vec<String> {
+    let json = request(group, kind, object);
+    let req = Request::parse(&json).unwrap();
+    let w = req.workload().unwrap().expect("a workload");
+    w.templates().map(|t| t.spec_path()).collect()
+}
+
+const T: &str = r#"{"spec":{"containers":[{"name":"c"}]}}"#;
+
+#[test]
+fn every_kind_is_known_by_group_and_kind() {
+    for k in WorkloadKind::ALL {
+        assert_eq!(WorkloadKind::of(k.group(), k.kind()), Some(k), "{k:?}");
+    }
+    assert_eq!(WorkloadKind::of("batch", "Job"), Some(WorkloadKind::Job));
+    assert_eq!(WorkloadKind::of("batch.volcano.sh", "Job"), Some(WorkloadKind::VolcanoJob));
+    assert_eq!(WorkloadKind::of("", "ConfigMap"), None);
+    assert_eq!(WorkloadKind::of("apps", "Pod"), None, "the group matters");
+}
+
+#[test]
+fn pods_are_their_own_template() {
+    assert_eq!(paths("", "Pod", r#"{"spec":{"containers":[]}}"#), ["spec"]);
+}
+
+#[test]
+fn controllers() {
+    let o = format!(r#"{{"spec":{{"template":{T}}}}}"#);
+    for (g, k) in [("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"), ("", "ReplicationController"), ("batch", "Job")] {
+        assert_eq!(paths(g, k, &o), ["spec.template.spec"], "{k}");
+    }
+    let cron = format!(r#"{{"spec":{{"jobTemplate":{{"spec":{{"template":{T}}}}}}}}}"#);
+    assert_eq!(paths("batch", "CronJob", &cron), ["spec.jobTemplate.spec.template.spec"]);
+}
+
+#[test]
+fn ray_kinds() {
+    let spec = format!(r#"{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"a","template":{T}}},{{"groupName":"b","maxReplicas":3,"numOfHosts":2,"template":{T}}}]}}"#);
+    assert_eq!(
+        paths("ray.io", "RayCluster", &format!(r#"{{"spec":{spec}}}"#)),
+        ["spec.headGroupSpec.template.spec", "spec.workerGroupSpecs[0].template.spec", "spec.workerGroupSpecs[1].template.spec"]
+    );
+    assert_eq!(
+        paths("ray.io", "RayJob", &format!(r#"{{"spec":{{"rayClusterSpec":{spec},"submitterPodTemplate":{T}}}}}"#)),
+        [
+            "spec.rayClusterSpec.headGroupSpec.template.spec",
+            "spec.rayClusterSpec.workerGroupSpecs[0].template.spec",
+            "spec.rayClusterSpec.workerGroupSpecs[1].template.spec",
+            "spec.submitterPodTemplate.spec"
+        ]
+    );
+    assert_eq!(
+        paths("ray.io", "RayService", &format!(r#"{{"spec":{{"rayClusterConfig":{spec}}}}}"#)),
+        [
+            "spec.rayClusterConfig.headGroupSpec.template.spec",
+            "spec.rayClusterConfig.workerGroupSpecs[0].template.spec",
+            "spec.rayClusterConfig.workerGroupSpecs[1].template.spec"
+        ]
+    );
+    let json = request("ray.io", "RayCluster", &format!(r#"{{"spec":{spec}}}"#));
+    let req = Request::parse(&json).unwrap();
+    let ray = req.workload().unwrap().unwrap().ray.as_ref().unwrap();
+    assert_eq!(ray.worker_groups[1].path, "spec.workerGroupSpecs[1]");
+    assert_eq!(ray.worker_groups[1].name.as_deref(), Some("b"));
+    assert_eq!(ray.worker_groups[1].max_replicas, Some(3));
+    assert_eq!(ray.worker_groups[1].num_of_hosts, Some(2));
+    assert_eq!(ray.worker_groups[0].max_replicas, None);
+}
+
+#[test]
+fn ray_job_with_cluster_selector_has_no_templates() {
+    assert!(paths("ray.io", "RayJob", r#"{"spec":{"clusterSelector":{"ray.io/cluster":"shared"}}}"#).is_empty());
+}
+
+#[test]
+fn kubeflow_training_operator_kinds() {
+    for (kind, field, roles) in [
+        ("PyTorchJob", "pytorchReplicaSpecs", ["Master", "Worker"]),
+        ("MPIJob", "mpiReplicaSpecs", ["Launcher", "Worker"]),
+        ("TFJob", "tfReplicaSpecs", ["Chief", "Worker"]),
+        ("JAXJob", "jaxReplicaSpecs", ["Master", "Worker"]),
+        ("XGBoostJob", "xgbReplicaSpecs", ["Master", "Worker"]),
+        ("PaddleJob", "paddleReplicaSpecs", ["Master", "Worker"]),
+    ] {
+        // Written in reverse order: paths come out in role-name order, whatever the input order.
+        let o = format!(r#"{{"spec":{{"{field}":{{"{}":{{"replicas":2,"template":{T}}},"{}":{{"template":{T}}}}}}}}}"#, roles[1], roles[0]);
+        assert_eq!(
+            paths("kubeflow.org", kind, &o),
+            [format!("spec.{field}.{}.template.spec", roles[0]), format!("spec.{field}.{}.template.spec", roles[1])],
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn trainjob_trainer_is_a_partial_template() {
+    let o = r#"{"spec":{"trainer":{"numNodes":2,"resourcesPerNode":{"limits":{"nvidia.com/gpu":4}}},
+        "podTemplateOverrides":[{"targetJobs":[{"name":"node"}],"spec":{"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}]}}]}}"#;
+    let json = request("trainer.kubeflow.org", "TrainJob", o);
+    let req = Request::parse(&json).unwrap();
+    let w = req.workload().unwrap().unwrap();
+    let t: Vec<_> = w.templates().collect();
+    assert_eq!(t.len(), 1);
+    assert!(t[0].is_partial());
+    assert_eq!(t[0].spec_path(), "spec.trainer");
+    assert_eq!(t[0].spec.tolerations.len(), 1, "overrides' tolerations are collected");
+    let gpus = t[0].gpu_requests(&GpuResources::default()).unwrap();
+    assert_eq!(gpus[0].container_path, "spec.trainer");
+    assert_eq!(gpus[0].total(), 4);
+    // Older Trainer releases: podSpecOverrides with tolerations at the top.
+    let old = r#"{"spec":{"trainer":{},"podSpecOverrides":[{"tolerations":[{"operator":"Exists"}]}]}}"#;
+    let json = request("trainer.kubeflow.org", "TrainJob", old);
+    let req = Request::parse(&json).unwrap();
+    assert_eq!(req.workload().unwrap().unwrap().templates().next().unwrap().spec.tolerations.len(), 1);
+    assert!(paths("trainer.kubeflow.org", "TrainJob", r#"{"spec":{"runtimeRef":{"name":"x"}}}"#).is_empty());
+}
+
+#[test]
+fn volcano_jobset_and_leaderworkerset() {
+    let v = format!(r#"{{"spec":{{"minAvailable":8,"tasks":[{{"name":"a","replicas":8,"template":{T}}},{{"name":"b","template":{T}}}]}}}}"#);
+    assert_eq!(paths("batch.volcano.sh", "Job", &v), ["spec.tasks[0].template.spec", "spec.tasks[1].template.spec"]);
+    let js = format!(r#"{{"spec":{{"replicatedJobs":[{{"name":"w","template":{{"spec":{{"template":{T}}}}}}}]}}}}"#);
+    assert_eq!(paths("jobset.x-k8s.io", "JobSet", &js), ["spec.replicatedJobs[0].template.spec.template.spec"]);
+    let lws = format!(r#"{{"spec":{{"leaderWorkerTemplate":{{"size":4,"leaderTemplate":{T},"workerTemplate":{T}}}}}}}"#);
+    assert_eq!(
+        paths("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws),
+        ["spec.leaderWorkerTemplate.leaderTemplate.spec", "spec.leaderWorkerTemplate.workerTemplate.spec"]
+    );
+    let lws_no_leader = format!(r#"{{"spec":{{"leaderWorkerTemplate":{{"workerTemplate":{T}}}}}}}"#);
+    assert_eq!(paths("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws_no_leader), ["spec.leaderWorkerTemplate.workerTemplate.spec"]);
+}
+
+#[test]
+fn nulls_and_absent_fields_are_empty_not_errors() {
+    assert!(paths("apps", "Deployment", r#"{"metadata":null,"spec":null}"#).is_empty());
+    assert_eq!(paths("", "Pod", r#"{"metadata":{"labels":null},"spec":{"containers":null,"tolerations":null}}"#), ["spec"]);
+    assert_eq!(paths("apps", "Deployment", r#"{"spec":{"template":{"metadata":{}}}}"#), ["spec.template.spec"]);
+}
+
+fn pod(spec: &str) -> String {
+    request("", "Pod", &format!(r#"{{"spec":{spec}}}"#))
+}
+
+fn with_template<R>(json: &str, f: impl FnOnce(&aigov_sdk::PodTemplate<'_>) -> R) -> R {
+    let req = Request::parse(json).unwrap();
+    let w = req.workload().unwrap().unwrap();
+    let t = w.templates().next().unwrap();
+    f(t)
+}
+
+#[test]
+fn gpu_counting_follows_the_scheduler() {
+    let g = GpuResources::default();
+    // Limits and requests of one resource: the larger counts, not the sum.
+    let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"1"}}},{"name":"b","resources":{"requests":{"nvidia.com/gpu":1}}}]}"#);
+    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 3);
+    // Init containers run before the app: the peak, not the sum...
+    let json = pod(r#"{"initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":8}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#);
+    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 8);
+    // ...but sidecars (restartPolicy Always) run alongside and add up.
+    let json = pod(r#"{"initContainers":[{"name":"s","restartPolicy":"Always","resources":{"limits":{"nvidia.com/gpu":1}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#);
+    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 3);
+    // Different GPU resources add up; other resources do not count.
+    let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/mig-1g.5gb":2,"amd.com/gpu":1,"cpu":"64","example.com/fpga":1}}}]}"#);
+    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 3);
+    let reqs = with_template(&json, |t| t.gpu_requests(&g).unwrap());
+    assert_eq!(reqs[0].resources, vec![("amd.com/gpu".to_string(), 1), ("nvidia.com/mig-1g.5gb".to_string(), 2)], "in name order");
+}
+
+#[test]
+fn gpu_detection_covers_every_container_list() {
+    let g = GpuResources::default();
+    for (list, path) in [("containers", "spec.containers[1]"), ("initContainers", "spec.initContainers[1]"), ("ephemeralContainers", "spec.ephemeralContainers[1]")] {
+        let json = pod(&format!(r#"{{"{list}":[{{"name":"x"}},{{"name":"y","resources":{{"limits":{{"nvidia.com/gpu":1}}}}}}]}}"#));
+        let reqs = with_template(&json, |t| t.gpu_requests(&g).unwrap());
+        assert_eq!(reqs.len(), 1, "{list}");
+        assert_eq!(reqs[0].container_path, path);
+        assert_eq!(reqs[0].container_name, "y");
+        assert!(with_template(&json, |t| t.requests_gpu(&g).unwrap()));
+    }
+    let zero = pod(r#"{"containers":[{"name":"z","resources":{"limits":{"nvidia.com/gpu":"0"},"requests":{"nvidia.com/gpu":0}}}]}"#);
+    assert!(!with_template(&zero, |t| t.requests_gpu(&g).unwrap()));
+    let frac = pod(r#"{"containers":[{"name":"f","resources":{"limits":{"nvidia.com/gpu":"500m"}}}]}"#);
+    assert_eq!(with_template(&frac, |t| t.gpus_per_pod(&g).unwrap()), 1, "a fraction rounds up to a whole GPU");
+}
+
+#[test]
+fn bad_quantities_name_their_path() {
+    let g = GpuResources::default();
+    let json = request("apps", "Deployment", r#"{"spec":{"template":{"spec":{"containers":[{"name":"a"},{"name":"b","resources":{"requests":{"nvidia.com/gpu":"1.2.3"}}}]}}}}"#);
+    let err = with_template(&json, |t| t.gpu_requests(&g).unwrap_err());
+    assert_eq!(
+        err.0,
+        "`spec.template.spec.containers[1].resources.requests[nvidia.com/gpu]`: `1.2.3` is not a valid quantity (expected a number with an optional suffix, like `2`, `500m` or `4Gi`)"
+    );
+    // A bad quantity of a resource that is not a GPU is not read at all.
+    let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"cpu":"lots"}}}]}"#);
+    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 0);
+}
+
+#[test]
+fn malformed_objects_name_the_field() {
+    let json = request("ray.io", "RayCluster", r#"{"spec":{"workerGroupSpecs":[{"maxReplicas":"eight"}]}}"#);
+    let req = Request::parse(&json).unwrap();
+    let err = req.workload().unwrap_err();
+    assert_eq!(
+        err.0,
+        "the RayCluster is malformed: `spec.workerGroupSpecs[0].maxReplicas`: invalid type: string \"eight\", expected i64"
+    );
+    // The error is remembered: asking again gives the same answer without re-parsing.
+    assert_eq!(req.workload().unwrap_err(), err);
+}
+
+#[test]
+fn labels_and_names_borrow_from_the_request() {
+    let json = request("", "Pod", r#"{"metadata":{"name":"p","labels":{"team":"ml","esc\"aped":"v\n"}},"spec":{}}"#);
+    let req = Request::parse(&json).unwrap();
+    let w = req.workload().unwrap().unwrap();
+    assert_eq!(w.metadata.label("team"), Some("ml"));
+    assert_eq!(w.metadata.label("esc\"aped"), Some("v\n"), "escaped strings are decoded");
+    assert_eq!(w.describe(), "Pod `p`");
+    assert!(matches!(w.metadata.labels.get("team").unwrap().0, std::borrow::Cow::Borrowed(_)));
+}
+
+#[test]
+fn lookups_parse_with_the_same_model() {
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}}"#;
+    let w = Workload::parse(WorkloadKind::Pod, pod).unwrap();
+    assert_eq!(w.templates().next().unwrap().gpus_per_pod(&GpuResources::default()).unwrap(), 2);
+}
