@@ -55,7 +55,13 @@ artifacts: wasm aigov
 
 ## The main job: build everything, evaluate the sample workloads, print verdicts.
 demo: artifacts
-	$(AIGOV) scan host-test/samples --cluster host-test/samples/cluster --artifacts $(ARTIFACTS)
+	$(AIGOV) scan host-test/samples --cluster host-test/samples/cluster --artifacts $(ARTIFACTS) --fail-on none
+
+## Per-request timings (native floor, native rule, module and component,
+## warm and fresh instance) and artifact sizes; results go in BENCHMARKS.md.
+.PHONY: bench
+bench: artifacts
+	$(AIGOV) bench --artifacts $(ARTIFACTS)
 
 ## Clippy on the host and on both guest targets, warnings as errors.
 lint: setup

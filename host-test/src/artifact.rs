@@ -61,11 +61,10 @@ pub fn component_path(artifacts: &Path, rule: &str) -> PathBuf {
 /// The content of the first custom section called `name`, in a core module.
 pub fn custom_section(module: &[u8], name: &str) -> Result<Option<Vec<u8>>> {
     for payload in Parser::new(0).parse_all(module) {
-        if let Payload::CustomSection(reader) = payload? {
-            if reader.name() == name {
+        if let Payload::CustomSection(reader) = payload?
+            && reader.name() == name {
                 return Ok(Some(reader.data().to_vec()));
             }
-        }
     }
     Ok(None)
 }

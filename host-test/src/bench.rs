@@ -1,16 +1,960 @@
-//! Per-request timings: the native parse floor, the native rule, and the module and component with a warm instance and a fresh one per request.
+//! Per-request timings: the native parse floor, the native rule, and the
+//! module and component with a warm instance and a fresh one per request.
+//!
+//! Two requests, embedded from `host-test/bench/` (compacted at start-up,
+//! keys in their original order): a 4.5 KB Pod AdmissionRequest, as the job
+//! controller creates a GPU training pod, and a 9 KB RayCluster
+//! AdmissionRequest, as `kubectl apply` creates one. Both are admitted by
+//! every rule, so each rule walks the whole object.
+//!
+//! For each request, and each rule whose metadata governs it:
+//! - **floor**: `serde_json` skimming the request with `IgnoredAny`, the
+//!   least any JSON policy can do;
+//! - **native**: the rule linked natively (`NativePolicy::validate` on the
+//!   Kubewarden payload);
+//! - **module warm / fresh**: the waPC module, one instance reused
+//!   (`kwctl bench`), or instantiated from the `InstancePre` for every
+//!   request, `wapc_init` included (policy-server);
+//! - **component warm / fresh**: the same with the component.
+//!
+//! The engine is [`crate::engine::new_engine`]: pooling allocator, epoch
+//! interruption on. Figures are per-request medians and 90th percentiles,
+//! and each median is also given as a multiple of the floor of the same
+//! request, which a slower or busier machine changes far less than the
+//! absolute numbers.
 
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use aigov_sdk::{NativePolicy, ValidationResponse};
+use anyhow::{Context, Result, anyhow, bail};
+use serde::de::IgnoredAny;
+
+use crate::artifact::{self, payload};
+use crate::cluster::{FixtureCluster, Scoped};
+use crate::component::{PolicyComponent, to_response};
+use crate::scan::Target;
+use crate::wapc::{HostCluster, WapcModule};
+use crate::{engine, native};
+
+/// The Pod AdmissionRequest (pretty-printed; compacted before use).
+pub const POD_REQUEST: &str = include_str!("../bench/pod-request.json");
+
+/// The RayCluster AdmissionRequest (pretty-printed; compacted before use).
+pub const RAYCLUSTER_REQUEST: &str = include_str!("../bench/raycluster-request.json");
 
 /// Arguments of `aigov bench`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "\
+The default run takes about 12 s on 2 cores (--quick: 3 s). Numbers are per request; `× floor` divides each median \
+by the native JSON skim of the same request. Record results with `make bench` and copy the \
+--markdown output into BENCHMARKS.md.")]
 pub struct Args {
-    
+    /// Where `make artifacts` put the artifacts.
+    #[arg(long, default_value = "artifacts")]
+    pub artifacts: PathBuf,
+    /// Timed requests per measurement, exactly, in one round (default: up
+    /// to 10000, or about one second per measurement, whichever comes
+    /// first, in 5 interleaved rounds).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iterations: Option<u32>,
+    /// A quick, rougher run (up to 1000 requests or 0.15 s per measurement).
+    #[arg(long, conflicts_with = "iterations")]
+    pub quick: bool,
+    /// Only these rules (repeatable; default: every rule that governs the request).
+    #[arg(long = "rule", value_name = "RULE")]
+    pub rules: Vec<String>,
+    /// Print Markdown tables, for BENCHMARKS.md.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// Runs `aigov bench`.
-pub fn run(_args: &Args) -> Result<ExitCode> {
-    bail!("`aigov bench` is not built yet")
+pub fn run(args: &Args) -> Result<ExitCode> {
+    let plan = match (args.iterations, args.quick) {
+        (Some(n), _) => Plan::exact(n as usize),
+        (None, true) => Plan::quick(),
+        (None, false) => Plan::default(),
+    };
+    let config = Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone() };
+    let report = bench(&config)?;
+    if args.markdown {
+        print!("{}", render_markdown(&report));
+    } else {
+        print!("{}", render_text(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// ------------------------------------------------------------------- plan
+
+/// How many requests each measurement times.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plan {
+    /// Untimed requests first (caches, branch predictors, the pool's slots).
+    pub warmup: usize,
+    /// Timed requests at most.
+    pub iterations: usize,
+    /// Stop earlier once this much time is spent, if set...
+    pub budget: Option<Duration>,
+    /// ...but not before this many timed requests.
+    pub min_iterations: usize,
+    /// The timed requests of every measurement are split into this many
+    /// rounds, and each round runs every measurement in turn, so that a
+    /// burst of noise on a busy machine is spread over every row instead of
+    /// skewing one.
+    pub rounds: usize,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan { warmup: 200, iterations: 10_000, budget: Some(Duration::from_millis(1000)), min_iterations: 500, rounds: 5 }
+    }
+}
+
+impl Plan {
+    /// Exactly `n` timed requests.
+    pub fn exact(n: usize) -> Plan {
+        Plan { warmup: (n / 10).clamp(1, 200), iterations: n, budget: None, min_iterations: n, rounds: 1 }
+    }
+
+    /// The `--quick` plan.
+    pub fn quick() -> Plan {
+        Plan { warmup: 50, iterations: 1000, budget: Some(Duration::from_millis(150)), min_iterations: 100, rounds: 2 }
+    }
+
+    fn describe(&self) -> String {
+        match self.budget {
+            Some(b) => format!(
+                "up to {} timed requests or {} ms per measurement (at least {}), in {} interleaved rounds, after {} untimed",
+                self.iterations,
+                b.as_millis(),
+                self.min_iterations,
+                self.rounds,
+                self.warmup
+            ),
+            None => format!(
+                "{} timed requests per measurement, in {} interleaved round(s), after {} untimed",
+                self.iterations, self.rounds, self.warmup
+            ),
+        }
+    }
+}
+
+/// A per-request time distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// Median.
+    pub median: Duration,
+    /// 90th percentile.
+    pub p90: Duration,
+    /// Timed requests.
+    pub samples: usize,
+}
+
+/// One measurement in progress: what to call, and the times so far.
+struct Timer<'a> {
+    run: Box<dyn FnMut() -> Result<()> + 'a>,
+    times: Vec<Duration>,
+}
+
+impl<'a> Timer<'a> {
+    fn new(run: impl FnMut() -> Result<()> + 'a) -> Timer<'a> {
+        Timer { run: Box::new(run), times: Vec::new() }
+    }
+}
+
+/// Runs every timer: its warm-up first, then `plan.rounds` rounds in which
+/// each timer takes its share of the timed requests in turn.
+fn run_timers(plan: &Plan, timers: &mut [Timer<'_>]) -> Result<()> {
+    for t in timers.iter_mut() {
+        for _ in 0..plan.warmup {
+            (t.run)()?;
+        }
+        t.times.reserve(plan.iterations);
+    }
+    let rounds = plan.rounds.clamp(1, plan.iterations.max(1));
+    let min = plan.min_iterations.div_ceil(rounds);
+    let budget = plan.budget.map(|b| b / rounds as u32);
+    for round in 0..rounds {
+        let share = plan.iterations * (round + 1) / rounds - plan.iterations * round / rounds;
+        for t in timers.iter_mut() {
+            let start = Instant::now();
+            for n in 1..=share {
+                let before = Instant::now();
+                (t.run)()?;
+                t.times.push(before.elapsed());
+                if budget.is_some_and(|b| n >= min && start.elapsed() > b) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Median and 90th percentile.
+fn stats(mut times: Vec<Duration>) -> Stats {
+    times.sort_unstable();
+    let at = |q: f64| {
+        let i = ((times.len() as f64 - 1.0) * q).round() as usize;
+        times.get(i).copied().unwrap_or_default()
+    };
+    Stats { median: at(0.5), p90: at(0.9), samples: times.len() }
+}
+
+/// Times `f` per call (one timer on its own).
+#[cfg(test)]
+fn measure(plan: &Plan, f: impl FnMut() -> Result<()>) -> Result<Stats> {
+    let mut timers = [Timer::new(f)];
+    run_timers(plan, &mut timers)?;
+    let [t] = timers;
+    Ok(stats(t.times))
+}
+
+// ------------------------------------------------------------------ model
+
+/// What one row measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measurement {
+    /// `serde_json` skim of the request with `IgnoredAny`.
+    Floor,
+    /// The natively linked rule.
+    Native,
+    /// The waPC module, one instance reused.
+    ModuleWarm,
+    /// The waPC module, a fresh instance per request.
+    ModuleFresh,
+    /// The component, one instance reused.
+    ComponentWarm,
+    /// The component, a fresh instance per request.
+    ComponentFresh,
+}
+
+impl Measurement {
+    /// Every rule measurement, in row order.
+    pub const RULE: [Measurement; 5] = [
+        Measurement::Native,
+        Measurement::ModuleWarm,
+        Measurement::ModuleFresh,
+        Measurement::ComponentWarm,
+        Measurement::ComponentFresh,
+    ];
+
+    /// The row label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Measurement::Floor => "native JSON skim (floor)",
+            Measurement::Native => "native rule",
+            Measurement::ModuleWarm => "module, warm instance",
+            Measurement::ModuleFresh => "module, fresh instance",
+            Measurement::ComponentWarm => "component, warm instance",
+            Measurement::ComponentFresh => "component, fresh instance",
+        }
+    }
+}
+
+/// One row of the results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The request's name (`pod`, `raycluster`).
+    pub request: String,
+    /// The rule; `None` for the floor.
+    pub rule: Option<String>,
+    /// What was timed.
+    pub measurement: Measurement,
+    /// The times.
+    pub stats: Stats,
+    /// Median over the floor's median for the same request.
+    pub ratio: f64,
+}
+
+/// A benchmarked request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// Name.
+    pub name: String,
+    /// What it is.
+    pub description: String,
+    /// Size of the compact JSON, in bytes.
+    pub bytes: usize,
+}
+
+/// A rule's artifact sizes, in bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Rule.
+    pub rule: String,
+    /// `policy.wasm`.
+    pub module: u64,
+    /// `policy.component.wasm`.
+    pub component: u64,
+    /// The module's initial linear memory, in bytes.
+    pub initial_memory: Option<u64>,
+    /// Where the module's shadow stack pointer starts (with wasm-ld's
+    /// stack-first layout, the size of the shadow stack), in bytes.
+    pub stack: Option<u64>,
+}
+
+/// The initial linear memory of a core module and the initial value of its
+/// first mutable `i32` global (wasm-ld's `__stack_pointer`).
+pub fn module_layout(module: &[u8]) -> (Option<u64>, Option<u64>) {
+    let (mut memory, mut stack) = (None, None);
+    for payload in wasmparser::Parser::new(0).parse_all(module) {
+        match payload {
+            Ok(wasmparser::Payload::MemorySection(reader)) => {
+                memory = reader.into_iter().flatten().next().map(|m| m.initial.saturating_mul(65536));
+            }
+            Ok(wasmparser::Payload::GlobalSection(reader)) => {
+                stack = reader
+                    .into_iter()
+                    .flatten()
+                    .filter(|g| g.ty.mutable && g.ty.content_type == wasmparser::ValType::I32)
+                    .find_map(|g| match g.init_expr.get_operators_reader().read() {
+                        Ok(wasmparser::Operator::I32Const { value }) => u64::try_from(value).ok(),
+                        _ => None,
+                    });
+            }
+            _ => {}
+        }
+    }
+    (memory, stack)
+}
+
+/// What a fresh instance costs before the rule runs, per rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instantiation {
+    /// Rule.
+    pub rule: String,
+    /// Module: `Store`, WASI context, instantiation from the `InstancePre`,
+    /// `_initialize` and `wapc_init`, and dropping it all (the pool resets
+    /// the slot).
+    pub module: Stats,
+    /// Component: `Store`, instantiation from the `InstancePre`, drop.
+    pub component: Stats,
+}
+
+/// The machine the figures come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    /// Logical CPUs available.
+    pub cpus: usize,
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+}
+
+impl Machine {
+    /// This machine.
+    pub fn detect() -> Machine {
+        let cpus = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown CPU".into());
+        Machine { cpus, cpu_model }
+    }
+}
+
+/// The whole run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Where.
+    pub machine: Machine,
+    /// How many iterations.
+    pub plan: Plan,
+    /// The requests.
+    pub requests: Vec<RequestInfo>,
+    /// Every measurement, per request: the floor, then each rule's five.
+    pub rows: Vec<Row>,
+    /// Artifact sizes of the rules benchmarked.
+    pub sizes: Vec<Size>,
+    /// Instantiation alone, per rule.
+    pub instantiation: Vec<Instantiation>,
+    /// What each rule answered to each request (`request/rule: accepted`).
+    pub verdicts: Vec<String>,
+    /// Anything that looks off.
+    pub notes: Vec<String>,
+}
+
+/// What to benchmark.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// Where the artifacts are.
+    pub artifacts: PathBuf,
+    /// Iterations.
+    pub plan: Plan,
+    /// Only these rules (empty: every rule that governs the request).
+    pub rules: Vec<String>,
+}
+
+// ---------------------------------------------------------------- running
+
+/// Removes insignificant whitespace from JSON text, keeping everything else
+/// (key order included) as it is.
+pub fn minify(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !c.is_whitespace() {
+            if c == '"' {
+                in_string = true;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A rule loaded in both artifact forms.
+struct Forms {
+    rule: &'static NativePolicy,
+    module: WapcModule,
+    component: PolicyComponent,
+    host: HostCluster,
+    sizes: Size,
+}
+
+fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy) -> Result<Forms> {
+    let name = rule.metadata.name;
+    let read = |path: PathBuf| -> Result<Vec<u8>> {
+        if !path.is_file() {
+            bail!("{} is missing: run `make artifacts` first", path.display());
+        }
+        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let module_bytes = read(artifact::module_path(artifacts, name))?;
+    let component_bytes = read(artifact::component_path(artifacts, name))?;
+    let allowed = rule
+        .metadata
+        .context_aware_resources
+        .iter()
+        .map(|r| (r.api_version.to_string(), r.kind.to_string()))
+        .collect();
+    let host: HostCluster = Arc::new(Scoped::new(Arc::new(FixtureCluster::empty()), name, allowed));
+    Ok(Forms {
+        rule,
+        module: WapcModule::new(engine, &module_bytes).with_context(|| format!("loading the module of {name}"))?,
+        component: PolicyComponent::new(engine, &component_bytes).with_context(|| format!("loading the component of {name}"))?,
+        host,
+        sizes: {
+            let (initial_memory, stack) = module_layout(&module_bytes);
+            Size {
+                rule: name.to_string(),
+                module: module_bytes.len() as u64,
+                component: component_bytes.len() as u64,
+                initial_memory,
+                stack,
+            }
+        },
+    })
+}
+
+fn module_response(out: Vec<u8>) -> Result<ValidationResponse> {
+    serde_json::from_slice(&out).context("the module's response is not a ValidationResponse")
+}
+
+/// Answers of the three forms to one request, once, untimed: they must
+/// agree, or the timings compare different work.
+fn verdict(f: &Forms, request: &str, payload: &str) -> Result<(ValidationResponse, Option<String>)> {
+    let native = (f.rule.validate)(payload.as_bytes(), &*f.host);
+    let module = module_response(
+        f.module
+            .instantiate(f.host.clone())?
+            .call("validate", payload.as_bytes())
+            .map_err(|e| anyhow!("{e}"))?,
+    )?;
+    let component = to_response(f.component.instantiate(f.host.clone())?.validate(request, "{}")?)?;
+    let disagree = (module != native || component != native).then(|| {
+        format!(
+            "{}: the three forms disagree (native {native:?}, module {module:?}, component {component:?})",
+            f.rule.metadata.name
+        )
+    });
+    Ok((native, disagree))
+}
+
+/// The floor: `serde_json` skimming the request without building anything.
+fn floor(request: &str) -> Timer<'_> {
+    Timer::new(move || {
+        black_box(serde_json::from_str::<IgnoredAny>(black_box(request))?);
+        Ok(())
+    })
+}
+
+/// A timer for one rule measurement. Warm instances are created here, once.
+fn timer<'a>(f: &'a Forms, m: Measurement, request: &'a str, payload: &'a str) -> Result<Timer<'a>> {
+    let host = &f.host;
+    Ok(match m {
+        Measurement::Floor => floor(request),
+        Measurement::Native => Timer::new(move || {
+            black_box((f.rule.validate)(black_box(payload.as_bytes()), &**host));
+            Ok(())
+        }),
+        Measurement::ModuleWarm => {
+            let mut instance = f.module.instantiate(host.clone())?;
+            Timer::new(move || {
+                black_box(instance.call("validate", black_box(payload.as_bytes())).map_err(|e| anyhow!("{e}"))?);
+                Ok(())
+            })
+        }
+        Measurement::ModuleFresh => Timer::new(move || {
+            let mut instance = f.module.instantiate(host.clone())?;
+            black_box(instance.call("validate", black_box(payload.as_bytes())).map_err(|e| anyhow!("{e}"))?);
+            Ok(())
+        }),
+        Measurement::ComponentWarm => {
+            let mut instance = f.component.instantiate(host.clone())?;
+            Timer::new(move || {
+                black_box(instance.validate(black_box(request), "{}")?);
+                Ok(())
+            })
+        }
+        Measurement::ComponentFresh => Timer::new(move || {
+            let mut instance = f.component.instantiate(host.clone())?;
+            black_box(instance.validate(black_box(request), "{}")?);
+            Ok(())
+        }),
+    })
+}
+
+/// The requests benchmarked: name, description, compact JSON.
+pub fn requests() -> Vec<(&'static str, &'static str, String)> {
+    vec![
+        ("pod", "GPU training Pod, CREATE by the job controller", minify(POD_REQUEST)),
+        ("raycluster", "mixed CPU/GPU RayCluster, CREATE by kubectl apply", minify(RAYCLUSTER_REQUEST)),
+    ]
+}
+
+/// Runs every measurement.
+pub fn bench(config: &Config) -> Result<Report> {
+    for r in &config.rules {
+        if native::rule(r).is_none() {
+            bail!("no rule named `{r}`; rules: {}", native::names().collect::<Vec<_>>().join(", "));
+        }
+    }
+    let engine = engine::new_engine()?;
+    let requests = requests();
+    // Which rules each request goes to, as a webhook would route it.
+    let mut plan_rules: Vec<Vec<&'static NativePolicy>> = Vec::new();
+    for (_, _, text) in &requests {
+        let value: serde_json::Value = serde_json::from_str(text).context("a bench request is not JSON")?;
+        let target = Target::of(&value);
+        plan_rules.push(
+            native::RULES
+                .iter()
+                .filter(|r| config.rules.is_empty() || config.rules.iter().any(|n| n == r.metadata.name))
+                .filter(|r| target.governed_by(r.metadata))
+                .collect(),
+        );
+    }
+    let mut loaded: Vec<Forms> = Vec::new();
+    for rule in plan_rules.iter().flatten() {
+        if !loaded.iter().any(|f| f.rule.metadata.name == rule.metadata.name) {
+            loaded.push(load(&engine, &config.artifacts, rule)?);
+        }
+    }
+    loaded.sort_by_key(|f| f.rule.metadata.name);
+
+    /// What a timer measures.
+    enum Slot {
+        Row { request: usize, rule: Option<String>, measurement: Measurement },
+        Instantiate { rule: String, component: bool },
+    }
+    let payloads: Vec<String> = requests.iter().map(|(_, _, r)| payload(r, "{}")).collect();
+    let mut slots = Vec::new();
+    let mut timers = Vec::new();
+    let mut verdicts = Vec::new();
+    let mut notes = Vec::new();
+    for (i, (((name, _, request), rules), payload)) in requests.iter().zip(&plan_rules).zip(&payloads).enumerate() {
+        slots.push(Slot::Row { request: i, rule: None, measurement: Measurement::Floor });
+        timers.push(floor(request));
+        if rules.is_empty() {
+            notes.push(format!("{name}: no rule selected governs this request"));
+        }
+        for rule in rules {
+            let Some(f) = loaded.iter().find(|f| f.rule.metadata.name == rule.metadata.name) else { continue };
+            let (answer, disagree) = verdict(f, request, payload)?;
+            let rule_name = rule.metadata.name.to_string();
+            verdicts.push(match (answer.accepted, &answer.message) {
+                (true, _) => format!("{name}/{rule_name}: accepted"),
+                (false, m) => format!("{name}/{rule_name}: rejected ({})", m.as_deref().unwrap_or_default()),
+            });
+            if let Some(d) = disagree {
+                notes.push(format!("{name}/{d}"));
+            }
+            if !answer.accepted && answer.code == Some(400) {
+                notes.push(format!("{name}/{rule_name}: the request was rejected as malformed, so the timings measure the error path"));
+            }
+            for m in Measurement::RULE {
+                slots.push(Slot::Row { request: i, rule: Some(rule_name.clone()), measurement: m });
+                timers.push(timer(f, m, request, payload)?);
+            }
+        }
+    }
+    for f in &loaded {
+        let name = f.rule.metadata.name.to_string();
+        slots.push(Slot::Instantiate { rule: name.clone(), component: false });
+        timers.push(Timer::new(|| {
+            black_box(f.module.instantiate(f.host.clone())?);
+            Ok(())
+        }));
+        slots.push(Slot::Instantiate { rule: name, component: true });
+        timers.push(Timer::new(|| {
+            black_box(f.component.instantiate(f.host.clone())?);
+            Ok(())
+        }));
+    }
+
+    run_timers(&config.plan, &mut timers)?;
+
+    let mut rows: Vec<Row> = Vec::new();
+    let mut instantiation: Vec<Instantiation> = Vec::new();
+    for (slot, t) in slots.into_iter().zip(timers) {
+        let st = stats(t.times);
+        match slot {
+            Slot::Row { request, rule, measurement } => {
+                let name = requests.get(request).map(|(n, _, _)| n.to_string()).unwrap_or_default();
+                let floor_ns = rows
+                    .iter()
+                    .find(|r| r.request == name && r.measurement == Measurement::Floor)
+                    .map_or(st.median, |r| r.stats.median)
+                    .as_nanos()
+                    .max(1) as f64;
+                let ratio = st.median.as_nanos() as f64 / floor_ns;
+                rows.push(Row { request: name, rule, measurement, stats: st, ratio });
+            }
+            Slot::Instantiate { rule, component } => match instantiation.iter_mut().find(|i| i.rule == rule) {
+                Some(i) if component => i.component = st,
+                Some(i) => i.module = st,
+                None => instantiation.push(Instantiation { rule, module: st, component: st }),
+            },
+        }
+    }
+    notes.extend(sanity_notes(&rows, &instantiation));
+    Ok(Report {
+        machine: Machine::detect(),
+        plan: config.plan,
+        requests: requests
+            .iter()
+            .map(|(n, d, text)| RequestInfo { name: n.to_string(), description: d.to_string(), bytes: text.len() })
+            .collect(),
+        rows,
+        sizes: loaded.iter().map(|f| f.sizes.clone()).collect(),
+        instantiation,
+        verdicts,
+        notes,
+    })
+}
+
+/// Instantiation from an `InstancePre` with the pooling allocator costs a
+/// few µs (DESIGN.md: about 3 µs); more than this points at the setup.
+pub const INSTANTIATION_EXPECTED: Duration = Duration::from_micros(10);
+
+/// Flags figures that point at a configuration problem rather than at the
+/// rule: a fresh instance cheaper than a warm one (the warm instance does
+/// something per call it should not), or instantiation well above what the
+/// pooling allocator and an `InstancePre` give.
+fn sanity_notes(rows: &[Row], instantiation: &[Instantiation]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in rows.iter().filter(|r| r.measurement == Measurement::ModuleWarm || r.measurement == Measurement::ComponentWarm) {
+        let fresh_kind = if r.measurement == Measurement::ModuleWarm { Measurement::ModuleFresh } else { Measurement::ComponentFresh };
+        let fresh = rows
+            .iter()
+            .find(|x| x.request == r.request && x.rule == r.rule && x.measurement == fresh_kind)
+            .map(|x| x.stats.median);
+        if fresh.is_some_and(|f| f < r.stats.median) {
+            notes.push(format!(
+                "{}/{}: {} is faster than {}: suspicious",
+                r.request,
+                r.rule.as_deref().unwrap_or_default(),
+                fresh_kind.label(),
+                r.measurement.label()
+            ));
+        }
+    }
+    let slow: Vec<String> = instantiation
+        .iter()
+        .flat_map(|i| [("module", &i.rule, &i.module), ("component", &i.rule, &i.component)])
+        .filter(|(_, _, stats)| stats.median > INSTANTIATION_EXPECTED)
+        .map(|(what, rule, stats)| format!("{rule} {what} {}", format_duration(stats.median)))
+        .collect();
+    if !slow.is_empty() {
+        notes.push(format!(
+            "instantiation alone is slower than the few µs the pooling allocator and an InstancePre give ({}): \
+             look at what the pool zeroes when an instance is dropped (up to `linear_memory_keep_resident` of the guest's memory, \
+             its shadow stack included: see the stack column of the sizes table) and at what runs at instantiation",
+            slow.join(", ")
+        ));
+    }
+    notes
+}
+
+// --------------------------------------------------------------- rendering
+
+/// `2.31 µs`, `48.2 µs`, `512 µs`, `1.25 ms`.
+pub fn format_duration(d: Duration) -> String {
+    let us = d.as_nanos() as f64 / 1000.0;
+    if us < 10.0 {
+        format!("{us:.2} µs")
+    } else if us < 100.0 {
+        format!("{us:.1} µs")
+    } else if us < 1000.0 {
+        format!("{us:.0} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+fn format_ratio(r: f64) -> String {
+    if r < 10.0 { format!("{r:.1}×") } else { format!("{r:.0}×") }
+}
+
+fn format_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{} KiB", (bytes + 512) >> 10)
+    }
+}
+
+fn request_label(report: &Report, name: &str) -> String {
+    report
+        .requests
+        .iter()
+        .find(|r| r.name == name)
+        .map_or_else(|| name.to_string(), |r| format!("{name} ({:.1} KiB)", r.bytes as f64 / 1024.0))
+}
+
+fn header(report: &Report) -> String {
+    format!(
+        "Machine: {} CPUs, {}. Engine: wasmtime with the pooling allocator, InstancePre, epoch interruption on. {}; per-request median and 90th percentile; × floor = median / native JSON skim of the same request.",
+        report.machine.cpus,
+        report.machine.cpu_model,
+        upper_first(&report.plan.describe())
+    )
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+fn footer(report: &Report, out: &mut String, bullet: &str) {
+    for v in &report.verdicts {
+        let _ = writeln!(out, "{bullet}{v}");
+    }
+    for n in &report.notes {
+        let _ = writeln!(out, "{bullet}NOTE {n}");
+    }
+}
+
+/// Aligned plain-text tables.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "aigov bench\n{}\n", header(report));
+    let mut lines = vec![["request", "rule", "measurement", "median", "p90", "× floor", "n"].map(String::from).to_vec()];
+    for r in &report.rows {
+        lines.push(vec![
+            request_label(report, &r.request),
+            r.rule.clone().unwrap_or_else(|| "-".into()),
+            r.measurement.label().to_string(),
+            format_duration(r.stats.median),
+            format_duration(r.stats.p90),
+            format_ratio(r.ratio),
+            r.stats.samples.to_string(),
+        ]);
+    }
+    out.push_str(&aligned(&lines, &[false, false, false, true, true, true, true]));
+    out.push('\n');
+    let mut sizes = vec![["rule", "module (policy.wasm)", "component", "initial memory", "stack"].map(String::from).to_vec()];
+    for s in &report.sizes {
+        sizes.push(vec![
+            s.rule.clone(),
+            format_size(s.module),
+            format_size(s.component),
+            s.initial_memory.map_or_else(|| "?".into(), format_size),
+            s.stack.map_or_else(|| "?".into(), format_size),
+        ]);
+    }
+    out.push_str(&aligned(&sizes, &[false, true, true, true, true]));
+    out.push('\n');
+    let mut inst = vec![["instantiation alone", "module median", "p90", "component median", "p90"].map(String::from).to_vec()];
+    for i in &report.instantiation {
+        inst.push(vec![
+            i.rule.clone(),
+            format_duration(i.module.median),
+            format_duration(i.module.p90),
+            format_duration(i.component.median),
+            format_duration(i.component.p90),
+        ]);
+    }
+    out.push_str(&aligned(&inst, &[false, true, true, true, true]));
+    out.push('\n');
+    footer(report, &mut out, "");
+    out
+}
+
+fn aligned(rows: &[Vec<String>], right: &[bool]) -> String {
+    let widths: Vec<usize> = (0..right.len())
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                let pad = " ".repeat(widths.get(c).copied().unwrap_or(0).saturating_sub(s.chars().count()));
+                if right.get(c).copied().unwrap_or(false) { format!("{pad}{s}") } else { format!("{s}{pad}") }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Markdown tables, for BENCHMARKS.md.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}\n", header(report));
+    out.push_str("| request | rule | measurement | median | p90 | × floor |\n|---|---|---|--:|--:|--:|\n");
+    for r in &report.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            request_label(report, &r.request),
+            r.rule.as_deref().map_or_else(|| "–".to_string(), |x| format!("`{x}`")),
+            r.measurement.label(),
+            format_duration(r.stats.median),
+            format_duration(r.stats.p90),
+            format_ratio(r.ratio),
+        );
+    }
+    out.push_str("\n| rule | module (`policy.wasm`) | component (`policy.component.wasm`) | module's initial memory | shadow stack |\n|---|--:|--:|--:|--:|\n");
+    for s in &report.sizes {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} |",
+            s.rule,
+            format_size(s.module),
+            format_size(s.component),
+            s.initial_memory.map_or_else(|| "?".into(), format_size),
+            s.stack.map_or_else(|| "?".into(), format_size)
+        );
+    }
+    out.push_str("\n| instantiation alone (no call) | module median | p90 | component median | p90 |\n|---|--:|--:|--:|--:|\n");
+    for i in &report.instantiation {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} |",
+            i.rule,
+            format_duration(i.module.median),
+            format_duration(i.module.p90),
+            format_duration(i.component.median),
+            format_duration(i.component.p90)
+        );
+    }
+    out.push('\n');
+    footer(report, &mut out, "- ");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn minify_keeps_strings_and_order() {
+        let text = "{\n  \"b\": \"x y\\\" z\",\n  \"a\": [1, 2]\n}\n";
+        assert_eq!(minify(text), r#"{"b":"x y\" z","a":[1,2]}"#);
+        for (_, _, r) in requests() {
+            let a: serde_json::Value = serde_json::from_str(&r).unwrap();
+            assert!(a.is_object());
+            assert!(!r.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn fixtures_are_the_documented_sizes() {
+        let sizes: Vec<usize> = requests().iter().map(|(_, _, r)| r.len()).collect();
+        assert!((4300..=4800).contains(&sizes[0]), "pod request is {} bytes", sizes[0]);
+        assert!((8500..=9500).contains(&sizes[1]), "raycluster request is {} bytes", sizes[1]);
+    }
+
+    #[test]
+    fn statistics() {
+        let mut n = 0u64;
+        let s = measure(&Plan::exact(9), || {
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(s.samples, 9);
+        assert_eq!(n, 10, "one warm-up call, nine timed");
+        assert!(s.median <= s.p90);
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(format_duration(Duration::from_nanos(2_310)), "2.31 µs");
+        assert_eq!(format_duration(Duration::from_nanos(48_250)), "48.2 µs");
+        assert_eq!(format_duration(Duration::from_nanos(512_000)), "512 µs");
+        assert_eq!(format_duration(Duration::from_micros(1_250)), "1.25 ms");
+        assert_eq!(format_ratio(2.345), "2.3×");
+        assert_eq!(format_ratio(23.45), "23×");
+        assert_eq!(format_size(700_000), "684 KiB");
+        assert_eq!(format_size(3 << 20), "3.00 MiB");
+    }
+
+    #[test]
+    fn reads_the_shadow_stack() {
+        use wasm_encoder::{ConstExpr, GlobalSection, GlobalType, MemorySection, MemoryType, Module, ValType};
+        let mut m = Module::new();
+        let mut mem = MemorySection::new();
+        mem.memory(MemoryType { minimum: 17, maximum: None, memory64: false, shared: false, page_size_log2: None });
+        m.section(&mem);
+        let mut globals = GlobalSection::new();
+        globals.global(GlobalType { val_type: ValType::I32, mutable: false, shared: false }, &ConstExpr::i32_const(7));
+        globals.global(GlobalType { val_type: ValType::I32, mutable: true, shared: false }, &ConstExpr::i32_const(1 << 20));
+        m.section(&globals);
+        assert_eq!(module_layout(&m.finish()), (Some(17 * 65536), Some(1 << 20)));
+        assert_eq!(module_layout(b"not wasm"), (None, None));
+    }
+
+    fn row(m: Measurement, us: u64) -> Row {
+        let d = Duration::from_micros(us);
+        Row { request: "pod".into(), rule: Some("r".into()), measurement: m, stats: Stats { median: d, p90: d, samples: 1 }, ratio: 1.0 }
+    }
+
+    #[test]
+    fn suspicious_figures_are_flagged() {
+        assert!(sanity_notes(&[row(Measurement::ModuleWarm, 5), row(Measurement::ModuleFresh, 20)], &[]).is_empty());
+        let fast_fresh = sanity_notes(&[row(Measurement::ComponentWarm, 20), row(Measurement::ComponentFresh, 5)], &[]);
+        assert!(fast_fresh[0].contains("faster"), "{fast_fresh:?}");
+        let stats = |us| Stats { median: Duration::from_micros(us), p90: Duration::from_micros(us), samples: 1 };
+        let slow = Instantiation { rule: "r".into(), module: stats(21), component: stats(3) };
+        let notes = sanity_notes(&[], &[slow]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("(r module 21.0 µs)"), "{notes:?}");
+    }
 }

@@ -13,14 +13,14 @@ wasmtime::component::bindgen!({
     world: "admission-policy",
 });
 
-pub use aigov::policy::cluster::LookupError as WitLookupError;
+pub use self::aigov::policy::cluster::LookupError as WitLookupError;
 
 /// Per-instance state.
 pub struct ComponentState {
     cluster: HostCluster,
 }
 
-impl aigov::policy::cluster::Host for ComponentState {
+impl self::aigov::policy::cluster::Host for ComponentState {
     fn get_resource(
         &mut self,
         api_version: String,

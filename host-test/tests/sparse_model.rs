@@ -81,15 +81,14 @@ fn stringify_quantities(v: &mut Value) {
     match v {
         Value::Object(map) => {
             for (k, child) in map.iter_mut() {
-                if (k == "limits" || k == "requests" || k == "resourcesPerNode") && child.is_object() {
-                    if let Some(res) = child.as_object_mut() {
+                if (k == "limits" || k == "requests" || k == "resourcesPerNode") && child.is_object()
+                    && let Some(res) = child.as_object_mut() {
                         for q in res.values_mut() {
                             if let Value::Number(n) = q {
                                 *q = Value::String(n.to_string());
                             }
                         }
                     }
-                }
                 stringify_quantities(child);
             }
         }

@@ -1,26 +1,483 @@
-//! `opencost-labels`: Workloads and their pod templates carry the OpenCost labels cost attribution needs.
+//! `opencost-labels`: every workload, and every pod template inside it,
+//! carries the labels OpenCost attributes cost by: `opencost.io/team` (any
+//! non-empty value) and `opencost.io/workload-category` (`training`,
+//! `inference`, `development` or `data-processing`).
 //!
-//! Skeleton: admits everything until the rule is written.
+//! OpenCost reads the labels of the pods, not of their controllers: a
+//! Deployment labelled at the top but not in `spec.template` runs unlabelled
+//! pods, whose cost lands in `__unallocated__`. So the rule checks the
+//! object's own `metadata.labels` and, for kinds that own pod templates, each
+//! template's. CronJobs and JobSets also hold job templates whose labels become
+//! the labels of the Jobs they create; those Jobs are workloads this rule
+//! checks too, so their templates are checked when the CronJob or JobSet is
+//! submitted rather than failing later, when the controller creates the Jobs.
 
-use aigov_sdk::{Cluster, Malformed, Policy, Request, RuleSettings, Verdict};
-use serde::{Deserialize, Serialize};
+mod settings;
+
+use aigov_sdk::text::quoted;
+use aigov_sdk::workload::Labels;
+use aigov_sdk::{Cluster, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload, WorkloadKind};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
 
 /// The rule.
 pub struct OpencostLabels;
 
-/// The rule's own settings.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct Settings {}
-
-impl RuleSettings for Settings {}
-
 impl Policy for OpencostLabels {
     type Settings = Settings;
 
-    fn validate(_: &Request<'_>, _: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
-        Ok(Verdict::accept())
+    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut verdict = Verdict::accept();
+        // Subresources (`status`, `scale`, `ephemeralcontainers`) cannot change
+        // what a workload is labelled with; DELETE and CONNECT carry no workload.
+        if !matches!(req.operation(), Operation::Create | Operation::Update) || req.sub_resource().is_some() {
+            return Ok(verdict);
+        }
+        let Some(workload) = req.workload()? else {
+            return Ok(verdict);
+        };
+        let problems = check(req, workload, settings)?;
+        // An object being deleted only loses its finalizers: refusing that
+        // update would leave it terminating forever.
+        if problems.is_empty() || (req.operation() == Operation::Update && being_deleted(req)) {
+            return Ok(verdict);
+        }
+        for p in problems {
+            verdict.violation(p);
+        }
+        Ok(verdict)
     }
 }
 
+/// Where a set of labels sits, and what becomes of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The object's own `metadata.labels`.
+    Object,
+    /// A job template's metadata: the labels of the Jobs created from it.
+    JobTemplate,
+    /// A pod template's metadata: the labels of the pods.
+    PodTemplate,
+}
+
+/// One set of labels to check.
+struct Location<'l, 'a> {
+    path: String,
+    labels: &'l Labels<'a>,
+    role: Role,
+}
+
+/// Every problem, in document order.
+fn check(req: &Request<'_>, workload: &Workload<'_>, settings: &Settings) -> Result<Vec<String>, Malformed> {
+    let own = &workload.metadata.labels;
+    let jobs = job_templates(req, workload.kind)?;
+    let mut locations = vec![Location {
+        path: "metadata.labels".into(),
+        labels: own,
+        role: Role::Object,
+    }];
+    // A bare Pod is its own template (its labels are `metadata.labels`); a
+    // TrainJob's trainer is completed by its training runtime and has no
+    // metadata of its own.
+    let templates = workload
+        .templates()
+        .filter(|t| workload.kind.owns_templates() && !t.is_partial());
+    // Job templates are merged in before the pod template inside them.
+    let mut jobs_done = 0;
+    for t in templates {
+        if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().starts_with(&j.prefix)) {
+            let upto = jobs_done + i + 1;
+            locations.extend(jobs.iter().take(upto).skip(jobs_done).map(JobTemplate::location));
+            jobs_done = upto;
+        }
+        if settings.require_on_pod_templates
+            && let Some(labels) = t.labels()
+        {
+            locations.push(Location {
+                path: format!("{}.labels", t.metadata_path()),
+                labels,
+                role: Role::PodTemplate,
+            });
+        }
+    }
+    locations.extend(jobs.iter().skip(jobs_done).map(JobTemplate::location));
+
+    let reqs = &settings.required_labels;
+    let mut problems = Vec::new();
+    for loc in &locations {
+        let mut found = reqs.check(loc.labels, &loc.path);
+        if let Some(hint) = copy_hint(reqs, loc, own)
+            && let Some(first) = found.first_mut()
+        {
+            first.push_str(&hint);
+        }
+        problems.extend(found);
+    }
+    Ok(problems)
+}
+
+/// For labels missing from a template that the object itself carries with
+/// an allowed value (the most common mistake: labels on the Deployment, none
+/// on its pods), what to copy where. `RequiredLabels::check` reports missing
+/// labels first, so the hint goes on its first message.
+fn copy_hint(reqs: &RequiredLabels, loc: &Location<'_, '_>, own: &Labels<'_>) -> Option<String> {
+    let why = match loc.role {
+        Role::Object => return None,
+        Role::JobTemplate => "the Jobs created from this template get their labels from it",
+        Role::PodTemplate => "OpenCost attributes cost by the labels of the pods",
+    };
+    let copy: Vec<String> = reqs
+        .0
+        .iter()
+        .filter(|(key, _)| !loc.labels.contains_key(key.as_str()))
+        .filter_map(|(key, allowed)| {
+            let value = own.get(key.as_str())?;
+            let ok = !value.trim().is_empty() && (allowed.is_empty() || allowed.iter().any(|a| a == &**value));
+            ok.then(|| format!("{key}: {value}"))
+        })
+        .collect();
+    if copy.is_empty() {
+        return None;
+    }
+    Some(format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)))
+}
+
+/// A job template's labels: a CronJob's `spec.jobTemplate`, a JobSet's
+/// `spec.replicatedJobs[i].template`.
+struct JobTemplate<'a> {
+    /// Path of the template, with a trailing dot: the pod template inside it
+    /// starts with this.
+    prefix: String,
+    labels: Labels<'a>,
+}
+
+impl JobTemplate<'_> {
+    fn location(&self) -> Location<'_, '_> {
+        Location {
+            path: format!("{}metadata.labels", self.prefix),
+            labels: &self.labels,
+            role: Role::JobTemplate,
+        }
+    }
+}
+
+/// The job templates of CronJobs and JobSets, in order (none for other kinds).
+/// The SDK's workload model does not carry job-template metadata, so they
+/// are read here, from the same object.
+fn job_templates<'a>(req: &Request<'a>, kind: WorkloadKind) -> Result<Vec<JobTemplate<'a>>, Malformed> {
+    let what = format!("the {}", kind.kind());
+    let into = |t: Option<JobTemplateSpec<'a>>, prefix: String| {
+        t.map(|t| JobTemplate {
+            prefix,
+            labels: t.metadata.and_then(|m| m.labels).unwrap_or_default(),
+        })
+    };
+    Ok(match kind {
+        WorkloadKind::CronJob => {
+            let o = req.object_as::<Obj<CronJobSpec<'a>>>(&what)?;
+            let t = o.and_then(|o| o.spec).and_then(|s| s.job_template);
+            into(t, "spec.jobTemplate.".into()).into_iter().collect()
+        }
+        WorkloadKind::JobSet => {
+            let o = req.object_as::<Obj<JobSetSpec<'a>>>(&what)?;
+            let jobs = o.and_then(|o| o.spec).and_then(|s| s.replicated_jobs).unwrap_or_default();
+            jobs.into_iter()
+                .enumerate()
+                .filter_map(|(i, j)| into(j.template, format!("spec.replicatedJobs[{i}].template.")))
+                .collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Whether the object is being deleted (`metadata.deletionTimestamp` set).
+/// Read only for an UPDATE that would otherwise be refused.
+fn being_deleted(req: &Request<'_>) -> bool {
+    #[derive(Deserialize)]
+    struct WithMeta {
+        metadata: Option<DeletionMeta>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct DeletionMeta {
+        deletion_timestamp: Option<IgnoredAny>,
+    }
+    matches!(
+        req.object_as::<WithMeta>("the object"),
+        Ok(Some(WithMeta { metadata: Some(DeletionMeta { deletion_timestamp: Some(_) }) }))
+    )
+}
+
+// ---- The job-template fields the SDK's model leaves out. ----
+
+/// An object's `spec` (a missing `Option` field is `None`).
+#[derive(Deserialize)]
+struct Obj<S> {
+    spec: Option<S>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CronJobSpec<'a> {
+    #[serde(borrow, default)]
+    job_template: Option<JobTemplateSpec<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JobSetSpec<'a> {
+    #[serde(borrow, default)]
+    replicated_jobs: Option<Vec<ReplicatedJob<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ReplicatedJob<'a> {
+    #[serde(borrow, default)]
+    template: Option<JobTemplateSpec<'a>>,
+}
+
+#[derive(Deserialize)]
+struct JobTemplateSpec<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<TemplateMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TemplateMeta<'a> {
+    #[serde(borrow, default)]
+    labels: Option<Labels<'a>>,
+}
+
 aigov_sdk::export_policy!(OpencostLabels);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::NoCluster;
+
+    const LABELS: &str = r#"{"opencost.io/team":"ml-platform","opencost.io/workload-category":"training"}"#;
+
+    fn request(api_version: &str, kind: &str, op: &str, extra: &str, object: &str) -> String {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        format!(
+            r#"{{"uid":"u","kind":{{"group":"{group}","version":"{version}","kind":"{kind}"}},"operation":"{op}"{extra},"object":{object}}}"#
+        )
+    }
+
+    fn eval_with(json: &str, settings: &Settings) -> Result<Vec<String>, Malformed> {
+        let req = Request::parse(json).unwrap();
+        OpencostLabels::validate(&req, settings, &NoCluster).map(|v| v.violations().to_vec())
+    }
+
+    fn eval(api_version: &str, kind: &str, object: &str) -> Vec<String> {
+        eval_with(&request(api_version, kind, "CREATE", "", object), &Settings::default()).unwrap()
+    }
+
+    fn deployment(labels: &str, template_labels: &str) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"d","labels":{labels}}},"spec":{{"template":{{"metadata":{{"labels":{template_labels}}},"spec":{{"containers":[{{"name":"c"}}]}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn labelled_pod_is_admitted_and_an_unlabelled_one_is_told_both_labels() {
+        let pod = |labels: &str| format!(r#"{{"metadata":{{"name":"p","labels":{labels}}},"spec":{{"containers":[]}}}}"#);
+        assert!(eval("v1", "Pod", &pod(LABELS)).is_empty());
+        assert_eq!(
+            eval("v1", "Pod", &pod("null")),
+            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`"]
+        );
+    }
+
+    #[test]
+    fn empty_team_and_disallowed_category() {
+        let pod = r#"{"metadata":{"labels":{"opencost.io/team":"","opencost.io/workload-category":"batch"}},"spec":{}}"#;
+        assert_eq!(
+            eval("v1", "Pod", pod),
+            [
+                "label `opencost.io/team` in `metadata.labels` is empty",
+                "label `opencost.io/workload-category` in `metadata.labels` is `batch`; allowed: `training`, `inference`, `development`, `data-processing`",
+            ]
+        );
+    }
+
+    #[test]
+    fn labels_on_the_deployment_only_get_a_precise_hint() {
+        assert!(eval("apps/v1", "Deployment", &deployment(LABELS, LABELS)).is_empty());
+        assert_eq!(
+            eval("apps/v1", "Deployment", &deployment(LABELS, r#"{"app":"x"}"#)),
+            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels`: \
+              OpenCost attributes cost by the labels of the pods, so copy `opencost.io/team: ml-platform`, \
+              `opencost.io/workload-category: training` from `metadata.labels`"]
+        );
+    }
+
+    #[test]
+    fn the_hint_lists_only_what_the_object_has_right() {
+        let own = r#"{"opencost.io/team":"ml","opencost.io/workload-category":"batch"}"#;
+        assert_eq!(
+            eval("apps/v1", "Deployment", &deployment(own, "{}")),
+            [
+                "label `opencost.io/workload-category` in `metadata.labels` is `batch`; allowed: `training`, `inference`, `development`, `data-processing`",
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels`: \
+                 OpenCost attributes cost by the labels of the pods, so copy `opencost.io/team: ml` from `metadata.labels`",
+            ]
+        );
+        // Nothing to copy from: no hint.
+        assert_eq!(
+            eval("apps/v1", "Deployment", &deployment("{}", "{}")),
+            [
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`",
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels`",
+            ]
+        );
+        // A template whose values are wrong (not missing) gets the plain message.
+        let wrong = r#"{"opencost.io/team":"ml","opencost.io/workload-category":"batch"}"#;
+        assert_eq!(
+            eval("apps/v1", "Deployment", &deployment(LABELS, wrong)),
+            ["label `opencost.io/workload-category` in `spec.template.metadata.labels` is `batch`; allowed: `training`, `inference`, `development`, `data-processing`"]
+        );
+    }
+
+    #[test]
+    fn missing_labels_come_first_from_the_sdk() {
+        // `copy_hint` relies on it: the hint goes on the first message.
+        let labels: Labels<'_> = [(aigov_sdk::Str::from(CATEGORY_LABEL), aigov_sdk::Str::from("batch"))].into_iter().collect();
+        let found = Settings::default().required_labels.check(&labels, "x");
+        assert!(found.first().unwrap().starts_with("label `opencost.io/team` is missing"), "{found:?}");
+    }
+
+    #[test]
+    fn pod_templates_are_optional_by_setting() {
+        let settings = Settings {
+            require_on_pod_templates: false,
+            ..Settings::default()
+        };
+        let json = request("apps/v1", "Deployment", "CREATE", "", &deployment(LABELS, "{}"));
+        assert!(eval_with(&json, &settings).unwrap().is_empty());
+        let json = request("apps/v1", "Deployment", "CREATE", "", &deployment("{}", LABELS));
+        assert_eq!(
+            eval_with(&json, &settings).unwrap(),
+            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`"]
+        );
+    }
+
+    #[test]
+    fn cronjob_job_template_then_pod_template() {
+        let cron = format!(
+            r#"{{"metadata":{{"labels":{LABELS}}},"spec":{{"schedule":"0 2 * * *","jobTemplate":{{"metadata":{{}},"spec":{{"template":{{"spec":{{"containers":[]}}}}}}}}}}}}"#
+        );
+        assert_eq!(
+            eval("batch/v1", "CronJob", &cron),
+            [
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.jobTemplate.metadata.labels`: \
+                 the Jobs created from this template get their labels from it, so copy `opencost.io/team: ml-platform`, \
+                 `opencost.io/workload-category: training` from `metadata.labels`",
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.jobTemplate.spec.template.metadata.labels`: \
+                 OpenCost attributes cost by the labels of the pods, so copy `opencost.io/team: ml-platform`, \
+                 `opencost.io/workload-category: training` from `metadata.labels`",
+            ]
+        );
+        // Job templates are checked even when pod templates are not: they
+        // are the Jobs' own labels.
+        let settings = Settings {
+            require_on_pod_templates: false,
+            ..Settings::default()
+        };
+        let found = eval_with(&request("batch/v1", "CronJob", "CREATE", "", &cron), &settings).unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(found.first().unwrap().contains("`spec.jobTemplate.metadata.labels`"));
+    }
+
+    #[test]
+    fn jobset_locations_are_in_document_order() {
+        let rj = |labels: &str| format!(r#"{{"name":"w","template":{{"metadata":{{"labels":{labels}}},"spec":{{"template":{{"metadata":{{"labels":{labels}}},"spec":{{}}}}}}}}}}"#);
+        let js = format!(
+            r#"{{"metadata":{{"labels":{LABELS}}},"spec":{{"replicatedJobs":[{},{},{}]}}}}"#,
+            rj("{}"),
+            rj(LABELS),
+            rj(r#"{"opencost.io/team":"ml"}"#)
+        );
+        let found = eval("jobset.x-k8s.io/v1alpha2", "JobSet", &js);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(found[0].contains("from `spec.replicatedJobs[0].template.metadata.labels`: the Jobs"));
+        assert!(found[1].contains("from `spec.replicatedJobs[0].template.spec.template.metadata.labels`: OpenCost"));
+        assert!(found[2].contains("from `spec.replicatedJobs[2].template.metadata.labels`"));
+        assert!(found[3].contains("from `spec.replicatedJobs[2].template.spec.template.metadata.labels`"));
+        assert!(found[3].ends_with("so copy `opencost.io/workload-category: training` from `metadata.labels`"));
+    }
+
+    #[test]
+    fn raycluster_head_and_workers() {
+        let t = |labels: &str| format!(r#"{{"metadata":{{"labels":{labels}}},"spec":{{"containers":[]}}}}"#);
+        let rc = format!(
+            r#"{{"metadata":{{"labels":{LABELS}}},"spec":{{"headGroupSpec":{{"template":{}}},"workerGroupSpecs":[{{"groupName":"cpu","template":{}}},{{"groupName":"gpu","template":{}}}]}}}}"#,
+            t(LABELS),
+            t("{}"),
+            t(LABELS)
+        );
+        let found = eval("ray.io/v1", "RayCluster", &rc);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].contains("are missing from `spec.workerGroupSpecs[0].template.metadata.labels`: OpenCost"));
+    }
+
+    #[test]
+    fn trainjob_is_checked_at_the_top_only() {
+        let tj = r#"{"metadata":{"name":"sft"},"spec":{"runtimeRef":{"name":"torch"},"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":4}}}}}"#;
+        assert_eq!(
+            eval("trainer.kubeflow.org/v1alpha1", "TrainJob", tj),
+            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`"]
+        );
+    }
+
+    #[test]
+    fn ungoverned_requests_are_admitted() {
+        let s = Settings::default();
+        let pod = r#"{"metadata":{"name":"p"},"spec":{}}"#;
+        for (op, extra) in [("DELETE", ""), ("UPDATE", r#","subResource":"status""#)] {
+            assert!(eval_with(&request("v1", "Pod", op, extra, pod), &s).unwrap().is_empty(), "{op}");
+        }
+        let delete = r#"{"uid":"u","kind":{"group":"apps","version":"v1","kind":"Deployment"},"operation":"DELETE","object":null}"#;
+        assert!(eval_with(delete, &s).unwrap().is_empty());
+        let exec = request("v1", "PodExecOptions", "CONNECT", r#","subResource":"exec""#, r#"{"command":["sh"]}"#);
+        assert!(eval_with(&exec, &s).unwrap().is_empty());
+        assert!(eval("v1", "ConfigMap", r#"{"metadata":{"name":"c"},"data":{"spec":"x"}}"#).is_empty());
+    }
+
+    #[test]
+    fn updates_are_checked_unless_the_object_is_being_deleted() {
+        let s = Settings::default();
+        let live = r#"{"metadata":{"name":"p","finalizers":["x"]},"spec":{}}"#;
+        assert_eq!(eval_with(&request("v1", "Pod", "UPDATE", "", live), &s).unwrap().len(), 1);
+        let dying = r#"{"metadata":{"name":"p","deletionTimestamp":"2025-01-01T00:00:00Z","finalizers":["x"]},"spec":{}}"#;
+        assert!(eval_with(&request("v1", "Pod", "UPDATE", "", dying), &s).unwrap().is_empty());
+        assert_eq!(eval_with(&request("v1", "Pod", "CREATE", "", dying), &s).unwrap().len(), 1, "only updates");
+    }
+
+    #[test]
+    fn malformed_labels_are_refused_naming_the_field() {
+        let s = Settings::default();
+        let pod = r#"{"metadata":{"labels":{"opencost.io/team":42}},"spec":{}}"#;
+        let e = eval_with(&request("v1", "Pod", "CREATE", "", pod), &s).unwrap_err();
+        assert_eq!(e.0, "the Pod is malformed: `metadata.labels.opencost.io/team`: invalid type: integer `42`, expected a string");
+        let cron = r#"{"spec":{"jobTemplate":{"metadata":{"labels":["team"]},"spec":{}}}}"#;
+        let e = eval_with(&request("batch/v1", "CronJob", "CREATE", "", cron), &s).unwrap_err();
+        assert!(e.0.starts_with("the CronJob is malformed: `spec.jobTemplate.metadata.labels`: invalid type: sequence"), "{e}");
+    }
+
+    #[test]
+    fn metadata_governs_every_workload_kind() {
+        let m = AIGOV_POLICY.metadata;
+        for k in WorkloadKind::ALL {
+            for op in ["CREATE", "UPDATE"] {
+                assert!(m.governs(k.group(), "v1", k.resource(), None, op), "{k:?} {op}");
+            }
+        }
+        assert!(!m.governs("", "v1", "pods", None, "DELETE"));
+        assert_eq!(m.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(m.annotation("io.kubewarden.policy.version"), Some(env!("CARGO_PKG_VERSION")));
+    }
+}

@@ -246,10 +246,11 @@ pub(crate) fn decode<'a, T: Deserialize<'a>>(json: &'a str, what: &str) -> Resul
 fn describe(what: &str, path: &str, err: &serde_json::Error) -> String {
     let mut msg = err.to_string();
     // The byte position is noise for the field errors; keep it for syntax errors.
-    if !err.is_syntax() && !err.is_eof() {
-        if let Some(i) = msg.find(" at line ") {
-            msg.truncate(i);
-        }
+    if !err.is_syntax()
+        && !err.is_eof()
+        && let Some(i) = msg.find(" at line ")
+    {
+        msg.truncate(i);
     }
     if path.is_empty() || path == "." {
         format!("{what} is malformed: {msg}")

@@ -292,7 +292,7 @@ impl GpuResources {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,68 @@
+//! `aigov bench` runs end to end with a tiny iteration count: every row is
+//! there, every figure is positive, and the Markdown table holds every row.
+//! (Smoke test only: performance is measured by `make bench`, never asserted
+//! in a test.) Needs `make artifacts` first.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aigov::bench::{Config, Measurement, Plan, bench, render_markdown, render_text, requests};
+use aigov::scan::Target;
+
+#[test]
+fn every_row_is_present_and_positive() {
+    let artifacts = std::env::var_os("AIGOV_ARTIFACTS")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from);
+    let config = Config { artifacts, plan: Plan::exact(3), rules: Vec::new() };
+    let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench could not run: {e:#}\n(run `make artifacts` first)"));
+
+    let mut expected_rows = 0;
+    for (name, _, text) in requests() {
+        let target = Target::of(&serde_json::from_str(&text).unwrap());
+        let floor: Vec<_> = report.rows.iter().filter(|r| r.request == name && r.measurement == Measurement::Floor).collect();
+        assert_eq!(floor.len(), 1, "{name}: one floor row");
+        assert!(floor[0].rule.is_none());
+        expected_rows += 1;
+        let governing: Vec<&str> = aigov::native::RULES
+            .iter()
+            .filter(|r| target.governed_by(r.metadata))
+            .map(|r| r.metadata.name)
+            .collect();
+        assert!(governing.contains(&"gpu-runtime-class"), "{name}: gpu-runtime-class governs every workload");
+        for rule in governing {
+            for m in Measurement::RULE {
+                let found = report
+                    .rows
+                    .iter()
+                    .filter(|r| r.request == name && r.rule.as_deref() == Some(rule) && r.measurement == m)
+                    .count();
+                assert_eq!(found, 1, "{name}/{rule}: one `{}` row", m.label());
+                expected_rows += 1;
+            }
+            assert!(report.sizes.iter().any(|s| s.rule == rule), "{rule}: artifact sizes");
+            assert!(report.instantiation.iter().any(|i| i.rule == rule), "{rule}: instantiation");
+            assert!(report.verdicts.iter().any(|v| v.starts_with(&format!("{name}/{rule}: "))), "{name}/{rule}: verdict");
+        }
+    }
+    assert_eq!(report.rows.len(), expected_rows, "no unexpected rows");
+    for r in &report.rows {
+        assert_eq!(r.stats.samples, 3, "{r:?}");
+        assert!(r.stats.median > Duration::ZERO && r.stats.p90 >= r.stats.median, "{r:?}");
+        assert!(r.ratio > 0.0 && r.ratio.is_finite(), "{r:?}");
+    }
+    for s in &report.sizes {
+        assert!(s.module > 0 && s.component > 0, "{s:?}");
+    }
+    for i in &report.instantiation {
+        assert!(i.module.median > Duration::ZERO && i.component.median > Duration::ZERO, "{i:?}");
+    }
+    assert!(report.machine.cpus > 0);
+    assert!(!report.notes.iter().any(|n| n.contains("disagree")), "the three forms agree: {:?}", report.notes);
+
+    let markdown = render_markdown(&report);
+    let table_rows = markdown.lines().filter(|l| l.starts_with("| pod") || l.starts_with("| raycluster")).count();
+    assert_eq!(table_rows, report.rows.len(), "{markdown}");
+    assert!(render_text(&report).contains("native JSON skim (floor)"));
+}

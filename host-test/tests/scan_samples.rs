@@ -1,0 +1,129 @@
+//! `aigov scan` over the bundled samples (host-test/samples) gives the
+//! verdicts the samples are written to show, per rule per document, with the
+//! modules, the components and the natively linked rules alike.
+//!
+//! Asserts admitted / denied / not governed only, never message wording, so
+//! rules can improve their messages without touching this test. Needs `make
+//! artifacts` first (like the case tests); a missing artifact fails the test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use aigov::scan::{Config, Form, Outcome, Report, scan};
+
+/// What a rule should say about a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// Admitted (with or without warnings).
+    Admit,
+    /// Denied.
+    Deny,
+    /// Not sent to the rule.
+    Skip,
+}
+use Expect::{Admit, Deny, Skip};
+
+fn class(o: Outcome) -> Option<Expect> {
+    match o {
+        Outcome::Pass | Outcome::Warn => Some(Admit),
+        Outcome::Deny => Some(Deny),
+        Outcome::NotGoverned => Some(Skip),
+        Outcome::Error => None,
+    }
+}
+
+const RULES: [&str; 4] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels"];
+
+/// (file, document number) and the verdicts in [`RULES`] order.
+const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
+    //                                          gpu-rc  ray    exec   opencost
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run(form: Form) -> Report {
+    let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root().join("artifacts"), PathBuf::from);
+    let samples = root().join("host-test/samples");
+    let config = Config {
+        paths: vec![samples.clone()],
+        artifacts,
+        cluster: Some(samples.join("cluster")),
+        settings: BTreeMap::new(),
+        form,
+    };
+    scan(&config).unwrap_or_else(|e| panic!("aigov scan ({}) could not run: {e:#}\n(run `make artifacts` first)", form.name()))
+}
+
+fn check(form: Form) {
+    let report = run(form);
+    assert!(report.errors.is_empty(), "unreadable samples: {:?}", report.errors);
+    assert!(report.skipped.is_empty(), "skipped samples: {:?}", report.skipped);
+    let columns: Vec<usize> = RULES
+        .iter()
+        .map(|r| report.rules.iter().position(|x| x.name == *r).unwrap_or_else(|| panic!("rule {r} is not in the report")))
+        .collect();
+
+    let mut seen = Vec::new();
+    let mut problems = Vec::new();
+    for d in &report.documents {
+        let file = PathBuf::from(&d.source.file).file_name().unwrap().to_string_lossy().into_owned();
+        seen.push((file.clone(), d.source.document));
+        let Some((_, _, expected)) = EXPECTED.iter().find(|(f, n, _)| *f == file && *n == d.source.document) else {
+            problems.push(format!("{file} #{}: a sample with no expectation here", d.source.document));
+            continue;
+        };
+        for ((rule, col), want) in RULES.iter().zip(&columns).zip(expected) {
+            let r = &d.results[*col];
+            let got = class(r.outcome);
+            if got != Some(*want) {
+                let said = r.error.clone().or_else(|| r.response.as_ref().and_then(|x| x.message.clone())).unwrap_or_default();
+                problems.push(format!("{file} #{} {rule}: expected {want:?}, got {} {said}", d.source.document, r.outcome.cell()));
+            }
+        }
+    }
+    for (file, n, _) in EXPECTED {
+        if !seen.iter().any(|(f, m)| f == file && m == n) {
+            problems.push(format!("{file} #{n}: expected, but not scanned"));
+        }
+    }
+    assert!(problems.is_empty(), "scan of the samples with the {}s:\n  {}", form.name(), problems.join("\n  "));
+}
+
+#[test]
+fn samples_with_modules() {
+    check(Form::Module);
+}
+
+#[test]
+fn samples_with_components() {
+    check(Form::Component);
+}
+
+#[test]
+fn samples_natively() {
+    check(Form::Native);
+}
+
+#[test]
+fn cluster_fixtures_are_not_scanned_and_output_is_stable() {
+    let a = run(Form::Native);
+    assert!(a.documents.iter().all(|d| !d.source.file.contains("/cluster/")));
+    let text = aigov::scan::render_table(&a, aigov::scan::WRAP_WIDTH, aigov::scan::FailOn::Deny);
+    let b = run(Form::Native);
+    assert_eq!(text, aigov::scan::render_table(&b, aigov::scan::WRAP_WIDTH, aigov::scan::FailOn::Deny));
+    assert_eq!(aigov::scan::exit_status(&a, aigov::scan::FailOn::Deny), 1, "some samples are meant to be denied");
+    assert_eq!(aigov::scan::exit_status(&a, aigov::scan::FailOn::None), 0);
+}
