@@ -1,6 +1,7 @@
 # aigov: build every rule as a Kubewarden module and a component, test them
-# three ways, and run the demo. `make demo` and `make test` install what they
-# need (wasm targets, and for the end-to-end test a registry and skopeo).
+# three ways, package and ship them, and run the demo. `make demo` and
+# `make test` install what they need (wasm targets; for the end-to-end test,
+# a registry server and skopeo).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -15,14 +16,26 @@ ARTIFACTS  := artifacts
 WASM_TARGETS := wasm32-wasip1 wasm32-unknown-unknown
 # Reproducible guests: no build-machine paths in the binaries. (With --target,
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
-WASM_RUSTFLAGS := --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo
+WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo
 
-.PHONY: setup aigov wasm artifacts demo test lint unit cases clean help
+# Where the bundle is published; the deployment manifests reference it.
+REGISTRY   ?= ghcr.io/aigov-dev/policies
+# Rules the Kustomize overlay turns on (comma-separated).
+ENABLE     ?=
+# INSECURE=1: talk plain HTTP to the registry (a lab or loopback registry).
+INSECURE   ?=
+# The time recorded in component configs and ArtifactHub files: the last
+# commit's, so that a clean tree always packages to the same digests.
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+.PHONY: help setup aigov wasm artifacts demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
-	@echo "make demo       build every rule and evaluate the bundled sample workloads"
-	@echo "make test       clippy, native tests, every case three ways"
-	@echo "make artifacts  artifacts/<rule>/policy.wasm (Kubewarden) and policy.component.wasm"
+	@echo "make demo          build every rule and evaluate the bundled sample workloads"
+	@echo "make test          clippy, native tests, every case three ways, registry round trip, reproducibility"
+	@echo "make artifacts     modules, components, OCI layout, deployment manifests (ENABLE=rule-a,rule-b)"
+	@echo "make push REGISTRY=host:port/prefix [INSECURE=1]   push every rule in both forms"
+	@echo "make bench         per-request timings; see BENCHMARKS.md"
 
 ## Toolchain: the two wasm targets (rustup fetches them once).
 setup:
@@ -40,7 +53,8 @@ wasm: setup
 	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %)
 
 ## artifacts/<rule>/policy.wasm: the waPC module annotated with its
-## metadata.yml (io.kubewarden.metadata); policy.component.wasm: the component.
+## metadata.yml (io.kubewarden.metadata); policy.component.wasm: the
+## component. Then the OCI layout, manifests, ArtifactHub files and checksums.
 artifacts: wasm aigov
 	@for rule in $(RULES); do \
 	  crate="$${rule//-/_}"; \
@@ -50,8 +64,8 @@ artifacts: wasm aigov
 	    -o $(ARTIFACTS)/$$rule/policy.wasm; \
 	  $(AIGOV) componentize target/wasm32-unknown-unknown/wasm/$$crate.wasm \
 	    -o $(ARTIFACTS)/$$rule/policy.component.wasm; \
-	  echo "built $(ARTIFACTS)/$$rule/{policy.wasm,policy.component.wasm}"; \
 	done
+	$(AIGOV) package --artifacts $(ARTIFACTS) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE))
 
 ## The main job: build everything, evaluate the sample workloads, print verdicts.
 demo: artifacts
@@ -59,9 +73,17 @@ demo: artifacts
 
 ## Per-request timings (native floor, native rule, module and component,
 ## warm and fresh instance) and artifact sizes; results go in BENCHMARKS.md.
-.PHONY: bench
 bench: artifacts
 	$(AIGOV) bench --artifacts $(ARTIFACTS)
+
+## Every rule in both forms to $(REGISTRY): <rule>:v<version> (the
+## Kubewarden module) and <rule>:v<version>-component. Prints the digests.
+push: artifacts
+	@for rule in $(RULES); do \
+	  for form in policy.wasm policy.component.wasm; do \
+	    $(AIGOV) push $(ARTIFACTS)/$$rule/$$form $(REGISTRY)/$$rule $(if $(INSECURE),--insecure); \
+	  done; \
+	done
 
 ## Clippy on the host and on both guest targets, warnings as errors.
 lint: setup
@@ -78,7 +100,44 @@ unit: artifacts
 cases: artifacts
 	$(AIGOV) test --artifacts $(ARTIFACTS)
 
-test: lint unit cases
+## The end-to-end test needs Debian's registry server and skopeo.
+e2e-deps:
+	@missing=""; \
+	command -v docker-registry >/dev/null || missing="$$missing docker-registry"; \
+	command -v skopeo >/dev/null || missing="$$missing skopeo"; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	  echo "installing$$missing (apt)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+## Push every rule in both forms to a real registry on loopback, pull them
+## back, check media types over the registry API, copy the OCI layout in with
+## skopeo. The test starts and stops the registry itself.
+e2e: e2e-deps artifacts
+	$(CARGO) test --release --locked -p host-test --test registry
+
+## Build the guests a second time, from a copy of the tree at another path
+## into another target directory, and compare every module and component.
+reproducible: artifacts
+	@copy="$$(mktemp -d /tmp/aigov-repro.XXXXXX)"; \
+	trap 'rm -rf "$$copy"' EXIT; \
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$$copy"; \
+	CARGO_TARGET_DIR="$$copy/target" $(MAKE) --no-print-directory -C "$$copy" wasm >/dev/null; \
+	for rule in $(RULES); do \
+	  crate="$${rule//-/_}"; \
+	  mkdir -p "$$copy/$(ARTIFACTS)/$$rule"; \
+	  $(AIGOV) annotate "$$copy/target/wasm32-wasip1/wasm/$$crate.wasm" \
+	    --metadata "$$copy/policies/$$rule/metadata.yml" --usage "$$copy/policies/$$rule/README.md" \
+	    -o "$$copy/$(ARTIFACTS)/$$rule/policy.wasm"; \
+	  $(AIGOV) componentize "$$copy/target/wasm32-unknown-unknown/wasm/$$crate.wasm" \
+	    -o "$$copy/$(ARTIFACTS)/$$rule/policy.component.wasm"; \
+	done; \
+	(cd "$$copy/$(ARTIFACTS)" && sha256sum --quiet -c "$(CURDIR)/$(ARTIFACTS)/SHA256SUMS") \
+	  || { echo "a second build from a clean tree differs from $(ARTIFACTS)/ (see above)"; exit 1; }; \
+	echo "reproducible: a second build from a clean copy gives byte-identical modules and components"
+
+test: lint unit cases e2e reproducible
 
 clean:
 	$(CARGO) clean

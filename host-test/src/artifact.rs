@@ -120,6 +120,9 @@ pub fn annotate(engine: &Engine, module: &[u8], metadata_file: &Path, readme: Op
     metadata.protocol_version = Some(version);
     if let Some(readme) = readme {
         let usage = std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
+        if usage.trim().is_empty() {
+            bail!("{} is empty: the rule's README is its usage text on ArtifactHub and in `kwctl inspect`", readme.display());
+        }
         metadata.annotations.insert(annotations::USAGE.into(), usage);
     }
     with_custom_section(module, CUSTOM_SECTION, metadata.to_json().as_bytes())

@@ -7,6 +7,8 @@
 //! - [`admission`]: from a manifest, AdmissionRequest or AdmissionReview to
 //!   the request a policy receives.
 //! - [`cluster`]: cluster lookups served from fixture files.
+//! - [`oci`], [`registry`], [`layout`], [`package`]: the bundle as OCI
+//!   artifacts in registries and on disk, and the deployment manifests.
 
 pub mod admission;
 pub mod artifact;
@@ -15,8 +17,10 @@ pub mod cases;
 pub mod cluster;
 pub mod component;
 pub mod engine;
+pub mod layout;
 pub mod native;
 pub mod oci;
 pub mod package;
+pub mod registry;
 pub mod scan;
 pub mod wapc;

@@ -104,7 +104,7 @@ enum Command {
     Bench(aigov::bench::Args),
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
-    Oci(aigov::oci::Command),
+    Oci(aigov::registry::Command),
     /// Write the OCI layout, deployment manifests, ArtifactHub files and
     /// checksums under artifacts/.
     Package(aigov::package::Args),
@@ -192,7 +192,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Scan(args) => aigov::scan::run(&args),
         Command::Bench(args) => aigov::bench::run(&args),
-        Command::Oci(command) => aigov::oci::run(&command),
+        Command::Oci(command) => aigov::registry::run(&command),
         Command::Package(args) => aigov::package::run(&args),
         Command::Rules => {
             for r in native::RULES {

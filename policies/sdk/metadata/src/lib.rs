@@ -228,6 +228,8 @@ impl Metadata {
         let metadata: Metadata = serde_path_to_error::deserialize(de).map_err(|err| {
             let path = err.path().to_string();
             let message = err.into_inner().to_string();
+            // The YAML error may already start with the path: say it once.
+            let message = message.strip_prefix(&format!("{path}: ")).map_or(message.clone(), str::to_string);
             MetadataError {
                 file: None,
                 field: (path != ".").then_some(path),

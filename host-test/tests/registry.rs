@@ -1,0 +1,306 @@
+//! End to end against a real OCI registry: Debian's `docker-registry` (the
+//! Distribution registry) on a loopback port with its own storage directory.
+//!
+//! - `aigov push` every rule in both forms, and the digest it prints is the
+//!   digest of the same artifact in the OCI layout `make artifacts` wrote;
+//! - `aigov pull` each back by digest: the same bytes, and the module's
+//!   embedded metadata is its `metadata.yml` (plus protocol version and usage);
+//! - the registry's own HTTP API serves the manifest, config and layer with the
+//!   Kubewarden and CNCF Wasm media types;
+//! - `skopeo copy` of the on-disk layout into the registry yields the digests
+//!   aigov pushed.
+//!
+//! The registry is stopped when the test ends, passing or failing. Run by
+//! `make e2e` (part of `make test`), which installs `docker-registry` and
+//! `skopeo` and builds the artifacts first.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aigov::artifact::{ArtifactKind, component_path, module_metadata, module_path};
+use aigov::layout::Layout;
+use aigov::oci::{Manifest, WasmConfig, media_types, sha256_digest};
+use aigov_metadata::{Metadata, annotations};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A registry server running until dropped.
+struct Registry {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Registry {
+    fn start() -> Registry {
+        let binary = which("docker-registry").unwrap_or_else(|| {
+            panic!("`docker-registry` is not installed: run `make e2e` (it installs Debian's docker-registry and skopeo)")
+        });
+        let dir = std::env::temp_dir().join(format!("aigov-registry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            dir.join("data").display()
+        );
+        std::fs::write(dir.join("config.yml"), config).unwrap();
+        let log = std::fs::File::create(dir.join("registry.log")).unwrap();
+        let child = Command::new(binary)
+            .arg("serve")
+            .arg(dir.join("config.yml"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("starting docker-registry");
+        let registry = Registry { child, dir, port };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = registry.get("/v2/", "application/json")
+                && r.status == 200
+            {
+                return registry;
+            }
+            if Instant::now() > deadline {
+                panic!("the registry did not answer on port {port}; its log:\n{}", registry.log());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("registry.log")).unwrap_or_default()
+    }
+
+    /// A plain HTTP/1.1 GET against the registry API, independent of the
+    /// OCI client under test.
+    fn get(&self, path: &str, accept: &str) -> std::io::Result<Response> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n", self.host())?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw)?;
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or(std::io::ErrorKind::InvalidData)?;
+        let head = String::from_utf8_lossy(&raw[..split]).to_string();
+        let mut lines = head.lines();
+        let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        Ok(Response { status, headers, body: raw[split + 4..].to_vec() })
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+fn which(binary: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(binary))
+        .find(|p| p.is_file())
+}
+
+/// Runs aigov with `SOURCE_DATE_EPOCH` set to the layout's, so the
+/// component configs it builds are the ones in the layout.
+fn aigov(args: &[&str], epoch: i64) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(args)
+        .env("SOURCE_DATE_EPOCH", epoch.to_string())
+        .env("DOCKER_CONFIG", std::env::temp_dir().join("aigov-no-docker-config"))
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "aigov {} failed:\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn skopeo(args: &[&str]) -> Vec<u8> {
+    let out = Command::new("skopeo")
+        .arg("--insecure-policy")
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("running skopeo ({e}): run `make e2e`, which installs it"));
+    assert!(out.status.success(), "skopeo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// One artifact of one rule, as `make artifacts` left it.
+struct Local {
+    rule: String,
+    kind: ArtifactKind,
+    path: PathBuf,
+    ref_name: String,
+    digest: String,
+    tag: String,
+}
+
+fn locals(layout: &Layout) -> Vec<Local> {
+    let artifacts = root().join("artifacts");
+    let mut out = Vec::new();
+    for rule in aigov::native::names() {
+        let version = aigov::native::rule(rule).unwrap().metadata.version;
+        for kind in [ArtifactKind::Module, ArtifactKind::Component] {
+            let tag = aigov::oci::tag(kind, version);
+            let ref_name = format!("{rule}-{tag}");
+            let digest = layout
+                .find(&ref_name)
+                .unwrap_or_else(|| panic!("artifacts/oci has no `{ref_name}`: run `make artifacts`"))
+                .digest
+                .clone();
+            let path = match kind {
+                ArtifactKind::Module => module_path(&artifacts, rule),
+                ArtifactKind::Component => component_path(&artifacts, rule),
+            };
+            out.push(Local { rule: rule.to_string(), kind, path, ref_name, digest, tag });
+        }
+    }
+    out
+}
+
+/// The `created` time of the layout's component configs, as epoch seconds.
+fn layout_epoch(layout: &Layout, component_digest: &str) -> i64 {
+    let manifest = Manifest::parse(&layout.blob(component_digest).unwrap()).unwrap();
+    let config: WasmConfig = serde_json::from_slice(&layout.blob(&manifest.config.digest).unwrap()).unwrap();
+    chrono::DateTime::parse_from_rfc3339(&config.created).unwrap().timestamp()
+}
+
+#[test]
+fn push_pull_inspect_and_copy_through_a_real_registry() {
+    let layout = Layout::open(&root().join("artifacts/oci")).expect("artifacts/oci: run `make artifacts` first");
+    let locals = locals(&layout);
+    let epoch = layout_epoch(&layout, &locals.iter().find(|l| l.kind == ArtifactKind::Component).unwrap().digest);
+    let registry = Registry::start();
+    let host = registry.host();
+    let work = registry.dir.join("pulled");
+
+    for local in &locals {
+        // Push without a tag: aigov tags it v<version>[-component].
+        let printed = aigov(&["push", local.path.to_str().unwrap(), &format!("{host}/aigov/{}", local.rule), "--insecure"], epoch);
+        let expected = format!("{host}/aigov/{}:{}@{}", local.rule, local.tag, local.digest);
+        assert_eq!(printed.trim(), expected, "push prints the immutable reference, with the layout's digest");
+
+        // Pull by digest: the same bytes.
+        let out = work.join(format!("{}.wasm", local.ref_name));
+        aigov(&["pull", &expected, "-o", out.to_str().unwrap(), "--insecure"], epoch);
+        let original = std::fs::read(&local.path).unwrap();
+        let pulled = std::fs::read(&out).unwrap();
+        assert!(original == pulled, "{}: pulled bytes differ from {}", local.ref_name, local.path.display());
+
+        // The registry API, read without aigov.
+        let manifest_path = format!("/v2/aigov/{}/manifests/{}", local.rule, local.tag);
+        let response = registry.get(&manifest_path, media_types::MANIFEST).unwrap();
+        assert_eq!(response.status, 200, "{manifest_path}");
+        assert_eq!(response.header("content-type"), Some(media_types::MANIFEST), "{manifest_path}");
+        assert_eq!(response.header("docker-content-digest"), Some(local.digest.as_str()), "{manifest_path}");
+        assert_eq!(sha256_digest(&response.body), local.digest);
+        let manifest = Manifest::parse(&response.body).unwrap();
+        assert_eq!(manifest.media_type.as_deref(), Some(media_types::MANIFEST));
+        assert_eq!(manifest.layers.len(), 1);
+        let layer = &manifest.layers[0];
+        assert_eq!(layer.digest, sha256_digest(&original));
+        let config = registry.get(&format!("/v2/aigov/{}/blobs/{}", local.rule, manifest.config.digest), "*/*").unwrap();
+        assert_eq!(config.status, 200);
+        let blob = registry.get(&format!("/v2/aigov/{}/blobs/{}", local.rule, layer.digest), "*/*").unwrap();
+        assert!(blob.status == 200 && blob.body == original, "{}: the layer blob is the artifact", local.ref_name);
+        match local.kind {
+            ArtifactKind::Module => {
+                assert_eq!(manifest.config.media_type, media_types::KUBEWARDEN_CONFIG);
+                assert_eq!(layer.media_type, media_types::KUBEWARDEN_LAYER);
+                assert_eq!(config.body, b"{}", "Kubewarden's config is `{{}}`");
+                let source = manifest.annotations.get("org.opencontainers.image.source").map(String::as_str);
+                assert!(source.is_some_and(|s| s.ends_with(&format!("policies/{}", local.rule))), "{source:?}");
+                assert_eq!(manifest.annotations.get(annotations::TITLE), Some(&local.rule));
+                assert!(!manifest.annotations.contains_key(annotations::USAGE), "{}: the multi-line usage stays in the module", local.ref_name);
+
+                // The pulled module's metadata is its metadata.yml, plus
+                // what annotate adds.
+                let yml = std::fs::read_to_string(root().join("policies").join(&local.rule).join("metadata.yml")).unwrap();
+                let mut expected = Metadata::from_yaml(&yml).unwrap();
+                expected.protocol_version = Some("v1".into());
+                let readme = std::fs::read_to_string(root().join("policies").join(&local.rule).join("README.md")).unwrap();
+                expected.annotations.insert(annotations::USAGE.into(), readme);
+                assert_eq!(module_metadata(&pulled).unwrap(), Some(expected), "{}", local.ref_name);
+            }
+            ArtifactKind::Component => {
+                assert_eq!(manifest.config.media_type, media_types::WASM_CONFIG);
+                assert_eq!(layer.media_type, media_types::WASM_LAYER);
+                let config: WasmConfig = serde_json::from_slice(&config.body).unwrap();
+                assert_eq!((config.architecture.as_str(), config.os.as_str()), ("wasm", "wasip2"));
+                assert_eq!(config.layer_digests, vec![layer.digest.clone()]);
+                for export in ["validate", "validate-settings", "metadata"] {
+                    assert!(config.component.exports.iter().any(|e| e == export), "{:?}", config.component.exports);
+                }
+                assert!(
+                    config.component.imports.iter().all(|i| i.starts_with("aigov:policy/")),
+                    "a component imports only aigov interfaces: {:?}",
+                    config.component.imports
+                );
+            }
+        }
+    }
+
+    // The layout on disk, copied by an OCI tool that is not aigov, lands
+    // with the digests aigov pushed.
+    for local in &locals {
+        let destination = format!("docker://{host}/skopeo/{}:{}", local.rule, local.tag);
+        skopeo(&[
+            "copy",
+            "--quiet",
+            "--dest-tls-verify=false",
+            "--preserve-digests",
+            &format!("oci:artifacts/oci:{}", local.ref_name),
+            &destination,
+        ]);
+        let raw = skopeo(&["inspect", "--raw", "--tls-verify=false", &destination]);
+        assert_eq!(sha256_digest(&raw), local.digest, "{}: skopeo copied a different manifest", local.ref_name);
+        let api = registry.get(&format!("/v2/skopeo/{}/manifests/{}", local.rule, local.tag), media_types::MANIFEST).unwrap();
+        assert_eq!(api.header("docker-content-digest"), Some(local.digest.as_str()));
+    }
+
+    // A digest the repository does not hold (another rule's) is refused.
+    let wrong = format!("{host}/aigov/{}@{}", locals[0].rule, locals[2].digest);
+    let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(["pull", &wrong, "-o", work.join("wrong.wasm").to_str().unwrap(), "--insecure"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && !work.join("wrong.wasm").exists(), "a pull of a digest the repository does not hold fails");
+}

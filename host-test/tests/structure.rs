@@ -1,0 +1,131 @@
+//! The shape of the repository, checked the way Kyverno's policy library
+//! checks its folders:
+//!
+//! - every directory under `policies/` but `sdk` is a rule: a workspace member
+//!   linked into aigov, with `metadata.yml` (whose version is the crate's),
+//!   a README that documents every setting, and test cases;
+//! - `aigov annotate` refuses a metadata file Kubewarden would refuse, naming
+//!   the file and the field (one bad file per refusal, in
+//!   `tests/fixtures/bad-metadata/`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use aigov_metadata::Metadata;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+}
+
+/// Workspace members by name, with their manifest directory and version,
+/// and the names of host-test's dependencies, from `cargo metadata`.
+fn workspace() -> (BTreeMap<String, (PathBuf, String)>, Vec<String>) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut members = BTreeMap::new();
+    let mut host_deps = Vec::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        let dir = Path::new(p["manifest_path"].as_str().unwrap()).parent().unwrap().to_path_buf();
+        if name == "host-test" {
+            host_deps = p["dependencies"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect();
+        }
+        members.insert(name, (dir, p["version"].as_str().unwrap().to_string()));
+    }
+    (members, host_deps)
+}
+
+#[test]
+fn every_rule_directory_is_a_complete_rule() {
+    let (members, host_deps) = workspace();
+    let policies = root().join("policies");
+    let mut rules = Vec::new();
+    for entry in std::fs::read_dir(&policies).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if !entry.file_type().unwrap().is_dir() || name == "sdk" {
+            continue;
+        }
+        let dir = entry.path();
+        let mut problems = Vec::new();
+        match members.get(&name) {
+            Some((member_dir, _)) if member_dir == &dir => {}
+            Some((member_dir, _)) => problems.push(format!("the workspace member `{name}` lives in {}", member_dir.display())),
+            None => problems.push("is not a workspace member (its Cargo.toml must name the package after the directory)".into()),
+        }
+        if !host_deps.contains(&name) {
+            problems.push("is not a dependency of host-test, so aigov cannot run it natively".into());
+        }
+        let metadata = std::fs::read_to_string(dir.join("metadata.yml")).map_err(|e| e.to_string()).and_then(|t| Metadata::from_yaml(&t).map_err(|e| e.to_string()));
+        match (&metadata, members.get(&name)) {
+            (Err(e), _) => problems.push(format!("metadata.yml: {e}")),
+            (Ok(m), Some((_, crate_version))) if m.version() != Some(crate_version.as_str()) => problems.push(format!(
+                "metadata.yml has version {:?} but the crate is {crate_version}",
+                m.version()
+            )),
+            (Ok(m), _) if m.annotations.get(aigov_metadata::annotations::TITLE) != Some(&name) => {
+                problems.push("metadata.yml's title is not the rule's name".into())
+            }
+            _ => {}
+        }
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+        if readme.trim().is_empty() {
+            problems.push("README.md is missing or empty".into());
+        }
+        // Every setting, with its default, is documented.
+        if let Some(rule) = aigov::native::rule(&name) {
+            let defaults = (rule.default_settings)();
+            for key in defaults.as_object().unwrap().keys() {
+                if !readme.contains(&format!("`{key}`")) {
+                    problems.push(format!("README.md does not document the setting `{key}`"));
+                }
+            }
+        }
+        let cases = std::fs::read_dir(dir.join("tests").join("cases"))
+            .map(|d| d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "yaml")).count())
+            .unwrap_or(0);
+        if cases < 12 {
+            problems.push(format!("has {cases} case files in tests/cases; a rule needs at least 12"));
+        }
+        assert!(problems.is_empty(), "policies/{name}:\n  {}", problems.join("\n  "));
+        rules.push(name);
+    }
+    rules.sort();
+    let linked: Vec<&str> = aigov::native::names().collect();
+    assert_eq!(rules, linked, "the rules under policies/ and the rules linked into aigov");
+}
+
+#[test]
+fn metadata_kubewarden_would_refuse_fails_the_annotation() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad-metadata");
+    let module = std::env::temp_dir().join(format!("aigov-structure-{}.wasm", std::process::id()));
+    std::fs::write(&module, wasm_encoder::Module::new().finish()).unwrap();
+    let expected = [
+        ("missing-rules.yml", "missing field `rules`"),
+        ("missing-mutating.yml", "missing field `mutating`"),
+        ("empty-resources.yml", "`rules[0].resources`: must list at least one resource"),
+        ("unknown-operation.yml", "`rules[0].operations[1]`: unknown variant `PATCH`"),
+    ];
+    for (file, message) in expected {
+        let path = fixtures.join(file);
+        let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
+            .args(["annotate", module.to_str().unwrap(), "--metadata", path.to_str().unwrap(), "-o"])
+            .arg(std::env::temp_dir().join("aigov-structure-never-written.wasm"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{file} was accepted");
+        assert!(stderr.contains(path.to_str().unwrap()), "{file}: the message names the file: {stderr}");
+        assert!(stderr.contains(message), "{file}: expected `{message}` in: {stderr}");
+    }
+    let _ = std::fs::remove_file(&module);
+}
