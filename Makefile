@@ -14,9 +14,15 @@ RULES      := $(sort $(patsubst policies/%/metadata.yml,%,$(wildcard policies/*/
 AIGOV      := target/release/aigov
 ARTIFACTS  := artifacts
 WASM_TARGETS := wasm32-wasip1 wasm32-unknown-unknown
+# The guests' shadow stack. Rust's default (1 MiB) sits at the start of linear
+# memory, and the pooling allocator zeroes it each time an instance is
+# recycled: 256 KiB makes a fresh instance per request (policy-server's way)
+# about a fifth cheaper (BENCHMARKS.md). The deepest input serde accepts needs
+# 32-64 KiB (tests/robustness.rs proves every position fits).
+WASM_STACK ?= 262144
 # Reproducible guests: no build-machine paths in the binaries. (With --target,
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
-WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo
+WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK)
 
 # Where the bundle is published; the deployment manifests reference it.
 REGISTRY   ?= ghcr.io/aigov-dev/policies

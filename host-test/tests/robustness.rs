@@ -170,6 +170,40 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
 }
 
 #[test]
+fn nesting_at_the_parser_limit_fits_the_guest_stack() {
+    // serde_json refuses nesting deeper than 128; anything shallower is
+    // parsed (or skipped) recursively, in whichever field it hides. The
+    // guests' shadow stack (`WASM_STACK` in the Makefile) must hold that in
+    // every position, whatever the rule does with it.
+    let deep = |depth: usize| format!("{}{}{}", "[".repeat(depth), "{\"k\":1}", "]".repeat(depth));
+    let d = deep(126);
+    let pod = |spec_extra: &str, container_extra: &str, meta_extra: &str| {
+        format!(
+            r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"ml","operation":"CREATE","userInfo":{{"username":"u"}},"extra":{d},"object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p","namespace":"ml","labels":{{"opencost.io/team":"t","opencost.io/workload-category":"training"}}{meta_extra}}},"spec":{{"runtimeClassName":"nvidia","tolerations":[{{"key":"nvidia.com/gpu","operator":"Exists"}}],"containers":[{{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"1"}}}}{container_extra}}}]{spec_extra}}}}}}}"#
+        )
+    };
+    let placements = [
+        ("an unknown field of the spec", pod(&format!(r#","affinity":{d}"#), "", "")),
+        ("an unknown field of a container", pod("", &format!(r#","env":{d}"#), "")),
+        ("the metadata", pod("", "", &format!(r#","managedFields":{d}"#))),
+    ];
+    let ray = format!(
+        r#"{{"uid":"u","kind":{{"group":"ray.io","version":"v1","kind":"RayCluster"}},"resource":{{"group":"ray.io","version":"v1","resource":"rayclusters"}},"namespace":"ml","operation":"CREATE","userInfo":{{"username":"u"}},"object":{{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{{"name":"r","namespace":"ml"}},"spec":{{"headGroupSpec":{{"rayStartParams":{d},"template":{{"spec":{{"containers":[{{"name":"h"}}]}}}}}},"workerGroupSpecs":[{{"groupName":"w","maxReplicas":2,"minReplicas":0,"replicas":1,"template":{{"spec":{{"containers":[{{"name":"w","args":{d}}}]}}}}}}]}}}}}}"#
+    );
+    for rule in rules() {
+        for (place, req) in placements.iter().map(|(p, r)| (*p, r.clone())).chain([("a Ray worker", ray.clone())]) {
+            let answers = all_forms(rule, &req, "{}");
+            assert_agree(rule, &answers, &format!("126-deep nesting in {place}"));
+        }
+        let settings = format!(r#"{{"mode":"audit","exemptNamespaces":{d}}}"#);
+        for f in &rule.forms {
+            let s = f.validate_settings(&settings).unwrap();
+            assert!(!s.valid, "{} accepted nested exemptNamespaces", rule.name);
+        }
+    }
+}
+
+#[test]
 fn huge_arrays_are_evaluated() {
     // 10,000 GPU containers, 10,000 tolerations, 10,000 labels: about 1.5 MB,
     // near the API server's request limit.
