@@ -26,6 +26,18 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
     Ok(docs)
 }
 
+/// Reads a settings file (YAML or JSON, one object; an empty file means the
+/// defaults) as settings JSON.
+pub fn read_settings(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    match docs.len() {
+        0 => Ok("{}".into()),
+        1 => Ok(docs.remove(0).to_string()),
+        n => bail!("{} holds {n} documents; settings are one object", path.display()),
+    }
+}
+
 /// How to submit a plain object.
 #[derive(Clone, Debug, Default)]
 pub struct Submission {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use aigov::admission::{Submission, parse_documents, read_request};
+use aigov::admission::{Submission, read_request, read_settings};
 use aigov::artifact::{self, ArtifactKind, Evaluator};
 use aigov::cases::{self, Case, Forms};
 use aigov::cluster::FixtureCluster;
@@ -228,16 +228,6 @@ fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, componen
         bail!("{} is missing: run `make artifacts` first", path.display());
     }
     Evaluator::from_file(engine, &path)
-}
-
-fn read_settings(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
-    match docs.len() {
-        0 => Ok("{}".into()),
-        1 => Ok(docs.remove(0).to_string()),
-        n => bail!("{} holds {n} documents; settings are one object", path.display()),
-    }
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -27,8 +27,8 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::artifact::{self, ArtifactKind, module_metadata};
-use crate::oci::{OciArtifact, created_timestamp, sha256_digest};
+use crate::artifact::{self, module_metadata};
+use crate::oci::{OciArtifact, created_timestamp};
 use crate::{engine, layout, native};
 
 /// Where the published bundle lives unless `--registry` says otherwise.
@@ -148,7 +148,7 @@ pub fn write_all(artifacts: &Path, rules: &[Packaged], registry: &str, enable: &
     }
     write(&artifacts.join("overlay").join("kustomization.yaml"), &overlay(rules, enable))?;
     write(&artifacts.join("policies.yml"), &policy_server_config(rules, registry)?)?;
-    write(&artifacts.join("SHA256SUMS"), &checksums(artifacts, rules)?)?;
+    write(&artifacts.join("SHA256SUMS"), &checksums(artifacts, rules))?;
     Ok(())
 }
 
@@ -431,23 +431,19 @@ pub fn artifacthub(r: &Packaged, registry: &str, created: &str) -> Result<String
     Ok(out)
 }
 
-/// `sha256sum`-format checksums of every module and component.
-pub fn checksums(artifacts: &Path, rules: &[Packaged]) -> Result<String> {
+/// `sha256sum`-format checksums of every module and component (the layers
+/// packaged from them).
+pub fn checksums(artifacts: &Path, rules: &[Packaged]) -> String {
     let mut out = String::new();
     for r in rules {
-        for (path, kind) in [
-            (artifact::module_path(artifacts, &r.name), ArtifactKind::Module),
-            (artifact::component_path(artifacts, &r.name), ArtifactKind::Component),
+        for (path, form) in [
+            (artifact::module_path(artifacts, &r.name), &r.module),
+            (artifact::component_path(artifacts, &r.name), &r.component),
         ] {
-            let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let form = if kind == ArtifactKind::Module { &r.module } else { &r.component };
-            if bytes != form.layer.data {
-                bail!("{} changed while packaging", path.display());
-            }
-            let digest = sha256_digest(&bytes);
+            let digest = form.layer.digest();
             let relative = path.strip_prefix(artifacts).unwrap_or(&path);
             let _ = writeln!(out, "{}  {}", digest.trim_start_matches("sha256:"), relative.display());
         }
     }
-    Ok(out)
+    out
 }

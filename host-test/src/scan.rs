@@ -26,7 +26,7 @@ use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::admission::{Submission, parse_documents, plural, to_admission_request};
+use crate::admission::{Submission, parse_documents, plural, read_settings, to_admission_request};
 use crate::artifact::{self, Evaluator};
 use crate::cluster::FixtureCluster;
 use crate::{engine, native};
@@ -611,16 +611,6 @@ pub fn parse_settings_args(args: &[String]) -> Result<BTreeMap<String, PathBuf>>
     Ok(out)
 }
 
-fn read_settings(rule: &str, path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
-    match docs.len() {
-        0 => Ok("{}".into()),
-        1 => Ok(docs.remove(0).to_string()),
-        n => bail!("{} holds {n} documents; the settings of `{rule}` are one object", path.display()),
-    }
-}
-
 /// One rule, ready to evaluate.
 struct Loaded {
     rule: &'static NativePolicy,
@@ -654,7 +644,7 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Vec<Loaded>>
             };
             let settings = match config.settings.get(name) {
                 Some(path) => {
-                    let settings = read_settings(name, path)?;
+                    let settings = read_settings(path).with_context(|| format!("the settings of `{name}`"))?;
                     let answer = evaluator.validate_settings(&settings)?;
                     if !answer.valid {
                         bail!(

@@ -18,7 +18,6 @@ use aigov_sdk::text::quoted;
 use aigov_sdk::workload::Labels;
 use aigov_sdk::{Cluster, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload, WorkloadKind};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
 
@@ -41,7 +40,7 @@ impl Policy for OpencostLabels {
         let problems = check(req, workload, settings)?;
         // An object being deleted only loses its finalizers: refusing that
         // update would leave it terminating forever.
-        if problems.is_empty() || (req.operation() == Operation::Update && being_deleted(req)) {
+        if problems.is_empty() || (req.operation() == Operation::Update && workload.metadata.being_deleted) {
             return Ok(verdict);
         }
         for p in problems {
@@ -190,24 +189,6 @@ fn job_templates<'a>(req: &Request<'a>, kind: WorkloadKind) -> Result<Vec<JobTem
         }
         _ => Vec::new(),
     })
-}
-
-/// Whether the object is being deleted (`metadata.deletionTimestamp` set).
-/// Read only for an UPDATE that would otherwise be refused.
-fn being_deleted(req: &Request<'_>) -> bool {
-    #[derive(Deserialize)]
-    struct WithMeta {
-        metadata: Option<DeletionMeta>,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct DeletionMeta {
-        deletion_timestamp: Option<IgnoredAny>,
-    }
-    matches!(
-        req.object_as::<WithMeta>("the object"),
-        Ok(Some(WithMeta { metadata: Some(DeletionMeta { deletion_timestamp: Some(_) }) }))
-    )
 }
 
 // ---- The job-template fields the SDK's model leaves out. ----

@@ -17,8 +17,6 @@ use aigov_sdk::{
     Cluster, GpuRequest, GpuResources, Malformed, ObjectMeta, Operation, Policy, RayCluster, Request, Verdict,
     WorkerGroup, Workload, WorkloadKind,
 };
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 pub use settings::{COMPUTE_TYPE_LABEL, Settings};
 
@@ -52,9 +50,8 @@ impl Policy for RayClusterLimits {
         let problems = check(workload, settings)?;
         // An update of an object being deleted only removes finalizers
         // (KubeRay's own, on RayJobs and RayClusters); refusing it would leave
-        // the object stuck in `Terminating`. Only probed when there is
-        // something to refuse.
-        if problems.is_empty() || (req.operation() == Operation::Update && being_deleted(req)) {
+        // the object stuck in `Terminating`.
+        if problems.is_empty() || (req.operation() == Operation::Update && workload.metadata.being_deleted) {
             return Ok(verdict);
         }
         for p in problems {
@@ -317,29 +314,6 @@ fn total(ray: &RayCluster<'_>, gpus: &ClusterGpus, limit: u32) -> Option<String>
             parts.join(", ")
         )
     })
-}
-
-/// Whether the object is being deleted (`metadata.deletionTimestamp` set).
-fn being_deleted(req: &Request<'_>) -> bool {
-    #[derive(Deserialize)]
-    struct Object {
-        #[serde(default)]
-        metadata: Option<Meta>,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Meta {
-        #[serde(default)]
-        deletion_timestamp: Option<IgnoredAny>,
-    }
-    matches!(
-        req.object_as::<Object>("the object"),
-        Ok(Some(Object {
-            metadata: Some(Meta {
-                deletion_timestamp: Some(_)
-            })
-        }))
-    )
 }
 
 aigov_sdk::export_policy!(RayClusterLimits);

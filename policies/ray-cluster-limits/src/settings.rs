@@ -157,10 +157,7 @@ mod tests {
     use aigov_sdk::settings::Settings as Full;
 
     fn err(json: &str) -> String {
-        match Full::<Settings>::parse(json) {
-            Err(e) => e.to_string(),
-            Ok(s) => s.validate().expect_err("settings must be refused").to_string(),
-        }
+        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
     }
 
     fn ok(json: &str) -> Settings {

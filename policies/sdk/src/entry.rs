@@ -68,7 +68,7 @@ pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
             message: Some("settings are not UTF-8 JSON".into()),
         };
     };
-    match Settings::<P::Settings>::parse(text).and_then(|s| s.validate()) {
+    match Settings::<P::Settings>::parse_valid(text).map(drop) {
         Ok(()) => SettingsResponse { valid: true, message: None },
         Err(e) => SettingsResponse {
             valid: false,
@@ -78,7 +78,7 @@ pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
 }
 
 fn evaluate<P: Exported>(request: AdmissionRequest<'_>, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
-    let settings = match Settings::<P::Settings>::parse(settings).and_then(|s| s.validate().map(|()| s)) {
+    let settings = match Settings::<P::Settings>::parse_valid(settings) {
         Ok(s) => s,
         Err(e) => return ValidationResponse::reject(format!("invalid settings: {e}"), Some(400)),
     };

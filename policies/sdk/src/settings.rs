@@ -143,6 +143,14 @@ impl<R: RuleSettings> Settings<R> {
         })
     }
 
+    /// Parses and checks a settings object: what `validate_settings` and
+    /// every evaluation accept.
+    pub fn parse_valid(json: &str) -> Result<Settings<R>, SettingsError> {
+        let settings = Settings::parse(json)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
     /// Checks the parsed settings: shared keys, then the rule's own checks.
     pub fn validate(&self) -> Result<(), SettingsError> {
         for (key, list) in [
@@ -309,11 +317,7 @@ mod tests {
     }
 
     fn err(json: &str) -> String {
-        let parsed = Settings::<Demo>::parse(json);
-        match parsed {
-            Err(e) => e.to_string(),
-            Ok(s) => s.validate().expect_err("settings must be refused").to_string(),
-        }
+        Settings::<Demo>::parse_valid(json).expect_err("settings must be refused").to_string()
     }
 
     #[test]

@@ -204,6 +204,16 @@ pub struct ObjectMeta<'a> {
     /// Labels.
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub labels: Labels<'a>,
+    /// Whether `deletionTimestamp` is set: the object is being deleted, and
+    /// an update of it only removes finalizers (refusing it would leave the
+    /// object terminating forever).
+    #[serde(default, rename = "deletionTimestamp", deserialize_with = "is_set")]
+    pub being_deleted: bool,
+}
+
+/// Whether a field holds a value (`null` counts as absent), without reading it.
+fn is_set<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<serde::de::IgnoredAny>::deserialize(d)?.is_some())
 }
 
 impl ObjectMeta<'_> {
