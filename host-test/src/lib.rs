@@ -1,26 +1,39 @@
 //! The aigov harness: one wasmtime engine running aigov rules as Kubewarden
-//! waPC modules and as components, next to the same rules linked natively.
+//! waPC modules and as components, next to the same rules linked natively;
+//! the distribution of the bundle; and the tools people run.
 //!
-//! - [`artifact`]: load any module or component and evaluate requests with
-//!   it; annotate modules with Kubewarden metadata; build components.
-//! - [`cases`]: every rule's test cases, three ways, with agreement checks.
-//! - [`admission`]: from a manifest, AdmissionRequest or AdmissionReview to
-//!   the request a policy receives.
-//! - [`cluster`]: cluster lookups served from fixture files.
-//! - [`oci`], [`registry`], [`layout`], [`package`]: the bundle as OCI
-//!   artifacts in registries and on disk, and the deployment manifests.
+//! - [`run`]: running artifacts. The engine, the waPC host for modules, the
+//!   component host, cluster lookups served from fixture files, loading an
+//!   artifact and evaluating requests with it (and building artifacts:
+//!   annotating modules, componentizing), the rules linked natively, and
+//!   turning manifests into the AdmissionRequests a policy receives.
+//! - [`dist`]: distributing them. OCI artifacts, the image layout on disk,
+//!   registries, and the deployment manifests.
+//! - [`tools`]: what people run. Test cases three ways, the offline scan,
+//!   the benchmark.
 
-pub mod admission;
-pub mod artifact;
-pub mod bench;
-pub mod cases;
-pub mod cluster;
-pub mod component;
-pub mod engine;
-pub mod layout;
-pub mod native;
-pub mod oci;
-pub mod package;
-pub mod registry;
-pub mod scan;
-pub mod wapc;
+pub mod run {
+    //! Running artifacts.
+    pub mod admission;
+    pub mod artifact;
+    pub mod cluster;
+    pub mod component;
+    pub mod engine;
+    pub mod native;
+    pub mod wapc;
+}
+
+pub mod dist {
+    //! Distributing artifacts.
+    pub mod layout;
+    pub mod oci;
+    pub mod package;
+    pub mod registry;
+}
+
+pub mod tools {
+    //! Tools for people.
+    pub mod bench;
+    pub mod cases;
+    pub mod scan;
+}

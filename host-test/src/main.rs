@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use aigov::admission::{Submission, read_request, read_settings};
-use aigov::artifact::{self, ArtifactKind, Evaluator};
-use aigov::cases::{self, Case, Forms};
-use aigov::cluster::FixtureCluster;
-use aigov::{engine, native};
+use aigov::run::admission::{Submission, read_request, read_settings};
+use aigov::run::artifact::{self, ArtifactKind, Evaluator};
+use aigov::tools::cases::{self, Case, Forms};
+use aigov::run::cluster::FixtureCluster;
+use aigov::run::{engine, native};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
@@ -99,15 +99,15 @@ enum Command {
     /// List the rules linked into this build.
     Rules,
     /// Audit manifests offline against every rule and print a verdict table.
-    Scan(aigov::scan::Args),
+    Scan(aigov::tools::scan::Args),
     /// Time requests natively, as modules and as components.
-    Bench(aigov::bench::Args),
+    Bench(aigov::tools::bench::Args),
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
-    Oci(aigov::registry::Command),
+    Oci(aigov::dist::registry::Command),
     /// Write the OCI layout, deployment manifests, ArtifactHub files and
     /// checksums under artifacts/.
-    Package(aigov::package::Args),
+    Package(aigov::dist::package::Args),
 }
 
 /// How a plain object is submitted.
@@ -190,10 +190,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&(r.default_settings)())?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan(args) => aigov::scan::run(&args),
-        Command::Bench(args) => aigov::bench::run(&args),
-        Command::Oci(command) => aigov::registry::run(&command),
-        Command::Package(args) => aigov::package::run(&args),
+        Command::Scan(args) => aigov::tools::scan::run(&args),
+        Command::Bench(args) => aigov::tools::bench::run(&args),
+        Command::Oci(command) => aigov::dist::registry::run(&command),
+        Command::Package(args) => aigov::dist::package::run(&args),
         Command::Rules => {
             for r in native::RULES {
                 let description = r.metadata.annotation(aigov_metadata::annotations::DESCRIPTION).unwrap_or_default();
@@ -278,7 +278,7 @@ fn inspect(path: &Path) -> Result<ExitCode> {
         },
         ArtifactKind::Component => {
             let engine = engine::new_engine()?;
-            let component = aigov::component::PolicyComponent::new(&engine, &bytes)?;
+            let component = aigov::run::component::PolicyComponent::new(&engine, &bytes)?;
             let m = component.instantiate(Arc::new(aigov_sdk::NoCluster))?.metadata()?;
             println!("{}", serde_json::to_string_pretty(&metadata_json(&m))?);
             println!();
@@ -288,7 +288,7 @@ fn inspect(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn metadata_json(m: &aigov::component::Metadata) -> serde_json::Value {
+fn metadata_json(m: &aigov::run::component::Metadata) -> serde_json::Value {
     serde_json::json!({
         "name": m.name,
         "version": m.version,

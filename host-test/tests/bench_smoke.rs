@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aigov::bench::{Config, Measurement, Plan, bench, render_markdown, render_text, requests};
-use aigov::scan::Target;
+use aigov::tools::bench::{Config, Measurement, Plan, bench, render_markdown, render_text, requests};
+use aigov::tools::scan::Target;
 
 #[test]
 fn every_row_is_present_and_positive() {
@@ -25,7 +25,7 @@ fn every_row_is_present_and_positive() {
         assert_eq!(floor.len(), 1, "{name}: one floor row");
         assert!(floor[0].rule.is_none());
         expected_rows += 1;
-        let governing: Vec<&str> = aigov::native::RULES
+        let governing: Vec<&str> = aigov::run::native::RULES
             .iter()
             .filter(|r| target.governed_by(r.metadata))
             .map(|r| r.metadata.name)

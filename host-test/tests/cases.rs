@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use aigov::cases::{self, Case, Forms};
+use aigov::tools::cases::{self, Case, Forms};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() -> std::process::ExitCode {
@@ -14,7 +14,7 @@ fn main() -> std::process::ExitCode {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let policies = root.join("policies");
     let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root.join("artifacts"), PathBuf::from);
-    let engine = match aigov::engine::new_engine() {
+    let engine = match aigov::run::engine::new_engine() {
         Ok(e) => e,
         Err(e) => {
             eprintln!("cannot start wasmtime: {e:#}");
@@ -22,7 +22,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     let mut trials = Vec::new();
-    for rule in aigov::native::names() {
+    for rule in aigov::run::native::names() {
         let forms = Forms::load(&engine, &artifacts, rule).map(Arc::new).map_err(|e| format!("{e:#}"));
         let files = match cases::case_files(&policies, rule) {
             Ok(f) if !f.is_empty() => f,

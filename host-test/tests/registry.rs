@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aigov::artifact::{ArtifactKind, component_path, module_metadata, module_path};
-use aigov::layout::Layout;
-use aigov::oci::{Manifest, WasmConfig, media_types, sha256_digest};
+use aigov::run::artifact::{ArtifactKind, component_path, module_metadata, module_path};
+use aigov::dist::layout::Layout;
+use aigov::dist::oci::{Manifest, WasmConfig, media_types, sha256_digest};
 use aigov_metadata::{Metadata, annotations};
 
 fn root() -> PathBuf {
@@ -176,10 +176,10 @@ struct Local {
 fn locals(layout: &Layout) -> Vec<Local> {
     let artifacts = root().join("artifacts");
     let mut out = Vec::new();
-    for rule in aigov::native::names() {
-        let version = aigov::native::rule(rule).unwrap().metadata.version;
+    for rule in aigov::run::native::names() {
+        let version = aigov::run::native::rule(rule).unwrap().metadata.version;
         for kind in [ArtifactKind::Module, ArtifactKind::Component] {
-            let tag = aigov::oci::tag(kind, version);
+            let tag = aigov::dist::oci::tag(kind, version);
             let ref_name = format!("{rule}-{tag}");
             let digest = layout
                 .find(&ref_name)

@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use aigov::artifact::{Evaluator, component_path, module_path, payload};
-use aigov::cluster::FixtureCluster;
-use aigov::wapc::WapcModule;
+use aigov::run::artifact::{Evaluator, component_path, module_path, payload};
+use aigov::run::cluster::FixtureCluster;
+use aigov::run::wapc::WapcModule;
 use aigov_sdk::{SettingsResponse, ValidationResponse};
 use serde_json::json;
 
@@ -30,8 +30,8 @@ fn artifacts() -> PathBuf {
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let engine = aigov::engine::new_engine().unwrap();
-        aigov::native::RULES
+        let engine = aigov::run::engine::new_engine().unwrap();
+        aigov::run::native::RULES
             .iter()
             .map(|native| {
                 let name = native.metadata.name;

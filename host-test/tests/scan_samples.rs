@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use aigov::scan::{Config, Form, Outcome, Report, scan};
+use aigov::tools::scan::{Config, Form, Outcome, Report, scan};
 
 /// What a rule should say about a sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,9 +121,9 @@ fn samples_natively() {
 fn cluster_fixtures_are_not_scanned_and_output_is_stable() {
     let a = run(Form::Native);
     assert!(a.documents.iter().all(|d| !d.source.file.contains("/cluster/")));
-    let text = aigov::scan::render_table(&a, aigov::scan::WRAP_WIDTH, aigov::scan::FailOn::Deny);
+    let text = aigov::tools::scan::render_table(&a, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny);
     let b = run(Form::Native);
-    assert_eq!(text, aigov::scan::render_table(&b, aigov::scan::WRAP_WIDTH, aigov::scan::FailOn::Deny));
-    assert_eq!(aigov::scan::exit_status(&a, aigov::scan::FailOn::Deny), 1, "some samples are meant to be denied");
-    assert_eq!(aigov::scan::exit_status(&a, aigov::scan::FailOn::None), 0);
+    assert_eq!(text, aigov::tools::scan::render_table(&b, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny));
+    assert_eq!(aigov::tools::scan::exit_status(&a, aigov::tools::scan::FailOn::Deny), 1, "some samples are meant to be denied");
+    assert_eq!(aigov::tools::scan::exit_status(&a, aigov::tools::scan::FailOn::None), 0);
 }

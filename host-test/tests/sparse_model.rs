@@ -30,7 +30,7 @@ fn corpus() -> Vec<(String, Value)> {
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        let Ok(docs) = aigov::admission::parse_documents(&text) else { continue };
+        let Ok(docs) = aigov::run::admission::parse_documents(&text) else { continue };
         let shown = f.strip_prefix(root()).unwrap_or(&f).display().to_string();
         for doc in docs {
             let mut found = Vec::new();

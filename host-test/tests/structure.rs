@@ -82,7 +82,7 @@ fn every_rule_directory_is_a_complete_rule() {
             problems.push("README.md is missing or empty".into());
         }
         // Every setting, with its default, is documented.
-        if let Some(rule) = aigov::native::rule(&name) {
+        if let Some(rule) = aigov::run::native::rule(&name) {
             let defaults = (rule.default_settings)();
             for key in defaults.as_object().unwrap().keys() {
                 if !readme.contains(&format!("`{key}`")) {
@@ -100,7 +100,7 @@ fn every_rule_directory_is_a_complete_rule() {
         rules.push(name);
     }
     rules.sort();
-    let linked: Vec<&str> = aigov::native::names().collect();
+    let linked: Vec<&str> = aigov::run::native::names().collect();
     assert_eq!(rules, linked, "the rules under policies/ and the rules linked into aigov");
 }
 

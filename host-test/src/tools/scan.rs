@@ -3,7 +3,7 @@
 //!
 //! A document is what `kubectl apply` or the API server would hand the
 //! webhook: a plain object becomes a `CREATE` by a default user (see
-//! [`crate::admission`]); an AdmissionRequest or AdmissionReview is used as
+//! [`crate::run::admission`]); an AdmissionRequest or AdmissionReview is used as
 //! is (that is how `CONNECT pods/exec` reaches a rule). Each rule sees the
 //! request only if its metadata would make Kubernetes send it
 //! ([`PolicyMetadata::governs`]), exactly as the webhook configuration a
@@ -26,10 +26,10 @@ use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::admission::{Submission, parse_documents, plural, read_settings, to_admission_request};
-use crate::artifact::{self, Evaluator};
-use crate::cluster::FixtureCluster;
-use crate::{engine, native};
+use crate::run::admission::{Submission, parse_documents, plural, read_settings, to_admission_request};
+use crate::run::artifact::{self, Evaluator};
+use crate::run::cluster::FixtureCluster;
+use crate::run::{engine, native};
 
 /// Width the message section is wrapped to.
 pub const WRAP_WIDTH: usize = 100;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::oci::{Blob, Descriptor, OciArtifact, media_types, oci_annotations, sha256_digest};
+use crate::dist::oci::{Blob, Descriptor, OciArtifact, media_types, oci_annotations, sha256_digest};
 
 /// The layout's `index.json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,7 +128,7 @@ impl Layout {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::artifact::ArtifactKind;
+    use crate::run::artifact::ArtifactKind;
 
     fn artifact(name: &str, kind: ArtifactKind, wasm: &[u8]) -> OciArtifact {
         let config = Blob { media_type: media_types::KUBEWARDEN_CONFIG, data: b"{}".to_vec() };

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
-use crate::artifact::{ArtifactKind, module_metadata};
-use crate::component::PolicyComponent;
+use crate::run::artifact::{ArtifactKind, module_metadata};
+use crate::run::component::PolicyComponent;
 
 /// Media types of the two artifact forms.
 pub mod media_types {
@@ -368,7 +368,7 @@ fn world_of(component: &[u8]) -> Result<WasmComponent> {
 
 /// The project's WIT package, `aigov:policy@<version>`, as `wit/` declares it.
 pub fn wit_package() -> &'static str {
-    const WIT: &str = include_str!("../../wit/policy.wit");
+    const WIT: &str = include_str!("../../../wit/policy.wit");
     WIT.lines()
         .find_map(|l| l.trim().strip_prefix("package "))
         .map_or("aigov:policy", |p| p.trim_end_matches(';').trim())

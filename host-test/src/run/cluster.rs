@@ -42,7 +42,7 @@ impl FixtureCluster {
         files.sort();
         for f in files {
             let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-            for doc in crate::admission::parse_documents(&text).with_context(|| format!("parsing {}", f.display()))? {
+            for doc in crate::run::admission::parse_documents(&text).with_context(|| format!("parsing {}", f.display()))? {
                 c.add(doc).with_context(|| format!("in {}", f.display()))?;
             }
         }

@@ -15,9 +15,9 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::admission::{Submission, to_admission_request};
-use crate::artifact::{Evaluator, component_path, module_path};
-use crate::cluster::FixtureCluster;
+use crate::run::admission::{Submission, to_admission_request};
+use crate::run::artifact::{Evaluator, component_path, module_path};
+use crate::run::cluster::FixtureCluster;
 
 /// One string or several.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -196,7 +196,7 @@ pub struct Forms {
 impl Forms {
     /// Loads the native rule and its two artifacts from `artifacts`.
     pub fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &str) -> Result<Forms> {
-        let native = crate::native::rule(rule).with_context(|| format!("no rule named `{rule}` is linked into aigov"))?;
+        let native = crate::run::native::rule(rule).with_context(|| format!("no rule named `{rule}` is linked into aigov"))?;
         let mut evaluators = vec![Evaluator::native(native)];
         for path in [module_path(artifacts, rule), component_path(artifacts, rule)] {
             if !path.is_file() {

@@ -27,9 +27,10 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::artifact::{self, module_metadata};
-use crate::oci::{OciArtifact, created_timestamp};
-use crate::{engine, layout, native};
+use crate::run::artifact::{self, module_metadata};
+use crate::dist::oci::{OciArtifact, created_timestamp};
+use crate::dist::layout;
+use crate::run::{engine, native};
 
 /// Where the published bundle lives unless `--registry` says otherwise.
 pub const DEFAULT_REGISTRY: &str = "ghcr.io/aigov-dev/policies";

@@ -5,8 +5,8 @@ use anyhow::{Context, Result, bail};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
-use crate::engine::DEADLINE_TICKS;
-use crate::wapc::HostCluster;
+use crate::run::engine::DEADLINE_TICKS;
+use crate::run::wapc::HostCluster;
 
 wasmtime::component::bindgen!({
     path: "../wit",

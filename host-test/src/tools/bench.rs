@@ -17,7 +17,7 @@
 //!   request, `wapc_init` included (policy-server);
 //! - **component warm / fresh**: the same with the component.
 //!
-//! The engine is [`crate::engine::new_engine`]: pooling allocator, epoch
+//! The engine is [`crate::run::engine::new_engine`]: pooling allocator, epoch
 //! interruption on. Figures are per-request medians and 90th percentiles,
 //! and each median is also given as a multiple of the floor of the same
 //! request, which a slower or busier machine changes far less than the
@@ -34,18 +34,18 @@ use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::de::IgnoredAny;
 
-use crate::artifact::{self, payload};
-use crate::cluster::{FixtureCluster, Scoped};
-use crate::component::{PolicyComponent, to_response};
-use crate::scan::Target;
-use crate::wapc::{HostCluster, WapcModule};
-use crate::{engine, native};
+use crate::run::artifact::{self, payload};
+use crate::run::cluster::{FixtureCluster, Scoped};
+use crate::run::component::{PolicyComponent, to_response};
+use crate::tools::scan::Target;
+use crate::run::wapc::{HostCluster, WapcModule};
+use crate::run::{engine, native};
 
 /// The Pod AdmissionRequest (pretty-printed; compacted before use).
-pub const POD_REQUEST: &str = include_str!("../bench/pod-request.json");
+pub const POD_REQUEST: &str = include_str!("../../bench/pod-request.json");
 
 /// The RayCluster AdmissionRequest (pretty-printed; compacted before use).
-pub const RAYCLUSTER_REQUEST: &str = include_str!("../bench/raycluster-request.json");
+pub const RAYCLUSTER_REQUEST: &str = include_str!("../../bench/raycluster-request.json");
 
 /// Arguments of `aigov bench`.
 #[derive(clap::Args, Debug)]

@@ -17,9 +17,9 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use crate::artifact::ArtifactKind;
-use crate::engine;
-use crate::oci::{Manifest, OciArtifact, created_timestamp, media_types, sha256_digest};
+use crate::run::artifact::ArtifactKind;
+use crate::run::engine;
+use crate::dist::oci::{Manifest, OciArtifact, created_timestamp, media_types, sha256_digest};
 
 /// `aigov push` and `aigov pull`.
 #[derive(clap::Subcommand, Debug)]
@@ -304,8 +304,8 @@ mod tests {
             name: "x".into(),
             version: "0.1.0".into(),
             manifest: b"{}".to_vec(),
-            config: crate::oci::Blob { media_type: media_types::KUBEWARDEN_CONFIG, data: b"{}".to_vec() },
-            layer: crate::oci::Blob { media_type: media_types::KUBEWARDEN_LAYER, data: Vec::new() },
+            config: crate::dist::oci::Blob { media_type: media_types::KUBEWARDEN_CONFIG, data: b"{}".to_vec() },
+            layer: crate::dist::oci::Blob { media_type: media_types::KUBEWARDEN_LAYER, data: Vec::new() },
         };
         let digest = format!("127.0.0.1:1/x@{}", sha256_digest(b""));
         let e = push(&module, &digest, true).unwrap_err().to_string();

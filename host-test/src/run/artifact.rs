@@ -12,9 +12,9 @@ use wasm_encoder::{CustomSection, Section};
 use wasmparser::{Parser, Payload};
 use wasmtime::Engine;
 
-use crate::cluster::{Allowed, FixtureCluster, Scoped};
-use crate::component::{PolicyComponent, to_response};
-use crate::wapc::{CallError, WapcModule};
+use crate::run::cluster::{Allowed, FixtureCluster, Scoped};
+use crate::run::component::{PolicyComponent, to_response};
+use crate::run::wapc::{CallError, WapcModule};
 
 /// The two artifact kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

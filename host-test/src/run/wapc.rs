@@ -16,7 +16,7 @@ use wasmtime::{Engine, InstancePre, Module, Store, TypedFunc};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
-use crate::engine::DEADLINE_TICKS;
+use crate::run::engine::DEADLINE_TICKS;
 
 /// Serves the `kubewarden`/`kubernetes` host calls of one instance.
 pub type HostCluster = Arc<dyn Cluster + Send + Sync>;
