@@ -53,10 +53,13 @@ setup:
 aigov: setup
 	$(CARGO) build --release --locked -p host-test
 
-## Both guest builds of every rule, with the size-tuned `wasm` profile.
+## Both guest builds of every rule, with the size-tuned `wasm` profile, and
+## of the bundle (its own profile: it links the rules without their exports).
 wasm: setup
 	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %)
 	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %)
+	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-wasip1 -p aigov-bundle
+	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-unknown-unknown -p aigov-bundle
 
 ## artifacts/<rule>/policy.wasm: the waPC module annotated with its
 ## metadata.yml (io.kubewarden.metadata); policy.component.wasm: the
@@ -71,6 +74,13 @@ artifacts: wasm aigov
 	  $(AIGOV) componentize target/wasm32-unknown-unknown/wasm/$$crate.wasm \
 	    -o $(ARTIFACTS)/$$rule/policy.component.wasm; \
 	done
+	mkdir -p $(ARTIFACTS)/bundle
+	$(AIGOV) bundle-metadata -o target/bundle-metadata.yml
+	$(AIGOV) annotate target/wasm32-wasip1/bundle/aigov_bundle.wasm \
+	  --metadata target/bundle-metadata.yml --usage policies/bundle/README.md \
+	  -o $(ARTIFACTS)/bundle/policy.wasm
+	$(AIGOV) componentize target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm \
+	  -o $(ARTIFACTS)/bundle/policy.component.wasm
 	$(AIGOV) package --artifacts $(ARTIFACTS) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE))
 
 ## The main job: build everything, evaluate the sample workloads, print verdicts.

@@ -86,6 +86,16 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Write the bundle's Kubewarden metadata: the union of every rule's
+    /// metadata.yml (what the bundle's build script embeds in it).
+    BundleMetadata {
+        /// The policies directory.
+        #[arg(long, default_value = "policies")]
+        policies: PathBuf,
+        /// Where to write the metadata (YAML).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Print an artifact's embedded metadata and, for components, its WIT world.
     Inspect {
         /// A .wasm module or component.
@@ -185,6 +195,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { artifact } => inspect(&artifact),
+        Command::BundleMetadata { policies, output } => {
+            let mut parts = Vec::new();
+            for rule in native::names() {
+                let file = policies.join(rule).join("metadata.yml");
+                let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+                parts.push(aigov_metadata::Metadata::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}", e.in_file(file.display().to_string())))?);
+            }
+            let bundle = aigov_metadata::Metadata::bundle(&parts, native::BUNDLE.metadata.version);
+            write(&output, serde_norway::to_string(&bundle)?.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Settings { rule } => {
             let r = native::rule(&rule).with_context(|| format!("no rule named `{rule}`"))?;
             println!("{}", serde_json::to_string_pretty(&(r.default_settings)())?);
@@ -245,15 +266,16 @@ fn test(rules: &[String], artifacts: &Path, policies: &Path) -> Result<ExitCode>
         rules.to_vec()
     };
     let (mut passed, mut failed) = (0usize, 0usize);
+    let bundle = cases::load_bundle(&engine, artifacts)?;
     for rule in &rules {
-        let forms = Forms::load(&engine, artifacts, rule)?;
+        let forms = Forms::load(&engine, artifacts, rule, bundle.clone())?;
         for (name, path) in cases::case_files(policies, rule)? {
             let id = format!("{rule}/{name}");
             let outcome = Case::load(&path).map_err(|e| vec![format!("{e:#}")]).and_then(|c| cases::run(&forms, &c));
             match outcome {
                 Ok(()) => {
                     passed += 1;
-                    println!("ok     {id} (native, module and component agree)");
+                    println!("ok     {id} (native, module, component and the bundle agree)");
                 }
                 Err(problems) => {
                     failed += 1;

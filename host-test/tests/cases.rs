@@ -22,8 +22,15 @@ fn main() -> std::process::ExitCode {
         }
     };
     let mut trials = Vec::new();
+    let bundle = match cases::load_bundle(&engine, &artifacts) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     for rule in aigov::run::native::names() {
-        let forms = Forms::load(&engine, &artifacts, rule).map(Arc::new).map_err(|e| format!("{e:#}"));
+        let forms = Forms::load(&engine, &artifacts, rule, bundle.clone()).map(Arc::new).map_err(|e| format!("{e:#}"));
         let files = match cases::case_files(&policies, rule) {
             Ok(f) if !f.is_empty() => f,
             Ok(_) => {

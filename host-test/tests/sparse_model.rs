@@ -185,10 +185,10 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
         let request = serde_json::json!({"uid": "u", "kind": {"group": group, "version": "v1", "kind": kind},
             "operation": "CREATE", "object": object})
         .to_string();
-        let req = Request::parse(&request).unwrap();
         let mut normalised = object.clone();
         stringify_quantities(&mut normalised);
-        let workload = match req.workload() {
+        let parsed = Request::parse(&request);
+        let workload = match parsed.as_ref().map(Request::workload) {
             Ok(Some(w)) => w,
             Ok(None) => panic!("{file}: {kind} was not read as a workload"),
             Err(e) => {
@@ -204,16 +204,21 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
         };
         workloads += 1;
         let mut reported: Vec<String> = Vec::new();
+        // KServe's components are pod specs with a model container beside
+        // them, which no core type describes: compared by their own tests.
+        if workload.kind == aigov_sdk::WorkloadKind::InferenceService {
+            continue;
+        }
         for t in workload.templates() {
             if t.is_partial() {
                 continue;
             }
-            let ptr = pointer(&t.spec_path());
+            let ptr = t.spec_path().pointer();
             reported.push(ptr.clone());
             let raw = normalised.pointer(&ptr).unwrap_or_else(|| panic!("{file}: the SDK reports {} but the object has nothing there", t.spec_path()));
             let typed: PodSpec = serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{file}: typed PodSpec at {}: {e}", t.spec_path()));
             let sparse = &t.spec;
-            let names = |cs: &[aigov_sdk::workload::Container<'_>]| cs.iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
+            let names = |cs: &[aigov_sdk::Container<'_>]| cs.iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
             assert_eq!(names(&sparse.containers), typed.containers.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), "{file} {}", t.spec_path());
             assert_eq!(
                 names(&sparse.init_containers),
@@ -246,11 +251,11 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
                 })
                 .collect();
             assert_eq!(sparse_tols, tols(&typed), "{file} {} tolerations", t.spec_path());
-            if let Ok(n) = t.gpus_per_pod(&gpus) {
+            if let Ok(n) = t.gpu_units_per_pod(&gpus) {
                 assert_eq!(n, typed_gpus(&typed, &gpus), "{file} {} GPUs", t.spec_path());
             }
             if let Some(labels) = t.labels() {
-                let tpl_ptr = pointer(t.path());
+                let tpl_ptr = t.path().pointer();
                 let typed_tpl: PodTemplateSpec = serde_json::from_value(normalised.pointer(&tpl_ptr).unwrap().clone()).unwrap();
                 let typed_labels = typed_tpl.metadata.and_then(|m| m.labels).unwrap_or_default();
                 let sparse_labels: BTreeMap<String, String> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();

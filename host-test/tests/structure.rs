@@ -52,7 +52,7 @@ fn every_rule_directory_is_a_complete_rule() {
     for entry in std::fs::read_dir(&policies).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().into_string().unwrap();
-        if !entry.file_type().unwrap().is_dir() || name == "sdk" {
+        if !entry.file_type().unwrap().is_dir() || name == "sdk" || name == "bundle" {
             continue;
         }
         let dir = entry.path();
@@ -93,8 +93,13 @@ fn every_rule_directory_is_a_complete_rule() {
         let cases = std::fs::read_dir(dir.join("tests").join("cases"))
             .map(|d| d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "yaml")).count())
             .unwrap_or(0);
-        if cases < 12 {
-            problems.push(format!("has {cases} case files in tests/cases; a rule needs at least 12"));
+        if cases < 20 {
+            problems.push(format!("has {cases} case files in tests/cases; a rule needs at least 20"));
+        }
+        // The artifacts need the exports; the bundle links the crate without them.
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        if !manifest.contains("default = [\"export\"]") || !manifest.contains("export = []") {
+            problems.push("Cargo.toml must declare `[features] default = [\"export\"]` and `export = []` (the SDK's export macro is gated on it)".into());
         }
         assert!(problems.is_empty(), "policies/{name}:\n  {}", problems.join("\n  "));
         rules.push(name);
@@ -102,6 +107,19 @@ fn every_rule_directory_is_a_complete_rule() {
     rules.sort();
     let linked: Vec<&str> = aigov::run::native::names().collect();
     assert_eq!(rules, linked, "the rules under policies/ and the rules linked into aigov");
+
+    // The bundle links every rule, without its exports.
+    let bundle = std::fs::read_to_string(policies.join("bundle/Cargo.toml")).unwrap();
+    for rule in &rules {
+        assert!(
+            bundle.contains(&format!("\n{rule} = {{ path = \"../{rule}\", default-features = false }}")),
+            "policies/bundle/Cargo.toml must list `{rule} = {{ path = \"../{rule}\", default-features = false }}`"
+        );
+    }
+    assert!(members.contains_key("aigov-bundle"), "policies/bundle is the workspace member `aigov-bundle`");
+    let bundled: Vec<&str> = aigov::run::native::BUNDLE.metadata.name.split(',').collect();
+    assert_eq!(bundled, ["aigov-bundle"]);
+    assert!(!std::fs::read_to_string(policies.join("bundle/README.md")).unwrap_or_default().trim().is_empty());
 }
 
 #[test]

@@ -46,14 +46,22 @@ impl ArtifactKind {
     }
 }
 
+/// The bundle's name: its artifacts are `artifacts/bundle/`.
+pub const BUNDLE: &str = "aigov-bundle";
+
+/// The directory of a rule's (or the bundle's) artifacts.
+fn dir(artifacts: &Path, rule: &str) -> PathBuf {
+    artifacts.join(if rule == BUNDLE { "bundle" } else { rule })
+}
+
 /// Where `make artifacts` puts a rule's module.
 pub fn module_path(artifacts: &Path, rule: &str) -> PathBuf {
-    artifacts.join(rule).join("policy.wasm")
+    dir(artifacts, rule).join("policy.wasm")
 }
 
 /// Where `make artifacts` puts a rule's component.
 pub fn component_path(artifacts: &Path, rule: &str) -> PathBuf {
-    artifacts.join(rule).join("policy.component.wasm")
+    dir(artifacts, rule).join("policy.component.wasm")
 }
 
 // ---------------------------------------------------------------- sections
@@ -247,13 +255,22 @@ impl Evaluator {
         Evaluator::load(engine, &bytes, stem).with_context(|| format!("loading {}", path.display()))
     }
 
-    /// `native`, `module` or `component`.
+    /// `native`, `module` or `component`; for the bundle `bundle (native)`
+    /// and so on.
     pub fn form(&self) -> &'static str {
-        match self.inner {
-            Inner::Native(_) => "native",
-            Inner::Module(_) => "module",
-            Inner::Component(_) => "component",
+        match (&self.inner, self.is_bundle()) {
+            (Inner::Native(_), false) => "native",
+            (Inner::Module(_), false) => "module",
+            (Inner::Component(_), false) => "component",
+            (Inner::Native(_), true) => "bundle (native)",
+            (Inner::Module(_), true) => "bundle (module)",
+            (Inner::Component(_), true) => "bundle (component)",
         }
+    }
+
+    /// Whether this is the bundle of every rule.
+    pub fn is_bundle(&self) -> bool {
+        self.name == BUNDLE
     }
 
     fn scoped(&self, cluster: &Arc<FixtureCluster>) -> Scoped {

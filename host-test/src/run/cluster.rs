@@ -5,6 +5,21 @@
 //!
 //! A fixture directory holds YAML or JSON files; each file holds one object,
 //! several YAML documents, or a `List`.
+//!
+//! A fixture can also make lookups fail, the way a cluster does (the API
+//! server down, RBAC refusing the policy server), so that a rule's
+//! `onLookupError` is tested through the same host-call path:
+//!
+//! ```yaml
+//! apiVersion: aigov.dev/v1alpha1
+//! kind: LookupFailure
+//! metadata: {name: api-server-down}
+//! match: {apiVersion: v1, kind: Pod}      # and optionally name, namespace
+//! error: unavailable                       # not-found, forbidden, invalid, unavailable
+//! message: |
+//!   Get "https://10.96.0.1:443/api/v1/namespaces/ml/pods/x": dial tcp: i/o timeout
+//!   goroutine 1 [running]: ...
+//! ```
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,11 +28,15 @@ use aigov_sdk::{Cluster, LookupError};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-/// Objects a lookup can see.
+/// Objects a lookup can see, and lookups that fail.
 #[derive(Clone, Debug, Default)]
 pub struct FixtureCluster {
     objects: Vec<Value>,
+    failures: Vec<Value>,
 }
+
+/// The kind of fixture objects that make lookups fail.
+pub const LOOKUP_FAILURE: &str = "LookupFailure";
 
 impl FixtureCluster {
     /// A cluster with no objects.
@@ -63,8 +82,41 @@ impl FixtureCluster {
         if object.get("apiVersion").and_then(Value::as_str).is_none() || kind.is_empty() {
             bail!("a fixture object needs `apiVersion` and `kind`");
         }
+        if kind == LOOKUP_FAILURE {
+            let error = object.get("error").and_then(Value::as_str).unwrap_or_default();
+            if !matches!(error, "not-found" | "forbidden" | "invalid" | "unavailable") {
+                bail!("a LookupFailure needs `error`: one of not-found, forbidden, invalid, unavailable");
+            }
+            if object.pointer("/match/kind").and_then(Value::as_str).is_none() {
+                bail!("a LookupFailure needs `match.kind` (and `match.apiVersion`)");
+            }
+            self.failures.push(object);
+            return Ok(());
+        }
         self.objects.push(object);
         Ok(())
+    }
+
+    /// The failure a lookup of `kind` (and `name`, `namespace`) must give, if a
+    /// `LookupFailure` fixture matches it.
+    fn failure(&self, api_version: &str, kind: &str, name: Option<&str>, namespace: Option<&str>) -> Option<LookupError> {
+        self.failures.iter().find_map(|f| {
+            let m = |field: &str| f.pointer(&format!("/match/{field}")).and_then(Value::as_str);
+            let fits = m("kind") == Some(kind)
+                && m("apiVersion").is_none_or(|v| v == api_version)
+                && m("name").is_none_or(|n| Some(n) == name)
+                && m("namespace").is_none_or(|n| Some(n) == namespace);
+            if !fits {
+                return None;
+            }
+            let message = f.get("message").and_then(Value::as_str).unwrap_or("lookup failed").to_string();
+            Some(match f.get("error").and_then(Value::as_str) {
+                Some("not-found") => LookupError::NotFound(message),
+                Some("forbidden") => LookupError::Forbidden(message),
+                Some("invalid") => LookupError::Invalid(message),
+                _ => LookupError::Unavailable(message),
+            })
+        })
     }
 
     /// Number of objects.
@@ -86,6 +138,9 @@ impl FixtureCluster {
 
 
     fn get(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
+        if let Some(e) = self.failure(api_version, kind, Some(name), namespace) {
+            return Err(e);
+        }
         self.of_kind(api_version, kind)
             .find(|o| meta(o, "name") == Some(name) && meta(o, "namespace") == namespace)
             .map(Value::to_string)
@@ -105,6 +160,9 @@ impl FixtureCluster {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<String, LookupError> {
+        if let Some(e) = self.failure(api_version, kind, None, namespace) {
+            return Err(e);
+        }
         let labels = selector::parse_labels(label_selector.unwrap_or_default()).map_err(LookupError::Invalid)?;
         let fields = selector::parse_fields(field_selector.unwrap_or_default()).map_err(LookupError::Invalid)?;
         let items: Vec<&Value> = self
@@ -378,6 +436,21 @@ mod tests {
         assert!(s.get_resource("v1", "Pod", "a", Some("ml")).is_ok());
         let e = s.get_resource("v1", "Namespace", "ml", None).unwrap_err();
         assert_eq!(e, LookupError::Forbidden("`exec-guard` does not declare Namespace (v1) in its contextAwareResources".into()));
+    }
+
+    #[test]
+    fn failures_are_served_through_the_same_calls() {
+        let c = FixtureCluster::from_objects([
+            json!({"apiVersion": "aigov.dev/v1alpha1", "kind": "LookupFailure", "match": {"apiVersion": "v1", "kind": "Pod", "namespace": "ml"},
+                   "error": "forbidden", "message": "pods is forbidden\nstack"}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ml"}}),
+        ])
+        .unwrap();
+        assert_eq!(c.get("v1", "Pod", "a", Some("ml")).unwrap_err(), LookupError::Forbidden("pods is forbidden\nstack".into()));
+        assert!(c.list("v1", "Pod", Some("ml"), None, None).is_err());
+        assert!(c.get("v1", "Pod", "a", Some("other")).is_err_and(|e| matches!(e, LookupError::NotFound(_))));
+        assert_eq!(c.len(), 1, "failures are not objects");
+        assert!(FixtureCluster::from_objects([json!({"apiVersion": "x", "kind": "LookupFailure", "match": {"kind": "Pod"}, "error": "boom"})]).is_err());
     }
 
     #[test]

@@ -12,3 +12,6 @@ pub fn rule(name: &str) -> Option<&'static aigov_sdk::NativePolicy> {
 pub fn names() -> impl Iterator<Item = &'static str> {
     RULES.iter().map(|r| r.metadata.name)
 }
+
+/// The bundle of every rule, linked natively.
+pub static BUNDLE: aigov_sdk::NativePolicy = aigov_bundle::AIGOV_POLICY;

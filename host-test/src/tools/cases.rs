@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::run::admission::{Submission, to_admission_request};
-use crate::run::artifact::{Evaluator, component_path, module_path};
+use crate::run::artifact::{BUNDLE, Evaluator, component_path, module_path};
 use crate::run::cluster::FixtureCluster;
 
 /// One string or several.
@@ -88,6 +88,12 @@ pub struct Expect {
     /// Audit annotation keys and fragments of their values (absent: none).
     #[serde(default)]
     pub audit_annotations: BTreeMap<String, String>,
+    /// The JSON Patch (RFC 6902) the mutation amounts to: applied to the
+    /// request's object it must give the mutated object exactly (absent,
+    /// with no `mutatedObject`: no mutation).
+    pub patch: Option<Vec<Value>>,
+    /// The whole object after mutation.
+    pub mutated_object: Option<Value>,
 }
 
 /// One case file.
@@ -138,6 +144,12 @@ impl Case {
         {
             bail!("`request` needs exactly one of `object` and `admissionRequest`");
         }
+        if self.expect.patch.is_some() && self.expect.mutated_object.is_some() {
+            bail!("expect either `patch` or `mutatedObject`, not both");
+        }
+        if (self.expect.patch.is_some() || self.expect.mutated_object.is_some()) && self.expect.accepted != Some(true) {
+            bail!("a mutation is only returned with an admission: `accepted: true`");
+        }
         match self.expect.accepted {
             Some(false) if self.expect.message.to_vec().is_empty() => {
                 bail!("a rejection must say which `message` it expects")
@@ -187,15 +199,35 @@ pub fn case_files(policies: &Path, rule: &str) -> Result<Vec<(String, PathBuf)>>
     Ok(files)
 }
 
-/// The three forms of one rule.
+/// The bundle in its three forms, loaded once for every rule's cases.
+pub type Bundle = Arc<Vec<Evaluator>>;
+
+/// Loads the bundle natively and its two artifacts from `artifacts`.
+pub fn load_bundle(engine: &wasmtime::Engine, artifacts: &Path) -> Result<Bundle> {
+    let mut evaluators = vec![Evaluator::native(&crate::run::native::BUNDLE)];
+    for path in [module_path(artifacts, BUNDLE), component_path(artifacts, BUNDLE)] {
+        if !path.is_file() {
+            bail!("{} is missing: run `make artifacts` first", path.display());
+        }
+        evaluators.push(Evaluator::from_file(engine, &path)?);
+    }
+    Ok(Arc::new(evaluators))
+}
+
+/// The forms of one rule: its own three, and the bundle's three with only
+/// the rule enabled.
 pub struct Forms {
     /// Native, module, component, in that order.
     pub evaluators: Vec<Evaluator>,
+    /// The bundle: native, module, component.
+    pub bundle: Bundle,
+    /// The rule's name.
+    pub rule: String,
 }
 
 impl Forms {
     /// Loads the native rule and its two artifacts from `artifacts`.
-    pub fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &str) -> Result<Forms> {
+    pub fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &str, bundle: Bundle) -> Result<Forms> {
         let native = crate::run::native::rule(rule).with_context(|| format!("no rule named `{rule}` is linked into aigov"))?;
         let mut evaluators = vec![Evaluator::native(native)];
         for path in [module_path(artifacts, rule), component_path(artifacts, rule)] {
@@ -208,7 +240,7 @@ impl Forms {
             }
             evaluators.push(e);
         }
-        Ok(Forms { evaluators })
+        Ok(Forms { evaluators, bundle, rule: rule.to_string() })
     }
 }
 
@@ -226,6 +258,11 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
         Err(e) => return Err(vec![format!("bad `request`: {e:#}")]),
     };
 
+    let original: Option<Value> = request
+        .as_deref()
+        .and_then(|r| serde_json::from_str::<Value>(r).ok())
+        .and_then(|r| r.get("object").cloned())
+        .filter(|o| !o.is_null());
     let mut settings_answers: Vec<(&str, SettingsResponse)> = Vec::new();
     let mut answers: Vec<(&str, ValidationResponse)> = Vec::new();
     for e in &forms.evaluators {
@@ -239,7 +276,7 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
         if let Some(req) = &request {
             match e.validate(req, &settings, &cluster) {
                 Ok(r) => {
-                    check_response(&case.expect, &r).into_iter().for_each(|p| problems.push(format!("{}: {p}", e.form())));
+                    check_response(&case.expect, &r, original.as_ref()).into_iter().for_each(|p| problems.push(format!("{}: {p}", e.form())));
                     answers.push((e.form(), r));
                 }
                 Err(err) => problems.push(format!("{}: validate failed: {err:#}", e.form())),
@@ -248,7 +285,119 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
     }
     disagreements(&settings_answers, &mut problems);
     disagreements(&answers, &mut problems);
+    if let (Some(req), Some((_, first))) = (&request, answers.first())
+        && let Some(mutated) = &first.mutated_object
+    {
+        idempotent(forms, req, mutated.get(), &settings, &cluster, &mut problems);
+    }
+    if let (Some((_, single_settings)), Some(single)) = (settings_answers.first(), answers.first().map(|(_, r)| r)) {
+        bundle_agrees(forms, &settings, single_settings, single, request.as_deref(), &cluster, &mut problems);
+    } else if let Some((_, single_settings)) = settings_answers.first() {
+        bundle_agrees_on_settings(forms, &settings, single_settings, &mut problems);
+    }
     if problems.is_empty() { Ok(()) } else { Err(problems) }
+}
+
+/// A mutating rule run on its own output changes nothing more, and admits it.
+fn idempotent(forms: &Forms, request: &str, mutated: &str, settings: &str, cluster: &Arc<FixtureCluster>, problems: &mut Vec<String>) {
+    let again = match (serde_json::from_str::<Value>(request), serde_json::from_str::<Value>(mutated)) {
+        (Ok(Value::Object(mut r)), Ok(m)) => {
+            r.insert("object".into(), m);
+            Value::Object(r).to_string()
+        }
+        _ => return problems.push("the mutated object is not JSON".into()),
+    };
+    for e in &forms.evaluators {
+        match e.validate(&again, settings, cluster) {
+            Ok(r) if r.accepted && r.mutated_object.is_none() => {}
+            Ok(r) => problems.push(format!(
+                "{}: not idempotent: run on its own output it answers {}",
+                e.form(),
+                serde_json::to_string(&r).unwrap_or_default()
+            )),
+            Err(err) => problems.push(format!("{}: validate failed on the mutated object: {err:#}", e.form())),
+        }
+    }
+}
+
+/// The bundle's settings with only `rule` enabled.
+fn bundle_settings(rule: &str, settings: &str) -> String {
+    format!("{{\"rules\":{{{}:{settings}}}}}", serde_json::to_string(rule).unwrap_or_default())
+}
+
+/// What the bundle must say of settings the rule answered `single` to.
+fn expected_bundle_settings(rule: &str, single: &SettingsResponse) -> SettingsResponse {
+    SettingsResponse {
+        valid: single.valid,
+        message: single.message.as_ref().map(|m| format!("{}{m}", aigov_sdk::bundle::settings_prefix(rule))),
+    }
+}
+
+fn bundle_agrees_on_settings(forms: &Forms, settings: &str, single: &SettingsResponse, problems: &mut Vec<String>) {
+    let want = expected_bundle_settings(&forms.rule, single);
+    let bundled = bundle_settings(&forms.rule, settings);
+    for e in forms.bundle.iter() {
+        match e.validate_settings(&bundled) {
+            Ok(r) if r == want => {}
+            Ok(r) => problems.push(format!(
+                "{} disagrees with the rule on its settings: {} vs {}",
+                e.form(),
+                serde_json::to_string(&r).unwrap_or_default(),
+                serde_json::to_string(&want).unwrap_or_default()
+            )),
+            Err(err) => problems.push(format!("{}: validate_settings failed: {err:#}", e.form())),
+        }
+    }
+}
+
+/// The bundle, with only this rule enabled, must answer what the rule
+/// answers: the same verdict, each violation and warning prefixed with the
+/// rule's name and audit annotations keyed under it; settings errors under
+/// `rules.<rule>`; a request no rule can read, word for word.
+fn bundle_agrees(
+    forms: &Forms,
+    settings: &str,
+    single_settings: &SettingsResponse,
+    single: &ValidationResponse,
+    request: Option<&str>,
+    cluster: &Arc<FixtureCluster>,
+    problems: &mut Vec<String>,
+) {
+    bundle_agrees_on_settings(forms, settings, single_settings, problems);
+    let Some(request) = request else { return };
+    let rule = forms.rule.as_str();
+    let want = if !single_settings.valid {
+        let m = single.message.as_deref().unwrap_or_default();
+        let rest = m.strip_prefix("invalid settings: ").unwrap_or(m);
+        ValidationResponse::reject(format!("invalid settings: {}{rest}", aigov_sdk::bundle::settings_prefix(rule)), single.code)
+    } else if single.code == Some(400) && request_unreadable(rule, request) {
+        // The request (or its object) cannot be read: the bundle says so
+        // once, before asking any rule.
+        single.clone()
+    } else {
+        aigov_sdk::bundle::prefixed(rule, single.clone())
+    };
+    let bundled = bundle_settings(rule, settings);
+    for e in forms.bundle.iter() {
+        match e.validate(request, &bundled, cluster) {
+            Ok(r) if r == want => {}
+            Ok(r) => problems.push(format!(
+                "{} disagrees with the rule: {} vs {}",
+                e.form(),
+                serde_json::to_string(&r).unwrap_or_default(),
+                serde_json::to_string(&want).unwrap_or_default()
+            )),
+            Err(err) => problems.push(format!("{}: validate failed: {err:#}", e.form())),
+        }
+    }
+}
+
+/// Whether the SDK refuses the request before the rule runs: its header,
+/// or an object of a kind the rule governs, cannot be decoded.
+fn request_unreadable(rule: &str, request: &str) -> bool {
+    let Some(native) = crate::run::native::rule(rule) else { return false };
+    let wanted = |k: aigov_sdk::WorkloadKind| native.metadata.lists(k.group(), k.resource());
+    aigov_sdk::Request::parse_for(request, &wanted).is_err()
 }
 
 fn disagreements<T: PartialEq + serde::Serialize>(answers: &[(&str, T)], problems: &mut Vec<String>) {
@@ -275,7 +424,7 @@ fn check_settings(expect: &Expect, r: &SettingsResponse) -> Vec<String> {
     }
 }
 
-fn check_response(expect: &Expect, r: &ValidationResponse) -> Vec<String> {
+fn check_response(expect: &Expect, r: &ValidationResponse, original: Option<&Value>) -> Vec<String> {
     let mut p = Vec::new();
     if let Some(accepted) = expect.accepted
         && r.accepted != accepted
@@ -325,10 +474,51 @@ fn check_response(expect: &Expect, r: &ValidationResponse) -> Vec<String> {
             }
         }
     }
-    if r.mutated_object.is_some() {
-        p.push("expected no mutation".into());
-    }
+    p.extend(check_mutation(expect, r, original));
     p
+}
+
+/// The mutated object against `patch` or `mutatedObject` (absent: none).
+fn check_mutation(expect: &Expect, r: &ValidationResponse, original: Option<&Value>) -> Vec<String> {
+    let got: Option<Value> = match r.mutated_object.as_ref().map(|m| serde_json::from_str(m.get())) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(e)) => return vec![format!("the mutated object is not JSON: {e}")],
+    };
+    let want = match (&expect.patch, &expect.mutated_object) {
+        (None, None) => None,
+        (_, Some(whole)) => Some(whole.clone()),
+        (Some(ops), None) => {
+            let Some(mut doc) = original.cloned() else {
+                return vec!["`patch` needs a request with an object".into()];
+            };
+            let patch: json_patch::Patch = match serde_json::from_value(Value::Array(ops.clone())) {
+                Ok(p) => p,
+                Err(e) => return vec![format!("`patch` is not a JSON Patch: {e}")],
+            };
+            if let Err(e) = json_patch::patch(&mut doc, &patch) {
+                return vec![format!("`patch` does not apply to the request's object: {e}")];
+            }
+            Some(doc)
+        }
+    };
+    match (want, got) {
+        (None, None) => vec![],
+        (None, Some(g)) => vec![format!("expected no mutation, got the patch {}", diff(original, &g))],
+        (Some(_), None) => vec!["expected a mutation, got none".into()],
+        (Some(w), Some(g)) if w == g => vec![],
+        (Some(w), Some(g)) => vec![format!(
+            "the mutation differs: it amounts to {}, expected {}",
+            diff(original, &g),
+            diff(original, &w)
+        )],
+    }
+}
+
+/// The JSON Patch from `original` to `to`, as compact JSON.
+pub fn diff(original: Option<&Value>, to: &Value) -> String {
+    let from = original.cloned().unwrap_or(Value::Null);
+    serde_json::to_string(&json_patch::diff(&from, to)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -358,15 +548,41 @@ mod tests {
     fn absent_expectations_mean_none() {
         let e = Expect { accepted: Some(true), ..Expect::default() };
         let mut r = ValidationResponse::accept();
-        assert!(check_response(&e, &r).is_empty());
+        assert!(check_response(&e, &r, None).is_empty());
         r.warnings.push("w".into());
-        assert_eq!(check_response(&e, &r).len(), 1, "an unexpected warning fails");
+        assert_eq!(check_response(&e, &r, None).len(), 1, "an unexpected warning fails");
         let mut r = ValidationResponse::accept();
         r.audit_annotations.insert("k".into(), "v".into());
-        assert_eq!(check_response(&e, &r).len(), 1, "an unexpected annotation fails");
+        assert_eq!(check_response(&e, &r, None).len(), 1, "an unexpected annotation fails");
+        let mut r = ValidationResponse::accept();
+        r.mutated_object = serde_json::value::RawValue::from_string("{}".into()).ok();
+        assert_eq!(check_response(&e, &r, None).len(), 1, "an unexpected mutation fails");
         let r = ValidationResponse::reject("m", Some(400));
         let e = Expect { accepted: Some(false), message: Fragments::One("m".into()), ..Expect::default() };
-        assert_eq!(check_response(&e, &r).len(), 1, "an unexpected code fails");
+        assert_eq!(check_response(&e, &r, None).len(), 1, "an unexpected code fails");
+    }
+
+    #[test]
+    fn mutations_are_checked_as_patches() {
+        let original = serde_json::json!({"metadata": {"name": "p", "labels": {"a": "1"}}});
+        let mutated = r#"{"metadata":{"name":"p","labels":{"a":"1","owner":"jane"}}}"#;
+        let mut r = ValidationResponse::accept();
+        r.mutated_object = serde_json::value::RawValue::from_string(mutated.into()).ok();
+        let ok = Expect {
+            accepted: Some(true),
+            patch: Some(vec![serde_json::json!({"op": "add", "path": "/metadata/labels/owner", "value": "jane"})]),
+            ..Expect::default()
+        };
+        assert!(check_mutation(&ok, &r, Some(&original)).is_empty());
+        let wrong = Expect {
+            accepted: Some(true),
+            patch: Some(vec![serde_json::json!({"op": "add", "path": "/metadata/labels/owner", "value": "bob"})]),
+            ..Expect::default()
+        };
+        let p = check_mutation(&wrong, &r, Some(&original));
+        assert_eq!(p.len(), 1);
+        assert!(p.first().is_some_and(|m| m.contains("the mutation differs")), "{p:?}");
+        assert!(case("description: x\nrequest: {object: {}}\nexpect: {accepted: false, message: m, patch: []}\n").is_err(), "mutation needs admission");
     }
 
     #[test]

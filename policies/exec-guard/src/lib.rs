@@ -16,10 +16,9 @@ mod settings;
 
 use std::fmt::Write as _;
 
+use aigov_sdk::gpu::ClaimError;
 use aigov_sdk::text::{count, one_of, quoted};
-use aigov_sdk::{
-    Cluster, ConnectOptions, GpuResources, LookupError, Malformed, Operation, Policy, Request, Verdict, Workload, WorkloadKind,
-};
+use aigov_sdk::{Cluster, ConnectOptions, LookupError, Malformed, OnLookupError, Operation, Policy, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{Allowance, Settings};
 
@@ -59,12 +58,17 @@ impl Policy for ExecGuard {
 
         let finding = match settings.allowance(&user.username, &user.groups) {
             Some(allowance) => Finding::Allowed(allowance),
-            None if settings.allow_non_gpu_pods => check_pod(cluster, namespace, pod, &settings.gpu_resource_names),
+            None if settings.allow_non_gpu_pods => check_pod(cluster, namespace, pod, settings),
             None => Finding::Reserved,
         };
 
         let mut verdict = Verdict::accept();
         verdict.annotate(AUDIT_KEY, audit_record(&target, &finding));
+        if let Finding::LookupAllowed { why } = &finding {
+            verdict.warn(format!(
+                "the pod could not be checked for GPUs ({why}); the session is allowed because `onLookupError` is `allow`"
+            ));
+        }
         if let Some(message) = denial(&target, &finding, settings) {
             verdict.violation(message);
         }
@@ -149,25 +153,25 @@ enum Finding<'s> {
     Unchecked { why: String, not_found: bool },
     /// `allowNonGpuPods` is off and the user is not allowed.
     Reserved,
+    /// The lookup failed and `onLookupError: allow` admits: why.
+    LookupAllowed { why: String },
 }
 
-/// Looks the target pod up and counts its GPUs. Every failure is an
-/// `Unchecked` finding, which denies: a rule that cannot see the pod must not
-/// guess that it holds no GPU.
-fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, gpus: &GpuResources) -> Finding<'s> {
+/// Looks the target pod up and counts its GPUs: extended resources, and
+/// devices of GPU classes its resource claims request (DRA). Every failure
+/// is an `Unchecked` finding, which denies: a rule that cannot see the pod
+/// must not guess that it holds no GPU (unless `onLookupError: allow` says
+/// a failed lookup admits).
+fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings) -> Finding<'s> {
     let json = match cluster.get_resource("v1", "Pod", pod, Some(namespace)) {
         Ok(json) => json,
-        Err(e) => {
-            return Finding::Unchecked {
-                why: e.message().to_string(),
-                not_found: matches!(e, LookupError::NotFound(_)),
-            };
-        }
+        Err(e) => return lookup_failed(&e, s),
     };
     let workload = match Workload::parse(WorkloadKind::Pod, &json) {
         Ok(w) => w,
         Err(e) => return unreadable(e.0),
     };
+    let gpus = &s.gpu_resource_names;
     let mut held: u64 = 0;
     let mut resources: Vec<String> = Vec::new();
     for template in workload.templates() {
@@ -175,16 +179,24 @@ fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, gpus: &GpuRe
             Ok(r) => r,
             Err(e) => return unreadable(format!("the Pod's {}", e.0)),
         };
-        if requests.is_empty() {
-            continue;
-        }
         // The scheduler's count (init containers run before the others);
         // ephemeral containers cannot hold resources, so if only they claim
         // GPUs, count what they claim.
-        let per_pod = template.gpus_per_pod(gpus).unwrap_or(0);
+        let per_pod = template.gpu_units_per_pod(gpus).unwrap_or(0);
         let claimed = requests.iter().map(|r| r.total()).fold(0, u64::saturating_add);
         held = held.saturating_add(if per_pod > 0 { per_pod } else { claimed });
         resources.extend(requests.into_iter().flat_map(|r| r.resources.into_iter().map(|(name, _)| name)));
+        match template.claimed_gpus(namespace, cluster, &s.resource_claims) {
+            Ok(claims) => {
+                for c in claims {
+                    // `allocationMode: All` takes every GPU on the node: at least one.
+                    held = held.saturating_add(c.devices.unwrap_or(1));
+                    resources.push(c.source_ref());
+                }
+            }
+            Err(ClaimError::Lookup(e)) => return lookup_failed(&e, s),
+            Err(ClaimError::Malformed(e)) => return unreadable(e.0),
+        }
     }
     if resources.is_empty() {
         return Finding::NoGpu;
@@ -194,13 +206,24 @@ fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, gpus: &GpuRe
     Finding::Gpu { gpus: held, resources }
 }
 
+/// A lookup that failed: the first line of the host's explanation (hosts
+/// may send whole stack traces). With `onLookupError: allow`, a failure
+/// other than "not found" admits.
+fn lookup_failed<'s>(e: &LookupError, s: &Settings) -> Finding<'s> {
+    let not_found = matches!(e, LookupError::NotFound(_));
+    if !not_found && s.on_lookup_error == OnLookupError::Allow {
+        return Finding::LookupAllowed { why: e.first_line().to_string() };
+    }
+    Finding::Unchecked { why: e.first_line().to_string(), not_found }
+}
+
 fn unreadable<'s>(why: String) -> Finding<'s> {
     Finding::Unchecked { why, not_found: false }
 }
 
 /// The message of a denial; `None` when the session is allowed.
 fn denial(t: &Target<'_>, finding: &Finding<'_>, s: &Settings) -> Option<String> {
-    if matches!(finding, Finding::Allowed(_) | Finding::NoGpu) {
+    if matches!(finding, Finding::Allowed(_) | Finding::NoGpu | Finding::LookupAllowed { .. }) {
         return None;
     }
     let what = format!("{} pod `{}/{}` is denied", t.session.action(), t.namespace, t.pod);
@@ -209,7 +232,7 @@ fn denial(t: &Target<'_>, finding: &Finding<'_>, s: &Settings) -> Option<String>
         None => "ask your cluster administrators".to_string(),
     };
     match finding {
-        Finding::Allowed(_) | Finding::NoGpu => None,
+        Finding::Allowed(_) | Finding::NoGpu | Finding::LookupAllowed { .. } => None,
         Finding::Gpu { gpus, resources } => {
             let instead = match t.session {
                 Session::Exec | Session::Attach => "copy files through a pod without GPUs that mounts the same volume",
@@ -269,6 +292,7 @@ fn audit_record(t: &Target<'_>, finding: &Finding<'_>) -> String {
         Finding::Gpu { .. } => ("deny", "gpu-pod"),
         Finding::Unchecked { .. } => ("deny", "pod-not-checked"),
         Finding::Reserved => ("deny", "not-allowed"),
+        Finding::LookupAllowed { .. } => ("allow", "lookup-failed-allowed"),
     };
     field(&mut out, "verdict", verdict);
     field(&mut out, "reason", reason);
@@ -278,7 +302,7 @@ fn audit_record(t: &Target<'_>, finding: &Finding<'_>) -> String {
             let _ = write!(out, ",\"gpus\":{gpus}");
             list(&mut out, "gpuResources", resources);
         }
-        Finding::Unchecked { why, .. } => field(&mut out, "error", why),
+        Finding::Unchecked { why, .. } | Finding::LookupAllowed { why } => field(&mut out, "error", why),
         Finding::NoGpu | Finding::Reserved => {}
     }
     field(&mut out, "subresource", t.session.subresource());

@@ -1,7 +1,7 @@
 //! Settings of `exec-guard`.
 
 use aigov_sdk::settings::non_empty_patterns;
-use aigov_sdk::{GpuResources, Glob, RuleSettings, SettingsError};
+use aigov_sdk::{GpuResources, Glob, OnLookupError, ResourceClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
@@ -24,6 +24,14 @@ pub struct Settings {
     pub guard_port_forward: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
+    /// GPUs claimed through Dynamic Resource Allocation: the pod's
+    /// ResourceClaims and ResourceClaimTemplates are looked up, and devices
+    /// of `gpuDeviceClasses` count as GPUs. Default on: the rule already
+    /// reads the pod.
+    pub resource_claims: ResourceClaims,
+    /// What a failed lookup (forbidden, unavailable) does: `deny` (default)
+    /// or `allow`. A pod that does not exist is always denied.
+    pub on_lookup_error: OnLookupError,
 }
 
 impl Default for Settings {
@@ -34,6 +42,8 @@ impl Default for Settings {
             allow_non_gpu_pods: true,
             guard_port_forward: false,
             gpu_resource_names: GpuResources::default(),
+            resource_claims: ResourceClaims::resolving(),
+            on_lookup_error: OnLookupError::Deny,
         }
     }
 }
@@ -42,7 +52,8 @@ impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         non_empty_patterns("allowedUsers", &self.allowed_users)?;
         non_empty_patterns("allowedGroups", &self.allowed_groups)?;
-        self.gpu_resource_names.validate("gpuResourceNames")
+        self.gpu_resource_names.validate("gpuResourceNames")?;
+        self.resource_claims.validate("resourceClaims")
     }
 }
 

@@ -255,7 +255,7 @@ fn malformed_sessions_are_refused_with_400() {
     assert_eq!(r.code, Some(400));
     assert_eq!(
         r.message.as_deref(),
-        Some("the PodExecOptions is malformed: `command`: invalid type: string \"bash\", expected a sequence")
+        Some("the PodExecOptions is malformed: `command`: invalid type: string \"bash\", expected a list")
     );
 }
 

@@ -1,6 +1,6 @@
-//! `gpu-runtime-class`: a pod template that requests a GPU must use an
-//! allowed runtime class (default `nvidia`) and tolerate the GPU node taint
-//! (default key `nvidia.com/gpu`, operator `Exists`).
+//! `gpu-runtime-class`: a pod template that requests a GPU uses the runtime
+//! class its vendor's GPUs need (NVIDIA: `nvidia`) and tolerates the taint
+//! its GPU nodes carry (NVIDIA: `nvidia.com/gpu:NoSchedule`).
 //!
 //! Without the runtime class the container starts without the GPU driver
 //! hooks and the job dies at its first CUDA call; without the toleration it
@@ -8,11 +8,12 @@
 
 mod settings;
 
-use aigov_sdk::text::one_of;
-use aigov_sdk::workload::Toleration;
-use aigov_sdk::{Cluster, GpuRequest, Malformed, Policy, PodTemplate, Request, Verdict};
+use aigov_sdk::gpu::{ClaimError, GpuRequest};
+use aigov_sdk::scheduling::{Taint as NodeTaint, pod_tolerates};
+use aigov_sdk::text::{count, quoted};
+use aigov_sdk::{Cluster, Malformed, OnLookupError, Policy, PodTemplate, Request, Verdict};
 
-pub use settings::{RequiredToleration, Settings};
+pub use settings::{Requirement, Settings, Taint};
 
 /// The rule.
 pub struct GpuRuntimeClass;
@@ -20,14 +21,18 @@ pub struct GpuRuntimeClass;
 impl Policy for GpuRuntimeClass {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
-        let Some(workload) = req.workload()? else {
+        let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
+        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
         for template in workload.templates() {
             let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
-            let Some(first) = gpus.first() else { continue };
+            let claims = claims(template, namespace, cluster, settings, &mut verdict)?;
+            if gpus.is_empty() && claims.is_empty() {
+                continue;
+            }
             if template.is_partial() {
                 verdict.warn(format!(
                     "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule does not see",
@@ -35,124 +40,96 @@ impl Policy for GpuRuntimeClass {
                 ));
                 continue;
             }
-            check_runtime_class(template, settings, first, gpus.len(), &mut verdict);
-            check_toleration(template, settings, &mut verdict);
+            for (requirement, why) in applicable(settings, &gpus, &claims) {
+                check_runtime_class(template, requirement, &why, &mut verdict);
+                check_toleration(template, requirement, &mut verdict);
+            }
         }
         Ok(verdict)
     }
 }
 
-fn check_runtime_class(t: &PodTemplate<'_>, s: &Settings, first: &GpuRequest, n: usize, v: &mut Verdict) {
-    let field = format!("{}.runtimeClassName", t.spec_path());
-    let allowed = one_of(&s.allowed_runtime_classes);
-    let why = gpu_summary(first, n);
-    match t.spec.runtime_class_name.as_deref() {
-        Some(rc) if s.allowed_runtime_classes.iter().any(|a| a == rc) => {}
-        Some(rc) => v.violation(format!(
-            "`{field}` is `{rc}`, but pods that request GPUs must use runtime class {allowed} ({why})"
-        )),
-        None => v.violation(format!(
-            "`{field}` is not set, but pods that request GPUs must use runtime class {allowed} ({why})"
-        )),
+/// What the template's DRA claims bring: `(device class, claim)` pairs.
+/// A failed lookup denies or warns, as `onLookupError` says.
+fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
+    match t.claimed_gpus(ns, cluster, &s.resource_claims) {
+        Ok(c) => Ok(c.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect()),
+        Err(ClaimError::Malformed(e)) => Err(e),
+        Err(ClaimError::Lookup(e)) => {
+            let what = format!("the resource claims of `{}` could not be read ({})", t.spec_path().key("resourceClaims"), e.first_line());
+            match s.on_lookup_error {
+                OnLookupError::Deny => v.violation(format!("{what}, so their GPUs cannot be checked; try again, or ask your cluster administrators")),
+                OnLookupError::Allow => v.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
+            }
+            Ok(Vec::new())
+        }
     }
 }
 
-fn check_toleration(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) {
-    let Some(required) = &s.required_toleration else { return };
-    if t.spec.tolerations.iter().any(|have| covers(have, required)) {
+/// The requirements the template's GPUs call for, each with what calls for
+/// it (`container `trainer` requests 1 `nvidia.com/gpu``), in settings order.
+fn applicable<'s>(s: &'s Settings, gpus: &[GpuRequest], claims: &[(String, String)]) -> Vec<(&'s Requirement, String)> {
+    let mut out = Vec::new();
+    for r in &s.requirements {
+        let mut reasons: Vec<String> = Vec::new();
+        for g in gpus {
+            for (name, n) in &g.resources {
+                if r.resources.iter().any(|p| p.matches(name)) {
+                    reasons.push(format!("container `{}` requests {n} `{name}`", g.container_name));
+                }
+            }
+        }
+        for (class, claim) in claims {
+            if r.device_classes.iter().any(|p| p.matches(class)) {
+                reasons.push(format!("resource claim `{claim}` requests device class `{class}`"));
+            }
+        }
+        let why = match reasons.as_slice() {
+            [] => continue,
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first}, and {}", count(rest.len() as u64, "more request")),
+        };
+        out.push((r, why));
+    }
+    out
+}
+
+fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &str, v: &mut Verdict) {
+    if r.runtime_classes.is_empty() {
         return;
     }
+    let field = t.spec_path().key("runtimeClassName");
+    let need = match r.runtime_classes.as_slice() {
+        [one] => format!("runtime class `{one}`"),
+        many => format!("one of the runtime classes {}", quoted(many)),
+    };
+    let vendor = &r.vendor;
+    match t.spec.runtime_class_name.as_deref() {
+        Some(rc) if r.runtime_classes.iter().any(|a| a == rc) => {}
+        Some(rc) => v.violation(format!("`{field}` is `{rc}`, but pods with {vendor} GPUs need {need} ({why})")),
+        None => v.violation(format!("`{field}` is not set, but pods with {vendor} GPUs need {need} ({why})")),
+    }
+}
+
+fn check_toleration(t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {
+    let Some(taint) = &r.taint else { return };
+    let node_taint = NodeTaint { key: &taint.key, value: taint.value.as_deref().unwrap_or(""), effect: &taint.effect };
+    if pod_tolerates(&t.spec, &node_taint) {
+        return;
+    }
+    let shown = match &taint.value {
+        Some(val) => format!("{}={val}:{}", taint.key, taint.effect),
+        None => format!("{}:{}", taint.key, taint.effect),
+    };
+    let add = match &taint.value {
+        Some(val) => format!("{{key: {}, operator: Equal, value: {val}, effect: {}}}", taint.key, taint.effect),
+        None => format!("{{key: {}, operator: Exists, effect: {}}}", taint.key, taint.effect),
+    };
     v.violation(format!(
-        "`{}.tolerations` has no toleration for the GPU node taint: add `{}`",
-        t.spec_path(),
-        describe(required)
+        "`{}` does not tolerate the taint of {} GPU nodes (`{shown}`), so the pod can never be scheduled there: add `{add}`",
+        t.spec_path().key("tolerations"),
+        r.vendor
     ));
 }
 
-/// Whether a pod toleration tolerates every taint `required` tolerates, by
-/// Kubernetes' matching rules (an empty key with `Exists` tolerates all keys;
-/// an empty effect all effects).
-fn covers(have: &Toleration<'_>, required: &RequiredToleration) -> bool {
-    let op_exists = have.operator.as_deref() == Some("Exists");
-    let key_ok = match have.key.as_deref() {
-        None | Some("") => op_exists,
-        Some(k) => k == required.key,
-    };
-    let value_ok = op_exists
-        || (required.operator == "Equal" && have.value.as_deref().unwrap_or("") == required.value.as_deref().unwrap_or(""));
-    let effect_ok = match have.effect.as_deref() {
-        None | Some("") => true,
-        Some(e) => required.effect.as_deref() == Some(e),
-    };
-    key_ok && value_ok && effect_ok
-}
-
-fn describe(t: &RequiredToleration) -> String {
-    let mut s = format!("{{key: {}, operator: {}", t.key, t.operator);
-    if let Some(v) = &t.value {
-        s.push_str(&format!(", value: {v}"));
-    }
-    if let Some(e) = &t.effect {
-        s.push_str(&format!(", effect: {e}"));
-    }
-    s.push('}');
-    s
-}
-
-fn gpu_summary(first: &GpuRequest, n: usize) -> String {
-    let (name, count) = first.resources.first().map_or(("", 0), |(r, c)| (r.as_str(), *c));
-    let more = match n {
-        0 | 1 => String::new(),
-        2 => " and 1 other container".into(),
-        _ => format!(" and {} other containers", n - 1),
-    };
-    format!(
-        "container `{}` requests {count} `{name}`{more}",
-        first.container_name
-    )
-}
-
 aigov_sdk::export_policy!(GpuRuntimeClass);
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use aigov_sdk::Str;
-
-    fn tol(key: Option<&'static str>, op: Option<&'static str>, value: Option<&'static str>, effect: Option<&'static str>) -> Toleration<'static> {
-        Toleration {
-            key: key.map(Str::from),
-            operator: op.map(Str::from),
-            value: value.map(Str::from),
-            effect: effect.map(Str::from),
-        }
-    }
-
-    #[test]
-    fn toleration_coverage_follows_kubernetes() {
-        let exists = RequiredToleration::default();
-        assert!(covers(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, None), &exists));
-        assert!(covers(&tol(None, Some("Exists"), None, None), &exists), "tolerate-everything");
-        assert!(!covers(&tol(Some("nvidia.com/gpu"), Some("Equal"), Some("true"), None), &exists), "Equal is narrower than Exists");
-        assert!(!covers(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, Some("NoSchedule")), &exists), "one effect is narrower than all");
-        assert!(!covers(&tol(Some("other"), Some("Exists"), None, None), &exists));
-        assert!(!covers(&tol(None, None, None, None), &exists), "empty key needs Exists");
-
-        let equal = RequiredToleration {
-            key: "gpu".into(),
-            operator: "Equal".into(),
-            value: Some("a100".into()),
-            effect: Some("NoSchedule".into()),
-        };
-        assert!(covers(&tol(Some("gpu"), None, Some("a100"), None), &equal), "operator defaults to Equal");
-        assert!(covers(&tol(Some("gpu"), Some("Equal"), Some("a100"), Some("NoSchedule")), &equal));
-        assert!(!covers(&tol(Some("gpu"), Some("Equal"), Some("h100"), None), &equal));
-        assert!(!covers(&tol(Some("gpu"), Some("Exists"), None, Some("NoExecute")), &equal));
-    }
-
-    #[test]
-    fn toleration_is_described_as_yaml() {
-        assert_eq!(describe(&RequiredToleration::default()), "{key: nvidia.com/gpu, operator: Exists}");
-    }
-}

@@ -15,9 +15,8 @@
 mod settings;
 
 use aigov_sdk::text::quoted;
-use aigov_sdk::workload::Labels;
-use aigov_sdk::{Cluster, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload, WorkloadKind};
-use serde::Deserialize;
+use aigov_sdk::workload::JobTemplate;
+use aigov_sdk::{Cluster, Labels, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload};
 
 pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
 
@@ -29,22 +28,16 @@ impl Policy for OpencostLabels {
 
     fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
-        // Subresources (`status`, `scale`, `ephemeralcontainers`) cannot change
-        // what a workload is labelled with; DELETE and CONNECT carry no workload.
-        if !matches!(req.operation(), Operation::Create | Operation::Update) || req.sub_resource().is_some() {
+        // DELETE and CONNECT carry no workload; subresources and objects
+        // being deleted never reach the rule (the SDK admits them).
+        if !matches!(req.operation(), Operation::Create | Operation::Update) {
             return Ok(verdict);
         }
-        let Some(workload) = req.workload()? else {
+        let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        let problems = check(req, workload, settings)?;
-        // An object being deleted only loses its finalizers: refusing that
-        // update would leave it terminating forever.
-        if problems.is_empty() || (req.operation() == Operation::Update && workload.metadata.being_deleted) {
-            return Ok(verdict);
-        }
-        for p in problems {
-            verdict.violation(p);
+        for (key, message) in check(workload, settings) {
+            verdict.violation_keyed(key, message);
         }
         Ok(verdict)
     }
@@ -68,53 +61,55 @@ struct Location<'l, 'a> {
     role: Role,
 }
 
-/// Every problem, in document order.
-fn check(req: &Request<'_>, workload: &Workload<'_>, settings: &Settings) -> Result<Vec<String>, Malformed> {
+/// Every problem, in document order: what it is (for telling whether an
+/// UPDATE's old object had it), and the message with its hint.
+fn check(workload: &Workload<'_>, settings: &Settings) -> Vec<(String, String)> {
     let own = &workload.metadata.labels;
-    let jobs = job_templates(req, workload.kind)?;
-    let mut locations = vec![Location {
-        path: "metadata.labels".into(),
-        labels: own,
-        role: Role::Object,
-    }];
-    // A bare Pod is its own template (its labels are `metadata.labels`); a
-    // TrainJob's trainer is completed by its training runtime and has no
+    let pods_only = settings.pod_templates_only;
+    let mut locations = Vec::new();
+    // A bare Pod is its own template: its labels are `metadata.labels`.
+    if !pods_only || !workload.kind.owns_templates() {
+        locations.push(Location { path: "metadata.labels".into(), labels: own, role: Role::Object });
+    }
+    // A TrainJob's trainer is completed by its training runtime and has no
     // metadata of its own.
     let templates = workload
         .templates()
         .filter(|t| workload.kind.owns_templates() && !t.is_partial());
-    // Job templates are merged in before the pod template inside them.
+    // Job templates (the Jobs' own labels) come before the pod template
+    // inside them; with `podTemplatesOnly` they are not checked.
+    let jobs: &[JobTemplate<'_>] = if pods_only { &[] } else { &workload.job_templates };
     let mut jobs_done = 0;
     for t in templates {
-        if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().starts_with(&j.prefix)) {
+        if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
             let upto = jobs_done + i + 1;
-            locations.extend(jobs.iter().take(upto).skip(jobs_done).map(JobTemplate::location));
+            locations.extend(jobs.iter().take(upto).skip(jobs_done).map(job_location));
             jobs_done = upto;
         }
         if settings.require_on_pod_templates
             && let Some(labels) = t.labels()
         {
-            locations.push(Location {
-                path: format!("{}.labels", t.metadata_path()),
-                labels,
-                role: Role::PodTemplate,
-            });
+            locations.push(Location { path: t.labels_path().to_string(), labels, role: Role::PodTemplate });
         }
     }
-    locations.extend(jobs.iter().skip(jobs_done).map(JobTemplate::location));
+    locations.extend(jobs.iter().skip(jobs_done).map(job_location));
 
     let reqs = &settings.required_labels;
     let mut problems = Vec::new();
     for loc in &locations {
-        let mut found = reqs.check(loc.labels, &loc.path);
+        let mut found: Vec<(String, String)> = reqs.check(loc.labels, &loc.path).into_iter().map(|p| (p.clone(), p)).collect();
         if let Some(hint) = copy_hint(reqs, loc, own)
-            && let Some(first) = found.first_mut()
+            && let Some((_, first)) = found.first_mut()
         {
             first.push_str(&hint);
         }
         problems.extend(found);
     }
-    Ok(problems)
+    problems
+}
+
+fn job_location<'l, 'a>(j: &'l JobTemplate<'a>) -> Location<'l, 'a> {
+    Location { path: j.path.key("metadata").key("labels").to_string(), labels: &j.metadata.labels, role: Role::JobTemplate }
 }
 
 /// For labels missing from a template that the object itself carries with
@@ -143,94 +138,6 @@ fn copy_hint(reqs: &RequiredLabels, loc: &Location<'_, '_>, own: &Labels<'_>) ->
     Some(format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)))
 }
 
-/// A job template's labels: a CronJob's `spec.jobTemplate`, a JobSet's
-/// `spec.replicatedJobs[i].template`.
-struct JobTemplate<'a> {
-    /// Path of the template, with a trailing dot: the pod template inside it
-    /// starts with this.
-    prefix: String,
-    labels: Labels<'a>,
-}
-
-impl JobTemplate<'_> {
-    fn location(&self) -> Location<'_, '_> {
-        Location {
-            path: format!("{}metadata.labels", self.prefix),
-            labels: &self.labels,
-            role: Role::JobTemplate,
-        }
-    }
-}
-
-/// The job templates of CronJobs and JobSets, in order (none for other kinds).
-/// The SDK's workload model does not carry job-template metadata, so they
-/// are read here, from the same object.
-fn job_templates<'a>(req: &Request<'a>, kind: WorkloadKind) -> Result<Vec<JobTemplate<'a>>, Malformed> {
-    let what = format!("the {}", kind.kind());
-    let into = |t: Option<JobTemplateSpec<'a>>, prefix: String| {
-        t.map(|t| JobTemplate {
-            prefix,
-            labels: t.metadata.and_then(|m| m.labels).unwrap_or_default(),
-        })
-    };
-    Ok(match kind {
-        WorkloadKind::CronJob => {
-            let o = req.object_as::<Obj<CronJobSpec<'a>>>(&what)?;
-            let t = o.and_then(|o| o.spec).and_then(|s| s.job_template);
-            into(t, "spec.jobTemplate.".into()).into_iter().collect()
-        }
-        WorkloadKind::JobSet => {
-            let o = req.object_as::<Obj<JobSetSpec<'a>>>(&what)?;
-            let jobs = o.and_then(|o| o.spec).and_then(|s| s.replicated_jobs).unwrap_or_default();
-            jobs.into_iter()
-                .enumerate()
-                .filter_map(|(i, j)| into(j.template, format!("spec.replicatedJobs[{i}].template.")))
-                .collect()
-        }
-        _ => Vec::new(),
-    })
-}
-
-// ---- The job-template fields the SDK's model leaves out. ----
-
-/// An object's `spec` (a missing `Option` field is `None`).
-#[derive(Deserialize)]
-struct Obj<S> {
-    spec: Option<S>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CronJobSpec<'a> {
-    #[serde(borrow, default)]
-    job_template: Option<JobTemplateSpec<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct JobSetSpec<'a> {
-    #[serde(borrow, default)]
-    replicated_jobs: Option<Vec<ReplicatedJob<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ReplicatedJob<'a> {
-    #[serde(borrow, default)]
-    template: Option<JobTemplateSpec<'a>>,
-}
-
-#[derive(Deserialize)]
-struct JobTemplateSpec<'a> {
-    #[serde(borrow, default)]
-    metadata: Option<TemplateMeta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct TemplateMeta<'a> {
-    #[serde(borrow, default)]
-    labels: Option<Labels<'a>>,
-}
-
 aigov_sdk::export_policy!(OpencostLabels);
 
 #[cfg(test)]
@@ -248,9 +155,14 @@ mod tests {
         )
     }
 
+    /// Evaluates through the SDK's entry point, as every host does.
     fn eval_with(json: &str, settings: &Settings) -> Result<Vec<String>, Malformed> {
-        let req = Request::parse(json).unwrap();
-        OpencostLabels::validate(&req, settings, &NoCluster).map(|v| v.violations().to_vec())
+        let settings = serde_json::to_string(settings).unwrap();
+        let r = (AIGOV_POLICY.validate_request)(json, &settings, &NoCluster);
+        match (r.accepted, r.code) {
+            (_, Some(400)) => Err(Malformed(r.message.unwrap_or_default())),
+            _ => Ok(r.violations().into_iter().map(str::to_string).collect()),
+        }
     }
 
     fn eval(api_version: &str, kind: &str, object: &str) -> Vec<String> {
@@ -446,13 +358,13 @@ mod tests {
         assert_eq!(e.0, "the Pod is malformed: `metadata.labels.opencost.io/team`: invalid type: integer `42`, expected a string");
         let cron = r#"{"spec":{"jobTemplate":{"metadata":{"labels":["team"]},"spec":{}}}}"#;
         let e = eval_with(&request("batch/v1", "CronJob", "CREATE", "", cron), &s).unwrap_err();
-        assert!(e.0.starts_with("the CronJob is malformed: `spec.jobTemplate.metadata.labels`: invalid type: sequence"), "{e}");
+        assert!(e.0.starts_with("the CronJob is malformed: `spec.jobTemplate.metadata.labels`: invalid type: list"), "{e}");
     }
 
     #[test]
     fn metadata_governs_every_workload_kind() {
         let m = AIGOV_POLICY.metadata;
-        for k in WorkloadKind::ALL {
+        for k in aigov_sdk::WorkloadKind::ALL {
             for op in ["CREATE", "UPDATE"] {
                 assert!(m.governs(k.group(), "v1", k.resource(), None, op), "{k:?} {op}");
             }

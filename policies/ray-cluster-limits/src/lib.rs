@@ -32,8 +32,9 @@ impl Policy for RayClusterLimits {
 
     fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
-        // Subresources (`status`) cannot change the spec or the labels.
-        if !matches!(req.operation(), Operation::Create | Operation::Update) || req.sub_resource().is_some() {
+        // Subresources (`status`) and objects being deleted never reach the
+        // rule: the SDK admits them.
+        if !matches!(req.operation(), Operation::Create | Operation::Update) {
             return Ok(verdict);
         }
         // Decide on the kind before decoding: other kinds are not read at all.
@@ -44,17 +45,10 @@ impl Policy for RayClusterLimits {
         ) {
             return Ok(verdict);
         }
-        let Some(workload) = req.workload()? else {
+        let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        let problems = check(workload, settings)?;
-        // An update of an object being deleted only removes finalizers
-        // (KubeRay's own, on RayJobs and RayClusters); refusing it would leave
-        // the object stuck in `Terminating`.
-        if problems.is_empty() || (req.operation() == Operation::Update && workload.metadata.being_deleted) {
-            return Ok(verdict);
-        }
-        for p in problems {
+        for p in check(workload, settings)? {
             verdict.violation(p);
         }
         Ok(verdict)
@@ -93,13 +87,13 @@ struct ClusterGpus {
 impl ClusterGpus {
     fn of(ray: &RayCluster<'_>, names: &GpuResources) -> Result<ClusterGpus, Malformed> {
         let head = match &ray.head {
-            Some(t) => t.gpus_per_pod(names)?,
+            Some(t) => t.gpu_units_per_pod(names)?,
             None => 0,
         };
         let workers = ray
             .worker_groups
             .iter()
-            .map(|g| g.template.gpus_per_pod(names))
+            .map(|g| g.template.gpu_units_per_pod(names))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ClusterGpus { head, workers })
     }

@@ -84,70 +84,9 @@ impl RuleSettings for Settings {
                 "every Ray cluster that requests GPUs would be rejected; use `null` for no cap",
             )?;
         }
-        validate_labels("requiredLabels", &self.required_labels)?;
+        self.required_labels.validate("requiredLabels")?;
         self.gpu_resource_names.validate("gpuResourceNames")
     }
-}
-
-/// The SDK's checks (no empty keys or values), then Kubernetes' syntax: a
-/// key or value no object can carry would reject every cluster (a key) or
-/// never match (a value).
-fn validate_labels(key: &str, labels: &RequiredLabels) -> Result<(), SettingsError> {
-    labels.validate(key)?;
-    for (label, allowed) in &labels.0 {
-        if let Err(why) = label_key(label) {
-            return Err(SettingsError::new(key, format!("`{label}` is not a valid label key: {why}")));
-        }
-        for (i, value) in allowed.iter().enumerate() {
-            if !is_name(value) {
-                return Err(SettingsError::new(
-                    format!("{key}.{label}[{i}]"),
-                    format!("`{value}` is not a valid label value: {NAME_RULE}"),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-const NAME_RULE: &str = "use at most 63 letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit";
-
-/// A label key: an optional prefix (a lowercase DNS subdomain) and `/`, then
-/// a name.
-fn label_key(key: &str) -> Result<(), String> {
-    let name = match key.rsplit_once('/') {
-        None => key,
-        Some((prefix, name)) => {
-            if !is_dns_subdomain(prefix) {
-                return Err(format!("the prefix `{prefix}` must be a lowercase DNS subdomain such as `example.com`"));
-            }
-            name
-        }
-    };
-    if is_name(name) { Ok(()) } else { Err(NAME_RULE.into()) }
-}
-
-/// A label name or value (Kubernetes' "qualified name" part): at most 63
-/// characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
-fn is_name(s: &str) -> bool {
-    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    s.len() <= 63
-        && alnum(s.chars().next())
-        && alnum(s.chars().next_back())
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// A DNS subdomain (RFC 1123): at most 253 characters, dot-separated labels
-/// of lowercase letters, digits and `-`, alphanumeric at both ends.
-fn is_dns_subdomain(s: &str) -> bool {
-    let label = |p: &str| {
-        let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        p.len() <= 63
-            && alnum(p.chars().next())
-            && alnum(p.chars().next_back())
-            && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    };
-    s.len() <= 253 && s.split('.').all(label)
 }
 
 #[cfg(test)]
@@ -204,7 +143,7 @@ mod tests {
         );
         assert!(err(r#"{"maxGpusPerWorker":"4"}"#).starts_with("setting `maxGpusPerWorker`: invalid type: string \"4\""));
         assert!(err(r#"{"maxGpusPerWorker":2.5}"#).starts_with("setting `maxGpusPerWorker`: invalid type: floating point"));
-        assert!(err(r#"{"requiredLabels":["team"]}"#).starts_with("setting `requiredLabels`: invalid type: sequence"));
+        assert!(err(r#"{"requiredLabels":["team"]}"#).starts_with("setting `requiredLabels`: invalid type: list"));
         assert!(err(r#"{"maxGpuPerWorker":4}"#).starts_with("setting `maxGpuPerWorker`: unknown setting"));
     }
 
@@ -230,7 +169,7 @@ mod tests {
         assert!(err(r#"{"requiredLabels":{"example.com/":[]}}"#).contains("is not a valid label key"));
         assert_eq!(
             err(r#"{"requiredLabels":{"workload-type":["training","fine tuning"]}}"#),
-            format!("setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {NAME_RULE}")
+            format!("setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {}", aigov_sdk::names::NAME_RULE)
         );
         assert!(ok(r#"{"requiredLabels":{"example.com/team":[],"tier":["A_1","b.2"]}}"#).required_labels.0.len() == 2);
     }
@@ -239,15 +178,5 @@ mod tests {
     fn gpu_resource_names_are_checked() {
         assert!(err(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
         assert_eq!(ok(r#"{"gpuResourceNames":["habana.ai/gaudi"]}"#).gpu_resource_names.0.len(), 1);
-    }
-
-    #[test]
-    fn label_syntax() {
-        assert!(is_name("a") && is_name("cost-center") && is_name("A.b_c-9"));
-        assert!(!is_name("") && !is_name("-a") && !is_name("a-") && !is_name("a b") && !is_name(&"a".repeat(64)));
-        assert!(is_dns_subdomain("example.com") && is_dns_subdomain("a-1.b"));
-        assert!(!is_dns_subdomain("") && !is_dns_subdomain("a..b") && !is_dns_subdomain("-a.com") && !is_dns_subdomain("A.com"));
-        assert!(label_key("app.kubernetes.io/name").is_ok());
-        assert!(label_key("a/b/c").is_err(), "one slash at most");
     }
 }

@@ -328,9 +328,17 @@ fn request(kind: &str, op: &str, extra: &str, object: &str) -> String {
     )
 }
 
+/// Evaluates through the SDK's entry point, as every host does.
 fn run(json: &str) -> Result<Verdict, Malformed> {
-    let req = Request::parse(json).unwrap();
-    RayClusterLimits::validate(&req, &Settings::default(), &NoCluster)
+    let r = (AIGOV_POLICY.validate_request)(json, "{}", &NoCluster);
+    if r.code == Some(400) {
+        return Err(Malformed(r.message.unwrap_or_default()));
+    }
+    let mut v = Verdict::accept();
+    for line in r.violations() {
+        v.violation(line);
+    }
+    Ok(v)
 }
 
 fn oversized() -> String {
@@ -373,6 +381,6 @@ fn an_update_of_an_object_being_deleted_is_admitted() {
 
 #[test]
 fn malformed_objects_are_errors() {
-    let e = run(&request("RayCluster", "CREATE", "", r#"{"spec":{"workerGroupSpecs":[{"maxReplicas":"eight"}]}}"#)).err().unwrap();
+    let e = run(&request("RayCluster", "CREATE", "", r#"{"spec":{"workerGroupSpecs":[{"maxReplicas":"eight"}]}}"#)).unwrap_err();
     assert!(e.0.contains("`spec.workerGroupSpecs[0].maxReplicas`"), "{e}");
 }

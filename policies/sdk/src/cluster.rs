@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// Why a lookup failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LookupError {
@@ -54,6 +56,12 @@ impl LookupError {
         }
     }
 
+    /// The first line of the explanation: hosts may return long texts,
+    /// stack traces included, which a person reading a denial does not need.
+    pub fn first_line(&self) -> &str {
+        first_line(self.message())
+    }
+
     /// `tag: message`, as a waPC host sends it.
     pub fn to_tagged(&self) -> String {
         format!("{}: {}", self.tag(), self.message())
@@ -67,6 +75,23 @@ impl fmt::Display for LookupError {
 }
 
 impl std::error::Error for LookupError {}
+
+/// The first non-empty line of `text`, trimmed.
+pub fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// What a context-aware rule does when a lookup fails (forbidden,
+/// unavailable): the `onLookupError` setting of every such rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLookupError {
+    /// Reject the request, quoting the first line of the host's error.
+    #[default]
+    Deny,
+    /// Admit it, with a warning quoting the first line of the error.
+    Allow,
+}
 
 /// Read-only access to cluster state.
 pub trait Cluster {
@@ -143,5 +168,12 @@ mod tests {
             LookupError::from_tagged("Cannot find v1/Pod named 'x'"),
             LookupError::Unavailable("Cannot find v1/Pod named 'x'".into())
         );
+    }
+
+    #[test]
+    fn first_lines() {
+        assert_eq!(first_line("\n  boom: forbidden\n  at frame 1\n  at frame 2"), "boom: forbidden");
+        assert_eq!(LookupError::Unavailable("a\nb".into()).first_line(), "a");
+        assert_eq!(first_line(""), "");
     }
 }

@@ -3,30 +3,30 @@
 
 use crate::bindings::aigov::policy::cluster as wit;
 use crate::bindings::{Metadata, ResourceKind, Rule, SettingsVerdict, Verdict};
-use crate::{Cluster, Exported, LookupError, entry};
+use crate::{Cluster, Handler, LookupError};
 
 /// `validate` export.
-pub fn validate<P: Exported>(request: &str, settings: &str) -> Verdict {
-    let r = entry::validate_request::<P>(request, settings, &ComponentCluster);
+pub fn validate<H: Handler>(request: &str, settings: &str) -> Verdict {
+    let r = H::validate_request(request, settings, &ComponentCluster);
     Verdict {
         accepted: r.accepted,
         message: r.message,
         code: r.code,
-        mutated_object: r.mutated_object.map(|v| v.to_string()),
+        mutated_object: r.mutated_object.map(|v| v.get().to_string()),
         warnings: r.warnings,
         audit_annotations: r.audit_annotations.into_iter().collect(),
     }
 }
 
 /// `validate-settings` export.
-pub fn validate_settings<P: Exported>(settings: &str) -> SettingsVerdict {
-    let r = entry::validate_settings::<P>(settings.as_bytes());
+pub fn validate_settings<H: Handler>(settings: &str) -> SettingsVerdict {
+    let r = H::validate_settings(settings.as_bytes());
     SettingsVerdict { valid: r.valid, message: r.message }
 }
 
 /// `metadata` export.
-pub fn metadata<P: Exported>() -> Metadata {
-    let m = P::METADATA;
+pub fn metadata<H: Handler>() -> Metadata {
+    let m = H::METADATA;
     let strings = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
     Metadata {
         name: m.name.into(),

@@ -1,12 +1,36 @@
-//! The one evaluation path. The waPC module, the component and the native
-//! harness all call these functions, so the three cannot disagree by
+//! The one evaluation path. The waPC module, the component, the bundle and
+//! the native harness all call these functions, so they cannot disagree by
 //! construction of the glue; only by the compiler or the host.
+//!
+//! Before a rule runs, the SDK admits what no rule should judge:
+//! - requests its webhook rules would never route to it (a subresource such
+//!   as `pods/status` or `pods/ephemeralcontainers` the metadata does not
+//!   list, an operation it does not list);
+//! - updates of objects being deleted (`deletionTimestamp` set): a
+//!   controller removing its finalizer sends exactly that, and refusing it
+//!   leaves the object terminating forever;
+//! - exempt namespaces, users and groups.
+//!
+//! After it runs: on UPDATE with `allowExistingViolations` (the default),
+//! violations the old object already had are dropped (and reported as
+//! warnings), so a label edit on a workload created before the rule existed
+//! goes through while anything new is refused; edits of a mutating rule are
+//! applied only when the request is admitted and is a CREATE or UPDATE.
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::Deserializer as _;
 use serde_json::value::RawValue;
 
-use crate::request::{AdmissionRequest, Request, decode};
-use crate::settings::{Mode, Settings};
+use crate::json::{self, Edit};
+use crate::metadata::PolicyMetadata;
+use crate::request::{AdmissionRequest, Malformed, Operation, Request, RequestSeed, Str, Wants, explain_request};
+use crate::workload::WorkloadKind;
+use crate::settings::{Mode, Settings, SettingsError, cached};
 use crate::verdict::{SettingsResponse, ValidationResponse};
 use crate::{Cluster, Exported};
 
@@ -14,19 +38,61 @@ use crate::{Cluster, Exported};
 pub const AUDIT_ANNOTATION: &str = "violations";
 
 /// Kubewarden's `validate` payload: `{"request": ..., "settings": ...}`.
-#[derive(Deserialize)]
 struct Payload<'a> {
-    #[serde(borrow)]
     request: AdmissionRequest<'a>,
-    #[serde(borrow, default)]
     settings: Option<&'a RawValue>,
 }
 
-/// The same payload with the request left undecoded, to explain errors.
-#[derive(Deserialize)]
-struct RawPayload<'a> {
-    #[serde(borrow)]
-    request: &'a RawValue,
+struct PayloadVisitor<'w>(Wants<'w>);
+
+impl<'de> Visitor<'de> for PayloadVisitor<'_> {
+    type Value = Payload<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object with `request` and `settings`")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Payload<'de>, A::Error> {
+        let mut request = None;
+        let mut settings = None;
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            match &*key {
+                "request" => request = Some(map.next_value_seed(RequestSeed(self.0))?),
+                "settings" => settings = map.next_value::<Option<&'de RawValue>>()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let request = request.ok_or_else(|| de::Error::missing_field("request"))?;
+        Ok(Payload { request, settings })
+    }
+}
+
+/// Decodes a Kubewarden `validate` payload: the request (its object
+/// decoded in the same pass when `wants` its kind) and the settings text.
+pub fn decode_payload<'t>(text: &'t str, wants: Wants<'_>) -> Result<(Request<'t>, &'t str), Malformed> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    match de.deserialize_map(PayloadVisitor(wants)).and_then(|p| de.end().map(|()| p)) {
+        Ok(p) => {
+            let settings = p.settings.map_or("{}", RawValue::get);
+            Ok((Request::from_admission(p.request, Some((text, &["request", "object"])), wants)?, settings))
+        }
+        Err(e) => {
+            // Explain an error inside the request against the request's own
+            // text, so the message (positions included) is the one the
+            // component gives for the same request.
+            if let Some(request) = json::find(text, &json::Path::root().key("request"))
+                && let Err(inner) = Request::parse_for(request, wants)
+            {
+                return Err(inner);
+            }
+            Err(explain_request(text, &e, &["request"]))
+        }
+    }
+}
+
+/// Whether rule `P`'s webhook rules list workload kind `k`'s resource.
+pub fn wanted<P: Exported>(k: WorkloadKind) -> bool {
+    P::METADATA.lists(k.group(), k.resource())
 }
 
 /// Validates a Kubewarden `validate` payload.
@@ -34,28 +100,17 @@ pub fn validate_payload<P: Exported>(payload: &[u8], cluster: &dyn Cluster) -> V
     let Ok(text) = std::str::from_utf8(payload) else {
         return ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400));
     };
-    // One pass on the happy path. On error, decode the request on its own so
-    // the message is the one the component gives for the same request.
-    match serde_json::from_str::<Payload<'_>>(text) {
-        Ok(p) => evaluate::<P>(p.request, p.settings.map_or("{}", RawValue::get), cluster),
-        Err(_) => {
-            let message = match decode::<RawPayload<'_>>(text, "the validation request") {
-                Err(e) => e.0,
-                Ok(raw) => match decode::<AdmissionRequest<'_>>(raw.request.get(), "the admission request") {
-                    Err(e) => e.0,
-                    Ok(_) => "the validation request is malformed: `settings` is not valid JSON".into(),
-                },
-            };
-            ValidationResponse::reject(message, Some(400))
-        }
+    match decode_payload(text, &wanted::<P>) {
+        Ok((request, settings)) => evaluate::<P>(&request, settings, cluster),
+        Err(e) => ValidationResponse::reject(e.0, Some(400)),
     }
 }
 
 /// Validates an `AdmissionRequest` JSON document with settings JSON (the
 /// component's `validate`).
 pub fn validate_request<P: Exported>(request: &str, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
-    match decode::<AdmissionRequest<'_>>(request, "the admission request") {
-        Ok(r) => evaluate::<P>(r, settings, cluster),
+    match Request::parse_for(request, &wanted::<P>) {
+        Ok(r) => evaluate::<P>(&r, settings, cluster),
         Err(e) => ValidationResponse::reject(e.0, Some(400)),
     }
 }
@@ -63,69 +118,173 @@ pub fn validate_request<P: Exported>(request: &str, settings: &str, cluster: &dy
 /// Validates a settings document (Kubewarden's `validate_settings`).
 pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
     let Ok(text) = std::str::from_utf8(settings) else {
-        return SettingsResponse {
-            valid: false,
-            message: Some("settings are not UTF-8 JSON".into()),
-        };
+        return SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) };
     };
-    match Settings::<P::Settings>::parse_valid(text).map(drop) {
-        Ok(()) => SettingsResponse { valid: true, message: None },
-        Err(e) => SettingsResponse {
-            valid: false,
-            message: Some(e.to_string()),
-        },
+    match Settings::<P::Settings>::parse_valid(text) {
+        Ok(_) => SettingsResponse { valid: true, message: None },
+        Err(e) => SettingsResponse { valid: false, message: Some(e.to_string()) },
     }
 }
 
-fn evaluate<P: Exported>(request: AdmissionRequest<'_>, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
-    let settings = match Settings::<P::Settings>::parse_valid(settings) {
-        Ok(s) => s,
-        Err(e) => return ValidationResponse::reject(format!("invalid settings: {e}"), Some(400)),
+fn evaluate<P: Exported>(request: &Request<'_>, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
+    match run::<P>(request, settings, cluster) {
+        Ok(outcome) => outcome.into_response(P::METADATA.name),
+        Err(e) => ValidationResponse::reject(format!("invalid settings: {e}"), Some(400)),
+    }
+}
+
+/// What one rule made of one request, before it becomes a response.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The rule's mode.
+    pub mode: Mode,
+    /// Violations (after dropping those the old object already had).
+    pub violations: Vec<String>,
+    /// Warnings.
+    pub warnings: Vec<String>,
+    /// Audit annotations.
+    pub audit_annotations: BTreeMap<String, String>,
+    /// The input could not be evaluated: why.
+    pub malformed: Option<String>,
+    /// The edited object, when the rule mutated it.
+    pub mutated: Option<String>,
+}
+
+impl Outcome {
+    /// Whether the rule rejects the request (in enforce mode).
+    pub fn rejects(&self) -> bool {
+        self.mode == Mode::Enforce && (self.malformed.is_some() || !self.violations.is_empty())
+    }
+
+    /// Kubewarden's response for a rule named `name`.
+    pub fn into_response(self, name: &str) -> ValidationResponse {
+        let Outcome { mode, violations, mut warnings, mut audit_annotations, malformed, mutated } = self;
+        match (malformed, mode) {
+            (Some(m), Mode::Enforce) => return ValidationResponse::reject(m, Some(400)),
+            (Some(m), Mode::Audit) => {
+                warnings.push(format!("{name} (audit mode, not enforced): cannot evaluate: {m}"));
+                audit_annotations.insert(AUDIT_ANNOTATION.into(), format!("cannot evaluate: {m}"));
+            }
+            (None, _) => {}
+        }
+        if violations.is_empty() {
+            return ValidationResponse {
+                accepted: true,
+                mutated_object: mutated.and_then(|m| RawValue::from_string(m).ok()),
+                warnings,
+                audit_annotations,
+                ..ValidationResponse::default()
+            };
+        }
+        let message = violations.join("\n");
+        match mode {
+            Mode::Enforce => ValidationResponse {
+                accepted: false,
+                message: Some(message),
+                warnings,
+                audit_annotations,
+                ..ValidationResponse::default()
+            },
+            Mode::Audit => {
+                warnings.extend(violations.iter().map(|v| format!("{name} (audit mode, not enforced): {v}")));
+                audit_annotations.insert(AUDIT_ANNOTATION.into(), message);
+                ValidationResponse { accepted: true, warnings, audit_annotations, ..ValidationResponse::default() }
+            }
+        }
+    }
+}
+
+/// Whether `metadata`'s webhook rules would route `request` to the rule. A
+/// request without `resource` (hand-written) is routed by its subresource
+/// alone: one the metadata never lists is not.
+pub fn routed(metadata: &PolicyMetadata, request: &Request<'_>) -> bool {
+    let r = request.resource();
+    let op = request.operation().as_str();
+    if r.resource.is_empty() {
+        return match request.sub_resource() {
+            None => true,
+            Some(sub) => metadata.rules.iter().any(|rule| {
+                rule.resources.iter().any(|res| res.split_once('/').is_some_and(|(_, s)| s == sub || s == "*"))
+            }),
+        };
+    }
+    metadata.governs(&r.group, &r.version, &r.resource, request.sub_resource(), op)
+}
+
+/// Runs rule `P` on a request with its settings text (parsed once per
+/// instance and settings).
+pub fn run<P: Exported>(request: &Request<'_>, settings: &str, cluster: &dyn Cluster) -> Result<Outcome, SettingsError> {
+    let settings = cached::<P::Settings>(settings)?;
+    Ok(run_with::<P>(request, &settings, cluster))
+}
+
+/// Runs rule `P` on a request with parsed settings.
+pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Settings>, cluster: &dyn Cluster) -> Outcome {
+    let mut outcome = Outcome { mode: settings.mode, ..Outcome::default() };
+    if !routed(P::METADATA, request)
+        || (request.operation() == Operation::Update && request.being_deleted())
+        || settings.exemptions.exempts(request)
+    {
+        return outcome;
+    }
+    let verdict = match P::validate(request, &settings.rule, cluster) {
+        Ok(v) => v,
+        Err(e) => {
+            outcome.malformed = Some(e.0);
+            return outcome;
+        }
     };
-    let request = Request::new(request);
-    if settings.exemptions.exempts(&request) {
-        return ValidationResponse::accept();
+    let parts = verdict.into_parts();
+    let (mut violations, edits) = (parts.violations, parts.edits);
+    outcome.warnings = parts.warnings;
+    outcome.audit_annotations = parts.audit_annotations;
+    if !violations.is_empty() && settings.allow_existing_violations && request.operation() == Operation::Update {
+        let existing = existing_violations::<P>(request, settings, cluster);
+        let (kept, old): (Vec<_>, Vec<_>) = violations.into_iter().partition(|(key, _)| !existing.contains(key));
+        violations = kept;
+        outcome.warnings.extend(
+            old.into_iter()
+                .map(|(_, v)| format!("{} (allowed: the object already had this before the update): {v}", P::METADATA.name)),
+        );
     }
-    let outcome = P::validate(&request, &settings.rule, cluster);
-    let name = P::METADATA.name;
-    match (outcome, settings.mode) {
-        (Ok(verdict), mode) => {
-            let (violations, mut warnings, mut audit_annotations) = verdict.into_parts();
-            if violations.is_empty() {
-                return ValidationResponse {
-                    accepted: true,
-                    warnings,
-                    audit_annotations,
-                    ..ValidationResponse::default()
-                };
-            }
-            let message = violations.join("; ");
-            match mode {
-                Mode::Enforce => ValidationResponse {
-                    accepted: false,
-                    message: Some(message),
-                    warnings,
-                    audit_annotations,
-                    ..ValidationResponse::default()
-                },
-                Mode::Audit => {
-                    warnings.extend(violations.iter().map(|v| format!("{name} (audit mode, not enforced): {v}")));
-                    audit_annotations.insert(AUDIT_ANNOTATION.into(), message);
-                    ValidationResponse {
-                        accepted: true,
-                        warnings,
-                        audit_annotations,
-                        ..ValidationResponse::default()
-                    }
-                }
-            }
-        }
-        (Err(malformed), Mode::Enforce) => ValidationResponse::reject(malformed.0, Some(400)),
-        (Err(malformed), Mode::Audit) => {
-            let mut r = ValidationResponse::accept();
-            r.warnings.push(format!("{name} (audit mode, not enforced): cannot evaluate: {malformed}"));
-            r.audit_annotations.insert(AUDIT_ANNOTATION.into(), format!("cannot evaluate: {malformed}"));
-            r
+    outcome.violations = violations.into_iter().map(|(_, v)| v).collect();
+    if !edits.is_empty() && outcome.violations.is_empty() && matches!(request.operation(), Operation::Create | Operation::Update) {
+        match settings.mode {
+            Mode::Enforce => match mutate(request, &edits) {
+                Ok(m) => outcome.mutated = m,
+                Err(e) => outcome.malformed = Some(e.0),
+            },
+            Mode::Audit => outcome.warnings.extend(
+                edits.iter().map(|e| format!("{} (audit mode, not applied): would {}", P::METADATA.name, describe(e))),
+            ),
         }
     }
+    outcome
+}
+
+/// The identities of the violations the request's old object already had.
+fn existing_violations<P: Exported>(request: &Request<'_>, settings: &Settings<P::Settings>, cluster: &dyn Cluster) -> Vec<String> {
+    let Some(old) = request.old_object_text() else { return Vec::new() };
+    let Ok(old_request) = request.with_object(old) else { return Vec::new() };
+    match P::validate(&old_request, &settings.rule, cluster) {
+        Ok(v) => v.violation_keys().to_vec(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The object with `edits` applied; `None` when nothing changed.
+fn mutate(request: &Request<'_>, edits: &[Edit]) -> Result<Option<String>, Malformed> {
+    let Some(text) = request.object_text() else { return Ok(None) };
+    let out = json::apply(text, edits).map_err(|e| Malformed(format!("the change cannot be applied: {e}")))?;
+    Ok((out != text).then_some(out))
+}
+
+/// `set `metadata.labels.owner` to `"jane"``, for audit-mode warnings.
+pub fn describe(edit: &Edit) -> String {
+    let mut s = String::new();
+    let _ = match edit {
+        Edit::Set { path, value } | Edit::SetIfAbsent { path, value } => write!(s, "set `{path}` to `{value}`"),
+        Edit::Append { path, value } => write!(s, "add `{value}` to `{path}`"),
+    };
+    s
 }

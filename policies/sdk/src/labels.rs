@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::{label_key, name_part};
+use crate::pod::Labels;
 use crate::settings::SettingsError;
 use crate::text::quoted;
-use crate::workload::Labels;
 
 /// Label keys mapped to their allowed values; an empty list means any
 /// non-empty value. In settings:
@@ -34,7 +35,9 @@ impl RequiredLabels {
     }
 
     /// Checks the requirements under their settings key: label keys and
-    /// allowed values must be non-empty.
+    /// allowed values must be non-empty and follow Kubernetes' syntax (a key
+    /// no object can carry would reject every workload; a value no object
+    /// can carry is a typo that never matches).
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
         for (label, values) in &self.0 {
             if label.trim().is_empty() {
@@ -45,6 +48,17 @@ impl RequiredLabels {
                     format!("{key}.{label}"),
                     "allowed values must not be empty; use `[]` to allow any non-empty value",
                 ));
+            }
+            if let Err(why) = label_key(label) {
+                return Err(SettingsError::new(key, format!("`{label}` is not a valid label key: {why}")));
+            }
+            for (i, value) in values.iter().enumerate() {
+                if let Err(why) = name_part(value) {
+                    return Err(SettingsError::new(
+                        format!("{key}.{label}[{i}]"),
+                        format!("`{value}` is not a valid label value: {why}"),
+                    ));
+                }
             }
         }
         Ok(())
@@ -87,7 +101,7 @@ impl RequiredLabels {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::Str;
 
@@ -135,5 +149,9 @@ mod tests {
         assert!(reqs().validate("requiredLabels").is_ok());
         let bad = RequiredLabels::new([("team", &[""][..])]);
         assert_eq!(bad.validate("requiredLabels").unwrap_err().to_string(), "setting `requiredLabels.team`: allowed values must not be empty; use `[]` to allow any non-empty value");
+        let bad = RequiredLabels::new([("cost center", &[][..])]);
+        assert!(bad.validate("requiredLabels").unwrap_err().to_string().starts_with("setting `requiredLabels`: `cost center` is not a valid label key"));
+        let bad = RequiredLabels::new([("tier", &["a", "b c"][..])]);
+        assert!(bad.validate("requiredLabels").unwrap_err().to_string().starts_with("setting `requiredLabels.tier[1]`: `b c` is not a valid label value"));
     }
 }

@@ -13,21 +13,35 @@
 //!
 //! `export_policy!` makes the crate a Kubewarden waPC module on
 //! `wasm32-wasip1`, a component of the `aigov:policy/admission-policy` world on
-//! `wasm32-unknown-unknown`, and natively a [`NativePolicy`] the harness links.
+//! `wasm32-unknown-unknown` (both with the crate's default feature `export`),
+//! and natively a [`NativePolicy`] the harness links. `export_bundle!` does
+//! the same for the bundle of every rule.
 //!
-//! The SDK owns the request model ([`Request`]), workload extraction
-//! ([`Workload`], [`PodTemplate`]), quantities, wildcards, the shared settings
-//! (`mode`, exemptions), verdicts and the cluster-lookup trait.
+//! The data path: [`request`] decodes the AdmissionRequest in one pass, the
+//! object straight into the [`workload`] model ([`pod`] holds the pod-level
+//! types); [`entry`] admits what no rule judges (subresources and operations
+//! the rule's metadata does not list, objects being deleted, exemptions),
+//! runs the rule, drops violations an UPDATE's old object already had,
+//! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
+//! response ([`verdict`]). [`gpu`], [`scheduling`], [`labels`], [`names`]
+//! and [`quantity`] hold what rules share.
 
 extern crate self as aigov_sdk;
 
+pub mod bundle;
 pub mod cluster;
 pub mod entry;
 pub mod glob;
+pub mod gpu;
+pub mod json;
 pub mod labels;
 pub mod metadata;
+pub mod mutate;
+pub mod names;
+pub mod pod;
 pub mod quantity;
 pub mod request;
+pub mod scheduling;
 pub mod settings;
 pub mod text;
 pub mod verdict;
@@ -54,20 +68,24 @@ pub mod bindings {
     });
 }
 
-pub use cluster::{Cluster, LookupError, NoCluster};
+pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use glob::Glob;
+pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
+pub use json::{Edit, Path};
 pub use labels::RequiredLabels;
 pub use metadata::PolicyMetadata;
+pub use pod::{Container, Labels, ObjectMeta, PodSpec, StrMap};
 pub use quantity::Quantity;
 pub use request::{ConnectOptions, Malformed, Operation, Request, Str};
-pub use settings::{GpuResources, Mode, RuleSettings, SettingsError};
+pub use settings::{Mode, RuleSettings, SettingsError};
 pub use verdict::{SettingsResponse, ValidationResponse, Verdict};
-pub use workload::{ContainerList, ContainerRef, GpuRequest, ObjectMeta, PodTemplate, RayCluster, WorkerGroup, Workload, WorkloadKind};
+pub use workload::{ContainerList, ContainerRef, PodTemplate, RayCluster, Role, Scale, WorkerGroup, Workload, WorkloadKind};
 
 /// An admission rule.
 pub trait Policy {
-    /// The rule's own settings (the shared `mode` and exemptions are handled
-    /// by the SDK before `validate` is called).
+    /// The rule's own settings (the shared `mode`, exemptions and
+    /// `allowExistingViolations` are handled by the SDK before `validate` is
+    /// called).
     type Settings: RuleSettings;
 
     /// Evaluates one request. Return `Ok(Verdict::accept())` for kinds and
@@ -82,10 +100,44 @@ pub trait Exported: Policy {
     const METADATA: &'static PolicyMetadata;
 }
 
-/// A rule's entry points as native functions, for the aigov harness.
+/// What an artifact answers: one rule, or the bundle. The waPC, component
+/// and native faces are generic over it.
+pub trait Handler {
+    /// The artifact's metadata.
+    const METADATA: &'static PolicyMetadata;
+    /// Kubewarden `validate`: the `{"request", "settings"}` payload.
+    fn validate_payload(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse;
+    /// Component `validate`: request JSON and settings JSON.
+    fn validate_request(request: &str, settings: &str, cluster: &dyn Cluster) -> ValidationResponse;
+    /// `validate_settings`.
+    fn validate_settings(settings: &[u8]) -> SettingsResponse;
+    /// The default settings, shared keys included, as JSON.
+    fn default_settings() -> serde_json::Value;
+}
+
+/// One rule as a [`Handler`].
+pub struct Single<P>(std::marker::PhantomData<P>);
+
+impl<P: Exported> Handler for Single<P> {
+    const METADATA: &'static PolicyMetadata = P::METADATA;
+    fn validate_payload(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
+        entry::validate_payload::<P>(payload, cluster)
+    }
+    fn validate_request(request: &str, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
+        entry::validate_request::<P>(request, settings, cluster)
+    }
+    fn validate_settings(settings: &[u8]) -> SettingsResponse {
+        entry::validate_settings::<P>(settings)
+    }
+    fn default_settings() -> serde_json::Value {
+        settings::Settings::<P::Settings>::default().to_json()
+    }
+}
+
+/// An artifact's entry points as native functions, for the aigov harness.
 #[derive(Clone, Copy)]
 pub struct NativePolicy {
-    /// The rule's metadata.
+    /// The metadata.
     pub metadata: &'static PolicyMetadata,
     /// Kubewarden `validate`: the `{"request", "settings"}` payload in.
     pub validate: fn(&[u8], &dyn Cluster) -> ValidationResponse,
@@ -98,33 +150,67 @@ pub struct NativePolicy {
 }
 
 impl NativePolicy {
-    /// The entry points of rule `P`.
-    pub const fn of<P: Exported>() -> NativePolicy {
+    /// The entry points of handler `H`.
+    pub const fn of<H: Handler>() -> NativePolicy {
         NativePolicy {
-            metadata: P::METADATA,
-            validate: entry::validate_payload::<P>,
-            validate_request: entry::validate_request::<P>,
-            validate_settings: entry::validate_settings::<P>,
-            default_settings: default_settings::<P>,
+            metadata: H::METADATA,
+            validate: H::validate_payload,
+            validate_request: H::validate_request,
+            validate_settings: H::validate_settings,
+            default_settings: H::default_settings,
         }
     }
-}
-
-fn default_settings<P: Exported>() -> serde_json::Value {
-    settings::Settings::<P::Settings>::default().to_json()
 }
 
 #[doc(hidden)]
 pub mod __private {
     pub use aigov_sdk_macros::policy_metadata;
+    pub use serde_json;
     #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
     pub use wit_bindgen;
+}
+
+/// Exports the wasm faces of a [`Handler`]: waPC on `wasm32-wasip1`, the
+/// component world on `wasm32-unknown-unknown`. Used by `export_policy!`
+/// and `export_bundle!`, gated on the calling crate's `export` feature so
+/// that the bundle can link rule crates without their exports.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_wasm {
+    ($handler:ty) => {
+        /// waPC initialisation: registers `validate`, `validate_settings` and
+        /// `protocol_version`. Called once per instance by the host.
+        #[cfg(all(feature = "export", target_arch = "wasm32", target_os = "wasi"))]
+        #[allow(unsafe_code)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn wapc_init() {
+            $crate::wapc::register::<$handler>();
+        }
+
+        #[cfg(all(feature = "export", target_arch = "wasm32", target_os = "unknown"))]
+        const _: () = {
+            struct AigovComponent;
+            impl $crate::bindings::Guest for AigovComponent {
+                fn validate(request: ::std::string::String, settings: ::std::string::String) -> $crate::bindings::Verdict {
+                    $crate::component::validate::<$handler>(&request, &settings)
+                }
+                fn validate_settings(settings: ::std::string::String) -> $crate::bindings::SettingsVerdict {
+                    $crate::component::validate_settings::<$handler>(&settings)
+                }
+                fn metadata() -> $crate::bindings::Metadata {
+                    $crate::component::metadata::<$handler>()
+                }
+            }
+            $crate::bindings::__export_admission_policy!(AigovComponent with_types_in $crate::bindings);
+        };
+    };
 }
 
 /// Exports a rule: a Kubewarden waPC module on `wasm32-wasip1`, a component
 /// on `wasm32-unknown-unknown`, and natively the constant `AIGOV_POLICY`
 /// (a [`NativePolicy`]) the harness links. Embeds and validates the crate's
-/// `metadata.yml` at compile time.
+/// `metadata.yml` at compile time. The rule crate declares
+/// `[features] default = ["export"]` and `export = []`.
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {
@@ -132,33 +218,57 @@ macro_rules! export_policy {
             const METADATA: &'static $crate::metadata::PolicyMetadata = &$crate::__private::policy_metadata!();
         }
 
-        /// This rule's entry points, for the aigov harness.
-        pub const AIGOV_POLICY: $crate::NativePolicy = $crate::NativePolicy::of::<$policy>();
+        /// The rule, for the bundle.
+        pub type AigovRule = $policy;
 
-        /// waPC initialisation: registers `validate`, `validate_settings` and
-        /// `protocol_version`. Called once per instance by the host.
-        #[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
-        #[allow(unsafe_code)]
-        #[unsafe(no_mangle)]
-        pub extern "C" fn wapc_init() {
-            $crate::wapc::register::<$policy>();
+        /// This rule's entry points, for the aigov harness.
+        pub const AIGOV_POLICY: $crate::NativePolicy = $crate::NativePolicy::of::<$crate::Single<$policy>>();
+
+        $crate::__export_wasm!($crate::Single<$policy>);
+    };
+}
+
+/// Exports the bundle of the listed rules (see [`bundle`]): natively the
+/// constant `AIGOV_POLICY`, and the wasm faces with the `export` feature.
+/// Its metadata is the union the crate's build script writes to
+/// `$OUT_DIR/metadata.yml`.
+#[macro_export]
+macro_rules! export_bundle {
+    ($($rule:ty),* $(,)?) => {
+        /// The rules of the bundle, in name order.
+        pub static AIGOV_BUNDLE_RULES: &[$crate::bundle::Entry] = &[$($crate::bundle::Entry::of::<$rule>()),*];
+
+        /// The bundle as a handler.
+        pub struct AigovBundle;
+
+        impl $crate::Handler for AigovBundle {
+            const METADATA: &'static $crate::metadata::PolicyMetadata = &$crate::__private::policy_metadata!(out_dir);
+            fn validate_payload(payload: &[u8], cluster: &dyn $crate::Cluster) -> $crate::ValidationResponse {
+                $crate::bundle::validate_payload(AIGOV_BUNDLE_RULES, payload, cluster)
+            }
+            fn validate_request(request: &str, settings: &str, cluster: &dyn $crate::Cluster) -> $crate::ValidationResponse {
+                $crate::bundle::validate_request(AIGOV_BUNDLE_RULES, request, settings, cluster)
+            }
+            fn validate_settings(settings: &[u8]) -> $crate::SettingsResponse {
+                $crate::bundle::validate_settings(AIGOV_BUNDLE_RULES, settings)
+            }
+            fn default_settings() -> $crate::__private::serde_json::Value {
+                let mut rules = $crate::__private::serde_json::Map::new();
+                $(
+                    rules.insert(
+                        <$rule as $crate::Exported>::METADATA.name.to_string(),
+                        <$crate::Single<$rule> as $crate::Handler>::default_settings(),
+                    );
+                )*
+                let mut top = $crate::__private::serde_json::Map::new();
+                top.insert("rules".to_string(), $crate::__private::serde_json::Value::Object(rules));
+                $crate::__private::serde_json::Value::Object(top)
+            }
         }
 
-        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-        const _: () = {
-            struct AigovComponent;
-            impl $crate::bindings::Guest for AigovComponent {
-                fn validate(request: ::std::string::String, settings: ::std::string::String) -> $crate::bindings::Verdict {
-                    $crate::component::validate::<$policy>(&request, &settings)
-                }
-                fn validate_settings(settings: ::std::string::String) -> $crate::bindings::SettingsVerdict {
-                    $crate::component::validate_settings::<$policy>(&settings)
-                }
-                fn metadata() -> $crate::bindings::Metadata {
-                    $crate::component::metadata::<$policy>()
-                }
-            }
-            $crate::bindings::__export_admission_policy!(AigovComponent with_types_in $crate::bindings);
-        };
+        /// The bundle's entry points, for the aigov harness.
+        pub const AIGOV_POLICY: $crate::NativePolicy = $crate::NativePolicy::of::<AigovBundle>();
+
+        $crate::__export_wasm!(AigovBundle);
     };
 }

@@ -62,6 +62,15 @@ impl PolicyMetadata {
         })
     }
 
+    /// Whether any webhook rule lists `resource` (no subresource) of API
+    /// group `group`, whatever the version and operation.
+    pub fn lists(&self, group: &str, resource: &str) -> bool {
+        self.rules.iter().any(|r| {
+            r.api_groups.iter().any(|g| *g == "*" || *g == group)
+                && r.resources.iter().any(|p| resource_matches(p, resource, None))
+        })
+    }
+
     /// Whether the rule may look up `kind` in `api_version`.
     pub fn may_look_up(&self, api_version: &str, kind: &str) -> bool {
         self.context_aware_resources

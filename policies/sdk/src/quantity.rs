@@ -176,7 +176,7 @@ impl Quantity {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     fn units(s: &str) -> u64 {

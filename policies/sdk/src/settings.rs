@@ -1,19 +1,31 @@
 //! Settings: the keys every rule shares, plus the rule's own.
 //!
-//! Every rule accepts `mode` (`enforce` or `audit`) and the exemptions
-//! `exemptNamespaces`, `exemptUsers` and `exemptGroups` (wildcards allowed).
-//! The rest belongs to the rule's own settings type, a serde struct with
-//! `deny_unknown_fields`, so a typo in a key is an error, never a silently
-//! ignored setting.
+//! Every rule accepts `mode` (`enforce` or `audit`), the exemptions
+//! `exemptNamespaces`, `exemptUsers` and `exemptGroups` (wildcards allowed),
+//! and `allowExistingViolations`. The rest belongs to the rule's own settings
+//! type, a serde struct with `deny_unknown_fields`, so a typo in a key is an
+//! error, never a silently ignored setting.
+//!
+//! Settings are parsed without an intermediate `serde_json::Value`: the
+//! shared keys are split off the top-level object, the rest is decoded into
+//! the rule's type, and errors name the key from where serde stopped. A host
+//! that keeps its instance (`kwctl bench`, a warm waPC instance) sends the
+//! same settings with every request; [`cached`] parses them once.
 
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::glob::{Glob, any_match};
-use crate::request::Request;
+use crate::json;
+use crate::request::{Request, Str, friendly};
 
 /// What a rule does with a request it would reject.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +101,7 @@ impl std::error::Error for SettingsError {}
 /// A rule's own settings: a serde struct with `rename_all = "camelCase"`,
 /// `deny_unknown_fields` and `default`, whose [`Default`] is the documented
 /// defaults.
-pub trait RuleSettings: DeserializeOwned + Serialize + Default {
+pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
     /// Checks values serde cannot: contradictions, empty lists, bad patterns.
     fn validate(&self) -> Result<(), SettingsError> {
         Ok(())
@@ -97,50 +109,79 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default {
 }
 
 /// The keys every rule shares.
-pub const SHARED_KEYS: [&str; 4] = ["mode", "exemptNamespaces", "exemptUsers", "exemptGroups"];
+pub const SHARED_KEYS: [&str; 5] = ["mode", "exemptNamespaces", "exemptUsers", "exemptGroups", "allowExistingViolations"];
 
 /// A rule's complete settings: shared keys plus the rule's own.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings<R> {
     /// `mode`.
     pub mode: Mode,
     /// `exemptNamespaces`, `exemptUsers`, `exemptGroups`.
     pub exemptions: Exemptions,
+    /// `allowExistingViolations` (default `true`): on UPDATE, a violation the
+    /// old object already had does not block the update.
+    pub allow_existing_violations: bool,
     /// The rule's own settings.
     pub rule: R,
 }
+
+impl<R: Default> Default for Settings<R> {
+    fn default() -> Self {
+        Settings {
+            mode: Mode::Enforce,
+            exemptions: Exemptions::default(),
+            allow_existing_violations: true,
+            rule: R::default(),
+        }
+    }
+}
+
+/// The top-level members of a settings object, in document order.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Members<'a>(#[serde(borrow)] Option<BTreeMap<Str<'a>, &'a RawValue>>);
 
 impl<R: RuleSettings> Settings<R> {
     /// Parses a settings object (`null` means all defaults). Unknown keys,
     /// wrong types and out-of-range values are errors that name the key.
     pub fn parse(json: &str) -> Result<Settings<R>, SettingsError> {
-        let value: Value = serde_json::from_str(json)
-            .map_err(|e| SettingsError::whole(format!("settings are not valid JSON: {e}")))?;
-        let mut map = match value {
-            Value::Object(m) => m,
-            Value::Null => Map::new(),
-            other => {
-                return Err(SettingsError::whole(format!(
-                    "settings must be an object, got {}",
-                    type_name(&other)
-                )));
+        let members = match serde_json::from_str::<Members<'_>>(json) {
+            Ok(Members(m)) => m.unwrap_or_default(),
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return Err(SettingsError::whole(format!("settings are not valid JSON: {e}")));
+            }
+            Err(_) => {
+                let what = match json.trim_start().as_bytes().first() {
+                    Some(b'[') => "a list",
+                    Some(b'"') => "a string",
+                    Some(b't' | b'f') => "a boolean",
+                    _ => "a number",
+                };
+                return Err(SettingsError::whole(format!("settings must be an object, got {what}")));
             }
         };
-        let mode = take(&mut map, "mode")?.unwrap_or_default();
-        let exemptions = Exemptions {
-            namespaces: take(&mut map, "exemptNamespaces")?.unwrap_or_default(),
-            users: take(&mut map, "exemptUsers")?.unwrap_or_default(),
-            groups: take(&mut map, "exemptGroups")?.unwrap_or_default(),
-        };
-        let rule: R = serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
-            let path = e.path().to_string();
-            describe(&path, &e.into_inner().to_string())
-        })?;
-        Ok(Settings {
-            mode,
-            exemptions,
-            rule,
-        })
+        let mut settings = Settings::<R>::default();
+        let mut rest = String::from("{");
+        for (key, raw) in &members {
+            match &**key {
+                "mode" => settings.mode = shared(key, raw)?.unwrap_or_default(),
+                "exemptNamespaces" => settings.exemptions.namespaces = shared(key, raw)?.unwrap_or_default(),
+                "exemptUsers" => settings.exemptions.users = shared(key, raw)?.unwrap_or_default(),
+                "exemptGroups" => settings.exemptions.groups = shared(key, raw)?.unwrap_or_default(),
+                "allowExistingViolations" => settings.allow_existing_violations = shared(key, raw)?.unwrap_or(true),
+                _ => {
+                    if rest.len() > 1 {
+                        rest.push(',');
+                    }
+                    rest.push_str(&json::quote(key));
+                    rest.push(':');
+                    rest.push_str(raw.get());
+                }
+            }
+        }
+        rest.push('}');
+        settings.rule = serde_json::from_str(&rest).map_err(|e| describe(&rest, &e, ""))?;
+        Ok(settings)
     }
 
     /// Parses and checks a settings object: what `validate_settings` and
@@ -181,8 +222,45 @@ impl<R: RuleSettings> Settings<R> {
         map.insert("exemptNamespaces".into(), globs(&self.exemptions.namespaces));
         map.insert("exemptUsers".into(), globs(&self.exemptions.users));
         map.insert("exemptGroups".into(), globs(&self.exemptions.groups));
+        map.insert("allowExistingViolations".into(), Value::from(self.allow_existing_violations));
         Value::Object(map)
     }
+}
+
+/// One rule type's last parsed settings: `(type, text, settings)`.
+type Cached = (TypeId, String, Rc<dyn Any>);
+
+thread_local! {
+    /// The last settings each rule type parsed.
+    static CACHE: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Parses and checks settings, reusing the result when the same rule type
+/// was last given the same text on this thread (a warm instance receives
+/// its settings with every request).
+pub fn cached<R: RuleSettings>(json: &str) -> Result<Rc<Settings<R>>, SettingsError> {
+    let id = TypeId::of::<R>();
+    let hit = CACHE.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(t, text, _)| *t == id && text == json)
+            .and_then(|(_, _, s)| s.clone().downcast::<Settings<R>>().ok())
+    });
+    if let Some(s) = hit {
+        return Ok(s);
+    }
+    let parsed = Rc::new(Settings::<R>::parse_valid(json)?);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.retain(|(t, _, _)| *t != id);
+        c.push((id, json.to_string(), parsed.clone()));
+    });
+    Ok(parsed)
+}
+
+/// A shared key's value.
+fn shared<T: DeserializeOwned>(key: &str, raw: &RawValue) -> Result<Option<T>, SettingsError> {
+    serde_json::from_str::<Option<T>>(raw.get()).map_err(|e| describe(raw.get(), &e, key))
 }
 
 /// Refuses empty patterns in a list setting: an empty namespace pattern
@@ -196,29 +274,21 @@ pub fn non_empty_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError>
     Ok(())
 }
 
-fn take<T: DeserializeOwned>(map: &mut Map<String, Value>, key: &str) -> Result<Option<T>, SettingsError> {
-    match map.remove(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_path_to_error::deserialize(v).map(Some).map_err(|e| {
-            let path = e.path().to_string();
-            let full = if path == "." { key.to_string() } else { format!("{key}{}", index_path(&path)) };
-            describe(&full, &e.into_inner().to_string())
-        }),
+/// Turns a serde error in `text` (the value of `key`, or the rule's own
+/// settings when `key` is empty) into a message a person can act on,
+/// naming the key.
+fn describe(text: &str, err: &serde_json::Error, key: &str) -> SettingsError {
+    let mut serde_msg = err.to_string();
+    if let Some(i) = serde_msg.find(" at line ") {
+        serde_msg.truncate(i);
     }
-}
-
-/// `[0]` stays `[0]`; `.x` stays `.x`; a bare `x` becomes `.x`.
-fn index_path(path: &str) -> String {
-    if path.starts_with('[') || path.starts_with('.') {
-        path.to_string()
-    } else {
-        format!(".{path}")
-    }
-}
-
-/// Turns a serde message into one a person can act on, naming the key.
-fn describe(path: &str, serde_msg: &str) -> SettingsError {
-    let msg = friendly(serde_msg);
+    let inner = json::path_at(text, json::offset_of(text, err.line(), err.column())).to_string();
+    let path = match (key.is_empty(), inner.is_empty()) {
+        (true, _) => inner,
+        (false, true) => key.to_string(),
+        (false, false) if inner.starts_with('[') => format!("{key}{inner}"),
+        (false, false) => format!("{key}.{inner}"),
+    };
     if let Some(rest) = serde_msg.strip_prefix("unknown field `") {
         let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
         let expected = expected
@@ -226,75 +296,20 @@ fn describe(path: &str, serde_msg: &str) -> SettingsError {
             .trim_start_matches(", expected ")
             .trim_start_matches(", there are no fields");
         let shared = SHARED_KEYS.map(|k| format!("`{k}`")).join(", ");
-        let known = if expected.is_empty() { shared } else { format!("{expected}, {shared}") };
-        // The path already ends with the unknown key (`a.b` for key `b` in `a`).
-        let key = if path == "." || path.is_empty() { field.to_string() } else { path.to_string() };
+        let known = match (expected.is_empty(), path.contains('.')) {
+            (true, false) => shared,
+            (true, true) => "none".to_string(),
+            (false, false) => format!("{expected}, {shared}"),
+            (false, true) => expected.to_string(),
+        };
+        let key = if path.is_empty() { field.to_string() } else { path };
         return SettingsError::new(key, format!("unknown setting; known settings are {known}"));
     }
-    if path == "." || path.is_empty() {
+    let msg = friendly(&serde_msg);
+    if path.is_empty() {
         SettingsError::whole(msg)
     } else {
         SettingsError::new(path, msg)
-    }
-}
-
-fn friendly(msg: &str) -> String {
-    let mut m = msg.to_string();
-    for t in ["u8", "u16", "u32", "u64", "usize"] {
-        m = m.replace(&format!("expected {t}"), "expected a whole number, zero or more");
-    }
-    for t in ["i32", "i64"] {
-        m = m.replace(&format!("expected {t}"), "expected a whole number");
-    }
-    m.replace("expected struct ", "expected an object ")
-        .replace("expected a sequence", "expected a list")
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The extended resources that count as GPUs: wildcard patterns, by default
-/// `nvidia.com/gpu`, `nvidia.com/mig-*` and `amd.com/gpu`. A rule that looks
-/// at GPUs embeds this as its `gpuResourceNames` setting.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct GpuResources(pub Vec<Glob>);
-
-impl Default for GpuResources {
-    fn default() -> Self {
-        GpuResources(vec![
-            Glob::new("nvidia.com/gpu"),
-            Glob::new("nvidia.com/mig-*"),
-            Glob::new("amd.com/gpu"),
-        ])
-    }
-}
-
-impl GpuResources {
-    /// Whether a resource name is a GPU resource.
-    pub fn is_gpu(&self, resource: &str) -> bool {
-        // Every GPU resource is an extended resource (`vendor/name`); checking
-        // for the slash first skips cpu, memory and ephemeral-storage cheaply.
-        resource.contains('/') && any_match(&self.0, resource)
-    }
-
-    /// Checks the list under its settings key: at least one non-empty pattern.
-    pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
-        if self.0.is_empty() {
-            return Err(SettingsError::new(
-                key,
-                "must list at least one resource name, or no GPU would ever be detected",
-            ));
-        }
-        non_empty_patterns(key, &self.0)
     }
 }
 
@@ -308,11 +323,19 @@ mod tests {
     struct Demo {
         max_gpus: u32,
         names: Vec<String>,
-        gpu_resource_names: GpuResources,
+        nested: Nested,
+    }
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+    struct Nested {
+        limit: u32,
     }
     impl RuleSettings for Demo {
         fn validate(&self) -> Result<(), SettingsError> {
-            self.gpu_resource_names.validate("gpuResourceNames")
+            if self.names.iter().any(String::is_empty) {
+                return Err(SettingsError::new("names", "must not hold an empty name"));
+            }
+            Ok(())
         }
     }
 
@@ -324,18 +347,23 @@ mod tests {
     fn defaults_and_shared_keys() {
         let s = Settings::<Demo>::parse("{}").unwrap();
         assert_eq!(s.mode, Mode::Enforce);
+        assert!(s.allow_existing_violations);
         assert_eq!(s.rule, Demo::default());
-        let s = Settings::<Demo>::parse(r#"{"mode":"audit","exemptNamespaces":["kube-*"],"maxGpus":3}"#).unwrap();
+        let s = Settings::<Demo>::parse(r#"{"mode":"audit","exemptNamespaces":["kube-*"],"maxGpus":3,"allowExistingViolations":false}"#).unwrap();
         assert_eq!(s.mode, Mode::Audit);
         assert_eq!(s.exemptions.namespaces, vec![Glob::new("kube-*")]);
         assert_eq!(s.rule.max_gpus, 3);
+        assert!(!s.allow_existing_violations);
         assert!(Settings::<Demo>::parse("null").is_ok());
+        assert_eq!(Settings::<Demo>::parse(r#"{"mode":null}"#).unwrap().mode, Mode::Enforce, "null keeps the default");
     }
 
     #[test]
     fn unknown_keys_name_the_key_and_the_alternatives() {
         let e = err(r#"{"mdoe":"audit"}"#);
-        assert!(e.starts_with("setting `mdoe`: unknown setting; known settings are `maxGpus`, `names`, `gpuResourceNames`, `mode`"), "{e}");
+        assert!(e.starts_with("setting `mdoe`: unknown setting; known settings are `maxGpus`, `names`, `nested`, `mode`"), "{e}");
+        let e = err(r#"{"nested":{"limt":1}}"#);
+        assert_eq!(e, "setting `nested.limt`: unknown setting; known settings are `limit`");
     }
 
     #[test]
@@ -346,23 +374,23 @@ mod tests {
         );
         assert_eq!(err(r#"{"maxGpus":"8"}"#), "setting `maxGpus`: invalid type: string \"8\", expected a whole number, zero or more");
         assert_eq!(err(r#"{"names":[1]}"#), "setting `names[0]`: invalid type: integer `1`, expected a string");
+        assert_eq!(err(r#"{"nested":{"limit":true}}"#), "setting `nested.limit`: invalid type: boolean `true`, expected a whole number, zero or more");
         assert_eq!(err(r#"{"mode":"enforcing"}"#), "setting `mode`: unknown variant `enforcing`, expected `enforce` or `audit`");
         assert_eq!(err(r#"{"exemptUsers":"bob"}"#), "setting `exemptUsers`: invalid type: string \"bob\", expected a list");
         assert_eq!(err(r#"{"exemptGroups":["ok", 3]}"#), "setting `exemptGroups[1]`: invalid type: integer `3`, expected a string");
+        assert_eq!(err(r#"{"allowExistingViolations":"yes"}"#), "setting `allowExistingViolations`: invalid type: string \"yes\", expected a boolean");
     }
 
     #[test]
     fn whole_document_problems() {
         assert_eq!(err("[]"), "settings must be an object, got a list");
+        assert_eq!(err("3"), "settings must be an object, got a number");
         assert!(err("{").starts_with("settings are not valid JSON"));
     }
 
     #[test]
     fn rule_and_shared_validation() {
-        assert_eq!(
-            err(r#"{"gpuResourceNames":[]}"#),
-            "setting `gpuResourceNames`: must list at least one resource name, or no GPU would ever be detected"
-        );
+        assert_eq!(err(r#"{"names":[""]}"#), "setting `names`: must not hold an empty name");
         assert_eq!(err(r#"{"exemptNamespaces":[""]}"#), "setting `exemptNamespaces[0]`: must not be empty");
     }
 
@@ -370,17 +398,17 @@ mod tests {
     fn defaults_serialize_with_shared_keys() {
         let v = Settings::<Demo>::default().to_json();
         assert_eq!(v["mode"], "enforce");
-        assert_eq!(v["gpuResourceNames"][1], "nvidia.com/mig-*");
         assert_eq!(v["exemptUsers"], serde_json::json!([]));
+        assert_eq!(v["allowExistingViolations"], true);
     }
 
     #[test]
-    fn gpu_resource_matching() {
-        let g = GpuResources::default();
-        assert!(g.is_gpu("nvidia.com/gpu"));
-        assert!(g.is_gpu("nvidia.com/mig-3g.20gb"));
-        assert!(g.is_gpu("amd.com/gpu"));
-        assert!(!g.is_gpu("cpu"));
-        assert!(!g.is_gpu("nvidia.com/gpu.shared"));
+    fn the_cache_returns_the_same_settings_for_the_same_text() {
+        let a = cached::<Demo>(r#"{"maxGpus":2}"#).unwrap();
+        let b = cached::<Demo>(r#"{"maxGpus":2}"#).unwrap();
+        assert!(Rc::ptr_eq(&a, &b));
+        let c = cached::<Demo>(r#"{"maxGpus":3}"#).unwrap();
+        assert_eq!(c.rule.max_gpus, 3);
+        assert!(cached::<Demo>(r#"{"maxGpus":-3}"#).is_err());
     }
 }

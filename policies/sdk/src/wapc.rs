@@ -4,21 +4,21 @@
 use serde::Serialize;
 use wapc_guest::{CallResult, host_call, register_function};
 
-use crate::{Cluster, Exported, LookupError, entry};
+use crate::{Cluster, Handler, LookupError};
 
-/// Registers the rule's waPC operations. Called from `wapc_init`.
-pub fn register<P: Exported>() {
-    register_function("validate", validate::<P>);
-    register_function("validate_settings", validate_settings::<P>);
+/// Registers the artifact's waPC operations. Called from `wapc_init`.
+pub fn register<H: Handler>() {
+    register_function("validate", validate::<H>);
+    register_function("validate_settings", validate_settings::<H>);
     register_function("protocol_version", protocol_version);
 }
 
-fn validate<P: Exported>(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&entry::validate_payload::<P>(payload, &WapcCluster))?)
+fn validate<H: Handler>(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&H::validate_payload(payload, &WapcCluster))?)
 }
 
-fn validate_settings<P: Exported>(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&entry::validate_settings::<P>(payload))?)
+fn validate_settings<H: Handler>(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&H::validate_settings(payload))?)
 }
 
 fn protocol_version(_: &[u8]) -> CallResult {
@@ -64,10 +64,7 @@ fn call<T: Serialize>(operation: &str, request: &T) -> Result<String, LookupErro
 
 impl Cluster for WapcCluster {
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
-        call(
-            "get_resource",
-            &GetResource { api_version, kind, name, namespace, disable_cache: false },
-        )
+        call("get_resource", &GetResource { api_version, kind, name, namespace, disable_cache: false })
     }
 
     fn list_resources_by_namespace(

@@ -1,20 +1,20 @@
 //! Workload extraction: every pod template inside every supported kind, with
-//! its field path.
+//! its field path, its role, and how many pods it runs at full scale.
 //!
 //! A rule written against [`PodTemplate`]s covers Pods, the built-in
-//! controllers, Ray, Kubeflow, Volcano, JobSet and LeaderWorkerSet alike, and
-//! its messages name the exact path
+//! controllers, Ray, Kubeflow, KServe, Volcano, JobSet and LeaderWorkerSet
+//! alike, and its messages name the exact path
 //! (`spec.workerGroupSpecs[1].template.spec.containers[0]`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
+use serde::de::{DeserializeSeed, Deserializer};
 use serde::Deserialize;
 
+use crate::json::Path;
+use crate::pod::{Container, ObjectMeta, PodSpec, Resources, StrMap, Toleration};
+use crate::request::{Str, nullable};
 use crate::Malformed;
-use crate::quantity::Quantity;
-use crate::request::{Str, decode, nullable};
-use crate::settings::GpuResources;
 
 /// The workload kinds aigov understands, whatever their API version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -55,6 +55,10 @@ pub enum WorkloadKind {
     PaddleJob,
     /// `trainer.kubeflow.org` TrainJob.
     TrainJob,
+    /// `kubeflow.org` Notebook.
+    Notebook,
+    /// `serving.kserve.io` InferenceService.
+    InferenceService,
     /// `batch.volcano.sh` Job.
     VolcanoJob,
     /// `jobset.x-k8s.io` JobSet.
@@ -65,7 +69,7 @@ pub enum WorkloadKind {
 
 impl WorkloadKind {
     /// Every supported kind.
-    pub const ALL: [WorkloadKind; 21] = [
+    pub const ALL: [WorkloadKind; 23] = [
         WorkloadKind::Pod,
         WorkloadKind::Deployment,
         WorkloadKind::StatefulSet,
@@ -84,6 +88,8 @@ impl WorkloadKind {
         WorkloadKind::XgBoostJob,
         WorkloadKind::PaddleJob,
         WorkloadKind::TrainJob,
+        WorkloadKind::Notebook,
+        WorkloadKind::InferenceService,
         WorkloadKind::VolcanoJob,
         WorkloadKind::JobSet,
         WorkloadKind::LeaderWorkerSet,
@@ -93,7 +99,7 @@ impl WorkloadKind {
     pub fn of(group: &str, kind: &str) -> Option<WorkloadKind> {
         WorkloadKind::ALL
             .into_iter()
-            .find(|k| k.group() == group && k.kind() == kind)
+            .find(|k| k.kind() == kind && k.group() == group)
     }
 
     /// The API group (`""` for the core group).
@@ -104,8 +110,9 @@ impl WorkloadKind {
             Deployment | StatefulSet | DaemonSet | ReplicaSet => "apps",
             Job | CronJob => "batch",
             RayCluster | RayJob | RayService => "ray.io",
-            PyTorchJob | MpiJob | TfJob | JaxJob | XgBoostJob | PaddleJob => "kubeflow.org",
+            PyTorchJob | MpiJob | TfJob | JaxJob | XgBoostJob | PaddleJob | Notebook => "kubeflow.org",
             TrainJob => "trainer.kubeflow.org",
+            InferenceService => "serving.kserve.io",
             VolcanoJob => "batch.volcano.sh",
             JobSet => "jobset.x-k8s.io",
             LeaderWorkerSet => "leaderworkerset.x-k8s.io",
@@ -134,6 +141,8 @@ impl WorkloadKind {
             XgBoostJob => "XGBoostJob",
             PaddleJob => "PaddleJob",
             TrainJob => "TrainJob",
+            Notebook => "Notebook",
+            InferenceService => "InferenceService",
             JobSet => "JobSet",
             LeaderWorkerSet => "LeaderWorkerSet",
         }
@@ -161,6 +170,8 @@ impl WorkloadKind {
             XgBoostJob => "xgboostjobs",
             PaddleJob => "paddlejobs",
             TrainJob => "trainjobs",
+            Notebook => "notebooks",
+            InferenceService => "inferenceservices",
             JobSet => "jobsets",
             LeaderWorkerSet => "leaderworkersets",
         }
@@ -169,6 +180,38 @@ impl WorkloadKind {
     /// Whether objects of this kind own pod templates (everything but Pod).
     pub fn owns_templates(self) -> bool {
         self != WorkloadKind::Pod
+    }
+
+    /// Whether this is a Kubeflow training-operator job (`*ReplicaSpecs`).
+    pub fn is_kubeflow_job(self) -> bool {
+        use WorkloadKind::*;
+        matches!(self, PyTorchJob | MpiJob | TfJob | JaxJob | XgBoostJob | PaddleJob)
+    }
+
+    /// Whether this is a Ray kind.
+    pub fn is_ray(self) -> bool {
+        matches!(self, WorkloadKind::RayCluster | WorkloadKind::RayJob | WorkloadKind::RayService)
+    }
+
+    /// Batch and training kinds: work that runs to completion (what a queue
+    /// admits), as opposed to services and daemons.
+    pub fn is_batch(self) -> bool {
+        use WorkloadKind::*;
+        matches!(
+            self,
+            Job | CronJob
+                | RayJob
+                | RayCluster
+                | PyTorchJob
+                | MpiJob
+                | TfJob
+                | JaxJob
+                | XgBoostJob
+                | PaddleJob
+                | TrainJob
+                | VolcanoJob
+                | JobSet
+        )
     }
 
     /// The Kubeflow replica-specs field of the training-operator kinds.
@@ -185,151 +228,117 @@ impl WorkloadKind {
     }
 }
 
-/// Labels, by key.
-pub type Labels<'a> = BTreeMap<Str<'a>, Str<'a>>;
-
-/// The parts of `metadata` rules read.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectMeta<'a> {
-    /// Name.
-    #[serde(borrow, default)]
-    pub name: Option<Str<'a>>,
-    /// Name prefix, when the server generates the name.
-    #[serde(borrow, default)]
-    pub generate_name: Option<Str<'a>>,
-    /// Namespace.
-    #[serde(borrow, default)]
-    pub namespace: Option<Str<'a>>,
-    /// Labels.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub labels: Labels<'a>,
-    /// Whether `deletionTimestamp` is set: the object is being deleted, and
-    /// an update of it only removes finalizers (refusing it would leave the
-    /// object terminating forever).
-    #[serde(default, rename = "deletionTimestamp", deserialize_with = "is_set")]
-    pub being_deleted: bool,
+/// What a pod template is for inside its workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A bare Pod (the object is its own template).
+    Pod,
+    /// The single template of a Deployment, StatefulSet, DaemonSet,
+    /// ReplicaSet, ReplicationController, Job, CronJob or Notebook.
+    Template,
+    /// A Ray head group.
+    RayHead,
+    /// A Ray worker group.
+    RayWorker,
+    /// A RayJob's submitter pod.
+    RaySubmitter,
+    /// A Kubeflow replica type (`Master`, `Worker`, `PS`, `Launcher`, ...).
+    Replica,
+    /// A Volcano task.
+    Task,
+    /// A JobSet replicated job.
+    ReplicatedJob,
+    /// A LeaderWorkerSet's leader.
+    Leader,
+    /// A LeaderWorkerSet's workers.
+    Worker,
+    /// A TrainJob's trainer nodes.
+    Trainer,
+    /// An InferenceService's predictor.
+    Predictor,
+    /// An InferenceService's transformer.
+    Transformer,
+    /// An InferenceService's explainer.
+    Explainer,
 }
 
-/// Whether a field holds a value (`null` counts as absent), without reading it.
-fn is_set<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    Ok(Option::<serde::de::IgnoredAny>::deserialize(d)?.is_some())
-}
-
-impl ObjectMeta<'_> {
-    /// The label's value, if set.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.get(key).map(|v| &**v)
+impl Role {
+    /// Whether pods of this role are the workers of a distributed job: Ray
+    /// worker groups, Kubeflow replicas other than launchers and parameter
+    /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes.
+    pub fn is_worker(self) -> bool {
+        matches!(
+            self,
+            Role::RayWorker | Role::Replica | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer
+        )
     }
 }
 
-/// A resource quantity as written: a string, or a bare number in
-/// hand-written YAML. Parsed on demand with [`RawQuantity::parse`].
+/// How many pods a template runs at full scale.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawQuantity<'a>(pub Str<'a>);
-
-impl RawQuantity<'_> {
-    /// Parses the quantity.
-    pub fn parse(&self) -> Result<Quantity, crate::quantity::QuantityError> {
-        Quantity::parse(&self.0)
-    }
+pub struct Scale {
+    /// Pods at full scale; `None` when nothing bounds it (an autoscaler
+    /// without a maximum, a DaemonSet's one pod per node).
+    pub pods: Option<u64>,
+    /// Where the number comes from, for messages
+    /// (`` `spec.replicas: 3` ``, `` `maxReplicas: 8` × `numOfHosts: 2` ``).
+    pub why: String,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for RawQuantity<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, Visitor};
-        use std::borrow::Cow;
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawQuantity<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a quantity such as \"2\", \"500m\" or \"4Gi\"")
-            }
-            fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_string()))))
-            }
-            fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_string()))))
-            }
-            fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_string()))))
-            }
+impl Scale {
+    fn one(why: &str) -> Scale {
+        Scale { pods: Some(1), why: why.to_string() }
+    }
+
+    /// `value` of field `path` (with `default` when absent, described by
+    /// `absent`), negative values counting as zero.
+    fn field(path: &Path, value: Option<i64>, default: i64, absent: &str) -> Scale {
+        match value {
+            Some(n) => Scale { pods: Some(u64::try_from(n).unwrap_or(0)), why: format!("`{path}: {n}`") },
+            None => Scale { pods: Some(u64::try_from(default).unwrap_or(0)), why: format!("`{path}` is not set ({absent})") },
         }
-        d.deserialize_any(V)
+    }
+
+    fn times(self, other: Scale) -> Scale {
+        Scale {
+            pods: match (self.pods, other.pods) {
+                (Some(a), Some(b)) => Some(a.saturating_mul(b)),
+                _ => None,
+            },
+            why: format!("{} × {}", self.why, other.why),
+        }
     }
 }
 
-/// Resource names to quantities.
-pub type ResourceList<'a> = BTreeMap<Str<'a>, RawQuantity<'a>>;
-
-/// A container's `resources`.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Resources<'a> {
-    /// `limits`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub limits: ResourceList<'a>,
-    /// `requests`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub requests: ResourceList<'a>,
+/// The model an InferenceService component serves (`model`, or a
+/// framework-specific field such as `sklearn`): a container with a storage
+/// URI.
+#[derive(Clone, Debug)]
+pub struct ModelSpec<'a> {
+    /// The field it came from (`model`, `pytorch`, `huggingface`, ...).
+    pub field: &'static str,
+    /// `storageUri`.
+    pub storage_uri: Option<Str<'a>>,
+    /// `modelFormat.name`.
+    pub format: Option<Str<'a>>,
+    /// `runtime`.
+    pub runtime: Option<Str<'a>>,
 }
 
-/// The parts of a container rules read.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Container<'a> {
-    /// Name.
-    #[serde(borrow, default)]
-    pub name: Str<'a>,
-    /// Resources.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub resources: Resources<'a>,
-    /// `Always` on an init container makes it a sidecar.
-    #[serde(borrow, default)]
-    pub restart_policy: Option<Str<'a>>,
-}
-
-/// A toleration.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Toleration<'a> {
-    /// Taint key; absent with `Exists` tolerates every taint.
-    #[serde(borrow, default)]
-    pub key: Option<Str<'a>>,
-    /// `Exists` or `Equal` (the default).
-    #[serde(borrow, default)]
-    pub operator: Option<Str<'a>>,
-    /// Value, for `Equal`.
-    #[serde(borrow, default)]
-    pub value: Option<Str<'a>>,
-    /// `NoSchedule`, `PreferNoSchedule`, `NoExecute`; absent for all.
-    #[serde(borrow, default)]
-    pub effect: Option<Str<'a>>,
-}
-
-/// The parts of a pod spec rules read.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodSpec<'a> {
-    /// `containers`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub containers: Vec<Container<'a>>,
-    /// `initContainers`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub init_containers: Vec<Container<'a>>,
-    /// `ephemeralContainers`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub ephemeral_containers: Vec<Container<'a>>,
-    /// `runtimeClassName`.
-    #[serde(borrow, default)]
-    pub runtime_class_name: Option<Str<'a>>,
-    /// `tolerations`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub tolerations: Vec<Toleration<'a>>,
+/// The shape a pod template came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A bare Pod: the object is its own template.
+    Pod,
+    /// A `PodTemplateSpec` (`metadata` + `spec`).
+    Template,
+    /// A pod spec inline in the object, with `labels` and `annotations`
+    /// beside it (an InferenceService component).
+    Inline,
+    /// TrainJob's `spec.trainer`: one container whose resources are
+    /// `resourcesPerNode`; the rest of the pod comes from the referenced
+    /// TrainingRuntime.
+    Trainer,
 }
 
 /// Which container list a container is in.
@@ -341,15 +350,18 @@ pub enum ContainerList {
     InitContainers,
     /// `ephemeralContainers`.
     EphemeralContainers,
+    /// An InferenceService component's model container (`model`, `sklearn`, ...).
+    Model,
 }
 
 impl ContainerList {
-    /// The field name.
+    /// The field name (for `Model`, see [`PodTemplate::container_path`]).
     pub fn field(self) -> &'static str {
         match self {
             ContainerList::Containers => "containers",
             ContainerList::InitContainers => "initContainers",
             ContainerList::EphemeralContainers => "ephemeralContainers",
+            ContainerList::Model => "model",
         }
     }
 }
@@ -365,71 +377,91 @@ pub struct ContainerRef<'t, 'a> {
     pub container: &'t Container<'a>,
 }
 
-/// The shape a pod template came in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    /// A bare Pod: the object is its own template.
-    Pod,
-    /// A `PodTemplateSpec` (`metadata` + `spec`).
-    Template,
-    /// TrainJob's `spec.trainer`: one container whose resources are
-    /// `resourcesPerNode`; the rest of the pod comes from the referenced
-    /// TrainingRuntime.
-    Trainer,
+impl ContainerRef<'_, '_> {
+    /// Whether this is an init container that keeps running beside the
+    /// others (`restartPolicy: Always`).
+    pub fn is_sidecar(&self) -> bool {
+        self.list == ContainerList::InitContainers && self.container.restart_policy.as_deref() == Some("Always")
+    }
+
+    /// Whether the container is one of the pod's main containers (regular
+    /// containers, and an InferenceService's model container).
+    pub fn is_main(&self) -> bool {
+        matches!(self.list, ContainerList::Containers | ContainerList::Model)
+    }
+
+    /// `` container `trainer` ``, or `` init container `setup` ``.
+    pub fn describe(&self) -> String {
+        let what = match self.list {
+            ContainerList::Containers | ContainerList::Model => "container",
+            ContainerList::InitContainers if self.is_sidecar() => "sidecar container",
+            ContainerList::InitContainers => "init container",
+            ContainerList::EphemeralContainers => "ephemeral container",
+        };
+        format!("{what} `{}`", self.container.name)
+    }
 }
 
 /// One pod template inside a workload, with its path.
 #[derive(Clone, Debug)]
 pub struct PodTemplate<'a> {
-    path: String,
+    path: Path,
     shape: Shape,
+    /// What the template is for.
+    pub role: Role,
+    /// The name of its group where the kind names them: a Ray `groupName`,
+    /// a Kubeflow replica type, a Volcano task, a replicated job.
+    pub name: Option<Str<'a>>,
     /// The template's own metadata; `None` for a bare Pod (whose metadata is
     /// the workload's) and for TrainJob's trainer.
     pub metadata: Option<ObjectMeta<'a>>,
     /// The pod spec.
     pub spec: PodSpec<'a>,
-}
-
-/// A container that requests GPUs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuRequest {
-    /// Path of the container (`spec.template.spec.containers[0]`).
-    pub container_path: String,
-    /// Container name.
-    pub container_name: String,
-    /// GPU resource names requested, with counts, in name order.
-    pub resources: Vec<(String, u64)>,
-}
-
-impl GpuRequest {
-    /// Total GPUs over the container's GPU resources.
-    pub fn total(&self) -> u64 {
-        self.resources.iter().map(|(_, n)| *n).fold(0, u64::saturating_add)
-    }
+    /// The model container of an InferenceService component.
+    pub model: Option<(ModelSpec<'a>, Container<'a>)>,
+    /// Pods it runs at full scale.
+    pub scale: Scale,
 }
 
 impl<'a> PodTemplate<'a> {
+    fn new(path: Path, shape: Shape, role: Role, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, scale: Scale) -> PodTemplate<'a> {
+        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, scale }
+    }
+
+    fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
+        self.name = name;
+        self
+    }
+
     /// Path of the template (`spec.template`); empty for a bare Pod.
-    pub fn path(&self) -> &str {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Path of the pod spec (`spec.template.spec`, or `spec` for a Pod).
-    pub fn spec_path(&self) -> String {
+    pub fn spec_path(&self) -> Path {
         match self.shape {
-            Shape::Pod => "spec".into(),
-            Shape::Template => join(&self.path, "spec"),
-            Shape::Trainer => self.path.clone(),
+            Shape::Pod => Path::root().key("spec"),
+            Shape::Template => self.path.key("spec"),
+            Shape::Inline | Shape::Trainer => self.path.clone(),
         }
     }
 
     /// Path of the template's metadata (`spec.template.metadata`, or
-    /// `metadata` for a Pod).
-    pub fn metadata_path(&self) -> String {
+    /// `metadata` for a Pod). An InferenceService component keeps `labels`
+    /// and `annotations` on the component itself, so its metadata path is
+    /// the component's.
+    pub fn metadata_path(&self) -> Path {
         match self.shape {
-            Shape::Pod => "metadata".into(),
-            _ => join(&self.path, "metadata"),
+            Shape::Pod => Path::root().key("metadata"),
+            Shape::Template => self.path.key("metadata"),
+            Shape::Inline | Shape::Trainer => self.path.clone(),
         }
+    }
+
+    /// Path of the template's labels.
+    pub fn labels_path(&self) -> Path {
+        self.metadata_path().key("labels")
     }
 
     /// Whether the template is only part of a pod: a TrainJob's trainer,
@@ -439,145 +471,67 @@ impl<'a> PodTemplate<'a> {
         self.shape == Shape::Trainer
     }
 
-    /// Every container: regular, then init, then ephemeral, each in order.
+    /// Every container: regular, then init, then ephemeral, each in order,
+    /// then an InferenceService's model container.
     pub fn containers(&self) -> impl Iterator<Item = ContainerRef<'_, 'a>> {
         let s = &self.spec;
-        [
-            (ContainerList::Containers, &s.containers),
-            (ContainerList::InitContainers, &s.init_containers),
-            (ContainerList::EphemeralContainers, &s.ephemeral_containers),
-        ]
-        .into_iter()
-        .flat_map(|(list, cs)| {
+        let lists = [
+            (ContainerList::Containers, s.containers.as_slice()),
+            (ContainerList::InitContainers, s.init_containers.as_slice()),
+            (ContainerList::EphemeralContainers, s.ephemeral_containers.as_slice()),
+            (ContainerList::Model, self.model.as_ref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
+        ];
+        lists.into_iter().flat_map(|(list, cs)| {
             cs.iter()
                 .enumerate()
                 .map(move |(index, container)| ContainerRef { list, index, container })
         })
     }
 
-    /// Path of a container (`spec.containers[1]`).
-    pub fn container_path(&self, c: &ContainerRef<'_, '_>) -> String {
+    /// Path of a container (`spec.containers[1]`, `spec.predictor.model`).
+    pub fn container_path(&self, c: &ContainerRef<'_, '_>) -> Path {
+        match (self.shape, c.list) {
+            (Shape::Trainer, _) => self.path.clone(),
+            (_, ContainerList::Model) => {
+                let field = self.model.as_ref().map_or("model", |(m, _)| m.field);
+                self.spec_path().key(field)
+            }
+            _ => self.spec_path().key(c.list.field()).index(c.index),
+        }
+    }
+
+    /// Path of a container's resources (`resourcesPerNode` for a trainer).
+    pub fn resources_path(&self, c: &ContainerRef<'_, '_>) -> Path {
         match self.shape {
-            Shape::Trainer => self.path.clone(),
-            _ => {
-                let mut p = self.spec_path();
-                let _ = write!(p, ".{}[{}]", c.list.field(), c.index);
-                p
-            }
+            Shape::Trainer => self.path.key("resourcesPerNode"),
+            _ => self.container_path(c).key("resources"),
         }
-    }
-
-    /// Path of a container's resources.
-    pub fn resources_path(&self, c: &ContainerRef<'_, '_>) -> String {
-        match self.shape {
-            Shape::Trainer => join(&self.path, "resourcesPerNode"),
-            _ => join(&self.container_path(c), "resources"),
-        }
-    }
-
-    /// GPUs one container requests, per GPU resource name: for each name the
-    /// larger of its limit and request, above zero. Errors name the path of an
-    /// unparsable quantity.
-    fn container_gpus(
-        &self,
-        c: &ContainerRef<'_, 'a>,
-        gpus: &GpuResources,
-    ) -> Result<Vec<(String, u64)>, Malformed> {
-        let res = &c.container.resources;
-        let mut out: Vec<(String, u64)> = Vec::new();
-        for (field, list) in [("limits", &res.limits), ("requests", &res.requests)] {
-            for (name, raw) in list {
-                if !gpus.is_gpu(name) {
-                    continue;
-                }
-                let q = raw.parse().map_err(|e| {
-                    Malformed(format!(
-                        "`{}.{field}[{name}]`: {e}",
-                        self.resources_path(c)
-                    ))
-                })?;
-                let n = q.ceil_units();
-                match out.iter_mut().find(|(k, _)| k.as_str() == &**name) {
-                    Some((_, m)) => *m = (*m).max(n),
-                    None => out.push((name.to_string(), n)),
-                }
-            }
-        }
-        out.retain(|(_, n)| *n > 0);
-        out.sort();
-        Ok(out)
-    }
-
-    /// Every container that requests a GPU (regular, init and ephemeral),
-    /// in order.
-    pub fn gpu_requests(&self, gpus: &GpuResources) -> Result<Vec<GpuRequest>, Malformed> {
-        let mut out = Vec::new();
-        for c in self.containers() {
-            let resources = self.container_gpus(&c, gpus)?;
-            if !resources.is_empty() {
-                out.push(GpuRequest {
-                    container_path: self.container_path(&c),
-                    container_name: c.container.name.to_string(),
-                    resources,
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// Whether any container requests a GPU.
-    pub fn requests_gpu(&self, gpus: &GpuResources) -> Result<bool, Malformed> {
-        for c in self.containers() {
-            if !self.container_gpus(&c, gpus)?.is_empty() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// GPUs one pod from this template holds, as the scheduler counts them:
-    /// the larger of (all regular containers plus sidecars) and the largest
-    /// init container (plus the sidecars started before it). Ephemeral
-    /// containers cannot have resources.
-    pub fn gpus_per_pod(&self, gpus: &GpuResources) -> Result<u64, Malformed> {
-        let total = |c: &ContainerRef<'_, 'a>| -> Result<u64, Malformed> {
-            Ok(self
-                .container_gpus(c, gpus)?
-                .iter()
-                .map(|(_, n)| *n)
-                .fold(0, u64::saturating_add))
-        };
-        let mut regular: u64 = 0;
-        let mut sidecars: u64 = 0;
-        let mut init_peak: u64 = 0;
-        for c in self.containers() {
-            let n = total(&c)?;
-            match c.list {
-                ContainerList::Containers => regular = regular.saturating_add(n),
-                ContainerList::InitContainers => {
-                    if c.container.restart_policy.as_deref() == Some("Always") {
-                        sidecars = sidecars.saturating_add(n);
-                    } else {
-                        init_peak = init_peak.max(n.saturating_add(sidecars));
-                    }
-                }
-                ContainerList::EphemeralContainers => {}
-            }
-        }
-        Ok(regular.saturating_add(sidecars).max(init_peak))
     }
 
     /// The template's labels; `None` for a bare Pod and TrainJob's trainer.
-    pub fn labels(&self) -> Option<&Labels<'a>> {
+    pub fn labels(&self) -> Option<&StrMap<'a>> {
         self.metadata.as_ref().map(|m| &m.labels)
     }
-}
 
-fn join(path: &str, field: &str) -> String {
-    if path.is_empty() {
-        field.to_string()
-    } else {
-        format!("{path}.{field}")
+    /// A short name for messages: `` worker group `gpu` ``,
+    /// `` replica type `Worker` ``, or the template's path.
+    pub fn describe(&self) -> String {
+        let name = self.name.as_deref().filter(|n| !n.is_empty());
+        match (self.role, name) {
+            (Role::RayWorker, Some(n)) => format!("worker group `{n}`"),
+            (Role::RayHead, _) => "the Ray head".into(),
+            (Role::Replica, Some(n)) => format!("replica type `{n}`"),
+            (Role::Task, Some(n)) => format!("task `{n}`"),
+            (Role::ReplicatedJob, Some(n)) => format!("replicated job `{n}`"),
+            (Role::Leader, _) => "the leader template".into(),
+            (Role::Worker, _) => "the worker template".into(),
+            (Role::Predictor, _) => "the predictor".into(),
+            (Role::Transformer, _) => "the transformer".into(),
+            (Role::Explainer, _) => "the explainer".into(),
+            (Role::Trainer, _) => "the trainer".into(),
+            (Role::Pod, _) => "the pod".into(),
+            _ => format!("`{}`", self.path),
+        }
     }
 }
 
@@ -585,7 +539,7 @@ fn join(path: &str, field: &str) -> String {
 #[derive(Clone, Debug)]
 pub struct WorkerGroup<'a> {
     /// Path of the group (`spec.workerGroupSpecs[1]`).
-    pub path: String,
+    pub path: Path,
     /// `groupName`.
     pub name: Option<Str<'a>>,
     /// `replicas`.
@@ -596,6 +550,8 @@ pub struct WorkerGroup<'a> {
     pub max_replicas: Option<i64>,
     /// `numOfHosts`: pods per replica (multi-host groups); 1 when absent.
     pub num_of_hosts: Option<i64>,
+    /// `suspend`.
+    pub suspend: Option<bool>,
     /// The worker pod template.
     pub template: PodTemplate<'a>,
 }
@@ -605,11 +561,70 @@ pub struct WorkerGroup<'a> {
 #[derive(Clone, Debug)]
 pub struct RayCluster<'a> {
     /// Path of the cluster spec.
-    pub path: String,
+    pub path: Path,
+    /// `enableInTreeAutoscaling`.
+    pub autoscaling: Option<bool>,
     /// The head pod template.
     pub head: Option<PodTemplate<'a>>,
     /// The worker groups, in order.
     pub worker_groups: Vec<WorkerGroup<'a>>,
+}
+
+/// A job template inside a CronJob or JobSet: the metadata of the Jobs the
+/// controller creates from it.
+#[derive(Clone, Debug)]
+pub struct JobTemplate<'a> {
+    /// Path of the job template (`spec.jobTemplate`,
+    /// `spec.replicatedJobs[0].template`).
+    pub path: Path,
+    /// Its metadata (labels the Jobs get).
+    pub metadata: ObjectMeta<'a>,
+}
+
+/// Kubeflow training-operator settings beside the replica specs.
+#[derive(Clone, Debug, Default)]
+pub struct KubeflowJob<'a> {
+    /// PyTorchJob `nprocPerNode` (or the elastic policy's `nProcPerNode`),
+    /// as written: a number, `auto`, `cpu` or `gpu`.
+    pub nproc_per_node: Option<Str<'a>>,
+    /// Path of `nprocPerNode` as found.
+    pub nproc_path: Option<Path>,
+    /// Elastic PyTorchJob `elasticPolicy.minReplicas`.
+    pub elastic_min: Option<i64>,
+    /// Elastic PyTorchJob `elasticPolicy.maxReplicas`.
+    pub elastic_max: Option<i64>,
+    /// `runPolicy.suspend`.
+    pub suspend: Option<bool>,
+    /// `runPolicy.schedulingPolicy.queue` (Volcano queue).
+    pub queue: Option<Str<'a>>,
+    /// `runPolicy.schedulingPolicy.minAvailable`.
+    pub min_available: Option<i64>,
+}
+
+/// A Volcano Job's gang-scheduling settings.
+#[derive(Clone, Debug, Default)]
+pub struct VolcanoJob<'a> {
+    /// `spec.minAvailable`.
+    pub min_available: Option<i64>,
+    /// `spec.queue`.
+    pub queue: Option<Str<'a>>,
+    /// `spec.schedulerName`.
+    pub scheduler_name: Option<Str<'a>>,
+    /// Each task's `replicas`, in order (`None` when absent).
+    pub task_replicas: Vec<Option<i64>>,
+}
+
+/// A TrainJob's trainer settings.
+#[derive(Clone, Debug, Default)]
+pub struct TrainJob<'a> {
+    /// `spec.runtimeRef.name`.
+    pub runtime: Option<Str<'a>>,
+    /// `spec.trainer.numNodes`.
+    pub num_nodes: Option<i64>,
+    /// `spec.trainer.numProcPerNode`, as written.
+    pub num_proc_per_node: Option<Str<'a>>,
+    /// `spec.suspend`.
+    pub suspend: Option<bool>,
 }
 
 /// A workload object: its metadata and every pod template in it.
@@ -621,11 +636,36 @@ pub struct Workload<'a> {
     pub metadata: ObjectMeta<'a>,
     /// The Ray cluster spec, for RayCluster, RayJob and RayService.
     pub ray: Option<RayCluster<'a>>,
+    /// Job templates (CronJob, JobSet), in order.
+    pub job_templates: Vec<JobTemplate<'a>>,
+    /// Kubeflow training-operator settings.
+    pub kubeflow: Option<KubeflowJob<'a>>,
+    /// Volcano Job settings.
+    pub volcano: Option<VolcanoJob<'a>>,
+    /// TrainJob settings.
+    pub train_job: Option<TrainJob<'a>>,
+    /// `spec.suspend` of a Job, CronJob, JobSet or RayJob (Kueue holds
+    /// suspended workloads until it admits them).
+    pub suspend: Option<bool>,
     /// Templates outside the Ray cluster spec (all templates of other kinds).
     others: Vec<PodTemplate<'a>>,
 }
 
 impl<'a> Workload<'a> {
+    fn empty(kind: WorkloadKind, metadata: ObjectMeta<'a>) -> Workload<'a> {
+        Workload {
+            kind,
+            metadata,
+            ray: None,
+            job_templates: Vec::new(),
+            kubeflow: None,
+            volcano: None,
+            train_job: None,
+            suspend: None,
+            others: Vec::new(),
+        }
+    }
+
     /// Every pod template, in document order (Ray head and workers first,
     /// then e.g. a RayJob's submitter template).
     pub fn templates(&self) -> impl Iterator<Item = &PodTemplate<'a>> {
@@ -637,133 +677,229 @@ impl<'a> Workload<'a> {
         ray.chain(self.others.iter())
     }
 
-    /// A short description for messages: `RayCluster ml/train` or
-    /// `Pod trainer`.
+    /// A short description for messages: `` RayCluster `train` ``.
     pub fn describe(&self) -> String {
-        let name = self
-            .metadata
-            .name
-            .as_deref()
-            .or(self.metadata.generate_name.as_deref())
-            .unwrap_or("(unnamed)");
-        format!("{} `{name}`", self.kind.kind())
+        format!("{} `{}`", self.kind.kind(), self.metadata.display_name())
     }
 
-    /// Decodes an object of a known kind, for example a Pod returned by a
-    /// cluster lookup.
+    /// Decodes an object of a known kind from JSON text, for example a Pod
+    /// returned by a cluster lookup.
     pub fn parse(kind: WorkloadKind, json: &'a str) -> Result<Workload<'a>, Malformed> {
+        let mut de = serde_json::Deserializer::from_str(json);
+        match WorkloadSeed(kind).deserialize(&mut de).and_then(|w| de.end().map(|()| w)) {
+            Ok(w) => Ok(w),
+            Err(e) => Err(crate::request::explain(json, &e, &format!("the {}", kind.kind()))),
+        }
+    }
+}
+
+/// Decodes a workload of a known kind from any deserializer: the request
+/// decoder uses it to decode the object in the same pass as the header.
+#[derive(Clone, Copy)]
+pub struct WorkloadSeed(pub WorkloadKind);
+
+impl<'de> DeserializeSeed<'de> for WorkloadSeed {
+    type Value = Workload<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Workload<'de>, D::Error> {
         use WorkloadKind::*;
-        let what = format!("the {}", kind.kind());
-        let mut w = Workload {
-            kind,
-            metadata: ObjectMeta::default(),
-            ray: None,
-            others: Vec::new(),
-        };
-        match kind {
+        let kind = self.0;
+        let root = Path::root();
+        let spec_path = root.key("spec");
+        Ok(match kind {
             Pod => {
-                let o: Obj<'a, PodSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.others.push(PodTemplate {
-                    path: String::new(),
-                    shape: Shape::Pod,
-                    metadata: None,
-                    spec: o.spec,
-                });
+                let o = Obj::<PodSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.others.push(PodTemplate::new(root, Shape::Pod, Role::Pod, None, o.spec, Scale::one("a Pod")));
+                w
             }
-            Deployment | StatefulSet | DaemonSet | ReplicaSet | ReplicationController | Job => {
-                let o: Obj<'a, HasTemplate<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.others.extend(o.spec.template.into_template("spec.template".into()));
+            Deployment | StatefulSet | ReplicaSet | ReplicationController => {
+                let o = Obj::<Replicated<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let scale = Scale::field(&spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
+                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
+                w
+            }
+            DaemonSet => {
+                let o = Obj::<Replicated<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let scale = Scale { pods: None, why: "a DaemonSet runs one pod on every matching node".into() };
+                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
+                w
+            }
+            Job => {
+                let o = Obj::<JobSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.suspend = o.spec.suspend;
+                w.others.extend(o.spec.into_template(&spec_path));
+                w
             }
             CronJob => {
-                let o: Obj<'a, CronJobSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.others.extend(
-                    o.spec
-                        .job_template
-                        .spec
-                        .template
-                        .into_template("spec.jobTemplate.spec.template".into()),
-                );
+                let o = Obj::<CronJobSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let jt = spec_path.key("jobTemplate");
+                w.suspend = o.spec.suspend;
+                w.job_templates.push(JobTemplate { path: jt.clone(), metadata: o.spec.job_template.metadata.unwrap_or_default() });
+                w.others.extend(o.spec.job_template.spec.into_template(&jt.key("spec")));
+                w
             }
             RayCluster => {
-                let o: Obj<'a, RayClusterSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.ray = Some(o.spec.into_view("spec"));
+                let o = Obj::<RayClusterSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.suspend = o.spec.suspend;
+                w.ray = Some(o.spec.into_view(spec_path));
+                w
             }
             RayJob => {
-                let o: Obj<'a, RayJobSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view("spec.rayClusterSpec"));
+                let o = Obj::<RayJobSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.suspend = o.spec.suspend;
+                w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view(spec_path.key("rayClusterSpec")));
                 if let Some(t) = o.spec.submitter_pod_template {
-                    w.others.extend(t.into_template("spec.submitterPodTemplate".into()));
+                    w.others.extend(t.into_template(spec_path.key("submitterPodTemplate"), Role::RaySubmitter, Scale::one("one submitter pod")));
                 }
+                w
             }
             RayService => {
-                let o: Obj<'a, RayServiceSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.ray = o
-                    .spec
-                    .ray_cluster_config
-                    .map(|s| s.into_view("spec.rayClusterConfig"));
+                let o = Obj::<RayServiceSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.ray = o.spec.ray_cluster_config.map(|s| s.into_view(spec_path.key("rayClusterConfig")));
+                w
             }
             PyTorchJob | MpiJob | TfJob | JaxJob | XgBoostJob | PaddleJob => {
-                let o: Obj<'a, KubeflowSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
+                let o = Obj::<KubeflowSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
                 let field = kind.replica_specs_field();
+                let elastic = o.spec.elastic_policy.unwrap_or_default();
                 for (role, spec) in o.spec.replica_specs {
-                    w.others
-                        .extend(spec.template.into_template(format!("spec.{field}.{role}.template")));
+                    let rpath = spec_path.keys(&[field, &role]);
+                    let mut scale = Scale::field(&rpath.key("replicas"), spec.replicas, 1, "1 replica");
+                    if &*role == "Worker"
+                        && let Some(max) = elastic.max_replicas
+                    {
+                        scale = Scale::field(&spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
+                    }
+                    w.others.extend(spec.template.into_template(rpath.key("template"), Role::Replica, scale).map(|t| t.named(Some(role.clone()))));
                 }
+                let (nproc, nproc_path) = match (o.spec.nproc_per_node, elastic.n_proc_per_node) {
+                    (Some(n), _) => (Some(n.0), Some(spec_path.key("nprocPerNode"))),
+                    (None, Some(n)) => (Some(n.0), Some(spec_path.keys(&["elasticPolicy", "nProcPerNode"]))),
+                    (None, None) => (None, None),
+                };
+                let run = o.spec.run_policy.unwrap_or_default();
+                let sched = run.scheduling_policy.unwrap_or_default();
+                w.suspend = run.suspend;
+                w.kubeflow = Some(KubeflowJob {
+                    nproc_per_node: nproc,
+                    nproc_path,
+                    elastic_min: elastic.min_replicas,
+                    elastic_max: elastic.max_replicas,
+                    suspend: run.suspend,
+                    queue: sched.queue,
+                    min_available: sched.min_available,
+                });
+                w
             }
             TrainJob => {
-                let o: Obj<'a, TrainJobSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
-                w.others.extend(o.spec.into_template());
+                let o = Obj::<TrainJobSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.suspend = o.spec.suspend;
+                w.train_job = Some(self::TrainJob {
+                    runtime: o.spec.runtime_ref.as_ref().and_then(|r| r.name.clone()),
+                    num_nodes: o.spec.trainer.as_ref().and_then(|t| t.num_nodes),
+                    num_proc_per_node: o.spec.trainer.as_ref().and_then(|t| t.num_proc_per_node.clone()).map(|n| n.0),
+                    suspend: o.spec.suspend,
+                });
+                w.others.extend(o.spec.into_template(&spec_path));
+                w
+            }
+            Notebook => {
+                let o = Obj::<Replicated<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, Scale::one("a Notebook runs one pod")));
+                w
+            }
+            InferenceService => {
+                let o = Obj::<IsvcSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                for (field, role, c) in [
+                    ("predictor", Role::Predictor, o.spec.predictor),
+                    ("transformer", Role::Transformer, o.spec.transformer),
+                    ("explainer", Role::Explainer, o.spec.explainer),
+                ] {
+                    if let Some(c) = c {
+                        w.others.push(c.into_template(spec_path.key(field), role));
+                    }
+                }
+                w
             }
             VolcanoJob => {
-                let o: Obj<'a, VolcanoJobSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
+                let o = Obj::<VolcanoJobSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let mut replicas = Vec::new();
                 for (i, task) in o.spec.tasks.into_iter().enumerate() {
-                    w.others
-                        .extend(task.template.into_template(format!("spec.tasks[{i}].template")));
+                    let tpath = spec_path.key("tasks").index(i);
+                    replicas.push(task.replicas);
+                    let scale = Scale::field(&tpath.key("replicas"), task.replicas, 1, "1 replica");
+                    w.others.extend(task.template.into_template(tpath.key("template"), Role::Task, scale).map(|t| t.named(task.name)));
                 }
+                w.volcano = Some(self::VolcanoJob {
+                    min_available: o.spec.min_available,
+                    queue: o.spec.queue,
+                    scheduler_name: o.spec.scheduler_name,
+                    task_replicas: replicas,
+                });
+                w
             }
             JobSet => {
-                let o: Obj<'a, JobSetSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
+                let o = Obj::<JobSetSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.suspend = o.spec.suspend;
                 for (i, job) in o.spec.replicated_jobs.into_iter().enumerate() {
-                    w.others.extend(
-                        job.template
-                            .spec
-                            .template
-                            .into_template(format!("spec.replicatedJobs[{i}].template.spec.template")),
-                    );
+                    let jpath = spec_path.key("replicatedJobs").index(i);
+                    let jt = jpath.key("template");
+                    w.job_templates.push(JobTemplate { path: jt.clone(), metadata: job.template.metadata.unwrap_or_default() });
+                    let jobs = Scale::field(&jpath.key("replicas"), job.replicas, 1, "1 Job");
+                    if let Some(t) = job.template.spec.into_template(&jt.key("spec")) {
+                        let scale = jobs.times(t.scale.clone());
+                        let mut t = t.named(job.name);
+                        t.role = Role::ReplicatedJob;
+                        t.scale = scale;
+                        w.others.push(t);
+                    }
                 }
+                w
             }
             LeaderWorkerSet => {
-                let o: Obj<'a, LwsSpec<'a>> = decode(json, &what)?;
-                w.metadata = o.metadata;
+                let o = Obj::<LwsSpec<'de>>::deserialize(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
                 let lwt = o.spec.leader_worker_template;
+                let lpath = spec_path.key("leaderWorkerTemplate");
+                let groups = Scale::field(&spec_path.key("replicas"), o.spec.replicas, 1, "1 group");
+                let size = lwt.size.unwrap_or(1);
+                let size_path = lpath.key("size");
+                let has_leader = lwt.leader_template.is_some();
                 if let Some(t) = lwt.leader_template {
-                    w.others
-                        .extend(t.into_template("spec.leaderWorkerTemplate.leaderTemplate".into()));
+                    w.others.extend(t.into_template(lpath.key("leaderTemplate"), Role::Leader, groups.clone()));
                 }
-                w.others.extend(
-                    lwt.worker_template
-                        .into_template("spec.leaderWorkerTemplate.workerTemplate".into()),
-                );
+                // Without a leader template, the worker template is used for
+                // every pod of a group, the leader's included.
+                let per_group = if has_leader {
+                    Scale { pods: Some(u64::try_from(size.saturating_sub(1)).unwrap_or(0)), why: format!("(`{size_path}: {size}` - 1 leader)") }
+                } else {
+                    Scale::field(&size_path, lwt.size, 1, "1 pod per group")
+                };
+                w.others.extend(lwt.worker_template.into_template(lpath.key("workerTemplate"), Role::Worker, groups.times(per_group)));
+                w
             }
-        }
-        Ok(w)
+        })
     }
 }
 
 // ---- The wire shapes of each kind (private; rules see the views above). ----
 
 #[derive(Deserialize)]
-#[serde(bound(deserialize = "S: Deserialize<'de> + Default"))]
+#[serde(bound(deserialize = "S: Deserialize<'de> + Default"), expecting = "an object")]
 struct Obj<'a, S> {
     #[serde(borrow, default, deserialize_with = "nullable")]
     metadata: ObjectMeta<'a>,
@@ -772,6 +908,7 @@ struct Obj<'a, S> {
 }
 
 #[derive(Default, Deserialize)]
+#[serde(expecting = "an object")]
 struct PodTemplateSpec<'a> {
     #[serde(borrow, default)]
     metadata: Option<ObjectMeta<'a>>,
@@ -781,41 +918,68 @@ struct PodTemplateSpec<'a> {
 
 impl<'a> PodTemplateSpec<'a> {
     /// The template, or nothing when neither metadata nor spec is present.
-    fn into_template(self, path: String) -> Option<PodTemplate<'a>> {
+    fn into_template(self, path: Path, role: Role, scale: Scale) -> Option<PodTemplate<'a>> {
         if self.metadata.is_none() && self.spec.is_none() {
             return None;
         }
-        Some(PodTemplate {
-            path,
-            shape: Shape::Template,
-            metadata: Some(self.metadata.unwrap_or_default()),
-            spec: self.spec.unwrap_or_default(),
-        })
+        Some(PodTemplate::new(path, Shape::Template, role, Some(self.metadata.unwrap_or_default()), self.spec.unwrap_or_default(), scale))
     }
 }
 
+/// Deployment, StatefulSet, ReplicaSet, ReplicationController, DaemonSet,
+/// Notebook: a template and a replica count.
 #[derive(Default, Deserialize)]
-struct HasTemplate<'a> {
+#[serde(expecting = "an object")]
+struct Replicated<'a> {
+    #[serde(default)]
+    replicas: Option<i64>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(expecting = "an object")]
+struct JobSpec<'a> {
+    #[serde(default)]
+    parallelism: Option<i64>,
+    #[serde(default)]
+    suspend: Option<bool>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    template: PodTemplateSpec<'a>,
+}
+
+impl<'a> JobSpec<'a> {
+    fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
+        let scale = Scale::field(&spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
+        self.template.into_template(spec.key("template"), Role::Template, scale)
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct CronJobSpec<'a> {
+    #[serde(default)]
+    suspend: Option<bool>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     job_template: JobTemplateSpec<'a>,
 }
 
 #[derive(Default, Deserialize)]
+#[serde(expecting = "an object")]
 struct JobTemplateSpec<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<ObjectMeta<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
-    spec: HasTemplate<'a>,
+    spec: JobSpec<'a>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct RayClusterSpec<'a> {
+    #[serde(default)]
+    suspend: Option<bool>,
+    #[serde(default)]
+    enable_in_tree_autoscaling: Option<bool>,
     #[serde(borrow, default)]
     head_group_spec: Option<HasTemplate<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
@@ -823,7 +987,14 @@ struct RayClusterSpec<'a> {
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(expecting = "an object")]
+struct HasTemplate<'a> {
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    template: PodTemplateSpec<'a>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct WorkerGroupSpec<'a> {
     #[serde(borrow, default)]
     group_name: Option<Str<'a>>,
@@ -835,49 +1006,65 @@ struct WorkerGroupSpec<'a> {
     max_replicas: Option<i64>,
     #[serde(default)]
     num_of_hosts: Option<i64>,
+    #[serde(default)]
+    suspend: Option<bool>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
+/// KubeRay's default `maxReplicas` (the largest int32), which the API server
+/// fills in when the field is absent: no limit.
+pub const KUBERAY_UNBOUNDED: i64 = 2_147_483_647;
+
 impl<'a> RayClusterSpec<'a> {
-    fn into_view(self, path: &str) -> RayCluster<'a> {
+    fn into_view(self, path: Path) -> RayCluster<'a> {
         let head = self
             .head_group_spec
-            .and_then(|h| h.template.into_template(format!("{path}.headGroupSpec.template")));
+            .and_then(|h| h.template.into_template(path.keys(&["headGroupSpec", "template"]), Role::RayHead, Scale::one("one head pod")));
         let worker_groups = self
             .worker_group_specs
             .into_iter()
             .enumerate()
             .map(|(i, g)| {
-                let gpath = format!("{path}.workerGroupSpecs[{i}]");
-                let tpath = format!("{gpath}.template");
+                let gpath = path.key("workerGroupSpecs").index(i);
+                let tpath = gpath.key("template");
+                let max = match g.max_replicas {
+                    None | Some(KUBERAY_UNBOUNDED) => Scale {
+                        pods: None,
+                        why: format!("`{}` is not bounded (KubeRay's default)", gpath.key("maxReplicas")),
+                    },
+                    Some(n) => Scale::field(&gpath.key("maxReplicas"), Some(n), 0, ""),
+                };
+                let scale = match g.num_of_hosts {
+                    None | Some(1) => max,
+                    Some(h) => max.times(Scale::field(&gpath.key("numOfHosts"), Some(h), 1, "")),
+                };
+                let template = g
+                    .template
+                    .into_template(tpath.clone(), Role::RayWorker, scale.clone())
+                    .unwrap_or_else(|| PodTemplate::new(tpath, Shape::Template, Role::RayWorker, Some(ObjectMeta::default()), PodSpec::default(), scale))
+                    .named(g.group_name.clone());
                 WorkerGroup {
                     name: g.group_name,
                     replicas: g.replicas,
                     min_replicas: g.min_replicas,
                     max_replicas: g.max_replicas,
                     num_of_hosts: g.num_of_hosts,
-                    template: g.template.into_template(tpath.clone()).unwrap_or(PodTemplate {
-                        path: tpath,
-                        shape: Shape::Template,
-                        metadata: Some(ObjectMeta::default()),
-                        spec: PodSpec::default(),
-                    }),
+                    suspend: g.suspend,
+                    template,
                     path: gpath,
                 }
             })
             .collect();
-        RayCluster {
-            path: path.to_string(),
-            head,
-            worker_groups,
-        }
+        RayCluster { path, autoscaling: self.enable_in_tree_autoscaling, head, worker_groups }
     }
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct RayJobSpec<'a> {
+    #[serde(default)]
+    suspend: Option<bool>,
     #[serde(borrow, default)]
     ray_cluster_spec: Option<RayClusterSpec<'a>>,
     #[serde(borrow, default)]
@@ -885,13 +1072,24 @@ struct RayJobSpec<'a> {
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct RayServiceSpec<'a> {
     #[serde(borrow, default)]
     ray_cluster_config: Option<RayClusterSpec<'a>>,
 }
 
+/// A number or a string (`nprocPerNode: 4`, `nprocPerNode: "auto"`).
+#[derive(Clone, Debug)]
+struct NumOrStr<'a>(Str<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for NumOrStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::pod::RawQuantity::deserialize(d).map(|q| NumOrStr(q.0))
+    }
+}
+
 #[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct KubeflowSpec<'a> {
     #[serde(
         borrow,
@@ -905,17 +1103,59 @@ struct KubeflowSpec<'a> {
         alias = "paddleReplicaSpecs"
     )]
     replica_specs: BTreeMap<Str<'a>, ReplicaSpec<'a>>,
+    #[serde(borrow, default)]
+    nproc_per_node: Option<NumOrStr<'a>>,
+    #[serde(borrow, default)]
+    elastic_policy: Option<ElasticPolicy<'a>>,
+    #[serde(borrow, default)]
+    run_policy: Option<RunPolicy<'a>>,
 }
 
 #[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
+struct ElasticPolicy<'a> {
+    #[serde(default)]
+    min_replicas: Option<i64>,
+    #[serde(default)]
+    max_replicas: Option<i64>,
+    #[serde(borrow, default, rename = "nProcPerNode")]
+    n_proc_per_node: Option<NumOrStr<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
+struct RunPolicy<'a> {
+    #[serde(default)]
+    suspend: Option<bool>,
+    #[serde(borrow, default)]
+    scheduling_policy: Option<SchedulingPolicy<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
+struct SchedulingPolicy<'a> {
+    #[serde(borrow, default)]
+    queue: Option<Str<'a>>,
+    #[serde(default)]
+    min_available: Option<i64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(expecting = "an object")]
 struct ReplicaSpec<'a> {
+    #[serde(default)]
+    replicas: Option<i64>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct TrainJobSpec<'a> {
+    #[serde(default)]
+    suspend: Option<bool>,
+    #[serde(borrow, default)]
+    runtime_ref: Option<RuntimeRef<'a>>,
     #[serde(borrow, default)]
     trainer: Option<Trainer<'a>>,
     /// `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
@@ -924,83 +1164,265 @@ struct TrainJobSpec<'a> {
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(expecting = "an object")]
+struct RuntimeRef<'a> {
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct Trainer<'a> {
+    #[serde(borrow, default)]
+    image: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    command: Vec<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    args: Vec<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    env: Vec<crate::pod::EnvVar<'a>>,
+    #[serde(default)]
+    num_nodes: Option<i64>,
+    #[serde(borrow, default)]
+    num_proc_per_node: Option<NumOrStr<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     resources_per_node: Resources<'a>,
 }
 
-/// An override: `spec.tolerations` (v2.1+) or top-level `tolerations` (v2.0).
+/// An override: the pod fields v2.1 keeps under `spec`, v2.0 at the top.
 #[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct PodOverride<'a> {
     #[serde(borrow, default, deserialize_with = "nullable")]
     tolerations: Vec<Toleration<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    node_selector: StrMap<'a>,
+    #[serde(borrow, default)]
+    service_account_name: Option<Str<'a>>,
     #[serde(borrow, default)]
     spec: Option<OverrideSpec<'a>>,
 }
 
 #[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct OverrideSpec<'a> {
     #[serde(borrow, default, deserialize_with = "nullable")]
     tolerations: Vec<Toleration<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    node_selector: StrMap<'a>,
+    #[serde(borrow, default)]
+    service_account_name: Option<Str<'a>>,
 }
 
 impl<'a> TrainJobSpec<'a> {
-    fn into_template(self) -> Option<PodTemplate<'a>> {
+    fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
         let trainer = self.trainer?;
-        let mut tolerations = Vec::new();
+        let mut pod = PodSpec::default();
         for o in self.pod_template_overrides {
-            tolerations.extend(o.tolerations);
+            pod.tolerations.extend(o.tolerations);
+            pod.node_selector.extend(o.node_selector);
+            if o.service_account_name.is_some() {
+                pod.service_account_name = o.service_account_name;
+            }
             if let Some(s) = o.spec {
-                tolerations.extend(s.tolerations);
+                pod.tolerations.extend(s.tolerations);
+                pod.node_selector.extend(s.node_selector);
+                if s.service_account_name.is_some() {
+                    pod.service_account_name = s.service_account_name;
+                }
             }
         }
-        Some(PodTemplate {
-            path: "spec.trainer".into(),
-            shape: Shape::Trainer,
-            metadata: None,
-            spec: PodSpec {
-                containers: vec![Container {
-                    name: Str::from("trainer"),
-                    resources: trainer.resources_per_node,
-                    restart_policy: None,
-                }],
-                tolerations,
-                ..PodSpec::default()
-            },
-        })
+        pod.containers.push(Container {
+            name: Str::from("trainer"),
+            image: trainer.image,
+            command: trainer.command,
+            args: trainer.args,
+            env: trainer.env,
+            resources: trainer.resources_per_node,
+            ..Container::default()
+        });
+        let path = spec.key("trainer");
+        let scale = Scale::field(&path.key("numNodes"), trainer.num_nodes, 1, "the training runtime's node count, counted as 1");
+        Some(PodTemplate::new(path, Shape::Trainer, Role::Trainer, None, pod, scale))
     }
 }
 
 #[derive(Default, Deserialize)]
-struct VolcanoJobSpec<'a> {
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    tasks: Vec<HasTemplate<'a>>,
+#[serde(expecting = "an object")]
+struct IsvcSpec<'a> {
+    #[serde(borrow, default)]
+    predictor: Option<IsvcComponent<'a>>,
+    #[serde(borrow, default)]
+    transformer: Option<IsvcComponent<'a>>,
+    #[serde(borrow, default)]
+    explainer: Option<IsvcComponent<'a>>,
+}
+
+/// A KServe model container: a container plus where the model comes from.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
+struct IsvcModel<'a> {
+    #[serde(flatten, borrow)]
+    container: Container<'a>,
+    #[serde(borrow, default)]
+    storage_uri: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    model_format: Option<ModelFormat<'a>>,
+    #[serde(borrow, default)]
+    runtime: Option<Str<'a>>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(expecting = "an object")]
+struct ModelFormat<'a> {
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+}
+
+/// An InferenceService component: a pod spec inline, autoscaling bounds,
+/// pod labels and annotations, and a model container under `model` or a
+/// framework's name.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
+struct IsvcComponent<'a> {
+    #[serde(flatten, borrow)]
+    pod: PodSpec<'a>,
+    #[serde(default)]
+    min_replicas: Option<i64>,
+    #[serde(default)]
+    max_replicas: Option<i64>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    labels: StrMap<'a>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    annotations: StrMap<'a>,
+    #[serde(borrow, default)]
+    model: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    sklearn: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    xgboost: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    tensorflow: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    pytorch: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    triton: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    onnx: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    pmml: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    lightgbm: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    paddle: Option<IsvcModel<'a>>,
+    #[serde(borrow, default)]
+    huggingface: Option<IsvcModel<'a>>,
+}
+
+impl<'a> IsvcComponent<'a> {
+    fn into_template(self, path: Path, role: Role) -> PodTemplate<'a> {
+        let min = self.min_replicas;
+        let scale = match self.max_replicas {
+            Some(n) if n > 0 => Scale::field(&path.key("maxReplicas"), Some(n), 1, ""),
+            _ => Scale {
+                pods: None,
+                why: format!("`{}` is not set, so the autoscaler has no upper bound", path.key("maxReplicas")),
+            },
+        };
+        let model = [
+            ("model", self.model),
+            ("sklearn", self.sklearn),
+            ("xgboost", self.xgboost),
+            ("tensorflow", self.tensorflow),
+            ("pytorch", self.pytorch),
+            ("triton", self.triton),
+            ("onnx", self.onnx),
+            ("pmml", self.pmml),
+            ("lightgbm", self.lightgbm),
+            ("paddle", self.paddle),
+            ("huggingface", self.huggingface),
+        ]
+        .into_iter()
+        .find_map(|(field, m)| m.map(|m| (field, m)))
+        .map(|(field, m)| {
+            let spec = ModelSpec {
+                field,
+                storage_uri: m.storage_uri,
+                format: m.model_format.and_then(|f| f.name),
+                runtime: m.runtime,
+            };
+            let mut c = m.container;
+            if c.name.is_empty() {
+                c.name = Str::from("kserve-container");
+            }
+            (spec, c)
+        });
+        let _ = min;
+        let metadata = ObjectMeta { labels: self.labels, annotations: self.annotations, ..ObjectMeta::default() };
+        let mut t = PodTemplate::new(path, Shape::Inline, role, Some(metadata), self.pod, scale);
+        t.model = model;
+        t
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
+struct VolcanoJobSpec<'a> {
+    #[serde(default)]
+    min_available: Option<i64>,
+    #[serde(borrow, default)]
+    queue: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    scheduler_name: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    tasks: Vec<VolcanoTask<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(expecting = "an object")]
+struct VolcanoTask<'a> {
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(default)]
+    replicas: Option<i64>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    template: PodTemplateSpec<'a>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct JobSetSpec<'a> {
+    #[serde(default)]
+    suspend: Option<bool>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     replicated_jobs: Vec<ReplicatedJob<'a>>,
 }
 
 #[derive(Default, Deserialize)]
+#[serde(expecting = "an object")]
 struct ReplicatedJob<'a> {
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(default)]
+    replicas: Option<i64>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     template: JobTemplateSpec<'a>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct LwsSpec<'a> {
+    #[serde(default)]
+    replicas: Option<i64>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     leader_worker_template: LeaderWorkerTemplate<'a>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 struct LeaderWorkerTemplate<'a> {
+    #[serde(default)]
+    size: Option<i64>,
     #[serde(borrow, default)]
     leader_template: Option<PodTemplateSpec<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]

@@ -4,7 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use aigov_sdk::workload::{Workload, WorkloadKind};
-use aigov_sdk::{GpuResources, Request};
+use aigov_sdk::{GpuResources, Request, Role};
+
+fn total(c: aigov_sdk::GpuCounts) -> u64 {
+    c.values().sum()
+}
 
 fn request(group: &str, kind: &str, object: &str) -> String {
     format!(
@@ -16,8 +20,8 @@ fn request(group: &str, kind: &str, object: &str) -> String {
 fn paths(group: &str, kind: &str, object: &str) -> Vec<String> {
     let json = request(group, kind, object);
     let req = Request::parse(&json).unwrap();
-    let w = req.workload().unwrap().expect("a workload");
-    w.templates().map(|t| t.spec_path()).collect()
+    let w = req.workload().expect("a workload");
+    w.templates().map(|t| t.spec_path().to_string()).collect()
 }
 
 const T: &str = r#"{"spec":{"containers":[{"name":"c"}]}}"#;
@@ -74,8 +78,8 @@ fn ray_kinds() {
     );
     let json = request("ray.io", "RayCluster", &format!(r#"{{"spec":{spec}}}"#));
     let req = Request::parse(&json).unwrap();
-    let ray = req.workload().unwrap().unwrap().ray.as_ref().unwrap();
-    assert_eq!(ray.worker_groups[1].path, "spec.workerGroupSpecs[1]");
+    let ray = req.workload().unwrap().ray.as_ref().unwrap();
+    assert_eq!(ray.worker_groups[1].path.to_string(), "spec.workerGroupSpecs[1]");
     assert_eq!(ray.worker_groups[1].name.as_deref(), Some("b"));
     assert_eq!(ray.worker_groups[1].max_replicas, Some(3));
     assert_eq!(ray.worker_groups[1].num_of_hosts, Some(2));
@@ -113,20 +117,20 @@ fn trainjob_trainer_is_a_partial_template() {
         "podTemplateOverrides":[{"targetJobs":[{"name":"node"}],"spec":{"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}]}}]}}"#;
     let json = request("trainer.kubeflow.org", "TrainJob", o);
     let req = Request::parse(&json).unwrap();
-    let w = req.workload().unwrap().unwrap();
+    let w = req.workload().unwrap();
     let t: Vec<_> = w.templates().collect();
     assert_eq!(t.len(), 1);
     assert!(t[0].is_partial());
-    assert_eq!(t[0].spec_path(), "spec.trainer");
+    assert_eq!(t[0].spec_path().to_string(), "spec.trainer");
     assert_eq!(t[0].spec.tolerations.len(), 1, "overrides' tolerations are collected");
     let gpus = t[0].gpu_requests(&GpuResources::default()).unwrap();
-    assert_eq!(gpus[0].container_path, "spec.trainer");
+    assert_eq!(gpus[0].container_path.to_string(), "spec.trainer");
     assert_eq!(gpus[0].total(), 4);
     // Older Trainer releases: podSpecOverrides with tolerations at the top.
     let old = r#"{"spec":{"trainer":{},"podSpecOverrides":[{"tolerations":[{"operator":"Exists"}]}]}}"#;
     let json = request("trainer.kubeflow.org", "TrainJob", old);
     let req = Request::parse(&json).unwrap();
-    assert_eq!(req.workload().unwrap().unwrap().templates().next().unwrap().spec.tolerations.len(), 1);
+    assert_eq!(req.workload().unwrap().templates().next().unwrap().spec.tolerations.len(), 1);
     assert!(paths("trainer.kubeflow.org", "TrainJob", r#"{"spec":{"runtimeRef":{"name":"x"}}}"#).is_empty());
 }
 
@@ -158,7 +162,7 @@ fn pod(spec: &str) -> String {
 
 fn with_template<R>(json: &str, f: impl FnOnce(&aigov_sdk::PodTemplate<'_>) -> R) -> R {
     let req = Request::parse(json).unwrap();
-    let w = req.workload().unwrap().unwrap();
+    let w = req.workload().unwrap();
     let t = w.templates().next().unwrap();
     f(t)
 }
@@ -168,16 +172,16 @@ fn gpu_counting_follows_the_scheduler() {
     let g = GpuResources::default();
     // Limits and requests of one resource: the larger counts, not the sum.
     let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"1"}}},{"name":"b","resources":{"requests":{"nvidia.com/gpu":1}}}]}"#);
-    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 3);
+    assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 3);
     // Init containers run before the app: the peak, not the sum...
     let json = pod(r#"{"initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":8}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#);
-    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 8);
+    assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 8);
     // ...but sidecars (restartPolicy Always) run alongside and add up.
     let json = pod(r#"{"initContainers":[{"name":"s","restartPolicy":"Always","resources":{"limits":{"nvidia.com/gpu":1}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#);
-    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 3);
+    assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 3);
     // Different GPU resources add up; other resources do not count.
     let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/mig-1g.5gb":2,"amd.com/gpu":1,"cpu":"64","example.com/fpga":1}}}]}"#);
-    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 3);
+    assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 3);
     let reqs = with_template(&json, |t| t.gpu_requests(&g).unwrap());
     assert_eq!(reqs[0].resources, vec![("amd.com/gpu".to_string(), 1), ("nvidia.com/mig-1g.5gb".to_string(), 2)], "in name order");
 }
@@ -189,14 +193,14 @@ fn gpu_detection_covers_every_container_list() {
         let json = pod(&format!(r#"{{"{list}":[{{"name":"x"}},{{"name":"y","resources":{{"limits":{{"nvidia.com/gpu":1}}}}}}]}}"#));
         let reqs = with_template(&json, |t| t.gpu_requests(&g).unwrap());
         assert_eq!(reqs.len(), 1, "{list}");
-        assert_eq!(reqs[0].container_path, path);
+        assert_eq!(reqs[0].container_path.to_string(), path);
         assert_eq!(reqs[0].container_name, "y");
         assert!(with_template(&json, |t| t.requests_gpu(&g).unwrap()));
     }
     let zero = pod(r#"{"containers":[{"name":"z","resources":{"limits":{"nvidia.com/gpu":"0"},"requests":{"nvidia.com/gpu":0}}}]}"#);
     assert!(!with_template(&zero, |t| t.requests_gpu(&g).unwrap()));
     let frac = pod(r#"{"containers":[{"name":"f","resources":{"limits":{"nvidia.com/gpu":"500m"}}}]}"#);
-    assert_eq!(with_template(&frac, |t| t.gpus_per_pod(&g).unwrap()), 1, "a fraction rounds up to a whole GPU");
+    assert_eq!(with_template(&frac, |t| total(t.gpus_per_pod(&g).unwrap())), 1, "a fraction rounds up to a whole GPU");
 }
 
 #[test]
@@ -210,27 +214,29 @@ fn bad_quantities_name_their_path() {
     );
     // A bad quantity of a resource that is not a GPU is not read at all.
     let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"cpu":"lots"}}}]}"#);
-    assert_eq!(with_template(&json, |t| t.gpus_per_pod(&g).unwrap()), 0);
+    assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 0);
 }
 
 #[test]
 fn malformed_objects_name_the_field() {
     let json = request("ray.io", "RayCluster", r#"{"spec":{"workerGroupSpecs":[{"maxReplicas":"eight"}]}}"#);
-    let req = Request::parse(&json).unwrap();
-    let err = req.workload().unwrap_err();
+    let err = Request::parse(&json).unwrap_err();
     assert_eq!(
         err.0,
-        "the RayCluster is malformed: `spec.workerGroupSpecs[0].maxReplicas`: invalid type: string \"eight\", expected i64"
+        "the RayCluster is malformed: `spec.workerGroupSpecs[0].maxReplicas`: invalid type: string \"eight\", expected a whole number"
     );
-    // The error is remembered: asking again gives the same answer without re-parsing.
-    assert_eq!(req.workload().unwrap_err(), err);
+    let json = request("", "Pod", r#"{"spec":{"containers":[{"name":"a","securityContext":{"privileged":"yes"}}]}}"#);
+    assert_eq!(
+        Request::parse(&json).unwrap_err().0,
+        "the Pod is malformed: `spec.containers[0].securityContext.privileged`: invalid type: string \"yes\", expected a boolean"
+    );
 }
 
 #[test]
 fn labels_and_names_borrow_from_the_request() {
     let json = request("", "Pod", r#"{"metadata":{"name":"p","labels":{"team":"ml","esc\"aped":"v\n"}},"spec":{}}"#);
     let req = Request::parse(&json).unwrap();
-    let w = req.workload().unwrap().unwrap();
+    let w = req.workload().unwrap();
     assert_eq!(w.metadata.label("team"), Some("ml"));
     assert_eq!(w.metadata.label("esc\"aped"), Some("v\n"), "escaped strings are decoded");
     assert_eq!(w.describe(), "Pod `p`");
@@ -241,5 +247,97 @@ fn labels_and_names_borrow_from_the_request() {
 fn lookups_parse_with_the_same_model() {
     let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}}"#;
     let w = Workload::parse(WorkloadKind::Pod, pod).unwrap();
-    assert_eq!(w.templates().next().unwrap().gpus_per_pod(&GpuResources::default()).unwrap(), 2);
+    assert_eq!(total(w.templates().next().unwrap().gpus_per_pod(&GpuResources::default()).unwrap()), 2);
+}
+
+fn workload_of<R>(group: &str, kind: &str, object: &str, f: impl FnOnce(&Workload<'_>) -> R) -> R {
+    let json = request(group, kind, object);
+    let req = Request::parse(&json).unwrap();
+    f(req.workload().unwrap())
+}
+
+fn scales(group: &str, kind: &str, object: &str) -> Vec<(Option<u64>, String)> {
+    workload_of(group, kind, object, |w| w.templates().map(|t| (t.scale.pods, t.scale.why.clone())).collect())
+}
+
+#[test]
+fn full_scale_pod_counts() {
+    assert_eq!(scales("", "Pod", T), [(Some(1), "a Pod".to_string())]);
+    let d = format!(r#"{{"spec":{{"replicas":3,"template":{T}}}}}"#);
+    assert_eq!(scales("apps", "Deployment", &d), [(Some(3), "`spec.replicas: 3`".to_string())]);
+    let d = format!(r#"{{"spec":{{"template":{T}}}}}"#);
+    assert_eq!(scales("apps", "StatefulSet", &d)[0].0, Some(1), "absent replicas is 1");
+    assert_eq!(scales("apps", "DaemonSet", &d)[0].0, None, "one per node: unbounded");
+    let j = format!(r#"{{"spec":{{"parallelism":4,"template":{T}}}}}"#);
+    assert_eq!(scales("batch", "Job", &j)[0].0, Some(4));
+    let rc = format!(r#"{{"spec":{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"a","maxReplicas":8,"numOfHosts":4,"template":{T}}},{{"groupName":"b","template":{T}}}]}}}}"#);
+    let s = scales("ray.io", "RayCluster", &rc);
+    assert_eq!(s[0].0, Some(1));
+    assert_eq!(s[1], (Some(32), "`spec.workerGroupSpecs[0].maxReplicas: 8` × `spec.workerGroupSpecs[0].numOfHosts: 4`".to_string()));
+    assert_eq!(s[2].0, None, "no maxReplicas: unbounded");
+    let pj = format!(r#"{{"spec":{{"elasticPolicy":{{"minReplicas":1,"maxReplicas":6,"nProcPerNode":4}},"pytorchReplicaSpecs":{{"Master":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#);
+    let s = scales("kubeflow.org", "PyTorchJob", &pj);
+    assert_eq!((s[0].0, s[1].0), (Some(1), Some(6)), "elastic workers scale to maxReplicas");
+    workload_of("kubeflow.org", "PyTorchJob", &pj, |w| {
+        let k = w.kubeflow.as_ref().unwrap();
+        assert_eq!(k.nproc_per_node.as_deref(), Some("4"));
+        assert_eq!(k.nproc_path.as_ref().unwrap().to_string(), "spec.elasticPolicy.nProcPerNode");
+        assert_eq!((k.elastic_min, k.elastic_max), (Some(1), Some(6)));
+        let roles: Vec<_> = w.templates().map(|t| (t.role, t.name.as_deref().map(str::to_string))).collect();
+        assert_eq!(roles, [(Role::Replica, Some("Master".into())), (Role::Replica, Some("Worker".into()))]);
+    });
+    let js = format!(r#"{{"spec":{{"replicatedJobs":[{{"name":"w","replicas":2,"template":{{"spec":{{"parallelism":4,"template":{T}}}}}}}]}}}}"#);
+    assert_eq!(scales("jobset.x-k8s.io", "JobSet", &js)[0].0, Some(8));
+    let lws = format!(r#"{{"spec":{{"replicas":3,"leaderWorkerTemplate":{{"size":4,"leaderTemplate":{T},"workerTemplate":{T}}}}}}}"#);
+    let s = scales("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws);
+    assert_eq!((s[0].0, s[1].0), (Some(3), Some(9)), "3 leaders, 3 x (4 - 1) workers");
+    let lws = format!(r#"{{"spec":{{"replicas":2,"leaderWorkerTemplate":{{"size":4,"workerTemplate":{T}}}}}}}"#);
+    assert_eq!(scales("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws)[0].0, Some(8), "no leader template: every pod is a worker");
+    let v = format!(r#"{{"spec":{{"tasks":[{{"name":"a","replicas":8,"template":{T}}}]}}}}"#);
+    assert_eq!(scales("batch.volcano.sh", "Job", &v)[0].0, Some(8));
+}
+
+#[test]
+fn notebooks_and_inference_services() {
+    let nb = format!(r#"{{"spec":{{"template":{T}}}}}"#);
+    assert_eq!(paths("kubeflow.org", "Notebook", &nb), ["spec.template.spec"]);
+    let isvc = r#"{"spec":{"predictor":{"minReplicas":1,"maxReplicas":4,"labels":{"team":"ml"},
+        "model":{"modelFormat":{"name":"huggingface"},"storageUri":"hf://meta-llama/Llama-3-8B","resources":{"limits":{"nvidia.com/gpu":"1"}}},
+        "containers":[{"name":"sidecar","image":"proxy"}]},
+        "transformer":{"containers":[{"name":"t","image":"tr"}]}}}"#;
+    assert_eq!(paths("serving.kserve.io", "InferenceService", isvc), ["spec.predictor", "spec.transformer"]);
+    workload_of("serving.kserve.io", "InferenceService", isvc, |w| {
+        let p = w.templates().next().unwrap();
+        assert_eq!(p.role, Role::Predictor);
+        assert_eq!(p.scale.pods, Some(4));
+        assert_eq!(p.labels().unwrap().get("team").map(|v| &**v), Some("ml"));
+        assert_eq!(p.labels_path().to_string(), "spec.predictor.labels");
+        let (model, _) = p.model.as_ref().unwrap();
+        assert_eq!(model.storage_uri.as_deref(), Some("hf://meta-llama/Llama-3-8B"));
+        let gpus = p.gpu_requests(&GpuResources::default()).unwrap();
+        assert_eq!(gpus[0].container_path.to_string(), "spec.predictor.model");
+        let names: Vec<String> = p.containers().map(|c| c.container.name.to_string()).collect();
+        assert_eq!(names, ["sidecar", "kserve-container"]);
+        let t = w.templates().nth(1).unwrap();
+        assert_eq!(t.scale.pods, None, "no maxReplicas: the autoscaler is unbounded");
+    });
+    let legacy = r#"{"spec":{"predictor":{"sklearn":{"storageUri":"gs://models/iris","image":"x"}}}}"#;
+    workload_of("serving.kserve.io", "InferenceService", legacy, |w| {
+        let p = w.templates().next().unwrap();
+        let (model, c) = p.model.as_ref().unwrap();
+        assert_eq!(model.field, "sklearn");
+        assert_eq!(c.image.as_deref(), Some("x"));
+        let first = p.containers().next().unwrap();
+        assert_eq!(p.container_path(&first).to_string(), "spec.predictor.sklearn");
+    });
+}
+
+#[test]
+fn job_templates_and_suspend() {
+    let cron = format!(r#"{{"spec":{{"suspend":true,"jobTemplate":{{"metadata":{{"labels":{{"a":"b"}}}},"spec":{{"template":{T}}}}}}}}}"#);
+    workload_of("batch", "CronJob", &cron, |w| {
+        assert_eq!(w.suspend, Some(true));
+        assert_eq!(w.job_templates[0].path.to_string(), "spec.jobTemplate");
+        assert_eq!(w.job_templates[0].metadata.label("a"), Some("b"));
+    });
 }

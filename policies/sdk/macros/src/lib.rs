@@ -15,25 +15,30 @@ use aigov_metadata::{Metadata, annotations};
 use proc_macro::TokenStream;
 
 /// Expands to the rule's metadata as an `aigov_sdk::metadata::PolicyMetadata`
-/// constant expression.
+/// constant expression. `policy_metadata!(out_dir)` reads
+/// `$OUT_DIR/metadata.yml` instead, which the bundle's build script writes.
 #[proc_macro]
 pub fn policy_metadata(input: TokenStream) -> TokenStream {
-    if !input.is_empty() {
-        return compile_error("policy_metadata!() takes no arguments");
-    }
-    match expand() {
+    let arg = input.to_string();
+    let from_out_dir = match arg.trim() {
+        "" => false,
+        "out_dir" => true,
+        _ => return compile_error("policy_metadata!() takes no argument, or `out_dir`"),
+    };
+    match expand(from_out_dir) {
         Ok(code) => code.parse().unwrap_or_else(|_| compile_error("internal: bad expansion")),
         Err(message) => compile_error(&message),
     }
 }
 
-fn expand() -> Result<String, String> {
-    let dir = std::env::var("CARGO_MANIFEST_DIR")
-        .map_err(|_| "CARGO_MANIFEST_DIR is not set: build the rule with cargo".to_string())?;
+fn expand(from_out_dir: bool) -> Result<String, String> {
+    let dir_var = if from_out_dir { "OUT_DIR" } else { "CARGO_MANIFEST_DIR" };
+    let dir = std::env::var(dir_var)
+        .map_err(|_| format!("{dir_var} is not set: build the crate with cargo (and a build script for `out_dir`)"))?;
     let name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     let path = PathBuf::from(&dir).join("metadata.yml");
-    let shown = format!("policies/{name}/metadata.yml");
+    let shown = if from_out_dir { format!("the metadata {name}'s build script wrote") } else { format!("policies/{name}/metadata.yml") };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("{shown}: cannot read the rule's metadata: {e}"))?;
     let metadata = Metadata::from_yaml(&text).map_err(|e| e.in_file(shown.clone()).to_string())?;

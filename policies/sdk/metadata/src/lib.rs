@@ -141,6 +141,12 @@ pub enum PolicyType {
     Raw,
 }
 
+/// Whether dotted version `a` is newer than `b` (`1.10.0` > `1.9.2`).
+fn newer(a: &str, b: &str) -> bool {
+    let parts = |v: &str| v.split('.').map(|p| p.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>();
+    parts(a) > parts(b)
+}
+
 fn default_true() -> bool {
     true
 }
@@ -253,6 +259,68 @@ impl Metadata {
     pub fn to_json(&self) -> String {
         // Serializing plain structs, strings and BTreeMaps cannot fail.
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The metadata of a bundle of rules: the union of their webhook rules
+    /// (duplicates dropped, first occurrence kept) and lookups; mutating if
+    /// any rule is, background audit if any rule allows it; the bundle's own
+    /// annotations.
+    pub fn union<'m>(parts: impl IntoIterator<Item = &'m Metadata>, annotations: BTreeMap<String, String>) -> Metadata {
+        let mut out = Metadata {
+            protocol_version: None,
+            rules: Vec::new(),
+            labels: BTreeMap::new(),
+            annotations,
+            mutating: false,
+            background_audit: false,
+            context_aware_resources: Vec::new(),
+            execution_mode: ExecutionMode::KubewardenWapc,
+            policy_type: PolicyType::default(),
+            minimum_kubewarden_version: None,
+        };
+        for m in parts {
+            for r in &m.rules {
+                if !out.rules.contains(r) {
+                    out.rules.push(r.clone());
+                }
+            }
+            for c in &m.context_aware_resources {
+                if !out.context_aware_resources.contains(c) {
+                    out.context_aware_resources.push(c.clone());
+                }
+            }
+            out.mutating |= m.mutating;
+            out.background_audit |= m.background_audit;
+            out.minimum_kubewarden_version = match (out.minimum_kubewarden_version.take(), &m.minimum_kubewarden_version) {
+                (None, v) => v.clone(),
+                (Some(a), Some(b)) if newer(b, &a) => Some(b.clone()),
+                (a, _) => a,
+            };
+        }
+        out
+    }
+
+    /// The bundle's metadata: the union of its rules' ([`Metadata::union`])
+    /// with the bundle's own annotations, at `version`.
+    pub fn bundle<'m>(parts: impl IntoIterator<Item = &'m Metadata>, version: &str) -> Metadata {
+        let mut notes = BTreeMap::new();
+        for (k, v) in [
+            (annotations::TITLE, "aigov-bundle"),
+            (
+                annotations::DESCRIPTION,
+                "Every aigov rule in one policy: the rules enabled in its settings, evaluated on a single parse of the request",
+            ),
+            (annotations::VERSION, version),
+            (annotations::AUTHOR, "aigov developers"),
+            (annotations::URL, "https://github.com/aigov-dev/aigov"),
+            (annotations::SOURCE, "https://github.com/aigov-dev/aigov/tree/main/policies/bundle"),
+            (annotations::LICENSE, "Apache-2.0"),
+            (annotations::SEVERITY, "high"),
+            (annotations::CATEGORY, "AI/ML governance"),
+        ] {
+            notes.insert(k.to_string(), v.to_string());
+        }
+        Metadata::union(parts, notes)
     }
 
     /// The `io.kubewarden.policy.version` annotation, if present.

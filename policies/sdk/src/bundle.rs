@@ -1,0 +1,232 @@
+//! The bundle: every rule linked into one policy that evaluates the enabled
+//! ones on a single parse of the request, so a whole catalogue costs one
+//! webhook call.
+//!
+//! Settings name the rules to run, each with its own settings; a rule
+//! absent from `rules` is off:
+//!
+//! ```yaml
+//! rules:
+//!   gpu-runtime-class: {}
+//!   opencost-labels: {mode: audit}
+//! ```
+//!
+//! Mutating rules run first, in name order, each on the object as the one
+//! before left it (as Kubernetes runs mutating webhooks before validating
+//! ones); then the validating rules, in name order, on the final object.
+//! The response merges every rule's: each violation line and warning
+//! prefixed with the rule's name (`gpu-runtime-class: ...`), each audit
+//! annotation key with the rule's name and a dot; the mutated object is
+//! returned only when every rule admits the request.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::entry::{self, Outcome};
+use crate::metadata::PolicyMetadata;
+use crate::json::{self, Path};
+use crate::request::{Malformed, Request, all_kinds};
+use crate::workload::WorkloadKind;
+use crate::settings::SettingsError;
+use crate::verdict::{SettingsResponse, ValidationResponse};
+use crate::{Cluster, Exported};
+
+/// One rule of the bundle, type-erased.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// The rule's metadata.
+    pub metadata: &'static PolicyMetadata,
+    run: fn(&Request<'_>, &str, &dyn Cluster) -> Result<Outcome, SettingsError>,
+    check: fn(&[u8]) -> SettingsResponse,
+}
+
+impl Entry {
+    /// The entry of rule `P`.
+    pub const fn of<P: Exported>() -> Entry {
+        Entry { metadata: P::METADATA, run: entry::run::<P>, check: entry::validate_settings::<P> }
+    }
+
+    /// The rule's name.
+    pub fn name(&self) -> &'static str {
+        self.metadata.name
+    }
+}
+
+/// The bundle's settings: `rules` maps rule names to their settings.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object")]
+struct BundleSettings<'a> {
+    #[serde(borrow, default)]
+    rules: Option<BTreeMap<String, &'a RawValue>>,
+}
+
+/// The enabled rules in evaluation order (mutating first, each group in
+/// name order), with their settings text.
+fn enabled<'s>(rules: &[Entry], settings: &'s str) -> Result<Vec<(Entry, &'s str)>, String> {
+    let parsed: BundleSettings<'s> = match serde_json::from_str::<Option<BundleSettings<'s>>>(settings) {
+        Ok(s) => s.unwrap_or(BundleSettings { rules: None }),
+        Err(e) => {
+            let mut m = crate::request::friendly(&e.to_string());
+            if !(e.is_syntax() || e.is_eof())
+                && let Some(i) = m.find(" at line ")
+            {
+                m.truncate(i);
+            }
+            return Err(if m.starts_with("unknown field") {
+                format!("setting {}; the bundle's only setting is `rules`", m.trim_start_matches("unknown field "))
+            } else {
+                format!("bundle settings: {m}")
+            });
+        }
+    };
+    let mut out = Vec::new();
+    for (name, raw) in parsed.rules.unwrap_or_default() {
+        let Some(entry) = rules.iter().find(|r| r.name() == name) else {
+            let known: Vec<String> = rules.iter().map(|r| format!("`{}`", r.name())).collect();
+            return Err(format!("setting `rules.{name}`: no such rule; the bundle has {}", known.join(", ")));
+        };
+        let text = if raw.get() == "null" { "{}" } else { raw.get() };
+        out.push((*entry, text));
+    }
+    out.sort_by_key(|(e, _)| (!e.metadata.mutating, e.name()));
+    Ok(out)
+}
+
+/// The prefix of a rule's settings messages in the bundle.
+pub fn settings_prefix(name: &str) -> String {
+    format!("rules.{name}: ")
+}
+
+/// Checks the bundle's settings: the `rules` map and each rule's settings.
+pub fn validate_settings(rules: &[Entry], settings: &[u8]) -> SettingsResponse {
+    let Ok(text) = std::str::from_utf8(settings) else {
+        return SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) };
+    };
+    let enabled = match enabled(rules, text) {
+        Ok(e) => e,
+        Err(m) => return SettingsResponse { valid: false, message: Some(m) },
+    };
+    for (entry, s) in enabled {
+        let r = (entry.check)(s.as_bytes());
+        if !r.valid {
+            let m = r.message.unwrap_or_default();
+            return SettingsResponse { valid: false, message: Some(format!("{}{m}", settings_prefix(entry.name()))) };
+        }
+    }
+    SettingsResponse { valid: true, message: None }
+}
+
+/// Validates a Kubewarden payload with the bundle.
+pub fn validate_payload(rules: &[Entry], payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
+    let Ok(text) = std::str::from_utf8(payload) else {
+        return ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400));
+    };
+    // One pass, every workload kind decoded. Should the object be
+    // malformed, decode again wanting only the kinds the enabled rules
+    // govern (the settings follow the request, so they are not known
+    // during the first pass): a rule never rejects a kind it does not
+    // govern, in the bundle as alone.
+    match entry::decode_payload(text, &all_kinds) {
+        Ok((request, settings)) => evaluate(rules, &request, settings, cluster),
+        Err(first) => {
+            let settings = json::find(text, &Path::root().key("settings")).unwrap_or("{}");
+            let Ok(enabled) = enabled(rules, settings) else {
+                return ValidationResponse::reject(first.0, Some(400));
+            };
+            let wants = |k: WorkloadKind| enabled.iter().any(|(e, _)| e.metadata.lists(k.group(), k.resource()));
+            match entry::decode_payload(text, &wants) {
+                Ok((request, settings)) => evaluate(rules, &request, settings, cluster),
+                Err(e) => ValidationResponse::reject(e.0, Some(400)),
+            }
+        }
+    }
+}
+
+/// Validates an AdmissionRequest JSON document with the bundle.
+pub fn validate_request(rules: &[Entry], request: &str, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
+    let enabled = match enabled(rules, settings) {
+        Ok(e) => e,
+        Err(m) => return ValidationResponse::reject(format!("invalid settings: {m}"), Some(400)),
+    };
+    let wants = |k: WorkloadKind| enabled.iter().any(|(e, _)| e.metadata.lists(k.group(), k.resource()));
+    match Request::parse_for(request, &wants) {
+        Ok(r) => evaluate(rules, &r, settings, cluster),
+        Err(e) => ValidationResponse::reject(e.0, Some(400)),
+    }
+}
+
+/// Runs every enabled rule on one parsed request and merges the answers.
+pub fn evaluate(rules: &[Entry], request: &Request<'_>, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
+    let enabled = match enabled(rules, settings) {
+        Ok(e) => e,
+        Err(m) => return ValidationResponse::reject(format!("invalid settings: {m}"), Some(400)),
+    };
+    let mut current: Option<String> = None;
+    let mut answers: Vec<(&'static str, ValidationResponse)> = Vec::new();
+    for (entry, s) in enabled {
+        let outcome = match &current {
+            None => (entry.run)(request, s, cluster),
+            Some(text) => match request.with_object(text) {
+                Ok(r) => (entry.run)(&r, s, cluster),
+                Err(Malformed(m)) => Ok(Outcome { malformed: Some(m), ..Outcome::default() }),
+            },
+        };
+        let mut outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                let m = format!("invalid settings: {}{e}", settings_prefix(entry.name()));
+                return ValidationResponse::reject(m, Some(400));
+            }
+        };
+        if let Some(m) = outcome.mutated.take() {
+            current = Some(m);
+        }
+        answers.push((entry.name(), outcome.into_response(entry.name())));
+    }
+    merge(answers, current)
+}
+
+/// A rule's response as the bundle reports it: violation lines and
+/// warnings prefixed with `name: ` (warnings that already start with the
+/// name keep theirs), audit annotation keys with `name.`.
+pub fn prefixed(name: &str, r: ValidationResponse) -> ValidationResponse {
+    let own = format!("{name} ");
+    ValidationResponse {
+        accepted: r.accepted,
+        message: r.message.map(|m| m.lines().map(|l| format!("{name}: {l}")).collect::<Vec<_>>().join("\n")),
+        code: r.code,
+        mutated_object: r.mutated_object,
+        warnings: r
+            .warnings
+            .into_iter()
+            .map(|w| if w.starts_with(&own) { w } else { format!("{name}: {w}") })
+            .collect(),
+        audit_annotations: r.audit_annotations.into_iter().map(|(k, v)| (format!("{name}.{k}"), v)).collect(),
+    }
+}
+
+fn merge(answers: Vec<(&'static str, ValidationResponse)>, mutated: Option<String>) -> ValidationResponse {
+    let mut out = ValidationResponse::accept();
+    let mut lines = Vec::new();
+    for (name, r) in answers {
+        let r = prefixed(name, r);
+        if !r.accepted {
+            out.accepted = false;
+            if r.code.is_some() {
+                out.code = r.code;
+            }
+        }
+        lines.extend(r.message);
+        out.warnings.extend(r.warnings);
+        out.audit_annotations.extend(r.audit_annotations);
+    }
+    if !lines.is_empty() {
+        out.message = Some(lines.join("\n"));
+    }
+    if out.accepted {
+        out.mutated_object = mutated.and_then(|m| RawValue::from_string(m).ok());
+    }
+    out
+}
