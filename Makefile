@@ -30,8 +30,8 @@ REGISTRY   ?= ghcr.io/aigov-dev/policies
 ENABLE     ?=
 # INSECURE=1: talk plain HTTP to the registry (a lab or loopback registry).
 INSECURE   ?=
-# The time recorded in component configs and ArtifactHub files: the last
-# commit's, so that a clean tree always packages to the same digests.
+# ArtifactHub's `createdAt`: the last commit's time. (No OCI artifact records
+# a time: their digests depend on the wasm files alone.)
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 .PHONY: help setup aigov wasm artifacts demo bench push test lint unit cases e2e e2e-deps reproducible clean

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::run::artifact::{self, module_metadata};
-use crate::dist::oci::{OciArtifact, created_timestamp};
+use crate::dist::oci::OciArtifact;
 use crate::dist::layout;
 use crate::run::{engine, native};
 
@@ -86,10 +86,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
     }
     let engine = engine::new_engine()?;
-    let created = created_timestamp()?;
+    let created = artifacthub_created_at()?;
     let mut rules = Vec::new();
     for policy in native::RULES {
-        rules.push(load(&engine, &args.artifacts, policy, &created)?);
+        rules.push(load(&engine, &args.artifacts, policy)?);
     }
     write_all(&args.artifacts, &rules, &args.registry, &args.enable, &created)?;
     for r in &rules {
@@ -105,7 +105,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
 }
 
 /// Reads one rule's module and component from `artifacts`.
-pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::NativePolicy, created: &str) -> Result<Packaged> {
+pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::NativePolicy) -> Result<Packaged> {
     let name = policy.metadata.name;
     let read = |path: PathBuf| {
         std::fs::read(&path).with_context(|| format!("reading {}: run `make artifacts` first", path.display()))
@@ -115,7 +115,7 @@ pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::Nat
     let metadata = module_metadata(&module_wasm)?
         .with_context(|| format!("{}: the module is not annotated", artifact::module_path(artifacts, name).display()))?;
     let module = OciArtifact::module(&module_wasm)?;
-    let component = OciArtifact::component(engine, &component_wasm, created)?;
+    let component = OciArtifact::component(engine, &component_wasm)?;
     for form in [&module, &component] {
         if form.name != name || form.version != policy.metadata.version {
             bail!(
@@ -135,6 +135,23 @@ pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::Nat
         component,
         settings: (policy.default_settings)(),
     })
+}
+
+/// ArtifactHub's `createdAt`: `SOURCE_DATE_EPOCH` (seconds; the Makefile
+/// sets the last commit's time) when set, else now. It appears in
+/// `artifacthub-pkg.yml` only, never in an OCI artifact.
+pub fn artifacthub_created_at() -> Result<String> {
+    let time = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => {
+            let seconds = v
+                .trim()
+                .parse::<i64>()
+                .with_context(|| format!("SOURCE_DATE_EPOCH=`{v}` is not a number of seconds"))?;
+            chrono::DateTime::from_timestamp(seconds, 0).with_context(|| format!("SOURCE_DATE_EPOCH={seconds} is out of range"))?
+        }
+        _ => chrono::Utc::now(),
+    };
+    Ok(time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 /// Writes the layout, the manifests, the ArtifactHub files and the checksums.
