@@ -105,9 +105,15 @@ enum Command {
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
     Oci(aigov::dist::registry::Command),
-    /// Write the OCI layout, deployment manifests, ArtifactHub files and
-    /// checksums under artifacts/.
+    /// Write the OCI image layout of every rule (artifacts/oci) and
+    /// artifacts/SHA256SUMS; `make artifacts` runs it. Writes no deployment
+    /// manifest (see `aigov manifests`).
     Package(aigov::dist::package::Args),
+    /// Write deployment manifests (a ClusterAdmissionPolicy and a Kustomize
+    /// base per rule, an overlay, policies.yml, ArtifactHub files) pinned
+    /// by digest into a directory you name, leaving alone any file edited
+    /// since aigov wrote it.
+    Manifests(aigov::dist::package::ManifestsArgs),
 }
 
 /// How a plain object is submitted.
@@ -193,7 +199,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scan(args) => aigov::tools::scan::run(&args),
         Command::Bench(args) => aigov::tools::bench::run(&args),
         Command::Oci(command) => aigov::dist::registry::run(&command),
-        Command::Package(args) => aigov::dist::package::run(&args),
+        Command::Package(args) => aigov::dist::package::run(&args, &mut std::io::stdout().lock()),
+        Command::Manifests(args) => aigov::dist::package::run_manifests(&args, &mut std::io::stdout().lock()),
         Command::Rules => {
             for r in native::RULES {
                 let description = r.metadata.annotation(aigov_metadata::annotations::DESCRIPTION).unwrap_or_default();
