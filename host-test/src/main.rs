@@ -1,14 +1,16 @@
 //! `aigov`: evaluate, test, build and ship aigov rules.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use aigov::run::admission::{Submission, read_request, read_settings};
+use aigov::run::admission::{parse_documents, read_settings};
 use aigov::run::artifact::{self, ArtifactKind, Evaluator};
 use aigov::tools::cases::{self, Case, Forms};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::{engine, native};
+use aigov::tools::scan::{Identity, is_verbatim};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
@@ -24,6 +26,12 @@ struct Cli {
 enum Command {
     /// Evaluate one request against one rule and print Kubewarden's
     /// ValidationResponse as JSON (exit status 0 whatever the verdict).
+    ///
+    /// A plain object is submitted as --operation (default CREATE) by --user
+    /// with --group, in --namespace, named --name. An AdmissionRequest or
+    /// AdmissionReview is used verbatim, but for --user and --group, which
+    /// replace its userInfo (stderr says so); --operation, --namespace and
+    /// --name are refused with one: edit the request instead.
     Eval {
         /// A .wasm module or component, or a rule name (its module in
         /// --artifacts, unless --component or --native).
@@ -120,32 +128,51 @@ enum Command {
 #[derive(Args, Default)]
 struct SubmissionArgs {
     /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
+    /// Refused with an AdmissionRequest or AdmissionReview.
     #[arg(long)]
     operation: Option<String>,
-    /// Requesting user.
+    /// Requesting user (replaces an AdmissionRequest's userInfo.username).
     #[arg(long)]
     user: Option<String>,
-    /// Requesting user's groups (repeatable).
+    /// Requesting user's groups, repeatable (replace an AdmissionRequest's
+    /// userInfo.groups).
     #[arg(long = "group")]
     groups: Vec<String>,
-    /// Namespace (default: the object's, else `default`).
+    /// Namespace for a plain object (default: the object's, else `default`).
+    /// Refused with an AdmissionRequest or AdmissionReview.
     #[arg(long)]
     namespace: Option<String>,
-    /// Object name; the pod, for exec/attach options.
+    /// Object name for a plain object; the pod, for exec/attach options.
+    /// Refused with an AdmissionRequest or AdmissionReview.
     #[arg(long)]
     name: Option<String>,
 }
 
 impl SubmissionArgs {
-    fn to_submission(&self) -> Submission {
-        Submission {
+    fn identity(&self) -> Identity {
+        Identity { user: self.user.clone(), groups: self.groups.clone() }
+    }
+
+    fn to_submission(&self) -> aigov::run::admission::Submission {
+        aigov::run::admission::Submission {
             operation: self.operation.clone(),
-            user: self.user.clone(),
-            groups: (!self.groups.is_empty()).then(|| self.groups.clone()),
             namespace: self.namespace.clone(),
             name: self.name.clone(),
-            ..Submission::default()
+            ..self.identity().submission()
         }
+    }
+
+    /// The flags that describe a plain object's submission and cannot apply
+    /// to a verbatim request.
+    fn plain_object_only(&self) -> Vec<&'static str> {
+        [
+            ("--operation", self.operation.is_some()),
+            ("--namespace", self.namespace.is_some()),
+            ("--name", self.name.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
     }
 }
 
@@ -159,12 +186,54 @@ fn main() -> ExitCode {
     }
 }
 
+/// A note on standard error; never a panic.
+fn note(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "aigov: {text}");
+}
+
+/// The one document of `eval`'s request file, as the AdmissionRequest it
+/// amounts to with `submission`'s flags: a plain object is submitted with
+/// them all; a verbatim AdmissionRequest or AdmissionReview takes
+/// `--user`/`--group` into its `userInfo` (said on stderr) and refuses the
+/// flags that would change what the request is.
+fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if docs.len() != 1 {
+        bail!("{} holds {} documents; `eval` takes exactly one (use `aigov scan` for many)", path.display(), docs.len());
+    }
+    let doc = docs.remove(0);
+    if !is_verbatim(&doc) {
+        return aigov::run::admission::to_admission_request(doc, &submission.to_submission());
+    }
+    let what = if doc.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
+        "an AdmissionReview"
+    } else {
+        "an AdmissionRequest"
+    };
+    let refused = submission.plain_object_only();
+    if !refused.is_empty() {
+        bail!(
+            "{} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
+             edit the request's `operation`, `namespace` or `name`, or pass the plain object instead. \
+             --user and --group do apply: they replace its userInfo",
+            path.display(),
+            refused.join(", ")
+        );
+    }
+    let (request, changed) = aigov::tools::scan::admission_request(doc, &submission.identity())?;
+    if !changed.is_empty() {
+        note(&format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
+    }
+    Ok(request)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Eval { artifact, request, settings, cluster, component, native, artifacts, submission } => {
             let engine = engine::new_engine()?;
             let evaluator = resolve(&engine, &artifact, &artifacts, component, native)?;
-            let request = read_request(&request, &submission.to_submission())?;
+            let request = eval_request(&request, &submission)?;
             let settings = match settings {
                 Some(path) => read_settings(&path)?,
                 None => "{}".to_string(),
@@ -196,7 +265,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&(r.default_settings)())?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan(args) => aigov::tools::scan::run(&args),
+        Command::Scan(args) => aigov::tools::scan::run(&args, &mut std::io::stdout().lock()),
         Command::Bench(args) => aigov::tools::bench::run(&args),
         Command::Oci(command) => aigov::dist::registry::run(&command),
         Command::Package(args) => aigov::dist::package::run(&args, &mut std::io::stdout().lock()),
