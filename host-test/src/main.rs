@@ -1,22 +1,39 @@
 //! `aigov`: evaluate, test, build and ship aigov rules.
+//!
+//! Every subcommand writes its output through [`Stdout`]: when the reader
+//! of standard output goes away (`aigov scan … | head`), the program stops
+//! quietly with exit status 141, as a Unix tool killed by `SIGPIPE` does,
+//! instead of panicking on a failed `println!`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use aigov::run::admission::{parse_documents, read_settings};
 use aigov::run::artifact::{self, ArtifactKind, Evaluator};
-use aigov::tools::cases::{self, Case, Forms};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::{engine, native};
+use aigov::tools::cases::{self, Case, Forms};
 use aigov::tools::scan::{Identity, is_verbatim};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+/// The exit status when standard output's reader went away: 128 + SIGPIPE,
+/// what a shell reports for `cat`, `git log` or `grep` in the same place.
+/// Not 0, so that `set -o pipefail` never takes a truncated `aigov scan`
+/// for a clean one.
+const BROKEN_PIPE_STATUS: u8 = 141;
+
 /// Kubernetes admission rules for AI/ML and GPU workloads, as WebAssembly.
 #[derive(Parser)]
-#[command(name = "aigov", version, about = "Kubernetes admission rules for AI/ML and GPU workloads, as Kubewarden modules and WebAssembly components")]
+#[command(
+    name = "aigov",
+    version,
+    about = "Kubernetes admission rules for AI/ML and GPU workloads, as Kubewarden modules and WebAssembly components",
+    after_help = "When the reader of standard output goes away (`aigov scan dir | head`), aigov stops quietly with exit status 141, as a command killed by SIGPIPE does."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -176,14 +193,60 @@ impl SubmissionArgs {
     }
 }
 
+/// Whether standard output's reader went away.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Standard output for every subcommand: a write that fails because the
+/// reader went away (`BrokenPipe`) is remembered, and `main` then exits
+/// quietly with [`BROKEN_PIPE_STATUS`], whatever the error became on its way up.
+struct Stdout(std::io::StdoutLock<'static>);
+
+impl Stdout {
+    fn lock() -> Stdout {
+        Stdout(std::io::stdout().lock())
+    }
+
+    fn check<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDOUT_GONE.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Stdout::check(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Stdout::check(self.0.flush())
+    }
+}
+
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    let mut out = Stdout::lock();
+    let result = run(cli, &mut out);
+    let flushed = out.flush();
+    if STDOUT_GONE.load(Ordering::SeqCst) {
+        return ExitCode::from(BROKEN_PIPE_STATUS);
+    }
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("aigov: {e:#}");
-            ExitCode::from(2)
+            // Never a panic, even with standard error closed too.
+            let _ = writeln!(std::io::stderr().lock(), "aigov: {e:#}");
+            return ExitCode::from(2);
         }
+    };
+    if let Err(e) = flushed {
+        let _ = writeln!(std::io::stderr().lock(), "aigov: writing to standard output: {e}");
+        return ExitCode::from(2);
     }
+    code
 }
 
 /// A note on standard error; never a panic.
@@ -228,7 +291,7 @@ fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::
     Ok(request)
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
     match cli.command {
         Command::Eval { artifact, request, settings, cluster, component, native, artifacts, submission } => {
             let engine = engine::new_engine()?;
@@ -243,10 +306,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => FixtureCluster::empty(),
             };
             let response = evaluator.validate(&request.to_string(), &settings, &Arc::new(cluster))?;
-            println!("{}", serde_json::to_string_pretty(&response)?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Test { rules, artifacts, policies } => test(&rules, &artifacts, &policies),
+        Command::Test { rules, artifacts, policies } => test(&rules, &artifacts, &policies, out),
         Command::Annotate { module, metadata, usage, output } => {
             let engine = engine::new_engine()?;
             let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
@@ -259,25 +322,41 @@ fn run(cli: Cli) -> Result<ExitCode> {
             write(&output, &artifact::componentize(&bytes)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Inspect { artifact } => inspect(&artifact),
+        Command::Inspect { artifact } => inspect(&artifact, out),
         Command::Settings { rule } => {
             let r = native::rule(&rule).with_context(|| format!("no rule named `{rule}`"))?;
-            println!("{}", serde_json::to_string_pretty(&(r.default_settings)())?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&(r.default_settings)())?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan(args) => aigov::tools::scan::run(&args, &mut std::io::stdout().lock()),
-        Command::Bench(args) => aigov::tools::bench::run(&args),
-        Command::Oci(command) => aigov::dist::registry::run(&command),
-        Command::Package(args) => aigov::dist::package::run(&args, &mut std::io::stdout().lock()),
-        Command::Manifests(args) => aigov::dist::package::run_manifests(&args, &mut std::io::stdout().lock()),
+        Command::Scan(args) => aigov::tools::scan::run(&args, out),
+        Command::Bench(args) => bench(&args, out),
+        Command::Oci(command) => aigov::dist::registry::run(&command, out),
+        Command::Package(args) => aigov::dist::package::run(&args, out),
+        Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),
         Command::Rules => {
             for r in native::RULES {
                 let description = r.metadata.annotation(aigov_metadata::annotations::DESCRIPTION).unwrap_or_default();
-                println!("{:<22} {:<8} {description}", r.metadata.name, r.metadata.version);
+                writeln!(out, "{:<22} {:<8} {description}", r.metadata.name, r.metadata.version)?;
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `aigov bench`: what `tools::bench::run` does, with the report written to
+/// `out` rather than printed.
+fn bench(args: &aigov::tools::bench::Args, out: &mut dyn Write) -> Result<ExitCode> {
+    use aigov::tools::bench::{self, Plan};
+    let plan = match (args.iterations, args.quick) {
+        (Some(n), _) => Plan::exact(n as usize),
+        (None, true) => Plan::quick(),
+        (None, false) => Plan::default(),
+    };
+    let config = bench::Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone() };
+    let report = bench::bench(&config)?;
+    let text = if args.markdown { bench::render_markdown(&report) } else { bench::render_text(&report) };
+    out.write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A path to an artifact, or a rule name.
@@ -313,7 +392,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
-fn test(rules: &[String], artifacts: &Path, policies: &Path) -> Result<ExitCode> {
+fn test(rules: &[String], artifacts: &Path, policies: &Path, out: &mut dyn Write) -> Result<ExitCode> {
     let engine = engine::new_engine()?;
     let rules: Vec<String> = if rules.is_empty() {
         native::names().map(str::to_string).collect()
@@ -329,36 +408,35 @@ fn test(rules: &[String], artifacts: &Path, policies: &Path) -> Result<ExitCode>
             match outcome {
                 Ok(()) => {
                     passed += 1;
-                    println!("ok     {id} (native, module and component agree)");
+                    writeln!(out, "ok     {id} (native, module and component agree)")?;
                 }
                 Err(problems) => {
                     failed += 1;
-                    println!("FAILED {id}");
+                    writeln!(out, "FAILED {id}")?;
                     for p in problems {
-                        println!("         {p}");
+                        writeln!(out, "         {p}")?;
                     }
                 }
             }
         }
     }
-    println!("{passed} passed, {failed} failed");
+    writeln!(out, "{passed} passed, {failed} failed")?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn inspect(path: &Path) -> Result<ExitCode> {
+fn inspect(path: &Path, out: &mut dyn Write) -> Result<ExitCode> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     match ArtifactKind::of(&bytes)? {
         ArtifactKind::Module => match artifact::module_metadata(&bytes)? {
-            Some(m) => println!("{}", serde_json::to_string_pretty(&m)?),
+            Some(m) => writeln!(out, "{}", serde_json::to_string_pretty(&m)?)?,
             None => bail!("{} carries no io.kubewarden.metadata section: annotate it first", path.display()),
         },
         ArtifactKind::Component => {
             let engine = engine::new_engine()?;
             let component = aigov::run::component::PolicyComponent::new(&engine, &bytes)?;
             let m = component.instantiate(Arc::new(aigov_sdk::NoCluster))?.metadata()?;
-            println!("{}", serde_json::to_string_pretty(&metadata_json(&m))?);
-            println!();
-            print!("{}", artifact::component_wit(&bytes)?);
+            writeln!(out, "{}\n", serde_json::to_string_pretty(&metadata_json(&m))?)?;
+            write!(out, "{}", artifact::component_wit(&bytes)?)?;
         }
     }
     Ok(ExitCode::SUCCESS)

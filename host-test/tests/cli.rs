@@ -1,5 +1,7 @@
 //! The `aigov` command line as a user meets it:
 //!
+//! - when the reader of standard output goes away (`aigov … | head`), every
+//!   subcommand stops quietly with exit status 141, never a panic;
 //! - `aigov eval` applies `--user` and `--group` to a verbatim
 //!   AdmissionRequest or AdmissionReview (and says so on stderr), and
 //!   refuses `--operation`, `--namespace` and `--name` with one;
@@ -25,6 +27,48 @@ fn aigov(args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs aigov with standard output a pipe whose reader is closed before
+/// aigov writes anything.
+fn with_reader_gone(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_closed_stdout_ends_every_subcommand_quietly() {
+    let samples = root().join("host-test/samples");
+    let samples = samples.to_str().unwrap();
+    let cluster = root().join("host-test/samples/cluster");
+    let cluster = cluster.to_str().unwrap();
+    let exec = root().join("host-test/samples/07-exec-into-gpu-pod.yaml");
+    let runs: [Vec<&str>; 6] = [
+        vec!["rules"],
+        vec!["settings", "exec-guard"],
+        vec!["eval", "exec-guard", exec.to_str().unwrap(), "--native", "--cluster", cluster],
+        vec!["scan", samples, "--native", "--cluster", cluster],
+        vec!["scan", samples, "--native", "--cluster", cluster, "--format", "json", "--fail-on", "none"],
+        vec!["scan", "--native", "-"],
+    ];
+    for args in &runs {
+        let out = with_reader_gone(args);
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "aigov {}: {stderr}", args.join(" "));
+        assert!(stderr.is_empty(), "aigov {}: quiet, but said: {stderr}", args.join(" "));
+        assert_eq!(out.status.code(), Some(141), "aigov {}: exit status 141, as SIGPIPE gives", args.join(" "));
+    }
+    // clap's own help ignores the closed pipe too.
+    let help = with_reader_gone(&["--help"]);
+    assert!(!text(&help.stderr).contains("panicked"), "{}", text(&help.stderr));
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //!   the wasm file alone, so the digest printed is the digest of the layout
 //!   on disk too, whatever the environment.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,15 +53,16 @@ pub enum Command {
     },
 }
 
-/// Runs `aigov push` or `aigov pull`.
-pub fn run(command: &Command) -> Result<ExitCode> {
+/// Runs `aigov push` or `aigov pull`; the pinned reference of a push goes
+/// to `out`.
+pub fn run(command: &Command, out: &mut dyn Write) -> Result<ExitCode> {
     match command {
         Command::Push { artifact, reference, insecure } => {
             let wasm = std::fs::read(artifact).with_context(|| format!("reading {}", artifact.display()))?;
             let engine = engine::new_engine()?;
             let oci = OciArtifact::from_wasm(&engine, &wasm).with_context(|| format!("packaging {}", artifact.display()))?;
             let pinned = push(&oci, reference, *insecure)?;
-            println!("{pinned}");
+            writeln!(out, "{pinned}")?;
         }
         Command::Pull { reference, output, insecure } => {
             let pulled = pull(reference, *insecure)?;
@@ -68,7 +70,8 @@ pub fn run(command: &Command) -> Result<ExitCode> {
                 std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             }
             std::fs::write(output, &pulled.wasm).with_context(|| format!("writing {}", output.display()))?;
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr().lock(),
                 "pulled {} ({}, {} bytes) to {}",
                 pulled.pinned,
                 pulled.kind.name(),
