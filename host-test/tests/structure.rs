@@ -194,3 +194,35 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
         }
     }
 }
+
+/// The case-file examples in the README are valid case files that pass
+/// against the rule they are written for.
+#[test]
+fn the_readme_case_examples_pass() {
+    use aigov::run::artifact::Evaluator;
+    use aigov::tools::cases::{self, Case, Forms};
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let examples: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .filter(|block| block.starts_with("description:"))
+        .collect();
+    assert_eq!(examples.len(), 2, "the README shows a request case and a settings case");
+    let rule = aigov::run::native::rule("gpu-runtime-class").unwrap();
+    let forms = Forms { evaluators: vec![Evaluator::native(rule)] };
+    for (i, example) in examples.iter().enumerate() {
+        let path = std::env::temp_dir().join(format!("aigov-readme-case-{}-{i}.yaml", std::process::id()));
+        std::fs::write(&path, example).unwrap();
+        let case = Case::load(&path).unwrap_or_else(|e| panic!("README case example {}: {e:#}\n{example}", i + 1));
+        let _ = std::fs::remove_file(&path);
+        // A rejection by the rule carries no code, and a settings case has
+        // no request: the README's examples hold to both.
+        assert!(case.expect.code.is_none(), "example {}: a policy denial has no code", i + 1);
+        assert!(case.expect.settings_error.is_none() || case.request.is_none(), "example {}: settingsError beside a request", i + 1);
+        if let Err(problems) = cases::run(&forms, &case) {
+            panic!("README case example {} fails:\n  {}\n{example}", i + 1, problems.join("\n  "));
+        }
+    }
+}
