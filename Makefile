@@ -1,7 +1,12 @@
 # aigov: build every rule as a Kubewarden module and a component, test them
 # three ways, package and ship them, and run the demo. `make demo` and
 # `make test` install what they need (wasm targets; for the end-to-end test,
-# a registry server and skopeo).
+# a registry server and skopeo, with apt: root or sudo).
+#
+# Build targets write only build outputs (target/ and artifacts/: modules,
+# components, the OCI layout, SHA256SUMS). Deployment manifests are written
+# by `make manifests DEST=dir` alone, into the directory you name, and a file
+# edited there is never overwritten behind your back.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -24,22 +29,29 @@ WASM_STACK ?= 262144
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
 WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK)
 
-# Where the bundle is published; the deployment manifests reference it.
+# Where the bundle is published: `make push` pushes there, and the manifests
+# `make manifests` writes reference it.
 REGISTRY   ?= ghcr.io/aigov-dev/policies
-# Rules the Kustomize overlay turns on (comma-separated).
+# make manifests: the directory to write to (required), the rules the
+# Kustomize overlay turns on (comma-separated), and FORCE=1 to overwrite
+# files edited since aigov wrote them.
+DEST       ?=
 ENABLE     ?=
+FORCE      ?=
 # INSECURE=1: talk plain HTTP to the registry (a lab or loopback registry).
 INSECURE   ?=
-# The time recorded in component configs and ArtifactHub files: the last
-# commit's, so that a clean tree always packages to the same digests.
+# ArtifactHub's `createdAt` in the manifests: the last commit's time. (No OCI
+# artifact records a time: their digests depend on the wasm files alone.)
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: help setup aigov wasm artifacts demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
 	@echo "make test          clippy, native tests, every case three ways, registry round trip, reproducibility"
-	@echo "make artifacts     modules, components, OCI layout, deployment manifests (ENABLE=rule-a,rule-b)"
+	@echo "make artifacts     modules, components, OCI layout (artifacts/oci), SHA256SUMS"
+	@echo "make manifests DEST=dir [REGISTRY=host/prefix] [ENABLE=rule-a,rule-b] [FORCE=1]"
+	@echo "                   deployment manifests into dir; files edited there are left alone"
 	@echo "make push REGISTRY=host:port/prefix [INSECURE=1]   push every rule in both forms"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
 
@@ -63,7 +75,8 @@ wasm: setup
 
 ## artifacts/<rule>/policy.wasm: the waPC module annotated with its
 ## metadata.yml (io.kubewarden.metadata); policy.component.wasm: the
-## component. Then the OCI layout, manifests, ArtifactHub files and checksums.
+## component. Then the OCI layout (artifacts/oci) and artifacts/SHA256SUMS.
+## Nothing here is meant to be edited; no deployment manifest is written.
 artifacts: wasm aigov
 	@for rule in $(RULES); do \
 	  crate="$${rule//-/_}"; \
@@ -81,7 +94,20 @@ artifacts: wasm aigov
 	  -o $(ARTIFACTS)/bundle/policy.wasm
 	$(AIGOV) componentize target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm \
 	  -o $(ARTIFACTS)/bundle/policy.component.wasm
-	$(AIGOV) package --artifacts $(ARTIFACTS) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE))
+	$(AIGOV) package --artifacts $(ARTIFACTS)
+
+## Deployment manifests, pinned by digest to $(REGISTRY), into $(DEST): a
+## ClusterAdmissionPolicy and a Kustomize base per rule, an overlay turning
+## on $(ENABLE), policies.yml, ArtifactHub files. Only when asked, only in
+## the directory named; a file edited since aigov wrote it is left alone
+## (and named, with exit status 1) unless FORCE=1.
+manifests: $(if $(DEST),artifacts,manifests-need-dest)
+	$(AIGOV) manifests --artifacts $(ARTIFACTS) --out $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
+
+manifests-need-dest:
+	@echo "make manifests needs DEST=<dir>, the directory your deployment manifests live in, e.g."
+	@echo "  make manifests DEST=deploy/aigov REGISTRY=registry.example.com/platform/aigov ENABLE=gpu-runtime-class"
+	@exit 2
 
 ## The main job: build everything, evaluate the sample workloads, print verdicts.
 demo: artifacts

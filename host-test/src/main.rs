@@ -1,20 +1,39 @@
 //! `aigov`: evaluate, test, build and ship aigov rules.
+//!
+//! Every subcommand writes its output through [`Stdout`]: when the reader
+//! of standard output goes away (`aigov scan … | head`), the program stops
+//! quietly with exit status 141, as a Unix tool killed by `SIGPIPE` does,
+//! instead of panicking on a failed `println!`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use aigov::run::admission::{Submission, read_request, read_settings};
+use aigov::run::admission::{parse_documents, read_settings};
 use aigov::run::artifact::{self, ArtifactKind, Evaluator};
-use aigov::tools::cases::{self, Case, Forms};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::{engine, native};
+use aigov::tools::cases::{self, Case, Forms};
+use aigov::tools::scan::{Identity, is_verbatim};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+/// The exit status when standard output's reader went away: 128 + SIGPIPE,
+/// what a shell reports for `cat`, `git log` or `grep` in the same place.
+/// Not 0, so that `set -o pipefail` never takes a truncated `aigov scan`
+/// for a clean one.
+const BROKEN_PIPE_STATUS: u8 = 141;
+
 /// Kubernetes admission rules for AI/ML and GPU workloads, as WebAssembly.
 #[derive(Parser)]
-#[command(name = "aigov", version, about = "Kubernetes admission rules for AI/ML and GPU workloads, as Kubewarden modules and WebAssembly components")]
+#[command(
+    name = "aigov",
+    version,
+    about = "Kubernetes admission rules for AI/ML and GPU workloads, as Kubewarden modules and WebAssembly components",
+    after_help = "When the reader of standard output goes away (`aigov scan dir | head`), aigov stops quietly with exit status 141, as a command killed by SIGPIPE does."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,6 +43,12 @@ struct Cli {
 enum Command {
     /// Evaluate one request against one rule and print Kubewarden's
     /// ValidationResponse as JSON (exit status 0 whatever the verdict).
+    ///
+    /// A plain object is submitted as --operation (default CREATE) by --user
+    /// with --group, in --namespace, named --name. An AdmissionRequest or
+    /// AdmissionReview is used verbatim, but for --user and --group, which
+    /// replace its userInfo (stderr says so); --operation, --namespace and
+    /// --name are refused with one: edit the request instead.
     Eval {
         /// A .wasm module or component, or a rule name (its module in
         /// --artifacts, unless --component or --native).
@@ -115,60 +140,173 @@ enum Command {
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
     Oci(aigov::dist::registry::Command),
-    /// Write the OCI layout, deployment manifests, ArtifactHub files and
-    /// checksums under artifacts/.
+    /// Write the OCI image layout of every rule (artifacts/oci) and
+    /// artifacts/SHA256SUMS; `make artifacts` runs it. Writes no deployment
+    /// manifest (see `aigov manifests`).
     Package(aigov::dist::package::Args),
+    /// Write deployment manifests (a ClusterAdmissionPolicy and a Kustomize
+    /// base per rule, an overlay, policies.yml, ArtifactHub files) pinned
+    /// by digest into a directory you name, leaving alone any file edited
+    /// since aigov wrote it.
+    Manifests(aigov::dist::package::ManifestsArgs),
 }
 
 /// How a plain object is submitted.
 #[derive(Args, Default)]
 struct SubmissionArgs {
     /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
+    /// Refused with an AdmissionRequest or AdmissionReview.
     #[arg(long)]
     operation: Option<String>,
-    /// Requesting user.
+    /// Requesting user (replaces an AdmissionRequest's userInfo.username).
     #[arg(long)]
     user: Option<String>,
-    /// Requesting user's groups (repeatable).
+    /// Requesting user's groups, repeatable (replace an AdmissionRequest's
+    /// userInfo.groups).
     #[arg(long = "group")]
     groups: Vec<String>,
-    /// Namespace (default: the object's, else `default`).
+    /// Namespace for a plain object (default: the object's, else `default`).
+    /// Refused with an AdmissionRequest or AdmissionReview.
     #[arg(long)]
     namespace: Option<String>,
-    /// Object name; the pod, for exec/attach options.
+    /// Object name for a plain object; the pod, for exec/attach options.
+    /// Refused with an AdmissionRequest or AdmissionReview.
     #[arg(long)]
     name: Option<String>,
 }
 
 impl SubmissionArgs {
-    fn to_submission(&self) -> Submission {
-        Submission {
+    fn identity(&self) -> Identity {
+        Identity { user: self.user.clone(), groups: self.groups.clone() }
+    }
+
+    fn to_submission(&self) -> aigov::run::admission::Submission {
+        aigov::run::admission::Submission {
             operation: self.operation.clone(),
-            user: self.user.clone(),
-            groups: (!self.groups.is_empty()).then(|| self.groups.clone()),
             namespace: self.namespace.clone(),
             name: self.name.clone(),
-            ..Submission::default()
+            ..self.identity().submission()
         }
+    }
+
+    /// The flags that describe a plain object's submission and cannot apply
+    /// to a verbatim request.
+    fn plain_object_only(&self) -> Vec<&'static str> {
+        [
+            ("--operation", self.operation.is_some()),
+            ("--namespace", self.namespace.is_some()),
+            ("--name", self.name.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
+}
+
+/// Whether standard output's reader went away.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Standard output for every subcommand: a write that fails because the
+/// reader went away (`BrokenPipe`) is remembered, and `main` then exits
+/// quietly with [`BROKEN_PIPE_STATUS`], whatever the error became on its way up.
+struct Stdout(std::io::StdoutLock<'static>);
+
+impl Stdout {
+    fn lock() -> Stdout {
+        Stdout(std::io::stdout().lock())
+    }
+
+    fn check<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDOUT_GONE.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Stdout::check(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Stdout::check(self.0.flush())
     }
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    let mut out = Stdout::lock();
+    let result = run(cli, &mut out);
+    let flushed = out.flush();
+    if STDOUT_GONE.load(Ordering::SeqCst) {
+        return ExitCode::from(BROKEN_PIPE_STATUS);
+    }
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("aigov: {e:#}");
-            ExitCode::from(2)
+            // Never a panic, even with standard error closed too.
+            let _ = writeln!(std::io::stderr().lock(), "aigov: {e:#}");
+            return ExitCode::from(2);
         }
+    };
+    if let Err(e) = flushed {
+        let _ = writeln!(std::io::stderr().lock(), "aigov: writing to standard output: {e}");
+        return ExitCode::from(2);
     }
+    code
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+/// A note on standard error; never a panic.
+fn note(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "aigov: {text}");
+}
+
+/// The one document of `eval`'s request file, as the AdmissionRequest it
+/// amounts to with `submission`'s flags: a plain object is submitted with
+/// them all; a verbatim AdmissionRequest or AdmissionReview takes
+/// `--user`/`--group` into its `userInfo` (said on stderr) and refuses the
+/// flags that would change what the request is.
+fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if docs.len() != 1 {
+        bail!("{} holds {} documents; `eval` takes exactly one (use `aigov scan` for many)", path.display(), docs.len());
+    }
+    let doc = docs.remove(0);
+    if !is_verbatim(&doc) {
+        return aigov::run::admission::to_admission_request(doc, &submission.to_submission());
+    }
+    let what = if doc.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
+        "an AdmissionReview"
+    } else {
+        "an AdmissionRequest"
+    };
+    let refused = submission.plain_object_only();
+    if !refused.is_empty() {
+        bail!(
+            "{} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
+             edit the request's `operation`, `namespace` or `name`, or pass the plain object instead. \
+             --user and --group do apply: they replace its userInfo",
+            path.display(),
+            refused.join(", ")
+        );
+    }
+    let (request, changed) = aigov::tools::scan::admission_request(doc, &submission.identity())?;
+    if !changed.is_empty() {
+        note(&format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
+    }
+    Ok(request)
+}
+
+fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
     match cli.command {
         Command::Eval { artifact, request, settings, cluster, component, native, artifacts, submission } => {
             let engine = engine::new_engine()?;
             let evaluator = resolve(&engine, &artifact, &artifacts, component, native)?;
-            let request = read_request(&request, &submission.to_submission())?;
+            let request = eval_request(&request, &submission)?;
             let settings = match settings {
                 Some(path) => read_settings(&path)?,
                 None => "{}".to_string(),
@@ -178,10 +316,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => FixtureCluster::empty(),
             };
             let response = evaluator.validate(&request.to_string(), &settings, &Arc::new(cluster))?;
-            println!("{}", serde_json::to_string_pretty(&response)?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Test { rules, artifacts, policies } => test(&rules, &artifacts, &policies),
+        Command::Test { rules, artifacts, policies } => test(&rules, &artifacts, &policies, out),
         Command::Annotate { module, metadata, usage, output } => {
             let engine = engine::new_engine()?;
             let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
@@ -194,7 +332,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             write(&output, &artifact::componentize(&bytes)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Inspect { artifact } => inspect(&artifact),
+        Command::Inspect { artifact } => inspect(&artifact, out),
         Command::BundleMetadata { policies, output } => {
             let mut parts = Vec::new();
             for rule in native::names() {
@@ -208,21 +346,38 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Settings { rule } => {
             let r = native::rule(&rule).with_context(|| format!("no rule named `{rule}`"))?;
-            println!("{}", serde_json::to_string_pretty(&(r.default_settings)())?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&(r.default_settings)())?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan(args) => aigov::tools::scan::run(&args),
-        Command::Bench(args) => aigov::tools::bench::run(&args),
-        Command::Oci(command) => aigov::dist::registry::run(&command),
-        Command::Package(args) => aigov::dist::package::run(&args),
+        Command::Scan(args) => aigov::tools::scan::run(&args, out),
+        Command::Bench(args) => bench(&args, out),
+        Command::Oci(command) => aigov::dist::registry::run(&command, out),
+        Command::Package(args) => aigov::dist::package::run(&args, out),
+        Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),
         Command::Rules => {
             for r in native::RULES {
                 let description = r.metadata.annotation(aigov_metadata::annotations::DESCRIPTION).unwrap_or_default();
-                println!("{:<22} {:<8} {description}", r.metadata.name, r.metadata.version);
+                writeln!(out, "{:<22} {:<8} {description}", r.metadata.name, r.metadata.version)?;
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `aigov bench`: what `tools::bench::run` does, with the report written to
+/// `out` rather than printed.
+fn bench(args: &aigov::tools::bench::Args, out: &mut dyn Write) -> Result<ExitCode> {
+    use aigov::tools::bench::{self, Plan};
+    let plan = match (args.iterations, args.quick) {
+        (Some(n), _) => Plan::exact(n as usize),
+        (None, true) => Plan::quick(),
+        (None, false) => Plan::default(),
+    };
+    let config = bench::Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone() };
+    let report = bench::bench(&config)?;
+    let text = if args.markdown { bench::render_markdown(&report) } else { bench::render_text(&report) };
+    out.write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A path to an artifact, or a rule name.
@@ -258,7 +413,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
-fn test(rules: &[String], artifacts: &Path, policies: &Path) -> Result<ExitCode> {
+fn test(rules: &[String], artifacts: &Path, policies: &Path, out: &mut dyn Write) -> Result<ExitCode> {
     let engine = engine::new_engine()?;
     let rules: Vec<String> = if rules.is_empty() {
         native::names().map(str::to_string).collect()
@@ -275,36 +430,35 @@ fn test(rules: &[String], artifacts: &Path, policies: &Path) -> Result<ExitCode>
             match outcome {
                 Ok(()) => {
                     passed += 1;
-                    println!("ok     {id} (native, module, component and the bundle agree)");
+                    writeln!(out, "ok     {id} (native, module, component and the bundle agree)")?;
                 }
                 Err(problems) => {
                     failed += 1;
-                    println!("FAILED {id}");
+                    writeln!(out, "FAILED {id}")?;
                     for p in problems {
-                        println!("         {p}");
+                        writeln!(out, "         {p}")?;
                     }
                 }
             }
         }
     }
-    println!("{passed} passed, {failed} failed");
+    writeln!(out, "{passed} passed, {failed} failed")?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn inspect(path: &Path) -> Result<ExitCode> {
+fn inspect(path: &Path, out: &mut dyn Write) -> Result<ExitCode> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     match ArtifactKind::of(&bytes)? {
         ArtifactKind::Module => match artifact::module_metadata(&bytes)? {
-            Some(m) => println!("{}", serde_json::to_string_pretty(&m)?),
+            Some(m) => writeln!(out, "{}", serde_json::to_string_pretty(&m)?)?,
             None => bail!("{} carries no io.kubewarden.metadata section: annotate it first", path.display()),
         },
         ArtifactKind::Component => {
             let engine = engine::new_engine()?;
             let component = aigov::run::component::PolicyComponent::new(&engine, &bytes)?;
             let m = component.instantiate(Arc::new(aigov_sdk::NoCluster))?.metadata()?;
-            println!("{}", serde_json::to_string_pretty(&metadata_json(&m))?);
-            println!();
-            print!("{}", artifact::component_wit(&bytes)?);
+            writeln!(out, "{}\n", serde_json::to_string_pretty(&metadata_json(&m))?)?;
+            write!(out, "{}", artifact::component_wit(&bytes)?)?;
         }
     }
     Ok(ExitCode::SUCCESS)

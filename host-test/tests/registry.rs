@@ -2,7 +2,9 @@
 //! Distribution registry) on a loopback port with its own storage directory.
 //!
 //! - `aigov push` every rule in both forms, and the digest it prints is the
-//!   digest of the same artifact in the OCI layout `make artifacts` wrote;
+//!   digest of the same artifact in the OCI layout `make artifacts` wrote,
+//!   whatever the environment: `make artifacts` runs with the Makefile's
+//!   `SOURCE_DATE_EPOCH`, the pushes here without it, or with another one;
 //! - `aigov pull` each back by digest: the same bytes, and the module's
 //!   embedded metadata is its `metadata.yml` (plus protocol version and usage);
 //! - the registry's own HTTP API serves the manifest, config and layer with the
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use aigov::run::artifact::{ArtifactKind, component_path, module_metadata, module_path};
 use aigov::dist::layout::Layout;
-use aigov::dist::oci::{Manifest, WasmConfig, media_types, sha256_digest};
+use aigov::dist::oci::{CREATED, Manifest, WasmConfig, media_types, sha256_digest};
 use aigov_metadata::{Metadata, annotations};
 
 fn root() -> PathBuf {
@@ -131,12 +133,24 @@ fn which(binary: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs aigov with `SOURCE_DATE_EPOCH` set to the layout's, so the
-/// component configs it builds are the ones in the layout.
-fn aigov(args: &[&str], epoch: i64) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
+/// The environments aigov is run in: none of them may change a digest.
+#[derive(Clone, Copy, Debug)]
+enum Env {
+    /// No `SOURCE_DATE_EPOCH` (a user running `aigov push` by hand).
+    Bare,
+    /// A `SOURCE_DATE_EPOCH` other than the one `make artifacts` had.
+    OtherEpoch,
+}
+
+/// Runs aigov in `env`, with no Docker credentials.
+fn aigov(args: &[&str], env: Env) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_aigov"));
+    match env {
+        Env::Bare => command.env_remove("SOURCE_DATE_EPOCH"),
+        Env::OtherEpoch => command.env("SOURCE_DATE_EPOCH", "1234567890"),
+    };
+    let out = command
         .args(args)
-        .env("SOURCE_DATE_EPOCH", epoch.to_string())
         .env("DOCKER_CONFIG", std::env::temp_dir().join("aigov-no-docker-config"))
         .current_dir(root())
         .stdin(Stdio::null())
@@ -196,31 +210,27 @@ fn locals(layout: &Layout) -> Vec<Local> {
     out
 }
 
-/// The `created` time of the layout's component configs, as epoch seconds.
-fn layout_epoch(layout: &Layout, component_digest: &str) -> i64 {
-    let manifest = Manifest::parse(&layout.blob(component_digest).unwrap()).unwrap();
-    let config: WasmConfig = serde_json::from_slice(&layout.blob(&manifest.config.digest).unwrap()).unwrap();
-    chrono::DateTime::parse_from_rfc3339(&config.created).unwrap().timestamp()
-}
-
 #[test]
 fn push_pull_inspect_and_copy_through_a_real_registry() {
     let layout = Layout::open(&root().join("artifacts/oci")).expect("artifacts/oci: run `make artifacts` first");
     let locals = locals(&layout);
-    let epoch = layout_epoch(&layout, &locals.iter().find(|l| l.kind == ArtifactKind::Component).unwrap().digest);
     let registry = Registry::start();
     let host = registry.host();
     let work = registry.dir.join("pulled");
 
     for local in &locals {
-        // Push without a tag: aigov tags it v<version>[-component].
-        let printed = aigov(&["push", local.path.to_str().unwrap(), &format!("{host}/aigov/{}", local.rule), "--insecure"], epoch);
+        // Push without a tag: aigov tags it v<version>[-component]. Without
+        // SOURCE_DATE_EPOCH, and again with another one: the layout's digest
+        // both times.
+        let printed = aigov(&["push", local.path.to_str().unwrap(), &format!("{host}/aigov/{}", local.rule), "--insecure"], Env::Bare);
         let expected = format!("{host}/aigov/{}:{}@{}", local.rule, local.tag, local.digest);
         assert_eq!(printed.trim(), expected, "push prints the immutable reference, with the layout's digest");
+        let again = aigov(&["push", local.path.to_str().unwrap(), &format!("{host}/again/{}", local.rule), "--insecure"], Env::OtherEpoch);
+        assert_eq!(again.trim(), format!("{host}/again/{}:{}@{}", local.rule, local.tag, local.digest), "the environment changes no digest");
 
         // Pull by digest: the same bytes.
         let out = work.join(format!("{}.wasm", local.ref_name));
-        aigov(&["pull", &expected, "-o", out.to_str().unwrap(), "--insecure"], epoch);
+        aigov(&["pull", &expected, "-o", out.to_str().unwrap(), "--insecure"], Env::Bare);
         let original = std::fs::read(&local.path).unwrap();
         let pulled = std::fs::read(&out).unwrap();
         assert!(original == pulled, "{}: pulled bytes differ from {}", local.ref_name, local.path.display());
@@ -265,6 +275,8 @@ fn push_pull_inspect_and_copy_through_a_real_registry() {
                 assert_eq!(layer.media_type, media_types::WASM_LAYER);
                 let config: WasmConfig = serde_json::from_slice(&config.body).unwrap();
                 assert_eq!((config.architecture.as_str(), config.os.as_str()), ("wasm", "wasip2"));
+                assert_eq!(config.created, CREATED, "no time from the environment");
+                assert!(!manifest.annotations.contains_key("org.opencontainers.image.created"));
                 assert_eq!(config.layer_digests, vec![layer.digest.clone()]);
                 for export in ["validate", "validate-settings", "metadata"] {
                     assert!(config.component.exports.iter().any(|e| e == export), "{:?}", config.component.exports);

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use aigov::tools::scan::{Config, Form, Outcome, Report, scan};
+use aigov::tools::scan::{Config, Form, Identity, Outcome, Report, scan};
 
 /// What a rule should say about a sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +63,7 @@ fn run(form: Form) -> Report {
         cluster: Some(samples.join("cluster")),
         settings: BTreeMap::new(),
         form,
+        identity: Identity::default(),
     };
     scan(&config).unwrap_or_else(|e| panic!("aigov scan ({}) could not run: {e:#}\n(run `make artifacts` first)", form.name()))
 }
@@ -126,4 +127,37 @@ fn cluster_fixtures_are_not_scanned_and_output_is_stable() {
     assert_eq!(text, aigov::tools::scan::render_table(&b, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny));
     assert_eq!(aigov::tools::scan::exit_status(&a, aigov::tools::scan::FailOn::Deny), 1, "some samples are meant to be denied");
     assert_eq!(aigov::tools::scan::exit_status(&a, aigov::tools::scan::FailOn::None), 0);
+}
+
+#[test]
+fn violation_counts_agree_in_every_output_form() {
+    let report = run(Form::Native);
+    let summary = report.summary();
+    // Every violation is one line of a rejection's message.
+    let lines: usize = report
+        .documents
+        .iter()
+        .flat_map(|d| &d.results)
+        .filter_map(|r| r.response.as_ref().filter(|x| !x.accepted))
+        .map(|x| x.message.as_deref().unwrap_or_default().lines().filter(|l| !l.trim().is_empty()).count())
+        .sum();
+    assert!(summary.violations > 0 && summary.violations == lines, "{} violations, {lines} message lines", summary.violations);
+
+    let json = aigov::tools::scan::to_json(&report);
+    assert_eq!(json["summary"]["violations"], summary.violations);
+    let listed: usize = json["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["results"].as_object().unwrap().values())
+        .filter_map(|r| r.get("violations"))
+        .map(|v| v.as_array().unwrap().len())
+        .sum();
+    assert_eq!(listed, summary.violations, "the JSON lists as many violations as it counts");
+
+    let table = aigov::tools::scan::render_table(&report, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny);
+    assert!(table.contains(&format!("({} violation", summary.violations)), "{table}");
+    let details = table.split("What the rules said").nth(1).unwrap().split("\nSummary:").next().unwrap();
+    let bullets = details.lines().filter(|l| l.starts_with("    - ") && !l.starts_with("    - warning:") && !l.starts_with("    - audit annotation")).count();
+    assert_eq!(bullets, summary.violations, "one bullet per violation:\n{details}");
 }

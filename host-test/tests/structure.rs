@@ -6,7 +6,11 @@
 //!   a README that documents every setting, and test cases;
 //! - `aigov annotate` refuses a metadata file Kubewarden would refuse, naming
 //!   the file and the field (one bad file per refusal, in
-//!   `tests/fixtures/bad-metadata/`).
+//!   `tests/fixtures/bad-metadata/`);
+//! - the `ClusterAdmissionPolicy` generated for every rule keeps
+//!   `kube-system` and the policy server's namespace out with a
+//!   `namespaceSelector`, and lists only the resources the rule acts on with
+//!   its default settings.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -146,4 +150,101 @@ fn metadata_kubewarden_would_refuse_fails_the_annotation() {
         assert!(stderr.contains(message), "{file}: expected `{message}` in: {stderr}");
     }
     let _ = std::fs::remove_file(&module);
+}
+
+/// Every rule's generated policy, from its metadata.yml and default
+/// settings (the artifacts themselves are not needed: the module digest is
+/// stood in for).
+#[test]
+fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
+    use aigov::dist::oci::{Blob, OciArtifact, media_types};
+    use aigov::dist::package::{self, DEFAULT_EXCLUDED_NAMESPACES, Packaged};
+    use aigov::run::artifact::ArtifactKind;
+    use serde_json::json;
+
+    let excluded: Vec<String> = DEFAULT_EXCLUDED_NAMESPACES.iter().map(|n| n.to_string()).collect();
+    assert_eq!(excluded, ["kube-system", "kubewarden"]);
+    for rule in aigov::run::native::RULES {
+        let name = rule.metadata.name;
+        let yml = std::fs::read_to_string(root().join("policies").join(name).join("metadata.yml")).unwrap();
+        let form = |kind| OciArtifact {
+            kind,
+            name: name.into(),
+            version: rule.metadata.version.into(),
+            manifest: name.as_bytes().to_vec(),
+            config: Blob { media_type: media_types::KUBEWARDEN_CONFIG, data: b"{}".to_vec() },
+            layer: Blob { media_type: media_types::KUBEWARDEN_LAYER, data: Vec::new() },
+        };
+        let packaged = Packaged {
+            name: name.into(),
+            metadata: Metadata::from_yaml(&yml).unwrap(),
+            module: form(ArtifactKind::Module),
+            component: form(ArtifactKind::Component),
+            settings: (rule.default_settings)(),
+        };
+        let text = package::cluster_admission_policy(&packaged, "registry.example.com/aigov", &excluded).unwrap();
+        let policy: serde_json::Value = serde_norway::from_str(&text).unwrap();
+        assert_eq!(
+            policy["spec"]["namespaceSelector"],
+            json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kubewarden"]}]}),
+            "{name}:\n{text}"
+        );
+        // One line to change, and it says so.
+        let line = text.lines().find(|l| l.contains("values: [kube-system, kubewarden]")).unwrap_or_else(|| panic!("{name}:\n{text}"));
+        assert!(line.trim_start().starts_with("- {key: kubernetes.io/metadata.name, operator: NotIn"), "{line}");
+        assert!(text.contains("Change the list on the last line"), "{name}");
+
+        // The webhook sends only what the rule reads with these settings.
+        let resources: Vec<&str> = policy["spec"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["resources"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()))
+            .collect();
+        for (gated_rule, resource, setting) in package::SETTING_GATED_RESOURCES {
+            if *gated_rule == name && packaged.settings[*setting] != json!(true) {
+                assert!(!resources.contains(resource), "{name} lists {resource} although `{setting}` is off: {resources:?}");
+                assert!(text.contains(&format!("`{resource}` is left out")), "{name} says why {resource} is missing");
+            }
+        }
+        if name == "exec-guard" {
+            assert_eq!(resources, ["pods/exec", "pods/attach"]);
+        }
+    }
+}
+
+/// The case-file examples in the README are valid case files that pass
+/// against the rule they are written for.
+#[test]
+fn the_readme_case_examples_pass() {
+    use aigov::run::artifact::Evaluator;
+    use aigov::tools::cases::{self, Case, Forms};
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let examples: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .filter(|block| block.starts_with("description:"))
+        .collect();
+    assert_eq!(examples.len(), 2, "the README shows a request case and a settings case");
+    let rule = aigov::run::native::rule("gpu-runtime-class").unwrap();
+    let forms = Forms {
+        evaluators: vec![Evaluator::native(rule)],
+        bundle: std::sync::Arc::new(vec![Evaluator::native(&aigov::run::native::BUNDLE)]),
+        rule: "gpu-runtime-class".into(),
+    };
+    for (i, example) in examples.iter().enumerate() {
+        let path = std::env::temp_dir().join(format!("aigov-readme-case-{}-{i}.yaml", std::process::id()));
+        std::fs::write(&path, example).unwrap();
+        let case = Case::load(&path).unwrap_or_else(|e| panic!("README case example {}: {e:#}\n{example}", i + 1));
+        let _ = std::fs::remove_file(&path);
+        // A rejection by the rule carries no code, and a settings case has
+        // no request: the README's examples hold to both.
+        assert!(case.expect.code.is_none(), "example {}: a policy denial has no code", i + 1);
+        assert!(case.expect.settings_error.is_none() || case.request.is_none(), "example {}: settingsError beside a request", i + 1);
+        if let Err(problems) = cases::run(&forms, &case) {
+            panic!("README case example {} fails:\n  {}\n{example}", i + 1, problems.join("\n  "));
+        }
+    }
 }

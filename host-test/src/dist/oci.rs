@@ -13,7 +13,10 @@
 //!   annotations.
 //!
 //! Manifests are canonical JSON (compact, keys sorted), as oci-client writes
-//! them for kwctl, so the digest of a manifest depends only on its content.
+//! them for kwctl, and everything in them and in the configs is derived from
+//! the wasm file alone: nothing from the environment, the clock or the
+//! machine. So one artifact has one digest whichever way it travels (`aigov
+//! push`, `make push`, the layout in `artifacts/oci/`, `skopeo copy` of it).
 
 use std::collections::BTreeMap;
 
@@ -58,8 +61,6 @@ pub mod oci_annotations {
     pub const LICENSES: &str = "org.opencontainers.image.licenses";
     /// Authors.
     pub const AUTHORS: &str = "org.opencontainers.image.authors";
-    /// Creation time (RFC 3339).
-    pub const CREATED: &str = "org.opencontainers.image.created";
     /// Name of a manifest in an image layout's `index.json`.
     pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 }
@@ -180,7 +181,7 @@ pub struct WasmConfig {
     pub author: Option<String>,
     /// The component's world.
     pub component: WasmComponent,
-    /// RFC 3339 creation time (`SOURCE_DATE_EPOCH`, for reproducibility).
+    /// RFC 3339 creation time: always [`CREATED`] (see there).
     pub created: String,
     /// Digests of the manifest's layers, in order.
     pub layer_digests: Vec<String>,
@@ -220,12 +221,11 @@ pub struct OciArtifact {
 }
 
 impl OciArtifact {
-    /// Packages a module or a component. `created` is the RFC 3339 time
-    /// recorded in a component's config (see [`created_timestamp`]).
-    pub fn from_wasm(engine: &Engine, wasm: &[u8], created: &str) -> Result<OciArtifact> {
+    /// Packages a module or a component.
+    pub fn from_wasm(engine: &Engine, wasm: &[u8]) -> Result<OciArtifact> {
         match ArtifactKind::of(wasm)? {
             ArtifactKind::Module => OciArtifact::module(wasm),
-            ArtifactKind::Component => OciArtifact::component(engine, wasm, created),
+            ArtifactKind::Component => OciArtifact::component(engine, wasm),
         }
     }
 
@@ -259,7 +259,7 @@ impl OciArtifact {
     }
 
     /// Packages a component in the CNCF Wasm OCI artifact layout.
-    pub fn component(engine: &Engine, wasm: &[u8], created: &str) -> Result<OciArtifact> {
+    pub fn component(engine: &Engine, wasm: &[u8]) -> Result<OciArtifact> {
         let meta = PolicyComponent::new(engine, wasm)?
             .instantiate(std::sync::Arc::new(aigov_sdk::NoCluster))?
             .metadata()
@@ -270,7 +270,7 @@ impl OciArtifact {
             architecture: "wasm".into(),
             author: annotation(annotations::AUTHOR),
             component: world_of(wasm)?,
-            created: created.to_string(),
+            created: CREATED.to_string(),
             layer_digests: vec![layer.digest()],
             os: "wasip2".into(),
         };
@@ -289,7 +289,6 @@ impl OciArtifact {
             }
         }
         manifest_annotations.insert(oci_annotations::VERSION.into(), meta.version.clone());
-        manifest_annotations.insert(oci_annotations::CREATED.into(), created.to_string());
         let manifest = manifest_bytes(&config, &layer, manifest_annotations)?;
         Ok(OciArtifact {
             kind: ArtifactKind::Component,
@@ -374,21 +373,17 @@ pub fn wit_package() -> &'static str {
         .map_or("aigov:policy", |p| p.trim_end_matches(';').trim())
 }
 
-/// The creation time recorded in component configs: `SOURCE_DATE_EPOCH`
-/// (seconds since the epoch, as reproducible builds set it; the Makefile
-/// uses the last commit's time) or, when unset, the epoch itself, so that
-/// the same component always packages to the same digest.
-pub fn created_timestamp() -> Result<String> {
-    let seconds = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<i64>()
-            .with_context(|| format!("SOURCE_DATE_EPOCH=`{v}` is not a number of seconds"))?,
-        _ => 0,
-    };
-    let time = chrono::DateTime::from_timestamp(seconds, 0).with_context(|| format!("SOURCE_DATE_EPOCH={seconds} is out of range"))?;
-    Ok(time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-}
+/// The `created` time of every component config: the Unix epoch.
+///
+/// The CNCF Wasm OCI artifact config shows a `created` field, and
+/// oci-wasm's `WasmConfig` (wkg, wasmCloud) refuses a config without one, so
+/// it is kept; but a component carries no time of its own, and any time
+/// taken from the environment (the clock, `SOURCE_DATE_EPOCH`, the last
+/// commit) would give one artifact several digests. The epoch is what
+/// reproducible image builders (ko, rules_oci, Nix's dockerTools) write for
+/// "no meaningful time". The manifest carries no
+/// `org.opencontainers.image.created` annotation for the same reason.
+pub const CREATED: &str = "1970-01-01T00:00:00Z";
 
 #[cfg(test)]
 mod tests {
@@ -466,12 +461,15 @@ mod tests {
     }
 
     #[test]
-    fn tags_and_timestamps() {
+    fn tags() {
         assert_eq!(tag(ArtifactKind::Module, "1.2.3"), "v1.2.3");
         assert_eq!(tag(ArtifactKind::Component, "1.2.3"), "v1.2.3-component");
-        assert_eq!(
-            chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "2023-11-14T22:13:20Z"
-        );
+    }
+
+    #[test]
+    fn the_created_time_is_fixed_and_parses() {
+        // What oci-wasm's `WasmConfig` (a chrono `DateTime<Utc>`) accepts.
+        let t = chrono::DateTime::parse_from_rfc3339(CREATED).unwrap();
+        assert_eq!(t.timestamp(), 0);
     }
 }

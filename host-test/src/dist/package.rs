@@ -1,23 +1,40 @@
-//! `aigov package`: everything a platform team needs to adopt the bundle one
-//! rule at a time, generated from the artifacts `make artifacts` built and
-//! the metadata embedded in them:
+//! Packaging the bundle, in two steps that never touch the same files:
 //!
-//! ```text
-//! artifacts/
-//!   SHA256SUMS                          every module and component
-//!   oci/                                OCI image layout: every rule, both forms
-//!   policies.yml                        standalone policy-server configuration
-//!   overlay/kustomization.yaml          the rules a team turns on, one line each
-//!   <rule>/cluster-admission-policy.yaml
-//!   <rule>/kustomization.yaml           the rule as a Kustomize base
-//!   <rule>/artifacthub-pkg.yml          ArtifactHub package metadata
-//! ```
+//! - **`aigov package`** (run by `make artifacts`): build outputs nobody
+//!   edits, next to the modules and components, rewritten on every build:
+//!
+//!   ```text
+//!   artifacts/
+//!     oci/          OCI image layout: every rule, both forms
+//!     SHA256SUMS    every module and component
+//!   ```
+//!
+//! - **`aigov manifests --out DIR`** (`make manifests DEST=DIR`): the
+//!   deployment manifests a team reviews, edits and commits, in a directory
+//!   it names, and only when asked:
+//!
+//!   ```text
+//!   DIR/
+//!     <rule>/cluster-admission-policy.yaml
+//!     <rule>/kustomization.yaml           the rule as a Kustomize base
+//!     <rule>/artifacthub-pkg.yml          ArtifactHub package metadata
+//!     overlay/kustomization.yaml          the rules a team turns on, one line each
+//!     policies.yml                        standalone policy-server configuration
+//!     .aigov-generated.sha256             what aigov wrote here last (sha256sum -c)
+//!   ```
+//!
+//!   A file is written only if it is new, or still exactly what aigov wrote
+//!   there last time (by the checksums in `.aigov-generated.sha256`). A file
+//!   someone edited, or that aigov did not write, is left alone and named,
+//!   and the command exits with status 1; `--force` overwrites.
 //!
 //! Module references are pinned by digest. The digest is the manifest's,
 //! computed here exactly as `aigov push` computes it, so the manifests are
 //! right before anything is pushed.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -27,29 +44,78 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::run::artifact::{self, module_metadata};
-use crate::dist::oci::{OciArtifact, created_timestamp};
 use crate::dist::layout;
+use crate::dist::oci::{OciArtifact, sha256_digest};
+use crate::run::artifact::{self, module_metadata};
 use crate::run::{engine, native};
 
 /// Where the published bundle lives unless `--registry` says otherwise.
 pub const DEFAULT_REGISTRY: &str = "ghcr.io/aigov-dev/policies";
 
+/// Namespaces no generated policy receives requests from, unless
+/// `--exclude-namespaces` says otherwise: the control plane's (`kube-system`:
+/// the kubelet's mirror pods, DaemonSets, DNS, CNI) and the Kubewarden
+/// policy server's own.
+pub const DEFAULT_EXCLUDED_NAMESPACES: [&str; 2] = ["kube-system", "kubewarden"];
+
+/// The record of what `aigov manifests` wrote in a directory: one
+/// `sha256sum` line per file, so `sha256sum -c` run there lists the files
+/// edited since.
+pub const RECORD: &str = ".aigov-generated.sha256";
+
+/// Subresources a rule acts on only when one of its settings is `true`:
+/// (rule, resource, setting). A generated policy lists such a resource in
+/// its webhook rules only when the policy's settings (the rule's defaults)
+/// turn it on, so the API server does not call the webhook for requests the
+/// rule would admit unread. The policy says what was left out and how to
+/// add it back.
+pub const SETTING_GATED_RESOURCES: &[(&str, &str, &str)] = &[("exec-guard", "pods/portforward", "guardPortForward")];
+
 /// Arguments of `aigov package`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Where `make artifacts` put the modules and components; the packaging
-    /// is written there too.
+    /// Where `make artifacts` put the modules and components; the OCI layout
+    /// (`oci/`) and `SHA256SUMS` are written there too.
     #[arg(long, default_value = "artifacts")]
     pub artifacts: PathBuf,
+}
+
+/// Arguments of `aigov manifests`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+A file in DIR is written only if it is new or still exactly what aigov wrote there last time \
+(DIR/.aigov-generated.sha256 records it; `sha256sum -c .aigov-generated.sha256` in DIR lists \
+what was edited since). A file that was edited, or that aigov did not write, is left alone and \
+named, and the exit status is 1: merge by hand (generate into an empty directory and diff), or \
+pass --force to overwrite.
+
+ArtifactHub's `createdAt` is SOURCE_DATE_EPOCH when set (the Makefile sets the last commit's \
+time), else now. Nothing else depends on the environment.")]
+pub struct ManifestsArgs {
+    /// Where `make artifacts` put the modules and components.
+    #[arg(long, default_value = "artifacts")]
+    pub artifacts: PathBuf,
+    /// The directory to write the manifests to (a GitOps repository's
+    /// folder, say). Created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
     /// The registry and repository prefix the rules are (or will be) pushed
     /// to; each rule is `<registry>/<rule>:v<version>`.
     #[arg(long, default_value = DEFAULT_REGISTRY)]
     pub registry: String,
     /// Rules the Kustomize overlay turns on (comma-separated); the others are
-    /// listed commented out.
+    /// listed commented out. Without it, the rules DIR/overlay already turns
+    /// on stay on (none in a new directory).
     #[arg(long, value_delimiter = ',')]
     pub enable: Vec<String>,
+    /// Namespaces the policies never receive requests from (comma-separated;
+    /// an empty value excludes none).
+    #[arg(long, value_delimiter = ',', default_value = "kube-system,kubewarden")]
+    pub exclude_namespaces: Vec<String>,
+    /// Overwrite files that were edited since aigov wrote them, or that aigov
+    /// did not write.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// One rule, packaged.
@@ -78,34 +144,118 @@ impl Packaged {
     }
 }
 
-/// Runs `aigov package`.
-pub fn run(args: &Args) -> Result<ExitCode> {
+/// Every rule linked into aigov, read from `artifacts`.
+fn load_all(artifacts: &Path) -> Result<Vec<Packaged>> {
+    let engine = engine::new_engine()?;
+    native::RULES.iter().map(|policy| load(&engine, artifacts, policy)).collect()
+}
+
+/// Runs `aigov package`: the OCI layout and the checksums.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let rules = load_all(&args.artifacts)?;
+    write_build_outputs(&args.artifacts, &rules)?;
+    for r in &rules {
+        for form in [&r.module, &r.component] {
+            writeln!(out, "{:<20} {:<9} {}", r.name, form.kind.name(), form.digest())?;
+        }
+    }
+    writeln!(out, "wrote {0}/oci (OCI image layout) and {0}/SHA256SUMS", args.artifacts.display())?;
+    // Deployment manifests are no longer written here: say so once to
+    // whoever still has the ones an older aigov left (they are not touched).
+    let legacy = args.artifacts.join("overlay").join("kustomization.yaml");
+    if legacy.is_file() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "aigov: note: {} and {}/<rule>/cluster-admission-policy.yaml are left from an older aigov and are no longer updated; \
+             generate deployment manifests with `make manifests DEST=<dir>` (or `aigov manifests --out <dir>`)",
+            legacy.display(),
+            args.artifacts.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `aigov manifests`.
+pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCode> {
     for rule in &args.enable {
         if native::rule(rule).is_none() {
             bail!("--enable: no rule named `{rule}`; rules: {}", native::names().collect::<Vec<_>>().join(", "));
         }
     }
-    let engine = engine::new_engine()?;
-    let created = created_timestamp()?;
-    let mut rules = Vec::new();
-    for policy in native::RULES {
-        rules.push(load(&engine, &args.artifacts, policy, &created)?);
-    }
-    write_all(&args.artifacts, &rules, &args.registry, &args.enable, &created)?;
+    let excluded = excluded_namespaces(&args.exclude_namespaces)?;
+    let enable = if args.enable.is_empty() {
+        // Regenerating must not switch off what the team turned on.
+        let overlay = args.out.join(OVERLAY);
+        let kept = enabled_in_overlay(&overlay)?;
+        if !kept.is_empty() {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "aigov: no --enable: keeping the rules {} turns on: {}",
+                overlay.display(),
+                kept.join(", ")
+            );
+        }
+        kept
+    } else {
+        args.enable.clone()
+    };
+    let rules = load_all(&args.artifacts)?;
+    let files = manifests(&rules, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
+    let report = write_protected(&args.out, &files, args.force)?;
     for r in &rules {
-        for form in [&r.module, &r.component] {
-            println!("{:<20} {:<9} {}", r.name, form.kind.name(), r.pinned(&args.registry, form));
+        writeln!(out, "{:<20} {}", r.name, r.pinned(&args.registry, &r.module))?;
+    }
+    writeln!(
+        out,
+        "{}: {} file(s) written, {} unchanged, {} left alone",
+        args.out.display(),
+        report.written.len(),
+        report.unchanged.len(),
+        report.kept.len()
+    )?;
+    if report.kept.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "aigov: left alone (the new version was not written):");
+    for k in &report.kept {
+        let why = match k.reason {
+            KeptReason::Edited => "edited since aigov wrote it",
+            KeptReason::NotGenerated => "not written by aigov",
+        };
+        let _ = writeln!(err, "  {} ({why})", args.out.join(&k.path).display());
+    }
+    let _ = writeln!(
+        err,
+        "aigov: to compare, generate into an empty directory and diff; to overwrite, rerun with --force (make manifests ... FORCE=1)"
+    );
+    Ok(ExitCode::FAILURE)
+}
+
+/// Where the overlay goes, relative to the output directory.
+pub const OVERLAY: &str = "overlay/kustomization.yaml";
+
+/// The rules an overlay turns on: its uncommented `- ../<rule>` lines
+/// naming a rule linked into aigov. None when there is no overlay.
+pub fn enabled_in_overlay(path: &Path) -> Result<Vec<String>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("- ../") else { continue };
+        let name = rest.split(|c: char| c.is_whitespace() || c == '#').next().unwrap_or_default().trim_end_matches('/');
+        if native::rule(name).is_some() && !out.iter().any(|x| x == name) {
+            out.push(name.to_string());
         }
     }
-    println!(
-        "wrote {0}/oci (OCI image layout), {0}/<rule>/cluster-admission-policy.yaml, kustomization.yaml, artifacthub-pkg.yml, {0}/overlay, {0}/policies.yml, {0}/SHA256SUMS",
-        args.artifacts.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(out)
 }
 
 /// Reads one rule's module and component from `artifacts`.
-pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::NativePolicy, created: &str) -> Result<Packaged> {
+pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::NativePolicy) -> Result<Packaged> {
     let name = policy.metadata.name;
     let read = |path: PathBuf| {
         std::fs::read(&path).with_context(|| format!("reading {}: run `make artifacts` first", path.display()))
@@ -115,7 +265,7 @@ pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::Nat
     let metadata = module_metadata(&module_wasm)?
         .with_context(|| format!("{}: the module is not annotated", artifact::module_path(artifacts, name).display()))?;
     let module = OciArtifact::module(&module_wasm)?;
-    let component = OciArtifact::component(engine, &component_wasm, created)?;
+    let component = OciArtifact::component(engine, &component_wasm)?;
     for form in [&module, &component] {
         if form.name != name || form.version != policy.metadata.version {
             bail!(
@@ -137,20 +287,160 @@ pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::Nat
     })
 }
 
-/// Writes the layout, the manifests, the ArtifactHub files and the checksums.
-pub fn write_all(artifacts: &Path, rules: &[Packaged], registry: &str, enable: &[String], created: &str) -> Result<()> {
+/// Writes the OCI layout and the checksums next to the artifacts.
+pub fn write_build_outputs(artifacts: &Path, rules: &[Packaged]) -> Result<()> {
     let forms: Vec<OciArtifact> = rules.iter().flat_map(|r| [r.module.clone(), r.component.clone()]).collect();
     layout::write(&artifacts.join("oci"), &forms)?;
+    write(&artifacts.join("SHA256SUMS"), &checksums(artifacts, rules))
+}
+
+/// The deployment manifests, as (path relative to the output directory,
+/// content), in a stable order.
+pub fn manifests(rules: &[Packaged], registry: &str, enable: &[String], excluded: &[String], created_at: &str) -> Result<Vec<(String, String)>> {
+    let mut files = Vec::new();
     for r in rules {
-        let dir = artifacts.join(&r.name);
-        write(&dir.join("cluster-admission-policy.yaml"), &cluster_admission_policy(r, registry)?)?;
-        write(&dir.join("kustomization.yaml"), &base_kustomization(r))?;
-        write(&dir.join("artifacthub-pkg.yml"), &artifacthub(r, registry, created)?)?;
+        files.push((format!("{}/cluster-admission-policy.yaml", r.name), cluster_admission_policy(r, registry, excluded)?));
+        files.push((format!("{}/kustomization.yaml", r.name), base_kustomization(r)));
+        files.push((format!("{}/artifacthub-pkg.yml", r.name), artifacthub(r, registry, created_at)?));
     }
-    write(&artifacts.join("overlay").join("kustomization.yaml"), &overlay(rules, enable))?;
-    write(&artifacts.join("policies.yml"), &policy_server_config(rules, registry)?)?;
-    write(&artifacts.join("SHA256SUMS"), &checksums(artifacts, rules))?;
-    Ok(())
+    files.push((OVERLAY.into(), overlay(rules, enable)));
+    files.push(("policies.yml".into(), policy_server_config(rules, registry)?));
+    Ok(files)
+}
+
+/// Checks `--exclude-namespaces`: DNS labels, as namespace names are
+/// (which also keeps them plain YAML scalars); empty values are dropped.
+pub fn excluded_namespaces(names: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let label = n.len() <= 63
+            && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !n.starts_with('-')
+            && !n.ends_with('-');
+        if !label {
+            bail!("--exclude-namespaces: `{n}` is not a namespace name (lowercase letters, digits and `-`)");
+        }
+        if !out.iter().any(|x| x == n) {
+            out.push(n.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// ArtifactHub's `createdAt`: `SOURCE_DATE_EPOCH` (seconds; the Makefile
+/// sets the last commit's time) when set, else now. It appears in
+/// `artifacthub-pkg.yml` only, never in an OCI artifact.
+pub fn artifacthub_created_at() -> Result<String> {
+    let time = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => {
+            let seconds = v
+                .trim()
+                .parse::<i64>()
+                .with_context(|| format!("SOURCE_DATE_EPOCH=`{v}` is not a number of seconds"))?;
+            chrono::DateTime::from_timestamp(seconds, 0).with_context(|| format!("SOURCE_DATE_EPOCH={seconds} is out of range"))?
+        }
+        _ => chrono::Utc::now(),
+    };
+    Ok(time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+// ------------------------------------------------------ protected writing
+
+/// Why a file was left alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeptReason {
+    /// aigov wrote it, and it changed since.
+    Edited,
+    /// It was there, and aigov has no record of writing it.
+    NotGenerated,
+}
+
+/// A file left alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// Relative to the output directory.
+    pub path: String,
+    /// Why.
+    pub reason: KeptReason,
+}
+
+/// What [`write_protected`] did, file by file (paths relative to the
+/// output directory).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteReport {
+    /// New files, and files still as aigov wrote them whose content changed.
+    pub written: Vec<String>,
+    /// Files that already held exactly the new content.
+    pub unchanged: Vec<String>,
+    /// Files left alone.
+    pub kept: Vec<Kept>,
+}
+
+/// The record in `dir`: path → sha256 hex. A missing record is empty.
+pub fn read_record(dir: &Path) -> Result<BTreeMap<String, String>> {
+    let path = dir.join(RECORD);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut record = BTreeMap::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let Some((hex, file)) = line.split_once("  ") else {
+            bail!("{}: line {} is not `<sha256>  <file>`", path.display(), i + 1);
+        };
+        record.insert(file.to_string(), hex.to_string());
+    }
+    Ok(record)
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    sha256_digest(bytes).trim_start_matches("sha256:").to_string()
+}
+
+/// Writes `files` (relative path, content) under `dir`, never overwriting a
+/// file that differs from what aigov last wrote there (unless `force`),
+/// and records what it wrote in [`RECORD`].
+pub fn write_protected(dir: &Path, files: &[(String, String)], force: bool) -> Result<WriteReport> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let previous = read_record(dir)?;
+    let mut record = BTreeMap::new();
+    let mut report = WriteReport::default();
+    for (relative, content) in files {
+        let path = dir.join(relative);
+        let new_hex = hex_digest(content.as_bytes());
+        let current = match std::fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        match current {
+            Some(bytes) if bytes == content.as_bytes() => {
+                report.unchanged.push(relative.clone());
+                record.insert(relative.clone(), new_hex);
+            }
+            Some(bytes) if !force && previous.get(relative) != Some(&hex_digest(&bytes)) => {
+                let reason = if previous.contains_key(relative) { KeptReason::Edited } else { KeptReason::NotGenerated };
+                // Keep the old checksum, so the file still counts as edited
+                // next time.
+                if let Some(old) = previous.get(relative) {
+                    record.insert(relative.clone(), old.clone());
+                }
+                report.kept.push(Kept { path: relative.clone(), reason });
+            }
+            _ => {
+                write(&path, content)?;
+                report.written.push(relative.clone());
+                record.insert(relative.clone(), new_hex);
+            }
+        }
+    }
+    let mut text = String::new();
+    for (file, hex) in &record {
+        let _ = writeln!(text, "{hex}  {file}");
+    }
+    write(&dir.join(RECORD), &text)?;
+    Ok(report)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -167,6 +457,8 @@ fn yaml<T: Serialize>(value: &T) -> Result<String> {
 fn annotation<'a>(m: &'a Metadata, key: &str) -> &'a str {
     m.annotations.get(key).map_or("", String::as_str)
 }
+
+// ------------------------------------------------------------- manifests
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -193,15 +485,73 @@ struct Resource<'a, S> {
 #[derive(Serialize)]
 struct ResourceMeta<'a> {
     name: String,
-    labels: std::collections::BTreeMap<&'a str, &'a str>,
-    annotations: std::collections::BTreeMap<&'a str, &'a str>,
+    labels: BTreeMap<&'a str, &'a str>,
+    annotations: BTreeMap<&'a str, &'a str>,
 }
 
-/// The rule's `ClusterAdmissionPolicy`, with its default settings and a
-/// commented `mode: monitor` line.
-pub fn cluster_admission_policy(r: &Packaged, registry: &str) -> Result<String> {
+/// A resource left out of a policy's webhook rules, and the setting that
+/// would bring it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// `pods/portforward`.
+    pub resource: String,
+    /// `guardPortForward`.
+    pub setting: String,
+}
+
+/// The webhook rules of a rule's policy: its metadata's rules, without the
+/// [`SETTING_GATED_RESOURCES`] its `settings` leave off (a rule left with
+/// no resource is dropped), and what was left out.
+pub fn webhook_rules(name: &str, rules: &[aigov_metadata::Rule], settings: &Value) -> (Vec<aigov_metadata::Rule>, Vec<Dropped>) {
+    let off: Vec<(&str, &str)> = SETTING_GATED_RESOURCES
+        .iter()
+        .filter(|(rule, _, setting)| *rule == name && settings.get(*setting) != Some(&Value::Bool(true)))
+        .map(|(_, resource, setting)| (*resource, *setting))
+        .collect();
+    let mut dropped: Vec<Dropped> = Vec::new();
+    let mut out = Vec::new();
+    for rule in rules {
+        let mut kept = rule.clone();
+        kept.resources.retain(|resource| match off.iter().find(|(r, _)| r == resource) {
+            Some((r, setting)) => {
+                let d = Dropped { resource: r.to_string(), setting: setting.to_string() };
+                if !dropped.contains(&d) {
+                    dropped.push(d);
+                }
+                false
+            }
+            None => true,
+        });
+        if !kept.resources.is_empty() {
+            out.push(kept);
+        }
+    }
+    (out, dropped)
+}
+
+/// The `namespaceSelector` block (indented for `spec`), or a comment when
+/// no namespace is excluded.
+fn namespace_selector(excluded: &[String]) -> String {
+    if excluded.is_empty() {
+        return "  # namespaceSelector: none, so requests from every namespace, kube-system included, reach the policy\n".into();
+    }
+    format!(
+        "  # Requests from these namespaces never reach the policy: kube-system (the kubelet's mirror\n\
+         \x20 # pods, DaemonSets, DNS, CNI) and the policy server's own. Change the list on the last line.\n\
+         \x20 namespaceSelector:\n\
+         \x20   matchExpressions:\n\
+         \x20   - {{key: kubernetes.io/metadata.name, operator: NotIn, values: [{}]}}\n",
+        excluded.join(", ")
+    )
+}
+
+/// The rule's `ClusterAdmissionPolicy`: its webhook rules (see
+/// [`webhook_rules`]), its default settings, a `namespaceSelector`
+/// excluding `excluded`, and a commented `mode: monitor` line.
+pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String]) -> Result<String> {
     let m = &r.metadata;
     let keep = [annotations::TITLE, annotations::DESCRIPTION, annotations::SEVERITY, annotations::CATEGORY, annotations::VERSION];
+    let (rules, dropped) = webhook_rules(&r.name, &m.rules, &r.settings);
     let resource = Resource {
         api_version: "policies.kubewarden.io/v1",
         kind: "ClusterAdmissionPolicy",
@@ -213,7 +563,7 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str) -> Result<String> 
         spec: PolicySpec {
             policy_server: "default",
             module: r.module_url(registry),
-            rules: &m.rules,
+            rules: &rules,
             mutating: m.mutating,
             background_audit: m.background_audit,
             context_aware_resources: &m.context_aware_resources,
@@ -223,17 +573,26 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str) -> Result<String> 
     let body = yaml(&resource)?;
     let mut out = String::new();
     let _ = writeln!(out, "# aigov {} {}: {}", r.name, r.module.version, annotation(m, annotations::DESCRIPTION));
-    let _ = writeln!(out, "# Generated by `aigov package` from policies/{}/metadata.yml. Settings are the", r.name);
+    let _ = writeln!(out, "# Generated by `aigov manifests` from policies/{}/metadata.yml. Settings are the", r.name);
     let _ = writeln!(out, "# rule's defaults; each is documented in {}", annotation(m, annotations::SOURCE));
     if !m.context_aware_resources.is_empty() {
         let kinds: Vec<String> = m.context_aware_resources.iter().map(|c| format!("{} {}", c.api_version, c.kind)).collect();
         let _ = writeln!(out, "# Context-aware: the policy server lets the rule read {} objects.", kinds.join(", "));
+    }
+    for d in &dropped {
+        let _ = writeln!(
+            out,
+            "# `{}` is left out of the rules below: the rule acts on it only with `{}: true`.\n\
+             # Set that in the settings and add `{}` back to the rules' resources.",
+            d.resource, d.setting, d.resource
+        );
     }
     for line in body.lines() {
         out.push_str(line);
         out.push('\n');
         if line == "spec:" {
             out.push_str("  # mode: monitor   # uncomment to log what the rule would reject without rejecting it\n");
+            out.push_str(&namespace_selector(excluded));
         }
     }
     Ok(out)
@@ -254,8 +613,8 @@ fn base_kustomization(r: &Packaged) -> String {
 pub fn overlay(rules: &[Packaged], enable: &[String]) -> String {
     let mut out = String::from(
         "# The aigov rules this cluster enforces. Opting in is one line per rule:\n\
-         # uncomment a rule (or regenerate with `make artifacts ENABLE=rule-a,rule-b`),\n\
-         # then `kubectl apply -k artifacts/overlay`.\n\
+         # uncomment it here, then `kubectl apply -k` this directory. (Regenerating with\n\
+         # `make manifests DEST=... ENABLE=rule-a,rule-b` leaves this file alone once edited.)\n\
          apiVersion: kustomize.config.k8s.io/v1beta1\n\
          kind: Kustomization\n",
     );
@@ -414,8 +773,8 @@ pub fn artifacthub(r: &Packaged, registry: &str, created: &str) -> Result<String
              kwctl pull {image}\n\
              aigov pull {image} -o policy.wasm\n\
              ```\n\
-             Deploy it with the `ClusterAdmissionPolicy` aigov generates (`make artifacts`,\n\
-             then `kubectl apply -f artifacts/{name}/cluster-admission-policy.yaml`), or\n\
+             Deploy it with the `ClusterAdmissionPolicy` aigov generates (`make manifests DEST=deploy`,\n\
+             then `kubectl apply -f deploy/{name}/cluster-admission-policy.yaml`), or\n\
              scaffold one with `kwctl scaffold manifest -t ClusterAdmissionPolicy registry://{image}`.\n",
             name = r.name
         ),
@@ -425,7 +784,7 @@ pub fn artifacthub(r: &Packaged, registry: &str, created: &str) -> Result<String
         annotations: notes,
     };
     let mut out = String::from(
-        "# ArtifactHub package metadata, generated by `aigov package` from the rule's\n\
+        "# ArtifactHub package metadata, generated by `aigov manifests` from the rule's\n\
          # metadata.yml and README.md. See https://artifacthub.io/docs/topics/repositories/kubewarden-policies/\n",
     );
     out.push_str(&yaml(&package)?);
@@ -447,4 +806,161 @@ pub fn checksums(artifacts: &Path, rules: &[Packaged]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::dist::oci::{Blob, media_types};
+    use crate::run::artifact::ArtifactKind;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("aigov-package-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn files(version: &str) -> Vec<(String, String)> {
+        vec![
+            ("a/policy.yaml".to_string(), format!("policy {version}\n")),
+            ("overlay/kustomization.yaml".to_string(), format!("overlay {version}\n")),
+            ("policies.yml".to_string(), format!("server {version}\n")),
+        ]
+    }
+
+    #[test]
+    fn edited_files_are_never_overwritten_without_force() {
+        let dir = temp_dir("protect");
+        let first = write_protected(&dir, &files("1"), false).unwrap();
+        assert_eq!(first.written.len(), 3);
+        assert!(first.kept.is_empty() && first.unchanged.is_empty());
+        // The record is sha256sum's format.
+        let record = std::fs::read_to_string(dir.join(RECORD)).unwrap();
+        assert!(record.lines().all(|l| l.len() > 66 && &l[64..66] == "  "), "{record}");
+        assert_eq!(read_record(&dir).unwrap().len(), 3);
+
+        // Regenerating the same content changes nothing.
+        let again = write_protected(&dir, &files("1"), false).unwrap();
+        assert_eq!(again.unchanged.len(), 3);
+
+        // Someone uncomments a rule in the overlay; a new version comes.
+        std::fs::write(dir.join("overlay/kustomization.yaml"), "overlay 1, edited\n").unwrap();
+        // And puts a file of their own where aigov would write.
+        std::fs::remove_file(dir.join("policies.yml")).unwrap();
+        let mut record = read_record(&dir).unwrap();
+        record.remove("policies.yml");
+        let text: String = record.iter().map(|(f, h)| format!("{h}  {f}\n")).collect();
+        std::fs::write(dir.join(RECORD), text).unwrap();
+        std::fs::write(dir.join("policies.yml"), "mine\n").unwrap();
+
+        let second = write_protected(&dir, &files("2"), false).unwrap();
+        assert_eq!(second.written, ["a/policy.yaml"], "the untouched file follows the new version");
+        assert_eq!(
+            second.kept,
+            [
+                Kept { path: "overlay/kustomization.yaml".into(), reason: KeptReason::Edited },
+                Kept { path: "policies.yml".into(), reason: KeptReason::NotGenerated },
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(dir.join("a/policy.yaml")).unwrap(), "policy 2\n");
+        assert_eq!(std::fs::read_to_string(dir.join("overlay/kustomization.yaml")).unwrap(), "overlay 1, edited\n");
+        assert_eq!(std::fs::read_to_string(dir.join("policies.yml")).unwrap(), "mine\n");
+
+        // Still edited the next time: the record kept the old checksum.
+        let third = write_protected(&dir, &files("2"), false).unwrap();
+        assert_eq!(third.kept.len(), 2);
+        assert_eq!(third.unchanged, ["a/policy.yaml"]);
+
+        // A file that already holds exactly the new content is adopted.
+        std::fs::write(dir.join("policies.yml"), "server 2\n").unwrap();
+        let adopted = write_protected(&dir, &files("2"), false).unwrap();
+        assert_eq!(adopted.unchanged, ["a/policy.yaml", "policies.yml"]);
+
+        // --force overwrites, and records.
+        let forced = write_protected(&dir, &files("3"), true).unwrap();
+        assert_eq!(forced.written.len(), 3);
+        assert!(forced.kept.is_empty());
+        assert_eq!(std::fs::read_to_string(dir.join("overlay/kustomization.yaml")).unwrap(), "overlay 3\n");
+        assert_eq!(write_protected(&dir, &files("4"), false).unwrap().written.len(), 3);
+
+        // A damaged record is an error, not a licence to overwrite.
+        std::fs::write(dir.join(RECORD), "garbage\n").unwrap();
+        assert!(write_protected(&dir, &files("5"), false).unwrap_err().to_string().contains("is not `<sha256>  <file>`"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn packaged(rule: &str) -> Packaged {
+        let policy = native::rule(rule).unwrap();
+        let yml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies").join(rule).join("metadata.yml")).unwrap();
+        let form = |kind, media_type| OciArtifact {
+            kind,
+            name: rule.into(),
+            version: policy.metadata.version.into(),
+            manifest: format!("{rule} {kind:?}").into_bytes(),
+            config: Blob { media_type, data: b"{}".to_vec() },
+            layer: Blob { media_type, data: Vec::new() },
+        };
+        Packaged {
+            name: rule.into(),
+            metadata: Metadata::from_yaml(&yml).unwrap(),
+            module: form(ArtifactKind::Module, media_types::KUBEWARDEN_LAYER),
+            component: form(ArtifactKind::Component, media_types::WASM_LAYER),
+            settings: (policy.default_settings)(),
+        }
+    }
+
+    #[test]
+    fn exec_guard_lists_portforward_only_when_its_setting_guards_it() {
+        let r = packaged("exec-guard");
+        assert!(r.metadata.rules[0].resources.iter().any(|x| x == "pods/portforward"), "the metadata lists it");
+        let (rules, dropped) = webhook_rules(&r.name, &r.metadata.rules, &r.settings);
+        assert_eq!(rules[0].resources, ["pods/exec", "pods/attach"]);
+        assert_eq!(dropped, [Dropped { resource: "pods/portforward".into(), setting: "guardPortForward".into() }]);
+        let mut guarded = r.settings.clone();
+        guarded["guardPortForward"] = Value::Bool(true);
+        let (rules, dropped) = webhook_rules(&r.name, &r.metadata.rules, &guarded);
+        assert_eq!(rules, r.metadata.rules);
+        assert!(dropped.is_empty());
+
+        let text = cluster_admission_policy(&r, "registry.example.com/aigov", &excluded_namespaces(&["kube-system".into()]).unwrap()).unwrap();
+        assert!(text.contains("# `pods/portforward` is left out of the rules below: the rule acts on it only with `guardPortForward: true`."), "{text}");
+        let policy: Value = serde_norway::from_str(&text).unwrap();
+        assert_eq!(policy["spec"]["rules"][0]["resources"], serde_json::json!(["pods/exec", "pods/attach"]));
+        assert_eq!(policy["spec"]["settings"]["guardPortForward"], Value::Bool(false));
+
+        // A rule a setting would leave with no resource disappears, and
+        // other rules are untouched.
+        let only = vec![aigov_metadata::Rule { resources: vec!["pods/portforward".into()], ..r.metadata.rules[0].clone() }];
+        assert!(webhook_rules("exec-guard", &only, &r.settings).0.is_empty());
+        assert_eq!(webhook_rules("another-rule", &only, &r.settings).0, only);
+    }
+
+    #[test]
+    fn regenerating_keeps_the_rules_the_overlay_turns_on() {
+        let dir = temp_dir("overlay");
+        let path = dir.join(OVERLAY);
+        assert!(enabled_in_overlay(&path).unwrap().is_empty(), "no overlay yet");
+        let rules = [packaged("exec-guard"), packaged("gpu-runtime-class"), packaged("opencost-labels")];
+        let text = overlay(&rules, &["opencost-labels".into(), "exec-guard".into()]);
+        write(&path, &text).unwrap();
+        assert_eq!(enabled_in_overlay(&path).unwrap(), ["exec-guard", "opencost-labels"]);
+        // Lines a person writes count too; comments and unknown bases do not.
+        write(&path, "resources:\n  - ../gpu-runtime-class/\n# - ../exec-guard\n- ../my-own-base\n").unwrap();
+        assert_eq!(enabled_in_overlay(&path).unwrap(), ["gpu-runtime-class"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn namespace_exclusions() {
+        assert_eq!(excluded_namespaces(&["kube-system".into(), "".into(), "kube-system".into(), " gpu-operator ".into()]).unwrap(), ["kube-system", "gpu-operator"]);
+        for bad in ["Kube-System", "-x", "a b", "ns]"] {
+            assert!(excluded_namespaces(&[bad.into()]).is_err(), "{bad}");
+        }
+        let r = packaged("gpu-runtime-class");
+        let none = cluster_admission_policy(&r, "r.example.com", &[]).unwrap();
+        let policy: Value = serde_norway::from_str(&none).unwrap();
+        assert!(policy["spec"].get("namespaceSelector").is_none());
+        assert!(none.contains("# namespaceSelector: none"));
+    }
 }

@@ -6,9 +6,11 @@
 //!   `docker`, `kwctl` and `skopeo`; without an entry the registry is used
 //!   anonymously.
 //! - Registries are spoken to over HTTPS; plain HTTP only with `insecure`.
-//! - The manifest is pushed byte for byte as [`OciArtifact`] built it, so the
-//!   digest printed is the digest of the layout on disk too.
+//! - The manifest is pushed byte for byte as [`OciArtifact`] built it, from
+//!   the wasm file alone, so the digest printed is the digest of the layout
+//!   on disk too, whatever the environment.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,7 +21,7 @@ use oci_client::{Client, Reference};
 
 use crate::run::artifact::ArtifactKind;
 use crate::run::engine;
-use crate::dist::oci::{Manifest, OciArtifact, created_timestamp, media_types, sha256_digest};
+use crate::dist::oci::{Manifest, OciArtifact, media_types, sha256_digest};
 
 /// `aigov push` and `aigov pull`.
 #[derive(clap::Subcommand, Debug)]
@@ -51,16 +53,16 @@ pub enum Command {
     },
 }
 
-/// Runs `aigov push` or `aigov pull`.
-pub fn run(command: &Command) -> Result<ExitCode> {
+/// Runs `aigov push` or `aigov pull`; the pinned reference of a push goes
+/// to `out`.
+pub fn run(command: &Command, out: &mut dyn Write) -> Result<ExitCode> {
     match command {
         Command::Push { artifact, reference, insecure } => {
             let wasm = std::fs::read(artifact).with_context(|| format!("reading {}", artifact.display()))?;
             let engine = engine::new_engine()?;
-            let oci = OciArtifact::from_wasm(&engine, &wasm, &created_timestamp()?)
-                .with_context(|| format!("packaging {}", artifact.display()))?;
+            let oci = OciArtifact::from_wasm(&engine, &wasm).with_context(|| format!("packaging {}", artifact.display()))?;
             let pinned = push(&oci, reference, *insecure)?;
-            println!("{pinned}");
+            writeln!(out, "{pinned}")?;
         }
         Command::Pull { reference, output, insecure } => {
             let pulled = pull(reference, *insecure)?;
@@ -68,7 +70,8 @@ pub fn run(command: &Command) -> Result<ExitCode> {
                 std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             }
             std::fs::write(output, &pulled.wasm).with_context(|| format!("writing {}", output.display()))?;
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr().lock(),
                 "pulled {} ({}, {} bytes) to {}",
                 pulled.pinned,
                 pulled.kind.name(),

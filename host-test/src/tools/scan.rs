@@ -4,7 +4,9 @@
 //! A document is what `kubectl apply` or the API server would hand the
 //! webhook: a plain object becomes a `CREATE` by a default user (see
 //! [`crate::run::admission`]); an AdmissionRequest or AdmissionReview is used as
-//! is (that is how `CONNECT pods/exec` reaches a rule). Each rule sees the
+//! is (that is how `CONNECT pods/exec` reaches a rule), but for its
+//! `userInfo` when `--user` or `--group` is given ([`Identity`], shared with
+//! `aigov eval`). Each rule sees the
 //! request only if its metadata would make Kubernetes send it
 //! ([`PolicyMetadata::governs`]), exactly as the webhook configuration a
 //! platform team deploys would.
@@ -15,7 +17,7 @@
 //! 2 when the scan itself could not run (missing artifacts, bad settings).
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -84,7 +86,11 @@ impl Form {
 #[command(after_help = "\
 Every document in every file (directories are searched for .yaml, .yml and .json; `-` reads stdin) \
 goes through every rule whose webhook rules match it. Plain objects are submitted as CREATE by a \
-default user; AdmissionRequest and AdmissionReview documents are used as they are.
+default user; AdmissionRequest and AdmissionReview documents are used as they are, except that \
+--user and --group replace their `userInfo` (reported on stderr).
+
+A rejection's message holds one violation per line; the table shows each as a bullet and counts \
+them, and the JSON report lists them under `violations` (and totals them in `summary`).
 
 Exit status: 0 if nothing was denied; 1 if a rule denied a document, could not evaluate it, or a \
 file could not be parsed (see --fail-on); 2 if the scan could not run. In CI:
@@ -117,10 +123,18 @@ pub struct Args {
     /// What makes the exit status 1.
     #[arg(long, value_enum, default_value_t = FailOn::Deny)]
     pub fail_on: FailOn,
+    /// Submit as this user (plain objects; replaces `userInfo.username` of
+    /// AdmissionRequests and AdmissionReviews).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Submit with these groups (repeatable; replaces `userInfo.groups` of
+    /// AdmissionRequests and AdmissionReviews).
+    #[arg(long = "group")]
+    pub groups: Vec<String>,
 }
 
-/// Runs `aigov scan`.
-pub fn run(args: &Args) -> Result<ExitCode> {
+/// Runs `aigov scan`, writing the report to `out`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let form = match (args.component, args.native) {
         (true, _) => Form::Component,
         (_, true) => Form::Native,
@@ -133,11 +147,21 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         cluster: args.cluster.clone(),
         settings,
         form,
+        identity: Identity { user: args.user.clone(), groups: args.groups.clone() },
     };
     let report = scan(&config)?;
+    if !report.overridden.is_empty() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "aigov scan: {} applied to {} AdmissionRequest/AdmissionReview document(s) used verbatim: {}",
+            config.identity.flags(),
+            report.overridden.len(),
+            report.overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
     match args.format {
-        Format::Table => print!("{}", render_table(&report, WRAP_WIDTH, args.fail_on)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&to_json(&report))?),
+        Format::Table => write!(out, "{}", render_table(&report, WRAP_WIDTH, args.fail_on))?,
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&report))?)?,
     }
     Ok(ExitCode::from(exit_status(&report, args.fail_on)))
 }
@@ -323,6 +347,14 @@ impl RuleResult {
         }
     }
 
+    /// The violations of a rejection (none for an admission or an error).
+    pub fn violations(&self) -> Vec<&str> {
+        match &self.response {
+            Some(r) if !r.accepted => violations(r.message.as_deref().unwrap_or_default()),
+            _ => Vec::new(),
+        }
+    }
+
     fn has_details(&self) -> bool {
         self.error.is_some()
             || self
@@ -401,6 +433,9 @@ pub struct Report {
     pub skipped: Vec<Note>,
     /// Files that could not be read or parsed (they fail the scan).
     pub errors: Vec<Note>,
+    /// AdmissionRequests and AdmissionReviews whose `userInfo` `--user` or
+    /// `--group` replaced.
+    pub overridden: Vec<Source>,
 }
 
 /// Counts for the summary line.
@@ -418,6 +453,9 @@ pub struct Summary {
     pub errors: usize,
     /// Documents skipped.
     pub skipped: usize,
+    /// Violations over every rejection (a rejection's message holds one per
+    /// line).
+    pub violations: usize,
 }
 
 impl Report {
@@ -430,6 +468,7 @@ impl Report {
             ..Summary::default()
         };
         for d in &self.documents {
+            s.violations += d.results.iter().map(|r| r.violations().len()).sum::<usize>();
             match d.outcome() {
                 Outcome::Error => s.errors += 1,
                 Outcome::Deny => s.denied += 1,
@@ -589,6 +628,101 @@ pub struct Config {
     pub settings: BTreeMap<String, PathBuf>,
     /// Which form evaluates.
     pub form: Form,
+    /// Who submits (`--user`, `--group`).
+    pub identity: Identity,
+}
+
+/// Who submits the requests: `--user` and `--group` of `aigov eval` and
+/// `aigov scan`. A plain object is submitted with them (else a default
+/// user); an AdmissionRequest or AdmissionReview is used verbatim but for
+/// the `userInfo` fields they replace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// `--user`: replaces `userInfo.username`.
+    pub user: Option<String>,
+    /// `--group` (repeatable): replace `userInfo.groups`.
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// Neither `--user` nor `--group`.
+    pub fn is_empty(&self) -> bool {
+        self.user.is_none() && self.groups.is_empty()
+    }
+
+    /// The flags given, for messages: `--user`, `--group`, `--user and --group`.
+    pub fn flags(&self) -> &'static str {
+        match (self.user.is_some(), !self.groups.is_empty()) {
+            (true, true) => "--user and --group",
+            (true, false) => "--user",
+            (false, true) => "--group",
+            (false, false) => "no identity flag",
+        }
+    }
+
+    /// How a plain object is submitted.
+    pub fn submission(&self) -> Submission {
+        Submission {
+            user: self.user.clone(),
+            groups: (!self.groups.is_empty()).then(|| self.groups.clone()),
+            ..Submission::default()
+        }
+    }
+
+    /// Replaces `userInfo.username` and/or `userInfo.groups` of an
+    /// AdmissionRequest (other `userInfo` fields are kept) and says what it
+    /// changed, e.g. ``userInfo.username `jane` → `admin` (--user)``.
+    pub fn apply(&self, request: &mut Value) -> Result<Vec<String>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(map) = request.as_object_mut() else {
+            bail!("the AdmissionRequest is not an object");
+        };
+        let info = map.entry("userInfo").or_insert_with(|| json!({}));
+        if info.is_null() {
+            *info = json!({});
+        }
+        let Some(info) = info.as_object_mut() else {
+            bail!("the AdmissionRequest's `userInfo` is not an object");
+        };
+        let mut changed = Vec::new();
+        if let Some(user) = &self.user {
+            let old = info.insert("username".into(), json!(user));
+            changed.push(format!("userInfo.username {} → `{user}` (--user)", shown(old.as_ref())));
+        }
+        if !self.groups.is_empty() {
+            let old = info.insert("groups".into(), json!(self.groups));
+            changed.push(format!("userInfo.groups {} → {} (--group)", shown(old.as_ref()), json!(self.groups)));
+        }
+        Ok(changed)
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "(unset)".into(),
+        Some(Value::String(s)) => format!("`{s}`"),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Whether a document is used verbatim, as an AdmissionReview or an
+/// AdmissionRequest, rather than submitted as a plain object: the test
+/// [`to_admission_request`] makes.
+pub fn is_verbatim(doc: &Value) -> bool {
+    let kind = doc.get("kind");
+    kind.and_then(Value::as_str) == Some("AdmissionReview") || (doc.get("operation").is_some() && kind.is_some_and(Value::is_object))
+}
+
+/// The AdmissionRequest of a document, submitted as `identity`: a plain
+/// object with it, a verbatim request with its `userInfo` replaced. Also
+/// returns what was replaced in a verbatim request.
+pub fn admission_request(doc: Value, identity: &Identity) -> Result<(Value, Vec<String>)> {
+    let verbatim = is_verbatim(&doc);
+    let mut request = to_admission_request(doc, &identity.submission())?;
+    let changed = if verbatim { identity.apply(&mut request)? } else { Vec::new() };
+    Ok((request, changed))
 }
 
 /// Parses `RULE=FILE` arguments.
@@ -667,18 +801,25 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Vec<Loaded>>
 /// cannot become a request, are returned as notes.
 pub fn evaluate_inputs(
     inputs: Vec<Input>,
+    identity: &Identity,
     rules: &[&PolicyMetadata],
     evaluate: &mut dyn FnMut(usize, &str) -> Result<ValidationResponse>,
-) -> (Vec<DocumentReport>, Vec<Note>) {
+) -> Evaluated {
     let mut documents = Vec::new();
     let mut skipped = Vec::new();
+    let mut overridden = Vec::new();
     for input in inputs {
         if let Some(reason) = not_an_object(&input.value) {
             skipped.push(Note { source: input.source, reason });
             continue;
         }
-        let request = match to_admission_request(input.value, &Submission::default()) {
-            Ok(r) => r,
+        let request = match admission_request(input.value, identity) {
+            Ok((r, changed)) => {
+                if !changed.is_empty() {
+                    overridden.push(input.source.clone());
+                }
+                r
+            }
             Err(e) => {
                 skipped.push(Note { source: input.source, reason: format!("cannot make an admission request of it: {e:#}") });
                 continue;
@@ -699,7 +840,18 @@ pub fn evaluate_inputs(
             .collect();
         documents.push(DocumentReport { source: input.source, target, results });
     }
-    (documents, skipped)
+    Evaluated { documents, skipped, overridden }
+}
+
+/// What [`evaluate_inputs`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evaluated {
+    /// Evaluated documents.
+    pub documents: Vec<DocumentReport>,
+    /// Documents not evaluated, and why.
+    pub skipped: Vec<Note>,
+    /// Verbatim requests whose `userInfo` the identity replaced.
+    pub overridden: Vec<Source>,
 }
 
 /// Scans: reads every file, evaluates every document with every governing
@@ -727,7 +879,7 @@ pub fn scan(config: &Config) -> Result<Report> {
         let r = rules.get(i).context("rule index out of range")?;
         r.evaluator.validate(request, &r.settings, &cluster)
     };
-    let (documents, skipped) = evaluate_inputs(inputs, &metadata, &mut evaluate);
+    let Evaluated { documents, skipped, overridden } = evaluate_inputs(inputs, &config.identity, &metadata, &mut evaluate);
     Ok(Report {
         form: config.form,
         rules: metadata.iter().map(|m| RuleInfo::of(m)).collect(),
@@ -735,6 +887,7 @@ pub fn scan(config: &Config) -> Result<Report> {
         documents,
         skipped,
         errors,
+        overridden,
     })
 }
 
@@ -796,9 +949,11 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The violations of a rejection message (the SDK joins them with `; `).
+/// The violations of a rejection message: the SDK joins a rule's
+/// violations with a newline, one per line, and a violation never holds a
+/// newline (it may hold `; `). Blank lines are not violations.
 pub fn violations(message: &str) -> Vec<&str> {
-    message.split("; ").map(str::trim).filter(|m| !m.is_empty()).collect()
+    message.split('\n').map(str::trim).filter(|m| !m.is_empty()).collect()
 }
 
 /// Appends `text` as an indented bullet, wrapped.
@@ -896,7 +1051,12 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
                         Outcome::Warn => "warn ",
                         _ => "note ",
                     };
-                    out.push_str(&format!("  {head}{}{about}\n", rule.name));
+                    let count = match r.violations().len() {
+                        0 => String::new(),
+                        1 => ": 1 violation".to_string(),
+                        n => format!(": {n} violations"),
+                    };
+                    out.push_str(&format!("  {head}{}{about}{count}\n", rule.name));
                     if let Some(message) = resp.message.as_deref().filter(|_| !resp.accepted) {
                         let code = match resp.code {
                             Some(400) => " (the request is malformed, code 400)",
@@ -913,7 +1073,10 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
                         bullet(&mut out, 4, &format!("warning: {w}"), width);
                     }
                     for (k, v) in &resp.audit_annotations {
-                        bullet(&mut out, 4, &format!("audit annotation `{k}`: {v}"), width);
+                        // The SDK's `violations` annotation holds one per line.
+                        for line in v.split('\n').filter(|l| !l.trim().is_empty()) {
+                            bullet(&mut out, 4, &format!("audit annotation `{k}`: {}", line.trim()), width);
+                        }
                     }
                     if !resp.accepted
                         && let Some(docs) = &rule.docs
@@ -937,7 +1100,11 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
     }
 
     let s = report.summary();
-    let mut parts = vec![format!("{} denied", s.denied)];
+    let mut parts = vec![match s.violations {
+        0 => format!("{} denied", s.denied),
+        1 => format!("{} denied (1 violation)", s.denied),
+        n => format!("{} denied ({n} violations)", s.denied),
+    }];
     if s.warned > 0 {
         parts.push(format!("{} admitted with warnings", s.warned));
     }
@@ -1037,6 +1204,7 @@ pub fn to_json(report: &Report) -> Value {
             "passed": s.passed,
             "errors": s.errors,
             "skipped": s.skipped,
+            "violations": s.violations,
         },
     })
 }
@@ -1150,11 +1318,12 @@ mod tests {
         ];
         let rules = [&POD_RULE, &EXEC_RULE];
         let mut calls = Vec::new();
-        let (documents, skipped) = evaluate_inputs(inputs, &rules, &mut |i, req| {
+        let evaluated = evaluate_inputs(inputs, &Identity::default(), &rules, &mut |i, req| {
             calls.push(i);
             let name = Target::of(&serde_json::from_str(req).unwrap()).name.unwrap_or_default();
             Ok(match (i, name.as_str()) {
-                (0, "bad") => deny("`spec.runtimeClassName` is not set, but pods that request GPUs must use runtime class `nvidia`; `metadata.labels` lacks `opencost.io/team`"),
+                // Two violations, one per line; the first holds a `; `.
+                (0, "bad") => deny(TWO_VIOLATIONS),
                 (1, _) => deny("`jane` may not exec into GPU pod `ml/trainer-0`"),
                 _ => {
                     let mut r = ValidationResponse::accept();
@@ -1166,15 +1335,20 @@ mod tests {
             })
         });
         assert_eq!(calls, [0, 0, 1], "only governing rules are called");
+        assert!(evaluated.overridden.is_empty());
         Report {
             form: Form::Native,
             rules: rules.iter().map(|m| RuleInfo::of(m)).collect(),
             files: 3,
-            documents,
-            skipped,
+            documents: evaluated.documents,
+            skipped: evaluated.skipped,
             errors: vec![Note { source: Source { file: "broken.yaml".into(), ..Source::default() }, reason: "document 1 is not valid YAML".into() }],
+            overridden: Vec::new(),
         }
     }
+
+    /// A rejection with two violations, each holding `; `.
+    const TWO_VIOLATIONS: &str = "`spec.runtimeClassName` is not set; pods that request GPUs must use runtime class `nvidia`\n`metadata.labels` lacks `opencost.io/team`; add it to the pod template";
 
     #[test]
     fn outcomes_and_exit_status() {
@@ -1184,6 +1358,9 @@ mod tests {
         assert_eq!(r.skipped.len(), 1);
         let s = r.summary();
         assert_eq!((s.documents, s.denied, s.warned, s.passed, s.errors, s.skipped), (3, 2, 1, 0, 1, 1));
+        assert_eq!(s.violations, 3, "two in one rejection, one in the other");
+        assert_eq!(r.documents[1].results[0].violations().len(), 2);
+        assert!(r.documents[0].results[0].violations().is_empty(), "an admission has no violations");
         assert_eq!(exit_status(&r, FailOn::Deny), 1);
         assert_eq!(exit_status(&r, FailOn::None), 0);
 
@@ -1207,15 +1384,18 @@ mod tests {
         assert_eq!(lines[header + 1], "1  Pod                ml/good         warn       -          a.yaml");
         assert_eq!(lines[header + 2], "2  Pod                ml/bad          DENY       -          b.yaml #1");
         assert_eq!(lines[header + 3], "3  CONNECT pods/exec  ml/trainer-0    -          DENY       c.yaml");
-        // Messages: one bullet per violation, under the rule that said it.
+        // Messages: one bullet per violation (per line, never per `; `),
+        // under the rule that said it, with the count.
         let details = text.split("What the rules said").nth(1).unwrap();
-        assert!(details.contains("[2] Pod ml/bad  (b.yaml #1)\n  DENY pods-only (Pods are checked)\n    - `spec.runtimeClassName` is not set,"));
-        assert!(details.contains("\n    - `metadata.labels` lacks `opencost.io/team`\n"));
+        assert!(details.contains(
+            "[2] Pod ml/bad  (b.yaml #1)\n  DENY pods-only (Pods are checked): 2 violations\n    - `spec.runtimeClassName` is not set; pods that request GPUs must use\n      runtime class `nvidia`\n    - `metadata.labels` lacks `opencost.io/team`; add it to the pod template\n"
+        ), "{details}");
+        assert_eq!(details.matches("\n    - ").count(), 4, "2 + 1 violations and 1 warning: {details}");
         assert!(details.contains("[1] Pod ml/good  (a.yaml)\n  warn pods-only (Pods are checked)\n    - warning: consider a newer image\n"));
-        assert!(details.contains("  DENY exec-only\n    - `jane` may not exec"));
+        assert!(details.contains("  DENY exec-only: 1 violation\n    - `jane` may not exec"));
         assert!(text.contains("skipped b.yaml #2: not a Kubernetes object (a YAML string)"));
         assert!(text.contains("ERROR broken.yaml: document 1 is not valid YAML"));
-        assert!(text.ends_with("Summary: 3 document(s): 2 denied, 1 admitted with warnings, 0 passed, 1 error(s), 1 skipped. Exit status 1 (`--fail-on none` reports without failing).\n"));
+        assert!(text.ends_with("Summary: 3 document(s): 2 denied (3 violations), 1 admitted with warnings, 0 passed, 1 error(s), 1 skipped. Exit status 1 (`--fail-on none` reports without failing).\n"));
         for line in details.lines().filter(|l| !l.starts_with("Summary:")) {
             assert!(line.chars().count() <= 80, "wrapped: {line}");
         }
@@ -1238,7 +1418,90 @@ mod tests {
         let long = "x".repeat(50);
         assert_eq!(wrap(&format!("a {long} b"), 30), ["a", long.as_str(), "b"]);
         assert_eq!(wrap("an `unbalanced tick runs to the end of the text without closing it at all`", 30).len(), 3);
-        assert_eq!(violations("a; b;  ; c"), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn violations_are_lines_and_may_hold_semicolons() {
+        assert_eq!(violations("a; b;  ; c"), ["a; b;  ; c"], "`; ` never splits a violation");
+        assert_eq!(violations("first; with detail\nsecond\n\n  third; more  \n"), ["first; with detail", "second", "third; more"]);
+        assert_eq!(violations("one"), ["one"]);
+        assert!(violations("").is_empty());
+        assert!(violations("\n \n").is_empty());
+    }
+
+    #[test]
+    fn audit_annotations_show_one_violation_per_line() {
+        let mut r = ValidationResponse::accept();
+        r.warnings.push("x (audit mode, not enforced): a; b".into());
+        r.audit_annotations.insert("violations".into(), "a; b\nc".into());
+        let report = Report {
+            form: Form::Native,
+            rules: vec![RuleInfo::of(&POD_RULE)],
+            files: 1,
+            documents: vec![DocumentReport {
+                source: Source { file: "a.yaml".into(), document: 1, item: None, multi: false },
+                target: Target::of(&request(pod("p"))),
+                results: vec![RuleResult::evaluated(Ok(r))],
+            }],
+            skipped: Vec::new(),
+            errors: Vec::new(),
+            overridden: Vec::new(),
+        };
+        let text = render_table(&report, 100, FailOn::Deny);
+        assert!(text.contains("    - audit annotation `violations`: a; b\n    - audit annotation `violations`: c\n"), "{text}");
+        assert_eq!(report.summary().violations, 0, "an admission in audit mode has no violations");
+    }
+
+    #[test]
+    fn identity_flags_reach_plain_objects_and_verbatim_requests() {
+        let admin = Identity { user: Some("admin".into()), groups: vec!["system:masters".into()] };
+        // A plain object is submitted as the identity.
+        let (r, changed) = admission_request(pod("p"), &admin).unwrap();
+        assert_eq!(r["userInfo"], json!({"username": "admin", "groups": ["system:masters"]}));
+        assert!(changed.is_empty(), "nothing verbatim was changed");
+        // A verbatim review keeps everything but the replaced fields.
+        let mut review = exec_review();
+        review["request"]["userInfo"]["uid"] = json!("42");
+        let (r, changed) = admission_request(review.clone(), &admin).unwrap();
+        assert_eq!(r["userInfo"], json!({"username": "admin", "groups": ["system:masters"], "uid": "42"}));
+        assert_eq!(r["name"], "trainer-0");
+        assert_eq!(changed.len(), 2);
+        assert!(changed[0].contains("`jane` → `admin` (--user)"), "{changed:?}");
+        assert!(changed[1].contains("(unset) → [\"system:masters\"] (--group)"), "{changed:?}");
+        // Only --group: the user stays.
+        let groups = Identity { user: None, groups: vec!["ml".into()] };
+        let (r, changed) = admission_request(review["request"].clone(), &groups).unwrap();
+        assert_eq!(r["userInfo"]["username"], "jane");
+        assert_eq!(r["userInfo"]["groups"], json!(["ml"]));
+        assert_eq!(changed.len(), 1);
+        // No flag: verbatim is verbatim.
+        let (r, changed) = admission_request(review.clone(), &Identity::default()).unwrap();
+        assert_eq!(r, review["request"]);
+        assert!(changed.is_empty());
+        // A request without userInfo gets one; a broken one is refused.
+        let mut bare = review["request"].clone();
+        bare.as_object_mut().unwrap().remove("userInfo");
+        assert_eq!(admission_request(bare, &admin).unwrap().0["userInfo"]["username"], "admin");
+        let mut broken = review["request"].clone();
+        broken["userInfo"] = json!("jane");
+        assert!(admission_request(broken, &admin).unwrap_err().to_string().contains("not an object"));
+        assert!(is_verbatim(&review) && is_verbatim(&review["request"]) && !is_verbatim(&pod("p")));
+    }
+
+    #[test]
+    fn scan_reports_which_verbatim_documents_took_the_identity() {
+        let inputs = vec![
+            Input { source: Source { file: "pod.yaml".into(), document: 1, item: None, multi: false }, value: pod("p") },
+            Input { source: Source { file: "exec.yaml".into(), document: 1, item: None, multi: false }, value: exec_review() },
+        ];
+        let identity = Identity { user: Some("admin".into()), groups: Vec::new() };
+        let mut users = Vec::new();
+        let evaluated = evaluate_inputs(inputs, &identity, &[&POD_RULE, &EXEC_RULE], &mut |_, req| {
+            users.push(Target::of(&serde_json::from_str(req).unwrap()).user.unwrap_or_default());
+            Ok(ValidationResponse::accept())
+        });
+        assert_eq!(users, ["admin", "admin"], "both the plain object and the review are submitted as --user");
+        assert_eq!(evaluated.overridden.iter().map(ToString::to_string).collect::<Vec<_>>(), ["exec.yaml"]);
     }
 
     #[test]
@@ -1256,7 +1519,14 @@ mod tests {
         assert_eq!(docs[1]["apiVersion"], "v1");
         assert_eq!(docs[1]["namespace"], "ml");
         assert_eq!(docs[1]["results"]["pods-only"]["verdict"], "deny");
-        assert_eq!(docs[1]["results"]["pods-only"]["violations"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            docs[1]["results"]["pods-only"]["violations"],
+            json!([
+                "`spec.runtimeClassName` is not set; pods that request GPUs must use runtime class `nvidia`",
+                "`metadata.labels` lacks `opencost.io/team`; add it to the pod template"
+            ])
+        );
+        assert_eq!(docs[2]["results"]["exec-only"]["violations"].as_array().unwrap().len(), 1);
         assert_eq!(docs[2]["operation"], "CONNECT");
         assert_eq!(docs[2]["subResource"], "exec");
         assert_eq!(docs[2]["kind"], "PodExecOptions");
@@ -1264,7 +1534,7 @@ mod tests {
         assert_eq!(v["errors"][0]["source"]["file"], "broken.yaml");
         assert_eq!(
             v["summary"],
-            json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "passed": 0, "errors": 1, "skipped": 1})
+            json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "passed": 0, "errors": 1, "skipped": 1, "violations": 3})
         );
     }
 

@@ -1,0 +1,170 @@
+//! The `aigov` command line as a user meets it:
+//!
+//! - when the reader of standard output goes away (`aigov … | head`), every
+//!   subcommand stops quietly with exit status 141, never a panic;
+//! - `aigov eval` applies `--user` and `--group` to a verbatim
+//!   AdmissionRequest or AdmissionReview (and says so on stderr), and
+//!   refuses `--operation`, `--namespace` and `--name` with one;
+//! - `aigov manifests` leaves a file edited since it wrote it alone, names
+//!   it and exits with status 1, and overwrites it with `--force`; without
+//!   `--enable`, it keeps the rules the overlay turns on.
+//!
+//! Most run the natively linked rules; the `manifests` test needs `make
+//! artifacts` first (like the case tests).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn aigov(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aigov")).args(args).current_dir(root()).stdin(Stdio::null()).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs aigov with standard output a pipe whose reader is closed before
+/// aigov writes anything.
+fn with_reader_gone(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_closed_stdout_ends_every_subcommand_quietly() {
+    let samples = root().join("host-test/samples");
+    let samples = samples.to_str().unwrap();
+    let cluster = root().join("host-test/samples/cluster");
+    let cluster = cluster.to_str().unwrap();
+    let exec = root().join("host-test/samples/07-exec-into-gpu-pod.yaml");
+    let runs: [Vec<&str>; 6] = [
+        vec!["rules"],
+        vec!["settings", "exec-guard"],
+        vec!["eval", "exec-guard", exec.to_str().unwrap(), "--native", "--cluster", cluster],
+        vec!["scan", samples, "--native", "--cluster", cluster],
+        vec!["scan", samples, "--native", "--cluster", cluster, "--format", "json", "--fail-on", "none"],
+        vec!["scan", "--native", "-"],
+    ];
+    for args in &runs {
+        let out = with_reader_gone(args);
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "aigov {}: {stderr}", args.join(" "));
+        assert!(stderr.is_empty(), "aigov {}: quiet, but said: {stderr}", args.join(" "));
+        assert_eq!(out.status.code(), Some(141), "aigov {}: exit status 141, as SIGPIPE gives", args.join(" "));
+    }
+    // clap's own help ignores the closed pipe too.
+    let help = with_reader_gone(&["--help"]);
+    assert!(!text(&help.stderr).contains("panicked"), "{}", text(&help.stderr));
+}
+
+#[test]
+fn eval_applies_user_and_group_to_verbatim_requests() {
+    let exec = root().join("host-test/samples/07-exec-into-gpu-pod.yaml");
+    let exec = exec.to_str().unwrap();
+    let cluster = root().join("host-test/samples/cluster");
+    let cluster = cluster.to_str().unwrap();
+    let eval = |extra: &[&str]| {
+        let mut args = vec!["eval", "exec-guard", exec, "--native", "--cluster", cluster];
+        args.extend_from_slice(extra);
+        aigov(&args)
+    };
+    let accepted = |out: &Output| -> bool {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["accepted"].as_bool().unwrap()
+    };
+
+    // The review as it is: jane.doe may not exec into a GPU pod.
+    let plain = eval(&[]);
+    assert!(!accepted(&plain));
+    assert!(plain.stderr.is_empty(), "{}", text(&plain.stderr));
+
+    // --group puts her in an allowed group; stderr says what was replaced.
+    let admin = eval(&["--group", "system:masters"]);
+    assert!(accepted(&admin), "--group reaches the verbatim review's userInfo");
+    let said = text(&admin.stderr);
+    assert!(said.contains("is an AdmissionReview, used verbatim but for userInfo.groups"), "{said}");
+    assert!(said.contains("[\"system:masters\"] (--group)"), "{said}");
+
+    // --user the same way (exempting the user by settings shows it).
+    let settings = std::env::temp_dir().join(format!("aigov-cli-settings-{}.yaml", std::process::id()));
+    std::fs::write(&settings, "allowedUsers: [oncall@example.com]\n").unwrap();
+    let oncall = eval(&["--user", "oncall@example.com", "--settings", settings.to_str().unwrap()]);
+    assert!(accepted(&oncall));
+    assert!(text(&oncall.stderr).contains("userInfo.username `jane.doe@example.com` → `oncall@example.com` (--user)"));
+    let _ = std::fs::remove_file(&settings);
+
+    // Flags that would change what the request is are refused, by name.
+    for (flag, value) in [("--operation", "DELETE"), ("--namespace", "other"), ("--name", "other-pod")] {
+        let out = eval(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let said = text(&out.stderr);
+        assert!(said.contains(&format!("{flag} cannot apply")) && said.contains("AdmissionReview, used verbatim"), "{flag}: {said}");
+        assert!(out.stdout.is_empty());
+    }
+
+    // A bare AdmissionRequest is named as such.
+    let bare = root().join("host-test/samples/08-exec-into-cpu-notebook.yaml");
+    let out = aigov(&["eval", "exec-guard", bare.to_str().unwrap(), "--native", "--cluster", cluster, "--user", "x"]);
+    assert!(text(&out.stderr).contains("is an AdmissionRequest, used verbatim but for userInfo.username"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn manifests_never_overwrite_an_edited_file() {
+    let dest = std::env::temp_dir().join(format!("aigov-cli-manifests-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dest);
+    let manifests = |registry: &str, extra: &[&str]| {
+        let mut args = vec!["manifests", "--out", dest.to_str().unwrap(), "--registry", registry];
+        args.extend_from_slice(extra);
+        aigov(&args)
+    };
+    let first = manifests("registry.example.com/aigov", &["--enable", "gpu-runtime-class"]);
+    assert!(first.status.success(), "{} (run `make artifacts` first)", text(&first.stderr));
+    let overlay = dest.join("overlay/kustomization.yaml");
+    let generated = std::fs::read_to_string(&overlay).unwrap();
+    assert!(generated.contains("\n- ../gpu-runtime-class "), "{generated}");
+
+    // The team turns exec-guard on by hand, then regenerates for another
+    // registry: the policies follow, the overlay stays theirs.
+    let edited = generated.replace("# - ../exec-guard", "- ../exec-guard") + "# reviewed by the platform team\n";
+    assert_ne!(edited, generated);
+    std::fs::write(&overlay, &edited).unwrap();
+    let again = manifests("other.example.com/aigov", &[]);
+    assert_eq!(again.status.code(), Some(1), "left-alone files make the exit status 1");
+    let said = text(&again.stderr);
+    assert!(said.contains(&format!("{} (edited since aigov wrote it)", overlay.display())), "{said}");
+    assert!(said.contains("--force"), "says how to force: {said}");
+    assert_eq!(std::fs::read_to_string(&overlay).unwrap(), edited);
+    let policy = std::fs::read_to_string(dest.join("gpu-runtime-class/cluster-admission-policy.yaml")).unwrap();
+    assert!(policy.contains("module: registry://other.example.com/aigov/gpu-runtime-class:v"), "{policy}");
+
+    // --force takes the new version; without --enable, it keeps the rules
+    // the overlay turns on, the hand-enabled one included.
+    let forced = manifests("other.example.com/aigov", &["--force"]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    assert!(text(&forced.stderr).contains("keeping the rules"), "{}", text(&forced.stderr));
+    let now = std::fs::read_to_string(&overlay).unwrap();
+    assert!(now.contains("\n- ../exec-guard ") && now.contains("\n- ../gpu-runtime-class "), "{now}");
+    assert!(now.contains("# - ../opencost-labels") && !now.contains("reviewed by"), "{now}");
+
+    // --enable says exactly which.
+    let only = manifests("other.example.com/aigov", &["--enable", "opencost-labels"]);
+    assert!(only.status.success(), "{}", text(&only.stderr));
+    let now = std::fs::read_to_string(&overlay).unwrap();
+    assert!(now.contains("\n- ../opencost-labels ") && now.contains("# - ../exec-guard"), "{now}");
+    std::fs::remove_dir_all(&dest).unwrap();
+}
