@@ -76,6 +76,31 @@ impl fmt::Display for LookupError {
 
 impl std::error::Error for LookupError {}
 
+/// The items of a `List` a lookup returned, each as JSON text (decode a
+/// Pod with [`crate::Workload::parse`], any object's metadata with
+/// [`object_meta`]).
+pub fn list_items(list: &str) -> Result<Vec<&str>, crate::Malformed> {
+    #[derive(Deserialize)]
+    struct List<'a> {
+        #[serde(borrow, default)]
+        items: Option<Vec<&'a serde_json::value::RawValue>>,
+    }
+    let l: List<'_> = crate::request::decode(list, "the cluster's list")?;
+    Ok(l.items.unwrap_or_default().into_iter().map(serde_json::value::RawValue::get).collect())
+}
+
+/// The metadata of an object a lookup returned (a Namespace's labels, a
+/// ResourceQuota's name).
+pub fn object_meta<'a>(json: &'a str, what: &str) -> Result<crate::ObjectMeta<'a>, crate::Malformed> {
+    #[derive(Deserialize)]
+    struct Meta<'a> {
+        #[serde(borrow, default)]
+        metadata: Option<crate::ObjectMeta<'a>>,
+    }
+    let m: Meta<'a> = crate::request::decode(json, what)?;
+    Ok(m.metadata.unwrap_or_default())
+}
+
 /// The first non-empty line of `text`, trimmed.
 pub fn first_line(text: &str) -> &str {
     text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
@@ -152,6 +177,7 @@ impl Cluster for NoCluster {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]
@@ -168,6 +194,16 @@ mod tests {
             LookupError::from_tagged("Cannot find v1/Pod named 'x'"),
             LookupError::Unavailable("Cannot find v1/Pod named 'x'".into())
         );
+    }
+
+    #[test]
+    fn lists_and_metadata() {
+        let items = list_items(r#"{"kind":"List","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b","labels":{"t":"x"}}}]}"#).unwrap();
+        assert_eq!(items.len(), 2);
+        let m = object_meta(items[1], "the Namespace").unwrap();
+        assert_eq!(m.label("t"), Some("x"));
+        assert!(list_items(r#"{"items":{}}"#).is_err());
+        assert!(list_items(r#"{"kind":"List"}"#).unwrap().is_empty());
     }
 
     #[test]

@@ -461,8 +461,9 @@ fn object_kind(text: &str, prefix: &[&str]) -> String {
         .unwrap_or_else(|| "object".into())
 }
 
-/// Decodes borrowed JSON into `T`, explaining errors against `what`.
-pub(crate) fn decode<'a, T: Deserialize<'a>>(json: &'a str, what: &str) -> Result<T, Malformed> {
+/// Decodes borrowed JSON into `T`, explaining errors against `what`
+/// (`the Namespace`): for objects rules read from lookups.
+pub fn decode<'a, T: Deserialize<'a>>(json: &'a str, what: &str) -> Result<T, Malformed> {
     serde_json::from_str(json).map_err(|e| explain(json, &e, what))
 }
 
