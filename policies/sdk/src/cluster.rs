@@ -80,25 +80,41 @@ impl std::error::Error for LookupError {}
 /// Pod with [`crate::Workload::parse`], any object's metadata with
 /// [`object_meta`]).
 pub fn list_items(list: &str) -> Result<Vec<&str>, crate::Malformed> {
-    #[derive(Deserialize)]
-    struct List<'a> {
-        #[serde(borrow, default)]
-        items: Option<Vec<&'a serde_json::value::RawValue>>,
-    }
-    let l: List<'_> = crate::request::decode(list, "the cluster's list")?;
-    Ok(l.items.unwrap_or_default().into_iter().map(serde_json::value::RawValue::get).collect())
+    let mut items = Vec::new();
+    let mut d = crate::dec::Dec::new(list);
+    let decoded = d
+        .object(|d, key| {
+            if &*key == "items" {
+                d.list(|d| {
+                    items.push(d.raw()?);
+                    Ok(())
+                })
+            } else {
+                d.skip()
+            }
+        })
+        .and_then(|()| d.end());
+    decoded.map_err(|e| crate::request::explain(list, &e, "the cluster's list"))?;
+    Ok(items)
 }
 
 /// The metadata of an object a lookup returned (a Namespace's labels, a
 /// ResourceQuota's name).
 pub fn object_meta<'a>(json: &'a str, what: &str) -> Result<crate::ObjectMeta<'a>, crate::Malformed> {
-    #[derive(Deserialize)]
-    struct Meta<'a> {
-        #[serde(borrow, default)]
-        metadata: Option<crate::ObjectMeta<'a>>,
-    }
-    let m: Meta<'a> = crate::request::decode(json, what)?;
-    Ok(m.metadata.unwrap_or_default())
+    let mut meta = crate::ObjectMeta::default();
+    let mut d = crate::dec::Dec::new(json);
+    let decoded = d
+        .object(|d, key| {
+            if &*key == "metadata" {
+                meta = crate::dec::Decode::decode(d)?;
+                Ok(())
+            } else {
+                d.skip()
+            }
+        })
+        .and_then(|()| d.end());
+    decoded.map_err(|e| crate::request::explain(json, &e, what))?;
+    Ok(meta)
 }
 
 /// The first non-empty line of `text`, trimmed.

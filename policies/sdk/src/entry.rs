@@ -20,15 +20,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use std::fmt;
-
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
-use serde::Deserializer as _;
 use serde_json::value::RawValue;
 
 use crate::json::{self, Edit};
 use crate::metadata::PolicyMetadata;
-use crate::request::{AdmissionRequest, Malformed, Operation, Request, RequestSeed, Str, Wants, explain_request};
+use crate::dec::Dec;
+use crate::request::{AdmissionRequest, Malformed, Operation, Request, Wants, decode_request, explain_request};
 use crate::workload::WorkloadKind;
 use crate::settings::{Mode, Settings, SettingsError, cached};
 use crate::verdict::{SettingsResponse, ValidationResponse};
@@ -37,46 +34,31 @@ use crate::{Cluster, Exported};
 /// Key of the audit annotation that carries what audit mode let through.
 pub const AUDIT_ANNOTATION: &str = "violations";
 
-/// Kubewarden's `validate` payload: `{"request": ..., "settings": ...}`.
-struct Payload<'a> {
-    request: AdmissionRequest<'a>,
-    settings: Option<&'a RawValue>,
-}
-
-struct PayloadVisitor<'w>(Wants<'w>);
-
-impl<'de> Visitor<'de> for PayloadVisitor<'_> {
-    type Value = Payload<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object with `request` and `settings`")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Payload<'de>, A::Error> {
-        let mut request = None;
-        let mut settings = None;
-        while let Some(key) = map.next_key::<Str<'de>>()? {
-            match &*key {
-                "request" => request = Some(map.next_value_seed(RequestSeed(self.0))?),
-                "settings" => settings = map.next_value::<Option<&'de RawValue>>()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        let request = request.ok_or_else(|| de::Error::missing_field("request"))?;
-        Ok(Payload { request, settings })
-    }
-}
-
-/// Decodes a Kubewarden `validate` payload: the request (its object
-/// decoded in the same pass when `wants` its kind) and the settings text.
+/// Decodes a Kubewarden `validate` payload (`{"request": ...,
+/// "settings": ...}`): the request (its object decoded in the same pass
+/// when `wants` its kind) and the settings text.
 pub fn decode_payload<'t>(text: &'t str, wants: Wants<'_>) -> Result<(Request<'t>, &'t str), Malformed> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    match de.deserialize_map(PayloadVisitor(wants)).and_then(|p| de.end().map(|()| p)) {
-        Ok(p) => {
-            let settings = p.settings.map_or("{}", RawValue::get);
-            Ok((Request::from_admission(p.request, Some((text, &["request", "object"])), wants)?, settings))
+    let mut d = Dec::new(text);
+    let mut request: Option<AdmissionRequest<'t>> = None;
+    let mut settings: Option<&'t str> = None;
+    let decoded = (|| {
+        if d.peek() != Some(b'{') {
+            return Err(d.invalid_type("an object with `request` and `settings`"));
         }
-        Err(e) => {
+        d.object(|d, key| {
+            match &*key {
+                "request" => request = Some(decode_request(d, wants)?),
+                "settings" => settings = Some(d.raw()?).filter(|s| *s != "null"),
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        d.end()
+    })();
+    match (decoded, request) {
+        (Ok(()), Some(r)) => Ok((Request::from_admission(r, Some((text, &["request", "object"])), wants)?, settings.unwrap_or("{}"))),
+        (Ok(()), None) => Err(Malformed("the validation request is malformed: missing field `request`".into())),
+        (Err(e), _) => {
             // Explain an error inside the request against the request's own
             // text, so the message (positions included) is the one the
             // component gives for the same request.

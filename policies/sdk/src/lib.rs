@@ -30,6 +30,7 @@ extern crate self as aigov_sdk;
 
 pub mod bundle;
 pub mod cluster;
+pub mod dec;
 pub mod entry;
 pub mod glob;
 pub mod gpu;

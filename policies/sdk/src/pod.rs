@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
-use crate::request::{Str, nullable};
+use crate::dec::{Dec, Decode, R};
+use crate::decode_struct;
+use crate::request::Str;
 
 /// Labels, annotations, node selectors: keys to values, in key order.
 pub type StrMap<'a> = BTreeMap<Str<'a>, Str<'a>>;
@@ -19,55 +19,37 @@ pub type StrMap<'a> = BTreeMap<Str<'a>, Str<'a>>;
 /// Labels, by key.
 pub type Labels<'a> = StrMap<'a>;
 
-/// Whether a field holds a value (`null` counts as absent), without reading it.
-pub(crate) fn is_set<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    Ok(Option::<serde::de::IgnoredAny>::deserialize(d)?.is_some())
-}
-
 /// An owner reference.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct OwnerReference<'a> {
     /// `apiVersion` of the owner.
-    #[serde(borrow, default)]
     pub api_version: Str<'a>,
     /// Kind of the owner.
-    #[serde(borrow, default)]
     pub kind: Str<'a>,
     /// Name of the owner.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// Whether the owner is the managing controller.
-    #[serde(default)]
     pub controller: Option<bool>,
 }
 
 /// The parts of `metadata` rules read.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct ObjectMeta<'a> {
     /// Name.
-    #[serde(borrow, default)]
     pub name: Option<Str<'a>>,
     /// Name prefix, when the server generates the name.
-    #[serde(borrow, default)]
     pub generate_name: Option<Str<'a>>,
     /// Namespace.
-    #[serde(borrow, default)]
     pub namespace: Option<Str<'a>>,
     /// Labels.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub labels: Labels<'a>,
     /// Annotations.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub annotations: StrMap<'a>,
     /// Owner references (a pod's controller, a Job's CronJob).
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub owner_references: Vec<OwnerReference<'a>>,
     /// Whether `deletionTimestamp` is set: the object is being deleted, and
     /// an update of it only removes finalizers (refusing it would leave the
     /// object terminating forever).
-    #[serde(default, rename = "deletionTimestamp", deserialize_with = "is_set")]
     pub being_deleted: bool,
 }
 
@@ -103,33 +85,9 @@ impl RawQuantity<'_> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for RawQuantity<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, Visitor};
-        use std::borrow::Cow;
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawQuantity<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a quantity such as \"2\", \"500m\" or \"4Gi\"")
-            }
-            fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_string()))))
-            }
-            fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_string()))))
-            }
-            fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(RawQuantity(Str(Cow::Owned(v.to_string()))))
-            }
-        }
-        d.deserialize_any(V)
+impl<'a> Decode<'a> for RawQuantity<'a> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.string_or_number("a quantity such as \"2\", \"500m\" or \"4Gi\"").map(RawQuantity)
     }
 }
 
@@ -137,364 +95,264 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawQuantity<'a> {
 pub type ResourceList<'a> = BTreeMap<Str<'a>, RawQuantity<'a>>;
 
 /// A container's claim on one of the pod's resource claims (DRA).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct ContainerClaim<'a> {
     /// The pod-level claim's name.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// One request of that claim, if only one is meant.
-    #[serde(borrow, default)]
     pub request: Option<Str<'a>>,
 }
 
 /// A container's `resources`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Resources<'a> {
     /// `limits`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub limits: ResourceList<'a>,
     /// `requests`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub requests: ResourceList<'a>,
     /// `claims`: the pod's resource claims this container uses (DRA).
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub claims: Vec<ContainerClaim<'a>>,
 }
 
 /// An environment variable.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct EnvVar<'a> {
     /// Name.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// A literal value.
-    #[serde(borrow, default)]
     pub value: Option<Str<'a>>,
     /// Whether the value comes from `valueFrom` (a Secret, ConfigMap, field).
-    #[serde(default, rename = "valueFrom", deserialize_with = "is_set")]
     pub from_source: bool,
 }
 
 /// A volume mount.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct VolumeMount<'a> {
     /// The volume's name.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// Where it is mounted.
-    #[serde(borrow, default)]
     pub mount_path: Str<'a>,
     /// Whether it is mounted read-only.
-    #[serde(default)]
     pub read_only: Option<bool>,
 }
 
 /// Linux capabilities.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Capabilities<'a> {
     /// Added.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub add: Vec<Str<'a>>,
     /// Dropped.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub drop: Vec<Str<'a>>,
 }
 
 /// A seccomp or AppArmor profile (`type`, and the profile for `Localhost`).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Profile<'a> {
     /// `RuntimeDefault`, `Localhost`, `Unconfined`.
-    #[serde(borrow, default, rename = "type")]
     pub kind: Option<Str<'a>>,
     /// The profile, for `Localhost`.
-    #[serde(borrow, default)]
     pub localhost_profile: Option<Str<'a>>,
 }
 
 /// A container's or a pod's `securityContext` (the pod's has no
 /// `privileged`, `allowPrivilegeEscalation` or `capabilities`).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct SecurityContext<'a> {
     /// `privileged`.
-    #[serde(default)]
     pub privileged: Option<bool>,
     /// `allowPrivilegeEscalation`.
-    #[serde(default)]
     pub allow_privilege_escalation: Option<bool>,
     /// `runAsNonRoot`.
-    #[serde(default)]
     pub run_as_non_root: Option<bool>,
     /// `runAsUser`.
-    #[serde(default)]
     pub run_as_user: Option<i64>,
     /// `runAsGroup`.
-    #[serde(default)]
     pub run_as_group: Option<i64>,
     /// `readOnlyRootFilesystem`.
-    #[serde(default)]
     pub read_only_root_filesystem: Option<bool>,
     /// `capabilities`.
-    #[serde(borrow, default)]
     pub capabilities: Option<Capabilities<'a>>,
     /// `seccompProfile`.
-    #[serde(borrow, default)]
     pub seccomp_profile: Option<Profile<'a>>,
     /// `appArmorProfile`.
-    #[serde(borrow, default)]
     pub app_armor_profile: Option<Profile<'a>>,
 }
 
 /// The parts of a container rules read.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Container<'a> {
     /// Name.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// Image reference.
-    #[serde(borrow, default)]
     pub image: Option<Str<'a>>,
     /// Entrypoint (replaces the image's `ENTRYPOINT`).
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub command: Vec<Str<'a>>,
     /// Arguments (replace the image's `CMD`).
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub args: Vec<Str<'a>>,
     /// Environment variables.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub env: Vec<EnvVar<'a>>,
     /// Resources.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub resources: Resources<'a>,
     /// Volume mounts.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub volume_mounts: Vec<VolumeMount<'a>>,
     /// Security context.
-    #[serde(borrow, default)]
     pub security_context: Option<SecurityContext<'a>>,
     /// `Always` on an init container makes it a sidecar.
-    #[serde(borrow, default)]
     pub restart_policy: Option<Str<'a>>,
     /// Whether a TTY is allocated.
-    #[serde(default)]
     pub tty: Option<bool>,
     /// Whether stdin is kept open.
-    #[serde(default)]
     pub stdin: Option<bool>,
 }
 
 /// A toleration.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Toleration<'a> {
     /// Taint key; absent with `Exists` tolerates every taint.
-    #[serde(borrow, default)]
     pub key: Option<Str<'a>>,
     /// `Exists` or `Equal` (the default).
-    #[serde(borrow, default)]
     pub operator: Option<Str<'a>>,
     /// Value, for `Equal`.
-    #[serde(borrow, default)]
     pub value: Option<Str<'a>>,
     /// `NoSchedule`, `PreferNoSchedule`, `NoExecute`; absent for all.
-    #[serde(borrow, default)]
     pub effect: Option<Str<'a>>,
 }
 
 /// A node selector requirement (`key`, `operator`, `values`).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct SelectorRequirement<'a> {
     /// Label key.
-    #[serde(borrow, default)]
     pub key: Str<'a>,
     /// `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`.
-    #[serde(borrow, default)]
     pub operator: Str<'a>,
     /// Values.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub values: Vec<Str<'a>>,
 }
 
 /// A node selector term: its requirements are ANDed.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct NodeSelectorTerm<'a> {
     /// Requirements on node labels.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub match_expressions: Vec<SelectorRequirement<'a>>,
     /// Requirements on node fields.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub match_fields: Vec<SelectorRequirement<'a>>,
 }
 
 /// `requiredDuringSchedulingIgnoredDuringExecution` of a node affinity: its
 /// terms are ORed.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct NodeSelector<'a> {
     /// Terms.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub node_selector_terms: Vec<NodeSelectorTerm<'a>>,
 }
 
 /// A weighted preferred term.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct PreferredTerm<'a> {
     /// Weight, 1-100.
-    #[serde(default)]
     pub weight: i64,
     /// The term.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub preference: NodeSelectorTerm<'a>,
 }
 
 /// A node affinity.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct NodeAffinity<'a> {
     /// Hard requirement.
-    #[serde(borrow, default, rename = "requiredDuringSchedulingIgnoredDuringExecution")]
     pub required: Option<NodeSelector<'a>>,
     /// Preferences.
-    #[serde(borrow, default, rename = "preferredDuringSchedulingIgnoredDuringExecution", deserialize_with = "nullable")]
     pub preferred: Vec<PreferredTerm<'a>>,
 }
 
 /// A pod's `affinity` (node affinity only; pod affinity is skipped).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Affinity<'a> {
     /// Node affinity.
-    #[serde(borrow, default)]
     pub node_affinity: Option<NodeAffinity<'a>>,
 }
 
 /// A `hostPath` volume source.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct HostPath<'a> {
     /// Path on the node.
-    #[serde(borrow, default)]
     pub path: Str<'a>,
     /// `Directory`, `CharDevice`, ...
-    #[serde(borrow, default, rename = "type")]
     pub kind: Option<Str<'a>>,
 }
 
 /// An `emptyDir` volume source.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct EmptyDir<'a> {
     /// `Memory` for a tmpfs.
-    #[serde(borrow, default)]
     pub medium: Option<Str<'a>>,
     /// Size limit.
-    #[serde(borrow, default)]
     pub size_limit: Option<RawQuantity<'a>>,
 }
 
 /// A volume (the sources rules look at; others are only named).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct Volume<'a> {
     /// Name.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// `hostPath`.
-    #[serde(borrow, default)]
     pub host_path: Option<HostPath<'a>>,
     /// `emptyDir`.
-    #[serde(borrow, default)]
     pub empty_dir: Option<EmptyDir<'a>>,
 }
 
 /// A pod's resource claim (DRA): by name, or from a template.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct PodResourceClaim<'a> {
     /// The name containers refer to.
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     /// An existing ResourceClaim.
-    #[serde(borrow, default)]
     pub resource_claim_name: Option<Str<'a>>,
     /// A ResourceClaimTemplate a claim is made from for this pod.
-    #[serde(borrow, default)]
     pub resource_claim_template_name: Option<Str<'a>>,
 }
 
 /// The parts of a pod spec rules read.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Clone, Debug, Default)]
 pub struct PodSpec<'a> {
     /// `containers`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub containers: Vec<Container<'a>>,
     /// `initContainers`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub init_containers: Vec<Container<'a>>,
     /// `ephemeralContainers`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub ephemeral_containers: Vec<Container<'a>>,
     /// `runtimeClassName`.
-    #[serde(borrow, default)]
     pub runtime_class_name: Option<Str<'a>>,
     /// `tolerations`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub tolerations: Vec<Toleration<'a>>,
     /// `nodeSelector`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub node_selector: StrMap<'a>,
     /// `affinity`.
-    #[serde(borrow, default)]
     pub affinity: Option<Affinity<'a>>,
     /// `nodeName` (set by the scheduler, or by hand to bypass it).
-    #[serde(borrow, default)]
     pub node_name: Option<Str<'a>>,
     /// `serviceAccountName`.
-    #[serde(borrow, default)]
     pub service_account_name: Option<Str<'a>>,
     /// `serviceAccount` (deprecated alias of `serviceAccountName`).
-    #[serde(borrow, default)]
     pub service_account: Option<Str<'a>>,
     /// `hostNetwork`.
-    #[serde(default)]
     pub host_network: Option<bool>,
     /// `hostPID`.
-    #[serde(default, rename = "hostPID")]
     pub host_pid: Option<bool>,
     /// `hostIPC`.
-    #[serde(default, rename = "hostIPC")]
     pub host_ipc: Option<bool>,
     /// `securityContext`.
-    #[serde(borrow, default)]
     pub security_context: Option<SecurityContext<'a>>,
     /// `volumes`.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub volumes: Vec<Volume<'a>>,
     /// `resourceClaims` (DRA).
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub resource_claims: Vec<PodResourceClaim<'a>>,
     /// `activeDeadlineSeconds`.
-    #[serde(default)]
     pub active_deadline_seconds: Option<i64>,
     /// `schedulerName`.
-    #[serde(borrow, default)]
     pub scheduler_name: Option<Str<'a>>,
     /// `priorityClassName`.
-    #[serde(borrow, default)]
     pub priority_class_name: Option<Str<'a>>,
     /// `restartPolicy`.
-    #[serde(borrow, default)]
     pub restart_policy: Option<Str<'a>>,
 }
 
@@ -522,3 +380,83 @@ impl PodSpec<'_> {
             .map_or(&[], |n| n.preferred.as_slice())
     }
 }
+
+// ---- Decoding: one function per type (see `crate::dec`). ----
+
+decode_struct!(OwnerReference { "apiVersion" => api_version, "kind" => kind, "name" => name, "controller" => controller });
+
+impl<'a> Decode<'a> for ObjectMeta<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = ObjectMeta::default();
+        d.object(|d, key| {
+            match &*key {
+                "name" => out.name = Decode::decode(d)?,
+                "generateName" => out.generate_name = Decode::decode(d)?,
+                "namespace" => out.namespace = Decode::decode(d)?,
+                "labels" => out.labels = Decode::decode(d)?,
+                "annotations" => out.annotations = Decode::decode(d)?,
+                "ownerReferences" => out.owner_references = Decode::decode(d)?,
+                "deletionTimestamp" => out.being_deleted = d.is_set()?,
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+decode_struct!(ContainerClaim { "name" => name, "request" => request });
+
+decode_struct!(Resources { "limits" => limits, "requests" => requests, "claims" => claims });
+
+impl<'a> Decode<'a> for EnvVar<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = EnvVar::default();
+        d.object(|d, key| {
+            match &*key {
+                "name" => out.name = Decode::decode(d)?,
+                "value" => out.value = Decode::decode(d)?,
+                "valueFrom" => out.from_source = d.is_set()?,
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+decode_struct!(VolumeMount { "name" => name, "mountPath" => mount_path, "readOnly" => read_only });
+
+decode_struct!(Capabilities { "add" => add, "drop" => drop });
+
+decode_struct!(Profile { "type" => kind, "localhostProfile" => localhost_profile });
+
+decode_struct!(SecurityContext { "privileged" => privileged, "allowPrivilegeEscalation" => allow_privilege_escalation, "runAsNonRoot" => run_as_non_root, "runAsUser" => run_as_user, "runAsGroup" => run_as_group, "readOnlyRootFilesystem" => read_only_root_filesystem, "capabilities" => capabilities, "seccompProfile" => seccomp_profile, "appArmorProfile" => app_armor_profile });
+
+decode_struct!(Container { "name" => name, "image" => image, "command" => command, "args" => args, "env" => env, "resources" => resources, "volumeMounts" => volume_mounts, "securityContext" => security_context, "restartPolicy" => restart_policy, "tty" => tty, "stdin" => stdin });
+
+decode_struct!(Toleration { "key" => key, "operator" => operator, "value" => value, "effect" => effect });
+
+decode_struct!(SelectorRequirement { "key" => key, "operator" => operator, "values" => values });
+
+decode_struct!(NodeSelectorTerm { "matchExpressions" => match_expressions, "matchFields" => match_fields });
+
+decode_struct!(NodeSelector { "nodeSelectorTerms" => node_selector_terms });
+
+decode_struct!(PreferredTerm { "weight" => weight, "preference" => preference });
+
+decode_struct!(NodeAffinity { "requiredDuringSchedulingIgnoredDuringExecution" => required, "preferredDuringSchedulingIgnoredDuringExecution" => preferred });
+
+decode_struct!(Affinity { "nodeAffinity" => node_affinity });
+
+decode_struct!(HostPath { "path" => path, "type" => kind });
+
+decode_struct!(EmptyDir { "medium" => medium, "sizeLimit" => size_limit });
+
+decode_struct!(Volume { "name" => name, "hostPath" => host_path, "emptyDir" => empty_dir });
+
+decode_struct!(PodResourceClaim { "name" => name, "resourceClaimName" => resource_claim_name, "resourceClaimTemplateName" => resource_claim_template_name });
+
+decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy });

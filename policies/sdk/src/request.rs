@@ -12,12 +12,13 @@ use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::ops::Deref;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use crate::dec::{Dec, DecError, Decode, R};
+use crate::decode_struct;
 use crate::json::{self, Path};
-use crate::workload::{Workload, WorkloadKind, WorkloadSeed};
+use crate::workload::{Workload, WorkloadKind, decode_workload};
 
 /// A string from the request: borrowed from the request bytes unless the JSON
 /// string contains escapes. Unlike `Cow<str>`, it borrows wherever it appears,
@@ -107,20 +108,15 @@ where
 }
 
 /// The admission operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(expecting = "one of `CREATE`, `UPDATE`, `DELETE`, `CONNECT`")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
     /// Creation.
-    #[serde(rename = "CREATE")]
     Create,
     /// Update.
-    #[serde(rename = "UPDATE")]
     Update,
     /// Deletion.
-    #[serde(rename = "DELETE")]
     Delete,
     /// `exec`, `attach`, `portforward` and other connect subresources.
-    #[serde(rename = "CONNECT")]
     Connect,
 }
 
@@ -136,47 +132,57 @@ impl Operation {
     }
 }
 
+impl<'a> Decode<'a> for Operation {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let at = d.offset();
+        let s = d.string()?;
+        match &*s {
+            "CREATE" => Ok(Operation::Create),
+            "UPDATE" => Ok(Operation::Update),
+            "DELETE" => Ok(Operation::Delete),
+            "CONNECT" => Ok(Operation::Connect),
+            other => Err(d.invalid_value(
+                at,
+                format!("unknown variant `{other}`, expected one of `CREATE`, `UPDATE`, `DELETE`, `CONNECT`"),
+            )),
+        }
+    }
+}
+
 /// Group, version and kind (`apps`, `v1`, `Deployment`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupVersionKind<'a> {
     /// API group; empty for the core group.
-    #[serde(borrow, default)]
     pub group: Str<'a>,
     /// API version.
-    #[serde(borrow, default)]
     pub version: Str<'a>,
     /// Kind.
-    #[serde(borrow, default)]
     pub kind: Str<'a>,
 }
 
 /// Group, version and resource (`apps`, `v1`, `deployments`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupVersionResource<'a> {
     /// API group; empty for the core group.
-    #[serde(borrow, default)]
     pub group: Str<'a>,
     /// API version.
-    #[serde(borrow, default)]
     pub version: Str<'a>,
     /// Plural resource name.
-    #[serde(borrow, default)]
     pub resource: Str<'a>,
 }
 
 /// Who sent the request.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo<'a> {
     /// User name (`jane@example.com`, `system:serviceaccount:ns:sa`).
-    #[serde(borrow, default)]
     pub username: Str<'a>,
     /// Groups the user belongs to.
-    #[serde(borrow, default, deserialize_with = "nullable")]
     pub groups: Vec<Str<'a>>,
 }
+
+decode_struct!(GroupVersionKind { "group" => group, "version" => version, "kind" => kind });
+decode_struct!(GroupVersionResource { "group" => group, "version" => version, "resource" => resource });
+decode_struct!(UserInfo { "username" => username, "groups" => groups });
 
 /// The request's object, as decoded.
 #[derive(Clone, Debug, Default)]
@@ -188,10 +194,10 @@ pub enum Object<'a> {
     Workload(Box<Workload<'a>>),
     /// Another kind (a `CONNECT` request's options, a Namespace, ...), kept
     /// as text for rules that decode it themselves ([`Request::object_as`]).
-    Raw(&'a RawValue),
+    Raw(&'a str),
     /// A workload kind sent before its `kind`: decoded once the kind is
     /// known ([`Request::from_admission`]).
-    Pending(&'a RawValue),
+    Pending(&'a str),
 }
 
 /// An `admission.k8s.io/v1` `AdmissionRequest`, reduced to what rules read.
@@ -216,7 +222,7 @@ pub struct AdmissionRequest<'a> {
     /// The new object (absent on DELETE).
     pub object: Object<'a>,
     /// The existing object (UPDATE and DELETE), undecoded until needed.
-    pub old_object: Option<&'a RawValue>,
+    pub old_object: Option<&'a str>,
     /// Whether this is a dry run.
     pub dry_run: Option<bool>,
 }
@@ -231,119 +237,68 @@ pub fn all_kinds(_: WorkloadKind) -> bool {
     true
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for AdmissionRequest<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(RequestVisitor(&all_kinds))
+/// Decodes an AdmissionRequest at the decoder's cursor, in one pass: the
+/// object of a wanted workload kind straight into the workload model when
+/// `kind` came first (the API server sends it first), kept as text to decode
+/// afterwards when it did not.
+pub fn decode_request<'a>(d: &mut Dec<'a>, wants: Wants<'_>) -> R<AdmissionRequest<'a>> {
+    let mut uid = Str::default();
+    let mut kind: Option<GroupVersionKind<'a>> = None;
+    let mut resource = GroupVersionResource::default();
+    let mut sub_resource = None;
+    let mut name = None;
+    let mut namespace = None;
+    let mut operation = None;
+    let mut user_info = UserInfo::default();
+    let mut object = Object::None;
+    let mut old_object = None;
+    let mut dry_run = None;
+    let start = d.offset();
+    if d.peek() != Some(b'{') {
+        return Err(d.invalid_type("an AdmissionRequest object"));
     }
-}
-
-/// Decodes an AdmissionRequest, decoding only the workload kinds `wants`
-/// names.
-#[derive(Clone, Copy)]
-pub struct RequestSeed<'w>(pub Wants<'w>);
-
-impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
-    type Value = AdmissionRequest<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(RequestVisitor(self.0))
-    }
-}
-
-struct RequestVisitor<'w>(Wants<'w>);
-
-impl<'de> Visitor<'de> for RequestVisitor<'_> {
-    type Value = AdmissionRequest<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an AdmissionRequest object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut uid = None;
-        let mut kind: Option<GroupVersionKind<'de>> = None;
-        let mut resource = None;
-        let mut sub_resource = None;
-        let mut name = None;
-        let mut namespace = None;
-        let mut operation = None;
-        let mut user_info = None;
-        let mut object = Object::None;
-        let mut old_object = None;
-        let mut dry_run = None;
-        while let Some(key) = map.next_key::<Str<'de>>()? {
-            match &*key {
-                "uid" => uid = map.next_value()?,
-                "kind" => kind = Some(map.next_value()?),
-                "resource" => resource = map.next_value()?,
-                "subResource" => sub_resource = map.next_value()?,
-                "name" => name = map.next_value()?,
-                "namespace" => namespace = map.next_value()?,
-                "operation" => operation = Some(map.next_value()?),
-                "userInfo" => user_info = map.next_value()?,
-                "dryRun" => dry_run = map.next_value()?,
-                "oldObject" => old_object = map.next_value::<Option<&'de RawValue>>()?,
-                "object" => {
-                    object = match &kind {
-                        Some(k) => match WorkloadKind::of(&k.group, &k.kind).filter(|wk| (self.0)(*wk)) {
-                            Some(wk) => map.next_value_seed(ObjectSeed(wk))?,
-                            None => raw(map.next_value::<Option<&'de RawValue>>()?, Object::Raw),
-                        },
-                        None => raw(map.next_value::<Option<&'de RawValue>>()?, Object::Pending),
-                    }
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+    d.object(|d, key| {
+        match &*key {
+            "uid" => uid = Option::<Str<'a>>::decode(d)?.unwrap_or_default(),
+            "kind" => kind = Some(Decode::decode(d)?),
+            "resource" => resource = Decode::decode(d)?,
+            "subResource" => sub_resource = Decode::decode(d)?,
+            "name" => name = Decode::decode(d)?,
+            "namespace" => namespace = Decode::decode(d)?,
+            "operation" => operation = Some(Decode::decode(d)?),
+            "userInfo" => user_info = Decode::decode(d)?,
+            "dryRun" => dry_run = Decode::decode(d)?,
+            "oldObject" => old_object = Some(d.raw()?).filter(|t| *t != "null"),
+            "object" => {
+                object = match kind.as_ref().map(|k| WorkloadKind::of(&k.group, &k.kind).filter(|wk| wants(*wk))) {
+                    Some(Some(wk)) if !d.null() => Object::Workload(Box::new(decode_workload(wk, d)?)),
+                    Some(Some(_)) => Object::None,
+                    Some(None) => raw(d.raw()?, Object::Raw),
+                    None => raw(d.raw()?, Object::Pending),
+                };
             }
+            _ => d.skip()?,
         }
-        Ok(AdmissionRequest {
-            uid: uid.unwrap_or_default(),
-            kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
-            resource: resource.unwrap_or_default(),
-            sub_resource,
-            name,
-            namespace,
-            operation: operation.ok_or_else(|| de::Error::missing_field("operation"))?,
-            user_info: user_info.unwrap_or_default(),
-            object,
-            old_object,
-            dry_run,
-        })
-    }
+        Ok(())
+    })?;
+    let missing = |field: &str| DecError { message: format!("missing field `{field}`"), at: start, syntax: false };
+    Ok(AdmissionRequest {
+        uid,
+        kind: kind.ok_or_else(|| missing("kind"))?,
+        resource,
+        sub_resource,
+        name,
+        namespace,
+        operation: operation.ok_or_else(|| missing("operation"))?,
+        user_info,
+        object,
+        old_object,
+        dry_run,
+    })
 }
 
-fn raw<'a>(value: Option<&'a RawValue>, wrap: fn(&'a RawValue) -> Object<'a>) -> Object<'a> {
-    match value {
-        Some(v) if v.get() != "null" => wrap(v),
-        _ => Object::None,
-    }
-}
-
-/// Decodes `object` (or `null`) as the workload kind already read.
-struct ObjectSeed(WorkloadKind);
-
-impl<'de> DeserializeSeed<'de> for ObjectSeed {
-    type Value = Object<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Object<'de>, D::Error> {
-        struct V(WorkloadKind);
-        impl<'de> Visitor<'de> for V {
-            type Value = Object<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Object<'de>, E> {
-                Ok(Object::None)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Object<'de>, E> {
-                Ok(Object::None)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Object<'de>, D::Error> {
-                WorkloadSeed(self.0).deserialize(d).map(|w| Object::Workload(Box::new(w)))
-            }
-        }
-        d.deserialize_option(V(self.0))
-    }
+fn raw<'a>(text: &'a str, wrap: fn(&'a str) -> Object<'a>) -> Object<'a> {
+    if text == "null" { Object::None } else { wrap(text) }
 }
 
 /// Input the rule cannot evaluate: malformed JSON, a field of the wrong type,
@@ -398,11 +353,11 @@ pub fn friendly(msg: &str) -> String {
         .replace("expected a borrowed string", "expected a string")
 }
 
-/// Explains a decoding error of `text` as a person needs it: what was
-/// malformed (`what`), the field (found from where serde stopped), and the
+/// Explains a decoding error in `text` as a person needs it: what was
+/// malformed (`what`), the field (from the error's position), and the
 /// problem in Kubernetes' words. Syntax errors keep their line and column.
-pub fn explain(text: &str, err: &serde_json::Error, what: &str) -> Malformed {
-    let (what, path, msg) = locate_error(text, err, what);
+pub fn explain(text: &str, err: &DecError, what: &str) -> Malformed {
+    let (path, msg) = locate(text, err);
     Malformed(if path.is_root() {
         format!("{what} is malformed: {msg}")
     } else {
@@ -410,26 +365,43 @@ pub fn explain(text: &str, err: &serde_json::Error, what: &str) -> Malformed {
     })
 }
 
-fn locate_error(text: &str, err: &serde_json::Error, what: &str) -> (String, Path, String) {
+/// The field and the message of a decoding error.
+fn locate(text: &str, err: &DecError) -> (Path, String) {
+    let path = json::path_at(text, err.at);
+    let msg = if err.syntax {
+        let before = text.get(..err.at.min(text.len())).unwrap_or_default();
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!("{} at line {line} column {column}", err.message)
+    } else {
+        err.message.clone()
+    };
+    (path, msg)
+}
+
+/// Explains a serde error in `text` (rule-specific models decoded with
+/// serde, such as a `CONNECT` request's options).
+pub fn explain_serde(text: &str, err: &serde_json::Error, what: &str) -> Malformed {
     let mut msg = err.to_string();
     let positional = err.is_syntax() || err.is_eof();
     if !positional && let Some(i) = msg.find(" at line ") {
         msg.truncate(i);
     }
-    let path = if err.is_eof() {
-        Path::root()
+    let path = if err.is_eof() { Path::root() } else { json::path_at(text, json::offset_of(text, err.line(), err.column())) };
+    let msg = friendly(&msg);
+    Malformed(if path.is_root() {
+        format!("{what} is malformed: {msg}")
     } else {
-        json::path_at(text, json::offset_of(text, err.line(), err.column()))
-    };
-    (what.to_string(), path, friendly(&msg))
+        format!("{what} is malformed: `{path}`: {msg}")
+    })
 }
 
 /// Explains an error in a whole request (or a waPC payload, whose request is
 /// under `request`): an error inside the object is reported against the
 /// object's kind (`the Pod is malformed: `spec.containers``), others against
 /// the request.
-pub(crate) fn explain_request(text: &str, err: &serde_json::Error, prefix: &[&str]) -> Malformed {
-    let (_, path, msg) = locate_error(text, err, "");
+pub(crate) fn explain_request(text: &str, err: &DecError, prefix: &[&str]) -> Malformed {
+    let (path, msg) = locate(text, err);
     let in_request = path.0.len() >= prefix.len()
         && path.0.iter().zip(prefix).all(|(s, p)| *s == json::Seg::Key((*p).to_string()));
     let rest = Path(path.0.get(prefix.len()..).unwrap_or_default().to_vec());
@@ -456,15 +428,21 @@ fn object_kind(text: &str, prefix: &[&str]) -> String {
         path = path.key(p);
     }
     json::find(text, &path.keys(&["kind", "kind"]))
-        .and_then(|k| serde_json::from_str::<String>(k).ok())
+        .and_then(|k| Dec::document::<Str<'_>>(k).ok())
         .filter(|k| !k.is_empty())
-        .unwrap_or_else(|| "object".into())
+        .map_or_else(|| "object".into(), |k| k.to_string())
 }
 
-/// Decodes borrowed JSON into `T`, explaining errors against `what`
-/// (`the Namespace`): for objects rules read from lookups.
+/// Decodes borrowed JSON into a serde type `T`, explaining errors against
+/// `what` (`the Namespace`): for rule-specific models.
 pub fn decode<'a, T: Deserialize<'a>>(json: &'a str, what: &str) -> Result<T, Malformed> {
-    serde_json::from_str(json).map_err(|e| explain(json, &e, what))
+    serde_json::from_str(json).map_err(|e| explain_serde(json, &e, what))
+}
+
+/// Decodes a whole document with the SDK's decoder (the model types),
+/// explaining errors against `what`.
+pub fn decode_model<'a, T: Decode<'a>>(json: &'a str, what: &str) -> Result<T, Malformed> {
+    Dec::document(json).map_err(|e| explain(json, &e, what))
 }
 
 /// One admission request, ready for rules: the header, and the object
@@ -486,8 +464,8 @@ impl<'a> Request<'a> {
     /// Parses an `AdmissionRequest` JSON document, decoding the object only
     /// if it is one of the workload kinds `wants` names.
     pub fn parse_for(json: &'a str, wants: Wants<'_>) -> Result<Request<'a>, Malformed> {
-        let mut de = serde_json::Deserializer::from_str(json);
-        match RequestSeed(wants).deserialize(&mut de).and_then(|r| de.end().map(|()| r)) {
+        let mut d = Dec::new(json);
+        match decode_request(&mut d, wants).and_then(|r| d.end().map(|()| r)) {
             Ok(r) => Request::from_admission(r, Some((json, &["object"])), wants),
             Err(e) => Err(explain_request(json, &e, &[])),
         }
@@ -503,7 +481,7 @@ impl<'a> Request<'a> {
     ) -> Result<Request<'a>, Malformed> {
         if let Object::Pending(raw) = header.object {
             header.object = match WorkloadKind::of(&header.kind.group, &header.kind.kind).filter(|k| wants(*k)) {
-                Some(kind) => Object::Workload(Box::new(Workload::parse(kind, raw.get())?)),
+                Some(kind) => Object::Workload(Box::new(Workload::parse(kind, raw)?)),
                 None => Object::Raw(raw),
             };
         }
@@ -533,8 +511,8 @@ impl<'a> Request<'a> {
         header.object = match WorkloadKind::of(&header.kind.group, &header.kind.kind) {
             _ if object.trim() == "null" => Object::None,
             Some(kind) => Object::Workload(Box::new(Workload::parse(kind, object)?)),
-            None => match serde_json::from_str::<&RawValue>(object) {
-                Ok(raw) => Object::Raw(raw),
+            None => match Dec::document::<crate::dec::Skip>(object) {
+                Ok(_) => Object::Raw(object.trim()),
                 Err(e) => return Err(explain(object, &e, "the object")),
             },
         };
@@ -600,7 +578,7 @@ impl<'a> Request<'a> {
     pub fn object_text(&self) -> Option<&'a str> {
         match &self.header.object {
             Object::None => None,
-            Object::Raw(raw) | Object::Pending(raw) => Some(raw.get()),
+            Object::Raw(raw) | Object::Pending(raw) => Some(raw),
             Object::Workload(_) => {
                 let (text, path) = self.source?;
                 let mut p = Path::root();
@@ -614,7 +592,7 @@ impl<'a> Request<'a> {
 
     /// The old object's JSON text (UPDATE, DELETE), if any.
     pub fn old_object_text(&self) -> Option<&'a str> {
-        self.header.old_object.map(RawValue::get).filter(|t| t.trim() != "null")
+        self.header.old_object.filter(|t| t.trim() != "null")
     }
 
     /// Decodes the object into a rule-specific model `T`, e.g. the options
@@ -622,7 +600,7 @@ impl<'a> Request<'a> {
     /// workload kinds use [`Request::workload`].
     pub fn object_as<T: Deserialize<'a>>(&self, what: &str) -> Result<Option<T>, Malformed> {
         match &self.header.object {
-            Object::Raw(raw) | Object::Pending(raw) => decode(raw.get(), what).map(Some),
+            Object::Raw(raw) | Object::Pending(raw) => decode(raw, what).map(Some),
             Object::None => Ok(None),
             Object::Workload(_) => match self.object_text() {
                 Some(text) => decode(text, what).map(Some),
@@ -636,19 +614,10 @@ impl<'a> Request<'a> {
     pub fn being_deleted(&self) -> bool {
         match &self.header.object {
             Object::Workload(w) => w.metadata.being_deleted,
-            Object::Raw(raw) | Object::Pending(raw) => serde_json::from_str::<MetaOnly<'_>>(raw.get())
-                .ok()
-                .and_then(|o| o.metadata)
-                .is_some_and(|m| m.being_deleted),
+            Object::Raw(raw) | Object::Pending(raw) => crate::cluster::object_meta(raw, "the object").is_ok_and(|m| m.being_deleted),
             Object::None => false,
         }
     }
-}
-
-#[derive(Deserialize)]
-struct MetaOnly<'a> {
-    #[serde(borrow, default)]
-    metadata: Option<crate::pod::ObjectMeta<'a>>,
 }
 
 /// The options object of a `CONNECT` request (`PodExecOptions`,

@@ -192,7 +192,7 @@ mod tests {
     }
 
     fn spec(json: &str) -> PodSpec<'_> {
-        serde_json::from_str(json).unwrap()
+        crate::dec::Dec::document(json).unwrap()
     }
 
     #[test]

@@ -8,12 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::{DeserializeSeed, Deserializer};
-use serde::Deserialize;
-
+use crate::dec::{Dec, Decode, R};
+use crate::decode_struct;
 use crate::json::Path;
-use crate::pod::{Container, ObjectMeta, PodSpec, Resources, StrMap, Toleration};
-use crate::request::{Str, nullable};
+use crate::pod::{Container, EnvVar, ObjectMeta, PodSpec, Resources, StrMap, Toleration};
+use crate::request::Str;
 use crate::Malformed;
 
 /// The workload kinds aigov understands, whatever their API version.
@@ -685,57 +684,51 @@ impl<'a> Workload<'a> {
     /// Decodes an object of a known kind from JSON text, for example a Pod
     /// returned by a cluster lookup.
     pub fn parse(kind: WorkloadKind, json: &'a str) -> Result<Workload<'a>, Malformed> {
-        let mut de = serde_json::Deserializer::from_str(json);
-        match WorkloadSeed(kind).deserialize(&mut de).and_then(|w| de.end().map(|()| w)) {
+        let mut d = Dec::new(json);
+        match decode_workload(kind, &mut d).and_then(|w| d.end().map(|()| w)) {
             Ok(w) => Ok(w),
             Err(e) => Err(crate::request::explain(json, &e, &format!("the {}", kind.kind()))),
         }
     }
 }
 
-/// Decodes a workload of a known kind from any deserializer: the request
-/// decoder uses it to decode the object in the same pass as the header.
-#[derive(Clone, Copy)]
-pub struct WorkloadSeed(pub WorkloadKind);
-
-impl<'de> DeserializeSeed<'de> for WorkloadSeed {
-    type Value = Workload<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Workload<'de>, D::Error> {
+/// Decodes a workload of kind `kind` at the decoder's cursor: the request
+/// decoder calls it to decode the object in the same pass as the header.
+pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
+    {
         use WorkloadKind::*;
-        let kind = self.0;
         let root = Path::root();
         let spec_path = root.key("spec");
         Ok(match kind {
             Pod => {
-                let o = Obj::<PodSpec<'de>>::deserialize(d)?;
+                let o = Obj::<PodSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.others.push(PodTemplate::new(root, Shape::Pod, Role::Pod, None, o.spec, Scale::one("a Pod")));
                 w
             }
             Deployment | StatefulSet | ReplicaSet | ReplicationController => {
-                let o = Obj::<Replicated<'de>>::deserialize(d)?;
+                let o = Obj::<Replicated<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 let scale = Scale::field(&spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
                 w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
                 w
             }
             DaemonSet => {
-                let o = Obj::<Replicated<'de>>::deserialize(d)?;
+                let o = Obj::<Replicated<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 let scale = Scale { pods: None, why: "a DaemonSet runs one pod on every matching node".into() };
                 w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
                 w
             }
             Job => {
-                let o = Obj::<JobSpec<'de>>::deserialize(d)?;
+                let o = Obj::<JobSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.suspend = o.spec.suspend;
                 w.others.extend(o.spec.into_template(&spec_path));
                 w
             }
             CronJob => {
-                let o = Obj::<CronJobSpec<'de>>::deserialize(d)?;
+                let o = Obj::<CronJobSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 let jt = spec_path.key("jobTemplate");
                 w.suspend = o.spec.suspend;
@@ -744,14 +737,14 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             RayCluster => {
-                let o = Obj::<RayClusterSpec<'de>>::deserialize(d)?;
+                let o = Obj::<RayClusterSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.suspend = o.spec.suspend;
                 w.ray = Some(o.spec.into_view(spec_path));
                 w
             }
             RayJob => {
-                let o = Obj::<RayJobSpec<'de>>::deserialize(d)?;
+                let o = Obj::<RayJobSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.suspend = o.spec.suspend;
                 w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view(spec_path.key("rayClusterSpec")));
@@ -761,13 +754,13 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             RayService => {
-                let o = Obj::<RayServiceSpec<'de>>::deserialize(d)?;
+                let o = Obj::<RayServiceSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.ray = o.spec.ray_cluster_config.map(|s| s.into_view(spec_path.key("rayClusterConfig")));
                 w
             }
             PyTorchJob | MpiJob | TfJob | JaxJob | XgBoostJob | PaddleJob => {
-                let o = Obj::<KubeflowSpec<'de>>::deserialize(d)?;
+                let o = Obj::<KubeflowSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 let field = kind.replica_specs_field();
                 let elastic = o.spec.elastic_policy.unwrap_or_default();
@@ -801,7 +794,7 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             TrainJob => {
-                let o = Obj::<TrainJobSpec<'de>>::deserialize(d)?;
+                let o = Obj::<TrainJobSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.suspend = o.spec.suspend;
                 w.train_job = Some(self::TrainJob {
@@ -814,13 +807,13 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             Notebook => {
-                let o = Obj::<Replicated<'de>>::deserialize(d)?;
+                let o = Obj::<Replicated<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, Scale::one("a Notebook runs one pod")));
                 w
             }
             InferenceService => {
-                let o = Obj::<IsvcSpec<'de>>::deserialize(d)?;
+                let o = Obj::<IsvcSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 for (field, role, c) in [
                     ("predictor", Role::Predictor, o.spec.predictor),
@@ -834,7 +827,7 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             VolcanoJob => {
-                let o = Obj::<VolcanoJobSpec<'de>>::deserialize(d)?;
+                let o = Obj::<VolcanoJobSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 let mut replicas = Vec::new();
                 for (i, task) in o.spec.tasks.into_iter().enumerate() {
@@ -852,7 +845,7 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             JobSet => {
-                let o = Obj::<JobSetSpec<'de>>::deserialize(d)?;
+                let o = Obj::<JobSetSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.suspend = o.spec.suspend;
                 for (i, job) in o.spec.replicated_jobs.into_iter().enumerate() {
@@ -871,7 +864,7 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
                 w
             }
             LeaderWorkerSet => {
-                let o = Obj::<LwsSpec<'de>>::deserialize(d)?;
+                let o = Obj::<LwsSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 let lwt = o.spec.leader_worker_template;
                 let lpath = spec_path.key("leaderWorkerTemplate");
@@ -897,22 +890,14 @@ impl<'de> DeserializeSeed<'de> for WorkloadSeed {
 }
 
 // ---- The wire shapes of each kind (private; rules see the views above). ----
-
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "S: Deserialize<'de> + Default"), expecting = "an object")]
 struct Obj<'a, S> {
-    #[serde(borrow, default, deserialize_with = "nullable")]
     metadata: ObjectMeta<'a>,
-    #[serde(default, deserialize_with = "nullable")]
     spec: S,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct PodTemplateSpec<'a> {
-    #[serde(borrow, default)]
     metadata: Option<ObjectMeta<'a>>,
-    #[serde(borrow, default)]
     spec: Option<PodSpec<'a>>,
 }
 
@@ -928,23 +913,16 @@ impl<'a> PodTemplateSpec<'a> {
 
 /// Deployment, StatefulSet, ReplicaSet, ReplicationController, DaemonSet,
 /// Notebook: a template and a replica count.
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct Replicated<'a> {
-    #[serde(default)]
     replicas: Option<i64>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct JobSpec<'a> {
-    #[serde(default)]
     parallelism: Option<i64>,
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
@@ -955,60 +933,39 @@ impl<'a> JobSpec<'a> {
     }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct CronJobSpec<'a> {
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     job_template: JobTemplateSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct JobTemplateSpec<'a> {
-    #[serde(borrow, default)]
     metadata: Option<ObjectMeta<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     spec: JobSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct RayClusterSpec<'a> {
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(default)]
     enable_in_tree_autoscaling: Option<bool>,
-    #[serde(borrow, default)]
     head_group_spec: Option<HasTemplate<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     worker_group_specs: Vec<WorkerGroupSpec<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct HasTemplate<'a> {
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct WorkerGroupSpec<'a> {
-    #[serde(borrow, default)]
     group_name: Option<Str<'a>>,
-    #[serde(default)]
     replicas: Option<i64>,
-    #[serde(default)]
     min_replicas: Option<i64>,
-    #[serde(default)]
     max_replicas: Option<i64>,
-    #[serde(default)]
     num_of_hosts: Option<i64>,
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
@@ -1060,21 +1017,15 @@ impl<'a> RayClusterSpec<'a> {
     }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct RayJobSpec<'a> {
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default)]
     ray_cluster_spec: Option<RayClusterSpec<'a>>,
-    #[serde(borrow, default)]
     submitter_pod_template: Option<PodTemplateSpec<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct RayServiceSpec<'a> {
-    #[serde(borrow, default)]
     ray_cluster_config: Option<RayClusterSpec<'a>>,
 }
 
@@ -1082,135 +1033,83 @@ struct RayServiceSpec<'a> {
 #[derive(Clone, Debug)]
 struct NumOrStr<'a>(Str<'a>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for NumOrStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::pod::RawQuantity::deserialize(d).map(|q| NumOrStr(q.0))
+impl<'a> Decode<'a> for NumOrStr<'a> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.string_or_number("a number or a string").map(NumOrStr)
     }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct KubeflowSpec<'a> {
-    #[serde(
-        borrow,
-        default,
-        deserialize_with = "nullable",
-        alias = "pytorchReplicaSpecs",
-        alias = "mpiReplicaSpecs",
-        alias = "tfReplicaSpecs",
-        alias = "jaxReplicaSpecs",
-        alias = "xgbReplicaSpecs",
-        alias = "paddleReplicaSpecs"
-    )]
     replica_specs: BTreeMap<Str<'a>, ReplicaSpec<'a>>,
-    #[serde(borrow, default)]
     nproc_per_node: Option<NumOrStr<'a>>,
-    #[serde(borrow, default)]
     elastic_policy: Option<ElasticPolicy<'a>>,
-    #[serde(borrow, default)]
     run_policy: Option<RunPolicy<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct ElasticPolicy<'a> {
-    #[serde(default)]
     min_replicas: Option<i64>,
-    #[serde(default)]
     max_replicas: Option<i64>,
-    #[serde(borrow, default, rename = "nProcPerNode")]
     n_proc_per_node: Option<NumOrStr<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct RunPolicy<'a> {
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default)]
     scheduling_policy: Option<SchedulingPolicy<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct SchedulingPolicy<'a> {
-    #[serde(borrow, default)]
     queue: Option<Str<'a>>,
-    #[serde(default)]
     min_available: Option<i64>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct ReplicaSpec<'a> {
-    #[serde(default)]
     replicas: Option<i64>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct TrainJobSpec<'a> {
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default)]
     runtime_ref: Option<RuntimeRef<'a>>,
-    #[serde(borrow, default)]
     trainer: Option<Trainer<'a>>,
     /// `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
-    #[serde(borrow, default, deserialize_with = "nullable", alias = "podSpecOverrides")]
     pod_template_overrides: Vec<PodOverride<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct RuntimeRef<'a> {
-    #[serde(borrow, default)]
     name: Option<Str<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct Trainer<'a> {
-    #[serde(borrow, default)]
     image: Option<Str<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     command: Vec<Str<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     args: Vec<Str<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    env: Vec<crate::pod::EnvVar<'a>>,
-    #[serde(default)]
+    env: Vec<EnvVar<'a>>,
     num_nodes: Option<i64>,
-    #[serde(borrow, default)]
     num_proc_per_node: Option<NumOrStr<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     resources_per_node: Resources<'a>,
 }
 
 /// An override: the pod fields v2.1 keeps under `spec`, v2.0 at the top.
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct PodOverride<'a> {
-    #[serde(borrow, default, deserialize_with = "nullable")]
     tolerations: Vec<Toleration<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     node_selector: StrMap<'a>,
-    #[serde(borrow, default)]
     service_account_name: Option<Str<'a>>,
-    #[serde(borrow, default)]
     spec: Option<OverrideSpec<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct OverrideSpec<'a> {
-    #[serde(borrow, default, deserialize_with = "nullable")]
     tolerations: Vec<Toleration<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     node_selector: StrMap<'a>,
-    #[serde(borrow, default)]
     service_account_name: Option<Str<'a>>,
 }
 
@@ -1247,75 +1146,47 @@ impl<'a> TrainJobSpec<'a> {
     }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct IsvcSpec<'a> {
-    #[serde(borrow, default)]
     predictor: Option<IsvcComponent<'a>>,
-    #[serde(borrow, default)]
     transformer: Option<IsvcComponent<'a>>,
-    #[serde(borrow, default)]
     explainer: Option<IsvcComponent<'a>>,
 }
 
 /// A KServe model container: a container plus where the model comes from.
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct IsvcModel<'a> {
-    #[serde(flatten, borrow)]
     container: Container<'a>,
-    #[serde(borrow, default)]
     storage_uri: Option<Str<'a>>,
-    #[serde(borrow, default)]
     model_format: Option<ModelFormat<'a>>,
-    #[serde(borrow, default)]
     runtime: Option<Str<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct ModelFormat<'a> {
-    #[serde(borrow, default)]
     name: Option<Str<'a>>,
 }
 
 /// An InferenceService component: a pod spec inline, autoscaling bounds,
 /// pod labels and annotations, and a model container under `model` or a
 /// framework's name.
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct IsvcComponent<'a> {
-    #[serde(flatten, borrow)]
     pod: PodSpec<'a>,
-    #[serde(default)]
     min_replicas: Option<i64>,
-    #[serde(default)]
     max_replicas: Option<i64>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     labels: StrMap<'a>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     annotations: StrMap<'a>,
-    #[serde(borrow, default)]
     model: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     sklearn: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     xgboost: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     tensorflow: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     pytorch: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     triton: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     onnx: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     pmml: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     lightgbm: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     paddle: Option<IsvcModel<'a>>,
-    #[serde(borrow, default)]
     huggingface: Option<IsvcModel<'a>>,
 }
 
@@ -1365,66 +1236,203 @@ impl<'a> IsvcComponent<'a> {
     }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct VolcanoJobSpec<'a> {
-    #[serde(default)]
     min_available: Option<i64>,
-    #[serde(borrow, default)]
     queue: Option<Str<'a>>,
-    #[serde(borrow, default)]
     scheduler_name: Option<Str<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     tasks: Vec<VolcanoTask<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct VolcanoTask<'a> {
-    #[serde(borrow, default)]
     name: Option<Str<'a>>,
-    #[serde(default)]
     replicas: Option<i64>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: PodTemplateSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct JobSetSpec<'a> {
-    #[serde(default)]
     suspend: Option<bool>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     replicated_jobs: Vec<ReplicatedJob<'a>>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(expecting = "an object")]
+#[derive(Default)]
 struct ReplicatedJob<'a> {
-    #[serde(borrow, default)]
     name: Option<Str<'a>>,
-    #[serde(default)]
     replicas: Option<i64>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     template: JobTemplateSpec<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct LwsSpec<'a> {
-    #[serde(default)]
     replicas: Option<i64>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     leader_worker_template: LeaderWorkerTemplate<'a>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
+#[derive(Default)]
 struct LeaderWorkerTemplate<'a> {
-    #[serde(default)]
     size: Option<i64>,
-    #[serde(borrow, default)]
     leader_template: Option<PodTemplateSpec<'a>>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
     worker_template: PodTemplateSpec<'a>,
+}
+
+// ---- Decoding the wire shapes (see `crate::dec`). ----
+
+impl<'a, S: Decode<'a> + Default> Decode<'a> for Obj<'a, S> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut metadata = ObjectMeta::default();
+        let mut spec = S::default();
+        d.object(|d, key| {
+            match &*key {
+                "metadata" => metadata = Decode::decode(d)?,
+                "spec" => spec = Option::<S>::decode(d)?.unwrap_or_default(),
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(Obj { metadata, spec })
+    }
+}
+
+decode_struct!(PodTemplateSpec { "metadata" => metadata, "spec" => spec });
+decode_struct!(Replicated { "replicas" => replicas, "template" => template });
+decode_struct!(JobSpec { "parallelism" => parallelism, "suspend" => suspend, "template" => template });
+decode_struct!(CronJobSpec { "suspend" => suspend, "jobTemplate" => job_template });
+decode_struct!(JobTemplateSpec { "metadata" => metadata, "spec" => spec });
+decode_struct!(RayClusterSpec {
+    "suspend" => suspend,
+    "enableInTreeAutoscaling" => enable_in_tree_autoscaling,
+    "headGroupSpec" => head_group_spec,
+    "workerGroupSpecs" => worker_group_specs,
+});
+decode_struct!(HasTemplate { "template" => template });
+decode_struct!(WorkerGroupSpec {
+    "groupName" => group_name,
+    "replicas" => replicas,
+    "minReplicas" => min_replicas,
+    "maxReplicas" => max_replicas,
+    "numOfHosts" => num_of_hosts,
+    "suspend" => suspend,
+    "template" => template,
+});
+decode_struct!(RayJobSpec { "suspend" => suspend, "rayClusterSpec" => ray_cluster_spec, "submitterPodTemplate" => submitter_pod_template });
+decode_struct!(RayServiceSpec { "rayClusterConfig" => ray_cluster_config });
+decode_struct!(ElasticPolicy { "minReplicas" => min_replicas, "maxReplicas" => max_replicas, "nProcPerNode" => n_proc_per_node });
+decode_struct!(RunPolicy { "suspend" => suspend, "schedulingPolicy" => scheduling_policy });
+decode_struct!(SchedulingPolicy { "queue" => queue, "minAvailable" => min_available });
+decode_struct!(ReplicaSpec { "replicas" => replicas, "template" => template });
+decode_struct!(RuntimeRef { "name" => name });
+decode_struct!(Trainer {
+    "image" => image,
+    "command" => command,
+    "args" => args,
+    "env" => env,
+    "numNodes" => num_nodes,
+    "numProcPerNode" => num_proc_per_node,
+    "resourcesPerNode" => resources_per_node,
+});
+decode_struct!(PodOverride { "tolerations" => tolerations, "nodeSelector" => node_selector, "serviceAccountName" => service_account_name, "spec" => spec });
+decode_struct!(OverrideSpec { "tolerations" => tolerations, "nodeSelector" => node_selector, "serviceAccountName" => service_account_name });
+decode_struct!(IsvcSpec { "predictor" => predictor, "transformer" => transformer, "explainer" => explainer });
+decode_struct!(ModelFormat { "name" => name });
+decode_struct!(VolcanoJobSpec { "minAvailable" => min_available, "queue" => queue, "schedulerName" => scheduler_name, "tasks" => tasks });
+decode_struct!(VolcanoTask { "name" => name, "replicas" => replicas, "template" => template });
+decode_struct!(JobSetSpec { "suspend" => suspend, "replicatedJobs" => replicated_jobs });
+decode_struct!(ReplicatedJob { "name" => name, "replicas" => replicas, "template" => template });
+decode_struct!(LwsSpec { "replicas" => replicas, "leaderWorkerTemplate" => leader_worker_template });
+decode_struct!(LeaderWorkerTemplate { "size" => size, "leaderTemplate" => leader_template, "workerTemplate" => worker_template });
+
+impl<'a> Decode<'a> for KubeflowSpec<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = KubeflowSpec::default();
+        d.object(|d, key| {
+            match &*key {
+                "pytorchReplicaSpecs" | "mpiReplicaSpecs" | "tfReplicaSpecs" | "jaxReplicaSpecs" | "xgbReplicaSpecs"
+                | "paddleReplicaSpecs" => out.replica_specs = Decode::decode(d)?,
+                "nprocPerNode" => out.nproc_per_node = Decode::decode(d)?,
+                "elasticPolicy" => out.elastic_policy = Decode::decode(d)?,
+                "runPolicy" => out.run_policy = Decode::decode(d)?,
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+impl<'a> Decode<'a> for TrainJobSpec<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = TrainJobSpec::default();
+        d.object(|d, key| {
+            match &*key {
+                "suspend" => out.suspend = Decode::decode(d)?,
+                "runtimeRef" => out.runtime_ref = Decode::decode(d)?,
+                "trainer" => out.trainer = Decode::decode(d)?,
+                // `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
+                "podTemplateOverrides" | "podSpecOverrides" => out.pod_template_overrides = Decode::decode(d)?,
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+impl<'a> Decode<'a> for IsvcModel<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = IsvcModel::default();
+        d.object(|d, key| {
+            match &*key {
+                "storageUri" => out.storage_uri = Decode::decode(d)?,
+                "modelFormat" => out.model_format = Decode::decode(d)?,
+                "runtime" => out.runtime = Decode::decode(d)?,
+                // The model is a container too (name, image, resources, env...).
+                k => {
+                    if !out.container.decode_field(k, d)? {
+                        d.skip()?;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+impl<'a> Decode<'a> for IsvcComponent<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = IsvcComponent::default();
+        d.object(|d, key| {
+            match &*key {
+                "minReplicas" => out.min_replicas = Decode::decode(d)?,
+                "maxReplicas" => out.max_replicas = Decode::decode(d)?,
+                "labels" => out.labels = Decode::decode(d)?,
+                "annotations" => out.annotations = Decode::decode(d)?,
+                "model" => out.model = Decode::decode(d)?,
+                "sklearn" => out.sklearn = Decode::decode(d)?,
+                "xgboost" => out.xgboost = Decode::decode(d)?,
+                "tensorflow" => out.tensorflow = Decode::decode(d)?,
+                "pytorch" => out.pytorch = Decode::decode(d)?,
+                "triton" => out.triton = Decode::decode(d)?,
+                "onnx" => out.onnx = Decode::decode(d)?,
+                "pmml" => out.pmml = Decode::decode(d)?,
+                "lightgbm" => out.lightgbm = Decode::decode(d)?,
+                "paddle" => out.paddle = Decode::decode(d)?,
+                "huggingface" => out.huggingface = Decode::decode(d)?,
+                // The component is a pod spec too (containers, tolerations...).
+                k => {
+                    if !out.pod.decode_field(k, d)? {
+                        d.skip()?;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
 }

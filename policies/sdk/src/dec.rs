@@ -1,0 +1,674 @@
+//! The request decoder: a small pull parser over the request text and a
+//! [`Decode`] trait the model implements, field by field.
+//!
+//! Why not serde's derive, as for settings: a derived deserializer is a
+//! visitor per type, monomorphised and inlined at every place the type
+//! appears (inside `Option`, in a list, behind a null-tolerant wrapper), and
+//! each also decodes structs from JSON arrays. For a model of this size that
+//! was most of every rule's module (740 KiB). Here every type has one
+//! decoding function, strings borrow from the input unless escaped, unknown
+//! fields are skipped (and validated) without allocating, `null` reads as
+//! absent, and errors carry the byte offset, from which
+//! [`crate::json::path_at`] names the field.
+//!
+//! The parser accepts exactly RFC 8259 JSON, as serde_json does (same
+//! nesting limit of 128), so a document one rejects the other rejects too
+//! (the differential fuzz target holds the two to that).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use crate::request::Str;
+
+/// Nesting deeper than this is refused, as serde_json refuses it.
+const MAX_DEPTH: u32 = 128;
+
+/// Why decoding stopped, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecError {
+    /// What is wrong, in serde's words ("invalid type: string \"x\",
+    /// expected a list").
+    pub message: String,
+    /// Byte offset: the start of the offending value, or where the syntax
+    /// broke.
+    pub at: usize,
+    /// Whether this is a syntax error (the text is not JSON), reported with
+    /// its line and column, rather than a value of the wrong type.
+    pub syntax: bool,
+}
+
+/// A decoding result.
+pub type R<T> = Result<T, DecError>;
+
+/// A pull parser over JSON text.
+pub struct Dec<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+}
+
+/// A type the request decoder can produce.
+pub trait Decode<'a>: Sized {
+    /// Decodes one value (a `null` where the type has an empty form is that
+    /// form: absent).
+    fn decode(d: &mut Dec<'a>) -> R<Self>;
+}
+
+impl<'a> Dec<'a> {
+    /// A parser at the start of `text`.
+    pub fn new(text: &'a str) -> Dec<'a> {
+        Dec { text, b: text.as_bytes(), i: 0, depth: 0 }
+    }
+
+    /// The byte offset of the cursor.
+    pub fn offset(&self) -> usize {
+        self.i
+    }
+
+    /// Decodes a whole document as `T`: one value, then only whitespace.
+    pub fn document<T: Decode<'a>>(text: &'a str) -> R<T> {
+        let mut d = Dec::new(text);
+        let v = T::decode(&mut d)?;
+        d.end()?;
+        Ok(v)
+    }
+
+    /// Requires the rest of the text to be whitespace.
+    pub fn end(&mut self) -> R<()> {
+        self.ws();
+        if self.i < self.b.len() { Err(self.syntax("trailing characters")) } else { Ok(()) }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// The next significant byte, after whitespace.
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    fn syntax(&self, message: &str) -> DecError {
+        DecError { message: message.to_string(), at: self.i, syntax: true }
+    }
+
+    fn eof(&self, what: &str) -> DecError {
+        DecError { message: format!("EOF while parsing {what}"), at: self.i, syntax: true }
+    }
+
+    /// "invalid type: <what is here>, expected <expected>", at the value
+    /// under the cursor (which is not consumed).
+    #[inline(never)]
+    pub fn invalid_type(&mut self, expected: &str) -> DecError {
+        self.ws();
+        let at = self.i;
+        let found = self.describe_here();
+        DecError { message: format!("invalid type: {found}, expected {expected}"), at, syntax: false }
+    }
+
+    /// A value error ("invalid value: ...") at `at`.
+    pub fn invalid_value(&self, at: usize, message: String) -> DecError {
+        DecError { message, at, syntax: false }
+    }
+
+    /// How serde names the value under the cursor, in Kubernetes' words.
+    #[inline(never)]
+    fn describe_here(&mut self) -> String {
+        let save = self.i;
+        let out = match self.b.get(self.i) {
+            Some(b'"') => match self.string() {
+                Ok(s) => format!("string {:?}", &*s),
+                Err(_) => "string".into(),
+            },
+            Some(b'{') => "object".into(),
+            Some(b'[') => "list".into(),
+            Some(b't') => "boolean `true`".into(),
+            Some(b'f') => "boolean `false`".into(),
+            Some(b'n') => "null".into(),
+            Some(_) => match self.number() {
+                Ok((text, true)) => format!("integer `{text}`"),
+                Ok((text, false)) => format!("floating point `{text}`"),
+                Err(_) => "value".into(),
+            },
+            None => "nothing".into(),
+        };
+        self.i = save;
+        out
+    }
+
+    /// Consumes `null` if it is next.
+    pub fn null(&mut self) -> bool {
+        if self.peek() == Some(b'n') && self.b.get(self.i..self.i + 4) == Some(b"null") {
+            self.i += 4;
+            true
+        } else {
+            false
+        }
+    }
+
+    #[inline(never)]
+    fn literal(&mut self, word: &[u8]) -> R<()> {
+        if self.b.get(self.i..self.i + word.len()) == Some(word) {
+            self.i += word.len();
+            Ok(())
+        } else if self.i + word.len() > self.b.len() && self.b.get(self.i..).is_some_and(|rest| word.starts_with(rest)) {
+            self.i = self.b.len();
+            Err(self.eof("a value"))
+        } else {
+            Err(self.syntax("expected ident"))
+        }
+    }
+
+    /// A string, borrowed unless it holds escapes.
+    #[inline(never)]
+    pub fn string(&mut self) -> R<Str<'a>> {
+        if self.peek() != Some(b'"') {
+            return Err(self.invalid_type("a string"));
+        }
+        self.i += 1;
+        let start = self.i;
+        loop {
+            match self.b.get(self.i) {
+                None => return Err(self.eof("a string")),
+                Some(b'"') => {
+                    let s = self.text.get(start..self.i).unwrap_or_default();
+                    self.i += 1;
+                    return Ok(Str(Cow::Borrowed(s)));
+                }
+                Some(b'\\') => return self.escaped(start),
+                Some(c) if *c < 0x20 => return Err(self.syntax("control character (\\u0000-\\u001F) found while parsing a string")),
+                Some(_) => self.i += 1,
+            }
+        }
+    }
+
+    /// The rest of a string with escapes, decoded.
+    #[inline(never)]
+    fn escaped(&mut self, start: usize) -> R<Str<'a>> {
+        let mut out = String::from(self.text.get(start..self.i).unwrap_or_default());
+        loop {
+            match self.b.get(self.i) {
+                None => return Err(self.eof("a string")),
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(Str(Cow::Owned(out)));
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    let Some(&e) = self.b.get(self.i) else { return Err(self.eof("a string")) };
+                    self.i += 1;
+                    match e {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => out.push(self.unicode()?),
+                        _ => return Err(self.syntax("invalid escape")),
+                    }
+                }
+                Some(c) if *c < 0x20 => return Err(self.syntax("control character (\\u0000-\\u001F) found while parsing a string")),
+                Some(_) => {
+                    // Copy a run of plain characters (whole UTF-8 sequences).
+                    let run = self.i;
+                    while let Some(c) = self.b.get(self.i) {
+                        if *c == b'"' || *c == b'\\' || *c < 0x20 {
+                            break;
+                        }
+                        self.i += 1;
+                    }
+                    out.push_str(self.text.get(run..self.i).unwrap_or_default());
+                }
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn hex4(&mut self) -> R<u32> {
+        let Some(h) = self.b.get(self.i..self.i + 4) else {
+            self.i = self.b.len();
+            return Err(self.eof("a string"));
+        };
+        let mut v = 0u32;
+        for c in h {
+            let d = (*c as char).to_digit(16).ok_or_else(|| self.syntax("invalid escape"))?;
+            v = v * 16 + d;
+        }
+        self.i += 4;
+        Ok(v)
+    }
+
+    #[inline(never)]
+    fn unicode(&mut self) -> R<char> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
+                    return Err(self.syntax("lone leading surrogate in hex escape"));
+                }
+                self.i += 2;
+                let second = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return Err(self.syntax("lone leading surrogate in hex escape"));
+                }
+                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(self.syntax("lone leading surrogate in hex escape")),
+            c => c,
+        };
+        char::from_u32(code).ok_or_else(|| self.syntax("invalid unicode code point"))
+    }
+
+    /// A number's text, and whether it is an integer (no fraction or
+    /// exponent), validated by JSON's grammar.
+    #[inline(never)]
+    fn number(&mut self) -> R<(&'a str, bool)> {
+        let start = self.i;
+        let mut integer = true;
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        match self.b.get(self.i) {
+            Some(b'0') => {
+                self.i += 1;
+                if self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                    return Err(self.syntax("invalid number"));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                    self.i += 1;
+                }
+            }
+            None => return Err(self.eof("a value")),
+            Some(_) => return Err(self.syntax("expected value")),
+        }
+        if self.b.get(self.i) == Some(&b'.') {
+            integer = false;
+            self.i += 1;
+            if !self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                return Err(if self.i >= self.b.len() { self.eof("a value") } else { self.syntax("invalid number") });
+            }
+            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+        }
+        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+            integer = false;
+            self.i += 1;
+            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if !self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                return Err(if self.i >= self.b.len() { self.eof("a value") } else { self.syntax("invalid number") });
+            }
+            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+        }
+        Ok((self.text.get(start..self.i).unwrap_or_default(), integer))
+    }
+
+    /// A whole number that fits an `i64`.
+    #[inline(never)]
+    pub fn int(&mut self) -> R<i64> {
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => {
+                let at = self.i;
+                let (text, integer) = self.number()?;
+                if !integer {
+                    self.i = at;
+                    return Err(self.invalid_type("a whole number"));
+                }
+                text.parse::<i64>()
+                    .map_err(|_| self.invalid_value(at, format!("invalid value: integer `{text}`, expected a whole number")))
+            }
+            _ => Err(self.invalid_type("a whole number")),
+        }
+    }
+
+    /// `true` or `false`.
+    #[inline(never)]
+    pub fn boolean(&mut self) -> R<bool> {
+        match self.peek() {
+            Some(b't') if self.b.get(self.i..self.i + 4) == Some(b"true") => {
+                self.i += 4;
+                Ok(true)
+            }
+            Some(b'f') if self.b.get(self.i..self.i + 5) == Some(b"false") => {
+                self.i += 5;
+                Ok(false)
+            }
+            _ => Err(self.invalid_type("a boolean")),
+        }
+    }
+
+    /// A string, or a number kept as written (resource quantities and
+    /// `nprocPerNode` in hand-written YAML).
+    #[inline(never)]
+    pub fn string_or_number(&mut self, expected: &str) -> R<Str<'a>> {
+        match self.peek() {
+            Some(b'"') => self.string(),
+            Some(b'-' | b'0'..=b'9') => {
+                let (text, _) = self.number()?;
+                Ok(Str(Cow::Borrowed(text)))
+            }
+            _ => Err(self.invalid_type(expected)),
+        }
+    }
+
+    fn enter(&mut self) -> R<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.syntax("recursion limit exceeded"));
+        }
+        Ok(())
+    }
+
+    /// Walks an object: `each` is called with every key and must consume its
+    /// value. `null` is an empty object.
+    pub fn object(&mut self, mut each: impl FnMut(&mut Dec<'a>, Str<'a>) -> R<()>) -> R<()> {
+        if self.null() {
+            return Ok(());
+        }
+        if self.peek() != Some(b'{') {
+            return Err(self.invalid_type("an object"));
+        }
+        self.enter()?;
+        self.i += 1;
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            match self.peek() {
+                Some(b'"') => {}
+                None => return Err(self.eof("an object")),
+                Some(_) => return Err(self.syntax("key must be a string")),
+            }
+            let key = self.string()?;
+            match self.peek() {
+                Some(b':') => self.i += 1,
+                None => return Err(self.eof("an object")),
+                Some(_) => return Err(self.syntax("expected `:`")),
+            }
+            if self.peek().is_none() {
+                return Err(self.eof("a value"));
+            }
+            each(self, key)?;
+            match self.peek() {
+                Some(b',') => {
+                    self.i += 1;
+                    if self.peek() == Some(b'}') {
+                        return Err(self.syntax("trailing comma"));
+                    }
+                }
+                Some(b'}') => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                None => return Err(self.eof("an object")),
+                Some(_) => return Err(self.syntax("expected `,` or `}`")),
+            }
+        }
+    }
+
+    /// Walks a list: `each` is called for every element and must consume
+    /// it. `null` is an empty list.
+    pub fn list(&mut self, mut each: impl FnMut(&mut Dec<'a>) -> R<()>) -> R<()> {
+        if self.null() {
+            return Ok(());
+        }
+        if self.peek() != Some(b'[') {
+            return Err(self.invalid_type("a list"));
+        }
+        self.enter()?;
+        self.i += 1;
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            if self.peek().is_none() {
+                return Err(self.eof("a list"));
+            }
+            each(self)?;
+            match self.peek() {
+                Some(b',') => {
+                    self.i += 1;
+                    if self.peek() == Some(b']') {
+                        return Err(self.syntax("trailing comma"));
+                    }
+                }
+                Some(b']') => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                None => return Err(self.eof("a list")),
+                Some(_) => return Err(self.syntax("expected `,` or `]`")),
+            }
+        }
+    }
+
+    /// Skips one value, validating it.
+    #[inline(never)]
+    pub fn skip(&mut self) -> R<()> {
+        match self.peek() {
+            None => Err(self.eof("a value")),
+            Some(b'"') => self.skip_string(),
+            Some(b'{') => self.object(|d, _| d.skip()),
+            Some(b'[') => self.list(Dec::skip),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(_) => self.number().map(drop),
+        }
+    }
+
+    #[inline(never)]
+    fn skip_string(&mut self) -> R<()> {
+        self.i += 1;
+        loop {
+            match self.b.get(self.i) {
+                None => return Err(self.eof("a string")),
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    match self.b.get(self.i) {
+                        None => return Err(self.eof("a string")),
+                        Some(b'u') => {
+                            self.i += 1;
+                            self.unicode()?;
+                        }
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 1,
+                        Some(_) => {
+                            self.i += 1;
+                            return Err(self.syntax("invalid escape"));
+                        }
+                    }
+                }
+                Some(c) if *c < 0x20 => return Err(self.syntax("control character (\\u0000-\\u001F) found while parsing a string")),
+                Some(_) => self.i += 1,
+            }
+        }
+    }
+
+    /// Skips one value and returns its text.
+    #[inline(never)]
+    pub fn raw(&mut self) -> R<&'a str> {
+        self.ws();
+        let start = self.i;
+        self.skip()?;
+        Ok(self.text.get(start..self.i).unwrap_or_default())
+    }
+
+    /// Skips one value; whether it was anything but `null`.
+    #[inline(never)]
+    pub fn is_set(&mut self) -> R<bool> {
+        if self.null() {
+            return Ok(false);
+        }
+        self.skip()?;
+        Ok(true)
+    }
+}
+
+/// Any value, skipped (validated).
+pub struct Skip;
+
+impl<'a> Decode<'a> for Skip {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.skip().map(|()| Skip)
+    }
+}
+
+impl<'a> Decode<'a> for Str<'a> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.string()
+    }
+}
+
+impl<'a> Decode<'a> for bool {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.boolean()
+    }
+}
+
+impl<'a> Decode<'a> for i64 {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.int()
+    }
+}
+
+impl<'a, T: Decode<'a>> Decode<'a> for Option<T> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        if d.null() { Ok(None) } else { T::decode(d).map(Some) }
+    }
+}
+
+impl<'a, T: Decode<'a>> Decode<'a> for Vec<T> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = Vec::new();
+        d.list(|d| {
+            out.push(T::decode(d)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+impl<'a, V: Decode<'a>> Decode<'a> for BTreeMap<Str<'a>, V> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = BTreeMap::new();
+        d.object(|d, k| {
+            out.insert(k, V::decode(d)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+/// Implements [`Decode`] for a struct with a `Default`: an object whose
+/// listed keys decode into the named fields (each field's own `Decode`),
+/// other keys skipped, `null` the default. One decoding function per type,
+/// not inlined into its users.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! decode_struct {
+    ($ty:ident { $($key:literal => $field:ident),* $(,)? }) => {
+        impl<'a> $ty<'a> {
+            /// Decodes the value of `key` into its field; `false` (nothing
+            /// consumed) when the key is not one of this type's.
+            #[allow(dead_code)]
+            pub(crate) fn decode_field(&mut self, key: &str, d: &mut $crate::dec::Dec<'a>) -> $crate::dec::R<bool> {
+                match key {
+                    $($key => self.$field = $crate::dec::Decode::decode(d)?,)*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+        }
+
+        impl<'a> $crate::dec::Decode<'a> for $ty<'a> {
+            #[inline(never)]
+            fn decode(d: &mut $crate::dec::Dec<'a>) -> $crate::dec::R<Self> {
+                let mut out = $ty::default();
+                d.object(|d, key| {
+                    if !out.decode_field(&key, d)? {
+                        d.skip()?;
+                    }
+                    Ok(())
+                })?;
+                Ok(out)
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn err(text: &str) -> DecError {
+        let mut d = Dec::new(text);
+        d.skip().and_then(|()| d.end()).unwrap_err()
+    }
+
+    #[test]
+    fn strings_borrow_unless_escaped() {
+        let mut d = Dec::new(r#"["plain", "esc\"aped\u00e9\ud83d\ude00", "\n"]"#);
+        let v: Vec<Str<'_>> = Vec::decode(&mut d).unwrap();
+        assert!(matches!(v[0].0, Cow::Borrowed("plain")));
+        assert_eq!(&*v[1], "esc\"apedé😀");
+        assert_eq!(&*v[2], "\n");
+    }
+
+    #[test]
+    fn validation_matches_json() {
+        for bad in ["{", "[1,]", "{\"a\":1,}", "01", "1.", "-", "\"\\x\"", "\"\u{1}\"", "{\"a\" 1}", "[1 2]", "tru", "nul", "\"\\ud800\"", "1 2", "{1:2}", "\"abc"] {
+            assert!(serde_json::from_str::<serde_json::Value>(bad).is_err(), "serde accepts {bad}");
+            let mut d = Dec::new(bad);
+            assert!(d.skip().and_then(|()| d.end()).is_err(), "accepted {bad:?}");
+        }
+        for good in ["{}", "[]", "-0", "1e-3", "1.5E+3", "\"\\u0041\"", " { \"a\" : [ null , true , false ] } "] {
+            let mut d = Dec::new(good);
+            assert!(d.skip().and_then(|()| d.end()).is_ok(), "refused {good:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+        assert_eq!(err(&deep).message, "recursion limit exceeded");
+        let ok = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        let mut d = Dec::new(&ok);
+        assert!(d.skip().is_ok());
+    }
+
+    #[test]
+    fn type_errors_say_what_was_found() {
+        let mut d = Dec::new(r#"{"a": "x"}"#);
+        let e = d.object(|d, _| d.int().map(drop)).unwrap_err();
+        assert_eq!(e.message, "invalid type: string \"x\", expected a whole number");
+        assert_eq!(e.at, 6);
+        let mut d = Dec::new("1.5");
+        assert_eq!(d.int().unwrap_err().message, "invalid type: floating point `1.5`, expected a whole number");
+        let mut d = Dec::new("99999999999999999999");
+        assert!(d.int().unwrap_err().message.starts_with("invalid value: integer `99999999999999999999`"));
+        let mut d = Dec::new("{}");
+        assert_eq!(d.list(|d| d.skip()).unwrap_err().message, "invalid type: object, expected a list");
+        let mut d = Dec::new("1e3");
+        assert_eq!(&*d.string_or_number("q").unwrap(), "1e3", "kept as written: quantities read exponents");
+    }
+}
