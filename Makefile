@@ -44,7 +44,7 @@ INSECURE   ?=
 # artifact records a time: their digests depend on the wasm files alone.)
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: fuzz fuzz-deps fuzz-smoke help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -178,6 +178,33 @@ reproducible: artifacts
 	(cd "$$copy/$(ARTIFACTS)" && sha256sum --quiet -c "$(CURDIR)/$(ARTIFACTS)/SHA256SUMS") \
 	  || { echo "a second build from a clean tree differs from $(ARTIFACTS)/ (see above)"; exit 1; }; \
 	echo "reproducible: a second build from a clean copy gives byte-identical modules and components"
+
+## Fuzzing: coverage-guided, libFuzzer through cargo-fuzz (installed once
+## into target/tools). Seeds are every case's request; crashes land in
+## host-test/fuzz/artifacts/<target>/. FUZZ_SECONDS per target; the long run
+## of RELIABILITY.md is `make fuzz FUZZ_SECONDS=1800 FUZZ_TARGETS="rules differential"`.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= rules differential forms
+FUZZ_DIR     := $(CURDIR)/target/fuzz
+CARGO_FUZZ   := $(CURDIR)/target/tools/bin/cargo-fuzz
+fuzz-deps:
+	@test -x $(CARGO_FUZZ) || $(CARGO) install cargo-fuzz --locked --version 0.13.2 --root $(CURDIR)/target/tools
+
+fuzz: artifacts fuzz-deps
+	$(AIGOV) fuzz-corpus --out $(FUZZ_DIR)
+	@for t in $(FUZZ_TARGETS); do \
+	  features=""; [ "$$t" = forms ] && features="--features forms"; \
+	  mkdir -p $(FUZZ_DIR)/found-$$t; \
+	  echo "== fuzzing $$t for $(FUZZ_SECONDS) s"; \
+	  AIGOV_FUZZ_DIR=$(FUZZ_DIR) $(CARGO_FUZZ) run --fuzz-dir host-test/fuzz --sanitizer none $$features $$t \
+	    $(FUZZ_DIR)/found-$$t $(FUZZ_DIR)/corpus -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 2>&1 \
+	    | grep -E "^(INFO: Running|#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+== ERROR|SUMMARY)|panicked|Done [0-9]+ runs" ; \
+	  test "$${PIPESTATUS[0]}" = 0 || { echo "fuzzing $$t found a problem: see host-test/fuzz/artifacts/$$t/"; exit 1; }; \
+	done
+
+## The short fuzzing run of `make test`.
+fuzz-smoke:
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 test: lint unit cases e2e reproducible
 

@@ -35,5 +35,6 @@ pub mod tools {
     //! Tools for people.
     pub mod bench;
     pub mod cases;
+    pub mod fuzzing;
     pub mod scan;
 }

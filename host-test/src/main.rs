@@ -121,6 +121,16 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Write the fuzzing seed corpus (every case's request) and the settings
+    /// each rule is fuzzed with, for `make fuzz`.
+    FuzzCorpus {
+        /// The policies directory.
+        #[arg(long, default_value = "policies")]
+        policies: PathBuf,
+        /// Where to write `corpus/` and `settings.json`.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print an artifact's embedded metadata and, for components, its WIT world.
     Inspect {
         /// A .wasm module or component.
@@ -333,6 +343,11 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { artifact } => inspect(&artifact, out),
+        Command::FuzzCorpus { policies, out: dir } => {
+            let n = aigov::tools::fuzzing::write_corpus(&policies, &dir)?;
+            writeln!(out, "wrote {n} seeds to {}/corpus and the rules' settings to {}/settings.json", dir.display(), dir.display())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::BundleMetadata { policies, output } => {
             let mut parts = Vec::new();
             for rule in native::names() {

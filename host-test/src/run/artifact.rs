@@ -294,6 +294,35 @@ impl Evaluator {
         }
     }
 
+    /// Validates a request as policy-server answers it: a trap, a deadline
+    /// overrun or an exhausted memory limit in the guest is a rejection with
+    /// code 500, and the host carries on.
+    pub fn validate_or_500(&self, request: &str, settings: &str, cluster: &Arc<FixtureCluster>) -> ValidationResponse {
+        match self.validate(request, settings, cluster) {
+            Ok(r) => r,
+            Err(e) => {
+                let text = format!("{e:#}");
+                let why = if text.contains("interrupt") {
+                    "it ran past its deadline".to_string()
+                } else {
+                    text.lines().next().unwrap_or("it trapped").to_string()
+                };
+                ValidationResponse::reject(format!("the policy `{}` failed: {why}", self.name), Some(500))
+            }
+        }
+    }
+
+    /// The same artifact with another memory limit per instance (no effect
+    /// on the native form).
+    pub fn with_memory_limit(self, bytes: usize) -> Evaluator {
+        let inner = match self.inner {
+            Inner::Module(m) => Inner::Module(m.with_memory_limit(bytes)),
+            Inner::Component(c) => Inner::Component(c.with_memory_limit(bytes)),
+            native => native,
+        };
+        Evaluator { inner, ..self }
+    }
+
     /// Validates a settings object (JSON).
     pub fn validate_settings(&self, settings: &str) -> Result<SettingsResponse> {
         match &self.inner {

@@ -18,6 +18,7 @@ pub use self::aigov::policy::cluster::LookupError as WitLookupError;
 /// Per-instance state.
 pub struct ComponentState {
     cluster: HostCluster,
+    limits: wasmtime::StoreLimits,
 }
 
 impl self::aigov::policy::cluster::Host for ComponentState {
@@ -80,6 +81,7 @@ fn to_wit(e: aigov_sdk::LookupError) -> WitLookupError {
 pub struct PolicyComponent {
     engine: Engine,
     pre: AdmissionPolicyPre<ComponentState>,
+    memory_limit: usize,
 }
 
 /// A live component instance.
@@ -99,12 +101,19 @@ impl PolicyComponent {
             .map_err(anyhow::Error::from)
             .context("linking the component (it may import interfaces other than aigov:policy/cluster)")?;
         let pre = AdmissionPolicyPre::new(pre).map_err(anyhow::Error::from).context("the component does not export the aigov:policy/admission-policy world")?;
-        Ok(PolicyComponent { engine: engine.clone(), pre })
+        Ok(PolicyComponent { engine: engine.clone(), pre, memory_limit: crate::run::engine::MEMORY_LIMIT })
+    }
+
+    /// The same component with another memory limit per instance.
+    pub fn with_memory_limit(mut self, bytes: usize) -> PolicyComponent {
+        self.memory_limit = bytes;
+        self
     }
 
     /// A fresh instance whose lookups `cluster` answers.
     pub fn instantiate(&self, cluster: HostCluster) -> Result<ComponentInstance> {
-        let mut store = Store::new(&self.engine, ComponentState { cluster });
+        let mut store = Store::new(&self.engine, ComponentState { cluster, limits: crate::run::engine::limits(self.memory_limit) });
+        store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(DEADLINE_TICKS);
         let bindings = self.pre.instantiate(&mut store)?;
         Ok(ComponentInstance { store, bindings })

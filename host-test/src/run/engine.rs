@@ -18,6 +18,19 @@ pub const DEADLINE_TICKS: u64 = 200;
 /// Largest linear memory one instance may grow to.
 pub const MAX_MEMORY: usize = 512 << 20;
 
+/// The memory one policy instance may use: what aigov recommends (the API
+/// server accepts request bodies of up to 3 MiB; a rule holds the request,
+/// its decoded model and the answer, a few times the request's size).
+/// Kubewarden's policy-server sets no limit. Past it, allocation in the guest
+/// fails and the request is refused with a 500, the instance dropped; the
+/// host carries on.
+pub const MEMORY_LIMIT: usize = 128 << 20;
+
+/// The store limits of one instance.
+pub fn limits(memory: usize) -> wasmtime::StoreLimits {
+    wasmtime::StoreLimitsBuilder::new().memory_size(memory).instances(16).trap_on_grow_failure(false).build()
+}
+
 /// Builds the engine and starts its epoch ticker (a thread that ends when the
 /// engine is dropped).
 pub fn new_engine() -> Result<Engine> {

@@ -31,6 +31,7 @@ pub struct WapcState {
     host_response: Vec<u8>,
     host_error: Vec<u8>,
     cluster: HostCluster,
+    limits: wasmtime::StoreLimits,
     /// Lines the guest logged with `__console_log`.
     pub log: Vec<String>,
 }
@@ -40,6 +41,7 @@ pub struct WapcState {
 pub struct WapcModule {
     engine: Engine,
     pre: InstancePre<WapcState>,
+    memory_limit: usize,
 }
 
 /// A live instance.
@@ -275,7 +277,13 @@ impl WapcModule {
             .instantiate_pre(&module)
             .map_err(anyhow::Error::from)
             .context("linking the waPC module (does it import something besides WASI preview 1 and waPC?)")?;
-        Ok(WapcModule { engine: engine.clone(), pre })
+        Ok(WapcModule { engine: engine.clone(), pre, memory_limit: crate::run::engine::MEMORY_LIMIT })
+    }
+
+    /// The same module with another memory limit per instance.
+    pub fn with_memory_limit(mut self, bytes: usize) -> WapcModule {
+        self.memory_limit = bytes;
+        self
     }
 
     /// A fresh instance, initialised (`_initialize`, then `wapc_init`), whose
@@ -290,9 +298,11 @@ impl WapcModule {
             host_response: Vec::new(),
             host_error: Vec::new(),
             cluster,
+            limits: crate::run::engine::limits(self.memory_limit),
             log: Vec::new(),
         };
         let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(DEADLINE_TICKS);
         let instance = self.pre.instantiate(&mut store)?;
         for init in ["_initialize", "wapc_init"] {

@@ -32,6 +32,8 @@ pub mod bundle;
 pub mod cluster;
 pub mod dec;
 pub mod entry;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod fuzzing;
 pub mod glob;
 pub mod gpu;
 pub mod json;
@@ -238,6 +240,9 @@ macro_rules! export_bundle {
     ($($rule:ty),* $(,)?) => {
         /// The rules of the bundle, in name order.
         pub static AIGOV_BUNDLE_RULES: &[$crate::bundle::Entry] = &[$($crate::bundle::Entry::of::<$rule>()),*];
+
+        /// Each rule of the bundle on its own, natively (for tests and fuzzing).
+        pub static AIGOV_RULES: &[$crate::NativePolicy] = &[$($crate::NativePolicy::of::<$crate::Single<$rule>>()),*];
 
         /// The bundle as a handler.
         pub struct AigovBundle;

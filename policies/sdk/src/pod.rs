@@ -75,8 +75,18 @@ impl ObjectMeta<'_> {
 
 /// A resource quantity as written: a string, or a bare number in
 /// hand-written YAML. Parsed on demand with [`RawQuantity::parse`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RawQuantity<'a>(pub Str<'a>);
+
+/// By value where it parses (`1.50` and `1.5` read the same), else as written.
+impl std::fmt::Debug for RawQuantity<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.parse() {
+            Ok(q) => write!(f, "{}", q.canonical()),
+            Err(_) => write!(f, "{:?}", &*self.0),
+        }
+    }
+}
 
 impl RawQuantity<'_> {
     /// Parses the quantity.

@@ -119,6 +119,20 @@ impl Quantity {
         })
     }
 
+    /// The value in one spelling, whatever its notation: `1.50`, `1.5` and
+    /// `15e-1` give the same text.
+    pub fn canonical(&self) -> String {
+        let (mut m, mut e) = (self.mantissa, self.exp10);
+        while m != 0 && m.is_multiple_of(10) {
+            m /= 10;
+            e += 1;
+        }
+        if m == 0 {
+            return "0".into();
+        }
+        format!("{}{m}e{e}*2^{}", if self.negative { "-" } else { "" }, self.exp2)
+    }
+
     /// Whether the quantity is exactly zero.
     pub fn is_zero(&self) -> bool {
         self.mantissa == 0

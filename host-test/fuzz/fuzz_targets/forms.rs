@@ -1,0 +1,35 @@
+//! Natively, as a Kubewarden module and as a component, every rule gives
+//! the same answer (needs `make artifacts`; slower: two wasm instances per
+//! rule and input). See `aigov::tools::fuzzing`.
+#![no_main]
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use aigov::tools::fuzzing::{Forms, subjects};
+use aigov_sdk::fuzzing::mutate;
+use libfuzzer_sys::{fuzz_mutator, fuzz_target, fuzzer_mutate};
+
+static FORMS: LazyLock<Forms> = LazyLock::new(|| {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let subjects = subjects(&root.join("policies"));
+    let engine = aigov::run::engine::new_engine().unwrap_or_else(|e| panic!("wasmtime: {e:#}"));
+    Forms::load(&engine, &root.join("artifacts"), &subjects).unwrap_or_else(|e| panic!("{e:#} (run `make artifacts`)"))
+});
+
+fuzz_target!(|data: &[u8]| {
+    if let Err(e) = FORMS.check(data) {
+        panic!("{e}");
+    }
+});
+
+fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    if seed % 2 == 0
+        && let Some(m) = mutate(&data[..size], seed)
+        && m.len() <= max_size
+    {
+        data[..m.len()].copy_from_slice(&m);
+        return m.len();
+    }
+    fuzzer_mutate(data, size, max_size)
+});

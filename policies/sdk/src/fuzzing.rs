@@ -1,0 +1,251 @@
+//! The properties every rule must hold on any input, as plain functions,
+//! for the fuzz targets (`host-test/fuzz/`), the smoke test on the case
+//! corpus, and reproducers. Native only.
+//!
+//! A fuzz input is an `AdmissionRequest` as JSON text; each rule runs with
+//! the settings [`Subjects`] gives it.
+//!
+//! - [`check_rules`]: the decoder and every rule, alone and in the bundle:
+//!   never a panic; input serde_json refuses is a 400 for every rule; a
+//!   rejection has a message, an admission none; no Rust type names.
+//! - [`check_differential`]: the one-pass decoder against a reference built
+//!   on `serde_json::Value`: the same document as serde_json re-encodes it
+//!   (keys reordered, escapes and numbers re-spelt), and with `object` moved
+//!   before `kind` (so the object is buffered and decoded afterwards), must
+//!   decode to the same model and get the same answer from every rule.
+//! - [`mutate`]: a structure-aware mutation of a JSON input (a value changed
+//!   in type, a list element duplicated, a key dropped, keys reordered), for
+//!   libFuzzer's custom mutator.
+
+use serde_json::{Map, Value};
+
+use crate::{NativePolicy, Request, ValidationResponse};
+
+/// The rules under test, each with its settings, and the bundle.
+pub struct Subjects {
+    /// `(rule, settings JSON)`, in name order.
+    pub rules: Vec<(&'static NativePolicy, String)>,
+    /// The bundle.
+    pub bundle: &'static NativePolicy,
+    /// The bundle's settings: every rule on, with the settings above.
+    pub bundle_settings: String,
+}
+
+impl Subjects {
+    /// Every rule of `rules` with `settings(name)` (default `{}`).
+    pub fn new(rules: &'static [NativePolicy], bundle: &'static NativePolicy, settings: impl Fn(&str) -> Option<String>) -> Subjects {
+        let mut out = Vec::new();
+        let mut all = Map::new();
+        for rule in rules {
+            let s = settings(rule.metadata.name).unwrap_or_else(|| "{}".into());
+            all.insert(rule.metadata.name.to_string(), serde_json::from_str(&s).unwrap_or(Value::Null));
+            out.push((rule, s));
+        }
+        let mut top = Map::new();
+        top.insert("rules".into(), Value::Object(all));
+        Subjects { rules: out, bundle, bundle_settings: Value::Object(top).to_string() }
+    }
+}
+
+fn text(data: &[u8]) -> Option<&str> {
+    std::str::from_utf8(data).ok()
+}
+
+/// What every response must be, whatever the input.
+fn well_formed(who: &str, r: &ValidationResponse, json_ok: bool) -> Result<(), String> {
+    if !json_ok && (r.accepted || r.code != Some(400)) {
+        return Err(format!("{who}: input serde_json refuses was not a 400: {r:?}"));
+    }
+    if r.accepted && (r.message.is_some() || r.code.is_some()) {
+        return Err(format!("{who}: an admission with a message or code: {r:?}"));
+    }
+    if !r.accepted && r.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+        return Err(format!("{who}: a rejection without a message: {r:?}"));
+    }
+    if r.code == Some(400) && r.message.as_deref().is_some_and(|m| m.contains("struct ")) {
+        return Err(format!("{who}: a message names a Rust type: {r:?}"));
+    }
+    Ok(())
+}
+
+/// The SDK's decoder and every rule, natively: see the module docs.
+pub fn check_rules(subjects: &Subjects, data: &[u8]) -> Result<(), String> {
+    let Some(request) = text(data) else { return Ok(()) };
+    let json_ok = serde_json::from_str::<serde::de::IgnoredAny>(request).is_ok();
+    let cluster = crate::NoCluster;
+    for (rule, settings) in &subjects.rules {
+        let r = (rule.validate_request)(request, settings, &cluster);
+        well_formed(rule.metadata.name, &r, json_ok)?;
+    }
+    let r = (subjects.bundle.validate_request)(request, &subjects.bundle_settings, &cluster);
+    well_formed("bundle", &r, json_ok)?;
+    // The Kubewarden payload form decodes the same request.
+    let payload = format!("{{\"request\":{request},\"settings\":{}}}", subjects.bundle_settings);
+    let p = (subjects.bundle.validate)(payload.as_bytes(), &cluster);
+    well_formed("bundle (payload)", &p, json_ok)?;
+    if json_ok && p != r {
+        return Err(format!("the payload and the request forms disagree: {p:?} vs {r:?}"));
+    }
+    Ok(())
+}
+
+/// `value` with `object` moved before every other key (and `kind` last).
+fn object_first(value: &Value) -> Option<String> {
+    let obj = value.as_object()?;
+    let mut out = String::from("{");
+    let mut keys: Vec<&String> = obj.keys().collect();
+    keys.sort_by_key(|k| match k.as_str() {
+        "object" => 0,
+        "kind" => 2,
+        _ => 1,
+    });
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).ok()?);
+        out.push(':');
+        out.push_str(&serde_json::to_string(obj.get(*k)?).ok()?);
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// The canonical view of what rules read from a request: the decoded
+/// header and workload, with quantities compared by value.
+pub fn view(r: &Request<'_>) -> String {
+    format!("{:?} {:?}", r.admission().kind, r.workload())
+}
+
+/// The decoder against serde_json's reading of the same document: see the
+/// module docs.
+pub fn check_differential(subjects: &Subjects, data: &[u8]) -> Result<(), String> {
+    let Some(original) = text(data) else { return Ok(()) };
+    let value = match serde_json::from_str::<Value>(original) {
+        Ok(v) => v,
+        Err(_) => {
+            return match Request::parse(original) {
+                Ok(_) => Err("serde_json refuses the document but the decoder read it".into()),
+                Err(_) => Ok(()),
+            };
+        }
+    };
+    let mut variants = vec![("serde_json's re-encoding", value.to_string())];
+    if let Some(t) = object_first(&value) {
+        variants.push(("object before kind", t));
+    }
+    let first = Request::parse(original);
+    for (what, variant) in &variants {
+        let other = Request::parse(variant);
+        match (&first, &other) {
+            (Ok(a), Ok(b)) if view(a) == view(b) => {}
+            (Ok(a), Ok(b)) => return Err(format!("{what}: the decoder reads differently:\n{}\n{}", view(a), view(b))),
+            (Err(_), Err(_)) => {}
+            (a, b) => {
+                return Err(format!(
+                    "{what}: one reading fails: {:?} vs {:?}",
+                    a.as_ref().err(),
+                    b.as_ref().err()
+                ));
+            }
+        }
+        for (rule, settings) in &subjects.rules {
+            let x = (rule.validate_request)(original, settings, &crate::NoCluster);
+            let y = (rule.validate_request)(variant, settings, &crate::NoCluster);
+            // Messages of syntax-level problems quote positions, which the
+            // re-encoding moves; everything else must be identical.
+            let comparable = |r: &ValidationResponse| (r.accepted, r.code, r.warnings.clone(), r.audit_annotations.clone());
+            if comparable(&x) != comparable(&y) || (x.code.is_none() && x.message != y.message) {
+                return Err(format!("{what}: `{}` answers differently:\n{x:?}\n{y:?}", rule.metadata.name));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A small deterministic random number generator (xorshift), seeded by
+/// libFuzzer.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { usize::try_from(self.next() % n as u64).unwrap_or(0) }
+    }
+}
+
+/// Values that make rules and the decoder work: GPU names, operators,
+/// quantities at the edges, escapes.
+fn interesting(rng: &mut Rng) -> Value {
+    let strings = [
+        "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu", "Exists", "Equal", "NoSchedule", "0", "-1", "1e999",
+        "99999999999999999999", "500m", "4Gi", "\u{e9}\"\\", "", "sleep", "infinity", "true", "Always", "CREATE", "UPDATE",
+        "DELETE", "CONNECT", "status", "exec", "default", "kube-system",
+    ];
+    match rng.below(9) {
+        0 => Value::Null,
+        1 => Value::Bool(rng.below(2) == 0),
+        2 => Value::from(i64::try_from(rng.next() % 20).unwrap_or(0) - 5),
+        3 => Value::from(u64::MAX),
+        4 => serde_json::json!(1.5),
+        5 => Value::Array(Vec::new()),
+        6 => Value::Object(Map::new()),
+        _ => Value::from(strings.get(rng.below(strings.len())).copied().unwrap_or("")),
+    }
+}
+
+/// Every node of a document, as JSON pointers.
+fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, c) in m {
+                pointers(c, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                pointers(c, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+    out.push(at);
+}
+
+/// One structure-aware mutation of a JSON document; `None` when the input
+/// is not JSON (the byte-level mutators handle it).
+pub fn mutate(data: &[u8], seed: u32) -> Option<Vec<u8>> {
+    let mut doc: Value = serde_json::from_slice(data).ok()?;
+    let mut rng = Rng(u64::from(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut all = Vec::new();
+    pointers(&doc, String::new(), &mut all);
+    let target = all.get(rng.below(all.len()))?.clone();
+    match rng.below(5) {
+        0 | 1 => {
+            let v = interesting(&mut rng);
+            *doc.pointer_mut(&target)? = v;
+        }
+        2 => {
+            if let Some(Value::Array(a)) = doc.pointer_mut(&target)
+                && let Some(first) = a.first().cloned()
+            {
+                a.push(first);
+            }
+        }
+        3 => {
+            let (parent, key) = target.rsplit_once('/')?;
+            if let Some(Value::Object(m)) = doc.pointer_mut(parent) {
+                m.remove(&key.replace("~1", "/").replace("~0", "~"));
+            }
+        }
+        _ => return object_first(&doc).map(String::into_bytes),
+    }
+    Some(doc.to_string().into_bytes())
+}
+
