@@ -44,7 +44,7 @@ INSECURE   ?=
 # artifact records a time: their digests depend on the wasm files alone.)
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: fuzz fuzz-deps fuzz-smoke help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: fuzz fuzz-deps fuzz-smoke reports-check help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -202,11 +202,19 @@ fuzz: artifacts fuzz-deps
 	  test "$${PIPESTATUS[0]}" = 0 || { echo "fuzzing $$t found a problem: see host-test/fuzz/artifacts/$$t/"; exit 1; }; \
 	done
 
-## The short fuzzing run of `make test`.
+## The short fuzzing run of `make test`: the decoder and every rule, and the
+## differential decoder check, 20 s each. (The three forms are fuzzed by
+## `make fuzz`; in `make test` the mutated corpus runs through them in the
+## harness's unit tests.)
 fuzz-smoke:
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 FUZZ_TARGETS="rules differential"
 
-test: lint unit cases e2e reproducible
+## Every report format rendered from the samples and validated against its
+## published schema (host-test/tests/data/schemas).
+reports-check: aigov
+	AIGOV=$(AIGOV) host-test/tests/reports/validate.sh
+
+test: lint unit cases reports-check e2e reproducible fuzz-smoke
 
 clean:
 	$(CARGO) clean

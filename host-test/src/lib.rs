@@ -10,7 +10,7 @@
 //! - [`dist`]: distributing them. OCI artifacts, the image layout on disk,
 //!   registries, and the deployment manifests.
 //! - [`tools`]: what people run. Test cases three ways, the offline scan,
-//!   the benchmark.
+//!   the benchmark, reports in other tools' formats.
 
 pub mod run {
     //! Running artifacts.
@@ -36,5 +36,7 @@ pub mod tools {
     pub mod bench;
     pub mod cases;
     pub mod fuzzing;
+    pub mod report;
     pub mod scan;
+    pub mod simulate;
 }

@@ -149,6 +149,10 @@ enum Command {
     Rules,
     /// Audit manifests offline against every rule and print a verdict table.
     Scan(aigov::tools::scan::Args),
+    /// What the rules would do to what already runs: per rule and namespace,
+    /// how many workloads would be denied or warned, the commonest reasons,
+    /// and where each rule can be enforced today.
+    Simulate(aigov::tools::simulate::Args),
     /// Time requests natively, as modules and as components.
     Bench(aigov::tools::bench::Args),
     /// Push, pull and package the bundle for registries and clusters.
@@ -369,6 +373,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Scan(args) => aigov::tools::scan::run(&args, out),
+        Command::Simulate(args) => aigov::tools::simulate::run(&args, out),
         Command::Bench(args) => bench(&args, out),
         Command::Oci(command) => aigov::dist::registry::run(&command, out),
         Command::Package(args) => aigov::dist::package::run(&args, out),

@@ -44,6 +44,13 @@ pub enum Format {
     Table,
     /// A machine-readable report.
     Json,
+    /// `wgpolicyk8s.io/v1alpha2` PolicyReports (one per namespace) and a
+    /// ClusterPolicyReport, as Kubewarden's audit scanner and Kyverno write.
+    Policyreport,
+    /// JUnit XML: a test suite per rule, a test case per document.
+    Junit,
+    /// SARIF 2.1.0, each violation at the line and column of its field.
+    Sarif,
 }
 
 /// When `aigov scan` exits with status 1.
@@ -162,6 +169,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     match args.format {
         Format::Table => write!(out, "{}", render_table(&report, WRAP_WIDTH, args.fail_on))?,
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&report))?)?,
+        Format::Policyreport => write!(out, "{}", crate::tools::report::policyreport::render(&report, &chrono::Utc::now())?)?,
+        Format::Junit => write!(out, "{}", crate::tools::report::junit::render(&report))?,
+        Format::Sarif => writeln!(out, "{}", serde_json::to_string_pretty(&crate::tools::report::sarif::render(&report))?)?,
     }
     Ok(ExitCode::from(exit_status(&report, args.fail_on)))
 }
@@ -230,6 +240,10 @@ pub struct RuleInfo {
     pub description: String,
     /// Where its documentation lives.
     pub docs: Option<String>,
+    /// Its severity annotation (`high`, `medium`, ...), if any.
+    pub severity: Option<String>,
+    /// Its category annotation, if any.
+    pub category: Option<String>,
 }
 
 impl RuleInfo {
@@ -240,6 +254,8 @@ impl RuleInfo {
             version: m.version.to_string(),
             description: m.annotation(annotations::DESCRIPTION).unwrap_or_default().to_string(),
             docs: m.annotation(annotations::SOURCE).map(str::to_string),
+            severity: m.annotation(annotations::SEVERITY).map(str::to_string),
+            category: m.annotation(annotations::CATEGORY).map(str::to_string),
         }
     }
 }
@@ -858,12 +874,22 @@ pub struct Evaluated {
 /// rule. Errors only when the scan cannot run at all; unreadable files are
 /// reported in [`Report::errors`].
 pub fn scan(config: &Config) -> Result<Report> {
-    let engine = engine::new_engine()?;
-    let rules = load_rules(&engine, config)?;
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
         None => FixtureCluster::empty(),
     });
+    scan_with(config, cluster, &mut |_, _| {})
+}
+
+/// Documents evaluated between two calls of a scan's progress callback.
+const PROGRESS_STEP: usize = 256;
+
+/// [`scan`] with the cluster lookups answered from `cluster` (whatever
+/// `config.cluster` says), calling `progress(documents done, documents in
+/// all)` as it goes.
+pub fn scan_with(config: &Config, cluster: Arc<FixtureCluster>, progress: &mut dyn FnMut(usize, usize)) -> Result<Report> {
+    let engine = engine::new_engine()?;
+    let rules = load_rules(&engine, config)?;
     let files = collect_files(&config.paths, config.cluster.as_deref())?;
     let mut inputs = Vec::new();
     let mut errors = Vec::new();
@@ -879,7 +905,17 @@ pub fn scan(config: &Config) -> Result<Report> {
         let r = rules.get(i).context("rule index out of range")?;
         r.evaluator.validate(request, &r.settings, &cluster)
     };
-    let Evaluated { documents, skipped, overridden } = evaluate_inputs(inputs, &config.identity, &metadata, &mut evaluate);
+    let total = inputs.len();
+    let (mut documents, mut skipped, mut overridden) = (Vec::new(), Vec::new(), Vec::new());
+    let mut inputs = inputs.into_iter().peekable();
+    while inputs.peek().is_some() {
+        let chunk: Vec<Input> = inputs.by_ref().take(PROGRESS_STEP).collect();
+        let e = evaluate_inputs(chunk, &config.identity, &metadata, &mut evaluate);
+        documents.extend(e.documents);
+        skipped.extend(e.skipped);
+        overridden.extend(e.overridden);
+        progress(documents.len() + skipped.len(), total);
+    }
     Ok(Report {
         form: config.form,
         rules: metadata.iter().map(|m| RuleInfo::of(m)).collect(),

@@ -1,0 +1,122 @@
+//! SARIF 2.1.0 for code-scanning tools: one result per violation and per
+//! warning, each located at the line and column of the field it names in the
+//! file the person wrote (the parent, when the field is missing; the
+//! document's first line when the message names no field). Files read from
+//! stdin are named without a region.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::position::{Located, Position, field_path};
+use crate::tools::scan::{DocumentReport, Outcome, Report};
+
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+/// A relative or absolute path as a URI reference (RFC 3986).
+fn uri(path: &str) -> String {
+    let mut out = String::new();
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Files read again for positions, once each.
+#[derive(Default)]
+struct Files(BTreeMap<String, Option<Located>>);
+
+impl Files {
+    fn locate(&mut self, doc: &DocumentReport, message: &str) -> Option<Position> {
+        let file = &doc.source.file;
+        let located = self.0.entry(file.clone()).or_insert_with(|| {
+            if file == "<stdin>" {
+                return None;
+            }
+            std::fs::read_to_string(file).ok().and_then(|t| Located::parse(&t))
+        });
+        let path = field_path(message).unwrap_or_default();
+        located.as_ref()?.locate(doc.source.document, doc.source.item, &path)
+    }
+}
+
+fn location(files: &mut Files, doc: &DocumentReport, message: &str) -> Value {
+    let mut physical = json!({"artifactLocation": {"uri": uri(&doc.source.file)}});
+    if let (Some(p), Some(o)) = (files.locate(doc, message), physical.as_object_mut()) {
+        o.insert("region".into(), json!({"startLine": p.line, "startColumn": p.column}));
+    }
+    json!({
+        "physicalLocation": physical,
+        "logicalLocations": [{"fullyQualifiedName": format!("{}/{}", doc.target.kind, doc.target.object()), "kind": "object"}],
+    })
+}
+
+/// The report as a SARIF log.
+pub fn render(report: &Report) -> Value {
+    let mut files = Files::default();
+    let mut results = Vec::new();
+    for doc in &report.documents {
+        for (index, (rule, r)) in report.rules.iter().zip(&doc.results).enumerate() {
+            let items: Vec<(&str, String)> = match r.outcome {
+                Outcome::NotGoverned | Outcome::Pass => Vec::new(),
+                Outcome::Deny => r.violations().into_iter().map(|v| ("error", v.to_string())).collect(),
+                Outcome::Warn => r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())).collect(),
+                Outcome::Error => vec![("error", format!("the rule could not be evaluated: {}", super::message(r)))],
+            };
+            for (level, text) in items {
+                results.push(json!({
+                    "ruleId": rule.name,
+                    "ruleIndex": index,
+                    "level": level,
+                    "message": {"text": text},
+                    "locations": [location(&mut files, doc, &text)],
+                }));
+            }
+        }
+    }
+    let rules: Vec<Value> = report
+        .rules
+        .iter()
+        .map(|r| {
+            let mut rule = json!({
+                "id": r.name,
+                "shortDescription": {"text": r.description},
+                "properties": {"tags": r.category.iter().collect::<Vec<_>>(), "version": r.version},
+            });
+            if let (Some(docs), Some(o)) = (&r.docs, rule.as_object_mut()) {
+                o.insert("helpUri".into(), json!(docs));
+            }
+            rule
+        })
+        .collect();
+    let notifications: Vec<Value> = report
+        .errors
+        .iter()
+        .map(|n| json!({"level": "error", "message": {"text": n.reason}, "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(&n.source.file)}}}]}))
+        .collect();
+    json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "aigov", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            "invocations": [{"executionSuccessful": report.errors.is_empty(), "toolExecutionNotifications": notifications}],
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri;
+
+    #[test]
+    fn paths_become_uri_references() {
+        assert_eq!(uri("k8s/my job.yaml"), "k8s/my%20job.yaml");
+        assert_eq!(uri("/abs/a-b_c~.yml"), "/abs/a-b_c~.yml");
+    }
+}

@@ -1,0 +1,403 @@
+//! `aigov simulate`: what would the rules do to what already runs? Reads what
+//! `kubectl get <kinds> -A -o json` writes (a `List`, or a directory of
+//! them), submits every object as a CREATE (as Kubewarden's audit scanner
+//! does), answers the rules' cluster lookups from the same dump, and reports
+//! per rule and per namespace how many workloads would be denied or warned,
+//! the most common reasons, and where each rule can be enforced today
+//! without breaking anything.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::run::cluster::FixtureCluster;
+use crate::tools::scan::{self, Config, Form, Identity, Outcome, Report};
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Tables for a terminal.
+    #[default]
+    Table,
+    /// Markdown, for a pull request or a wiki page.
+    Markdown,
+    /// Machine-readable.
+    Json,
+}
+
+/// Arguments of `aigov simulate`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Take the dump with, for example:
+
+    kubectl get pods,deployments,statefulsets,jobs,cronjobs,rayclusters,rayjobs,namespaces,resourcequotas -A -o json > dump.json
+    aigov simulate --cluster dump.json --format markdown > rollout.md
+
+Namespaces, quotas and running pods in the dump answer the rules' cluster lookups. Exit status \
+0 whatever the verdicts (this is a report); 2 if the simulation could not run.")]
+pub struct Args {
+    /// The dump: a file (a `List` or several documents) or a directory of them.
+    #[arg(long)]
+    pub cluster: PathBuf,
+    /// Where `make artifacts` put the artifacts.
+    #[arg(long, default_value = "artifacts")]
+    pub artifacts: PathBuf,
+    /// A rule's settings (YAML or JSON), instead of its defaults. Repeatable.
+    #[arg(long = "settings", value_name = "RULE=FILE")]
+    pub settings: Vec<String>,
+    /// Evaluate with the components instead of the Kubewarden modules.
+    #[arg(long, conflicts_with = "native")]
+    pub component: bool,
+    /// Evaluate with the rules linked into aigov (no artifacts needed).
+    #[arg(long)]
+    pub native: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// How many of the most common reasons to show per rule.
+    #[arg(long, default_value_t = 3)]
+    pub top: usize,
+}
+
+/// Counts for one rule, in one namespace or in all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Objects the rule governs.
+    pub governed: usize,
+    /// Denied.
+    pub denied: usize,
+    /// Admitted with warnings.
+    pub warned: usize,
+    /// The rule could not evaluate them.
+    pub errors: usize,
+}
+
+impl Counts {
+    fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::NotGoverned => return,
+            Outcome::Deny => self.denied += 1,
+            Outcome::Warn => self.warned += 1,
+            Outcome::Error => self.errors += 1,
+            Outcome::Pass => {}
+        }
+        self.governed += 1;
+    }
+
+    /// Enforcing breaks nothing: nothing denied and nothing in error.
+    pub fn clean(&self) -> bool {
+        self.denied == 0 && self.errors == 0
+    }
+}
+
+/// One rule's impact.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleImpact {
+    /// The rule.
+    pub rule: String,
+    /// Over every namespace.
+    pub total: Counts,
+    /// Per namespace (`(cluster)` for cluster-scoped objects).
+    pub namespaces: BTreeMap<String, Counts>,
+    /// Reasons, most common first: the violation with names and numbers
+    /// left out, how often, and one example in full.
+    pub reasons: Vec<(String, usize, String)>,
+}
+
+/// The simulation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Simulation {
+    /// Objects evaluated.
+    pub objects: usize,
+    /// Every namespace with an object.
+    pub namespaces: Vec<String>,
+    /// Per rule, in the report's order.
+    pub rules: Vec<RuleImpact>,
+    /// The scan's totals over documents (denied by any rule, and so on).
+    pub summary: scan::Summary,
+}
+
+/// A violation's shape, to count alike reasons together: backquoted values
+/// that are not field paths become `…`, and so do numbers.
+pub fn reason_shape(violation: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in violation.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push('`');
+            if crate::tools::report::position::field_path(&format!("`{part}`")).is_some() {
+                out.push_str(&part.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect::<String>());
+            } else {
+                out.push('…');
+            }
+            out.push('`');
+        } else {
+            let mut last_digit = false;
+            for c in part.chars() {
+                if c.is_ascii_digit() {
+                    if !last_digit {
+                        out.push('#');
+                    }
+                    last_digit = true;
+                } else {
+                    out.push(c);
+                    last_digit = false;
+                }
+            }
+        }
+    }
+    out
+}
+
+const CLUSTER_SCOPED: &str = "(cluster)";
+
+/// Sums a scan's report into a simulation.
+pub fn simulate(report: &Report) -> Simulation {
+    let mut namespaces: Vec<String> = report
+        .documents
+        .iter()
+        .map(|d| d.target.namespace.clone().unwrap_or_else(|| CLUSTER_SCOPED.into()))
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    let rules = report
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let mut impact = RuleImpact { rule: rule.name.clone(), ..RuleImpact::default() };
+            let mut reasons: BTreeMap<String, (usize, String)> = BTreeMap::new();
+            for doc in &report.documents {
+                let Some(result) = doc.results.get(i) else { continue };
+                let ns = doc.target.namespace.clone().unwrap_or_else(|| CLUSTER_SCOPED.into());
+                impact.total.add(result.outcome);
+                if result.outcome != Outcome::NotGoverned {
+                    impact.namespaces.entry(ns).or_default().add(result.outcome);
+                }
+                let lines: Vec<String> = match result.outcome {
+                    Outcome::Deny => result.violations().into_iter().map(str::to_string).collect(),
+                    Outcome::Warn => result.response.iter().flat_map(|r| r.warnings.clone()).collect(),
+                    Outcome::Error => result.error.iter().cloned().collect(),
+                    _ => Vec::new(),
+                };
+                for line in lines {
+                    let e = reasons.entry(reason_shape(&line)).or_insert_with(|| (0, line.clone()));
+                    e.0 += 1;
+                }
+            }
+            let mut reasons: Vec<(String, usize, String)> = reasons.into_iter().map(|(k, (n, ex))| (k, n, ex)).collect();
+            reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            impact.reasons = reasons;
+            impact
+        })
+        .collect();
+    Simulation { objects: report.documents.len(), namespaces, rules, summary: report.summary() }
+}
+
+impl RuleImpact {
+    /// Namespaces with objects the rule governs, and none denied.
+    pub fn ready(&self) -> Vec<&str> {
+        self.namespaces.iter().filter(|(_, c)| c.clean()).map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// Namespaces where enforcing would deny something.
+    pub fn blocked(&self) -> Vec<&str> {
+        self.namespaces.iter().filter(|(_, c)| !c.clean()).map(|(n, _)| n.as_str()).collect()
+    }
+}
+
+/// The simulation as JSON.
+pub fn to_json(s: &Simulation, top: usize) -> Value {
+    let counts = |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "warned": c.warned, "errors": c.errors});
+    json!({
+        "objects": s.objects,
+        "namespaces": s.namespaces,
+        "summary": {
+            "documents": s.summary.documents, "denied": s.summary.denied, "warned": s.summary.warned,
+            "passed": s.summary.passed, "errors": s.summary.errors, "skipped": s.summary.skipped,
+        },
+        "rules": s.rules.iter().map(|r| (r.rule.clone(), json!({
+            "total": counts(&r.total),
+            "namespaces": r.namespaces.iter().map(|(n, c)| (n.clone(), counts(c))).collect::<serde_json::Map<_, _>>(),
+            "enforceableIn": r.ready(),
+            "wouldBreakIn": r.blocked(),
+            "reasons": r.reasons.iter().take(top).map(|(shape, n, ex)| json!({"reason": shape, "count": n, "example": ex})).collect::<Vec<_>>(),
+        }))).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+fn cell(c: Option<&Counts>) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) if c.governed == 0 => "-".into(),
+        Some(c) if c.errors > 0 => format!("{} denied, {} errors", c.denied, c.errors),
+        Some(c) => format!("{}/{}", c.denied, c.warned),
+    }
+}
+
+/// The simulation as tables (`markdown` selects Markdown tables).
+pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
+    let mut out = String::new();
+    let table = |rows: Vec<Vec<String>>| -> String {
+        if markdown {
+            let mut t = String::new();
+            for (i, row) in rows.iter().enumerate() {
+                t.push_str(&format!("| {} |\n", row.join(" | ")));
+                if i == 0 {
+                    t.push_str(&format!("|{}\n", row.iter().map(|_| "---|").collect::<String>()));
+                }
+            }
+            t
+        } else {
+            let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
+                .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|x| x.chars().count()).max().unwrap_or(0))
+                .collect();
+            rows.iter()
+                .map(|r| {
+                    let line: Vec<String> = r.iter().zip(&widths).map(|(x, w)| format!("{x:<w$}")).collect();
+                    format!("  {}\n", line.join("  ").trim_end())
+                })
+                .collect()
+        }
+    };
+    let h = |title: &str| if markdown { format!("\n## {title}\n\n") } else { format!("\n{title}\n") };
+    out.push_str(&format!(
+        "{}aigov simulate: {} objects in {} namespaces; {} would be denied, {} admitted with warnings, {} pass{}\n",
+        if markdown { "# " } else { "" },
+        s.objects,
+        s.namespaces.len(),
+        s.summary.denied,
+        s.summary.warned,
+        s.summary.passed,
+        if s.summary.errors > 0 { format!(", {} could not be evaluated", s.summary.errors) } else { String::new() }
+    ));
+    out.push_str(&h("Per rule"));
+    let mut rows = vec![vec!["rule".into(), "governed".into(), "denied".into(), "warned".into(), "enforceable today in".into()]];
+    for r in &s.rules {
+        let ready = r.ready();
+        rows.push(vec![
+            r.rule.clone(),
+            r.total.governed.to_string(),
+            r.total.denied.to_string(),
+            r.total.warned.to_string(),
+            if r.total.governed == 0 { "(governs nothing here)".into() } else { format!("{} of {} namespaces", ready.len(), r.namespaces.len()) },
+        ]);
+    }
+    out.push_str(&table(rows));
+    out.push_str(&h("Most common reasons"));
+    for r in s.rules.iter().filter(|r| !r.reasons.is_empty()) {
+        out.push_str(&if markdown { format!("\n**{}**\n\n", r.rule) } else { format!("  {}\n", r.rule) });
+        for (_, n, example) in r.reasons.iter().take(top) {
+            out.push_str(&if markdown { format!("- {n} x {example}\n") } else { format!("    {n:>6} x {example}\n") });
+        }
+    }
+    out.push_str(&h("Per namespace (denied/warned)"));
+    let mut header = vec!["namespace".to_string()];
+    header.extend(s.rules.iter().map(|r| r.rule.clone()));
+    let mut rows = vec![header];
+    for ns in &s.namespaces {
+        let mut row = vec![ns.clone()];
+        row.extend(s.rules.iter().map(|r| cell(r.namespaces.get(ns))));
+        rows.push(row);
+    }
+    out.push_str(&table(rows));
+    out.push_str(&h("Phased rollout"));
+    let mut step = 0;
+    for r in s.rules.iter().filter(|r| r.total.governed > 0) {
+        step += 1;
+        let ready = r.ready();
+        let blocked = r.blocked();
+        let line = if blocked.is_empty() {
+            format!("{step}. `{}`: enforce everywhere now; nothing running would be denied", r.rule)
+        } else if ready.is_empty() {
+            format!(
+                "{step}. `{}`: monitor mode first (`mode: monitor`); {} objects would be denied in {}",
+                r.rule,
+                r.total.denied + r.total.errors,
+                blocked.join(", ")
+            )
+        } else {
+            format!(
+                "{step}. `{}`: enforce now in {}; monitor in {} until their workloads are fixed",
+                r.rule,
+                ready.join(", "),
+                blocked.join(", ")
+            )
+        };
+        out.push_str(&if markdown { format!("{line}\n") } else { format!("  {line}\n") });
+    }
+    out
+}
+
+/// A progress bar on stderr when it is a terminal; nothing otherwise.
+fn progress_bar() -> impl FnMut(usize, usize) {
+    let on = std::io::stderr().is_terminal();
+    move |done: usize, total: usize| {
+        if !on || total == 0 {
+            return;
+        }
+        let width = 40;
+        let filled = done * width / total;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r  [{}{}] {done}/{total} objects", "#".repeat(filled), " ".repeat(width - filled));
+        if done >= total {
+            let _ = write!(err, "\r{}\r", " ".repeat(width + 32));
+        }
+        let _ = err.flush();
+    }
+}
+
+/// Loads a dump as the cluster the lookups see.
+pub fn load_cluster(path: &std::path::Path) -> Result<FixtureCluster> {
+    if path.is_dir() {
+        return FixtureCluster::from_dir(path);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    FixtureCluster::from_objects(crate::run::admission::parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?)
+}
+
+/// Runs `aigov simulate`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
+    let form = match (args.component, args.native) {
+        (true, _) => Form::Component,
+        (_, true) => Form::Native,
+        _ => Form::Module,
+    };
+    let config = Config {
+        paths: vec![args.cluster.clone()],
+        artifacts: args.artifacts.clone(),
+        cluster: None,
+        settings: scan::parse_settings_args(&args.settings)?,
+        form,
+        identity: Identity::default(),
+    };
+    let cluster = Arc::new(load_cluster(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?);
+    let report = scan::scan_with(&config, cluster, &mut progress_bar())?;
+    for e in &report.errors {
+        let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {}: {}", e.source, e.reason);
+    }
+    let s = simulate(&report);
+    match args.format {
+        Format::Table => write!(out, "{}", render(&s, args.top, false))?,
+        Format::Markdown => write!(out, "{}", render(&s, args.top, true))?,
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&s, args.top))?)?,
+    }
+    Ok(std::process::ExitCode::from(if report.errors.is_empty() { 0 } else { 2 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason_shape;
+
+    #[test]
+    fn alike_reasons_have_one_shape() {
+        let a = reason_shape("`spec.runtimeClassName` is not set (container `trainer` requests 1 `nvidia.com/gpu`)");
+        let b = reason_shape("`spec.runtimeClassName` is not set (container `main` requests 4 `nvidia.com/gpu`)");
+        assert_eq!(a, b);
+        assert_eq!(a, "`spec.runtimeClassName` is not set (container `…` requests # `…`)");
+        assert_eq!(reason_shape("`spec.containers[12].image`"), "`spec.containers[##].image`");
+    }
+}
