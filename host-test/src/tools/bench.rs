@@ -7,6 +7,11 @@
 //! AdmissionRequest, as `kubectl apply` creates one. Both are admitted by
 //! every rule, so each rule walks the whole object.
 //!
+//! A third request is a `kubectl exec` into that Pod (`CONNECT
+//! pods/exec`), for `exec-guard`, whose pod lookup the host answers from a
+//! cluster holding the Pod. The bundle, every rule on, is timed on each
+//! request next to the single rules.
+//!
 //! For each request, and each rule whose metadata governs it:
 //! - **floor**: `serde_json` skimming the request with `IgnoredAny`, the
 //!   least any JSON policy can do;
@@ -46,6 +51,14 @@ pub const POD_REQUEST: &str = include_str!("../../bench/pod-request.json");
 
 /// The RayCluster AdmissionRequest (pretty-printed; compacted before use).
 pub const RAYCLUSTER_REQUEST: &str = include_str!("../../bench/raycluster-request.json");
+
+/// A `kubectl exec` into the Pod of [`POD_REQUEST`] (named
+/// `llm-finetune-worker-0`), which the benchmark's cluster holds: the
+/// request `exec-guard` receives, with its pod lookup.
+pub const EXEC_REQUEST: &str = include_str!("../../bench/exec-request.json");
+
+/// The name of the bundle in the report.
+const BUNDLE_NAME: &str = "bundle (every rule)";
 
 /// Arguments of `aigov bench`.
 #[derive(clap::Args, Debug)]
@@ -425,15 +438,37 @@ pub fn minify(json: &str) -> String {
 
 /// A rule loaded in both artifact forms.
 struct Forms {
+    /// The rule, or the bundle.
+    name: String,
     rule: &'static NativePolicy,
+    /// Settings: `{}` for a rule, every rule on for the bundle.
+    settings: String,
     module: WapcModule,
     component: PolicyComponent,
     host: HostCluster,
     sizes: Size,
 }
 
-fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy) -> Result<Forms> {
-    let name = rule.metadata.name;
+/// The cluster the benchmark's lookups see: the Pod of [`POD_REQUEST`],
+/// named as [`EXEC_REQUEST`] targets it.
+fn bench_cluster() -> Result<FixtureCluster> {
+    let request: serde_json::Value = serde_json::from_str(POD_REQUEST).context("the bench Pod is not JSON")?;
+    let mut pod = request.get("object").cloned().context("the bench Pod request has no object")?;
+    if let Some(meta) = pod.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        meta.insert("name".into(), serde_json::json!("llm-finetune-worker-0"));
+    }
+    FixtureCluster::from_objects([pod])
+}
+
+/// Settings of the bundle with every rule on, at its defaults.
+fn bundle_settings() -> String {
+    let rules: serde_json::Map<String, serde_json::Value> = native::names().map(|n| (n.to_string(), serde_json::json!({}))).collect();
+    serde_json::json!({ "rules": rules }).to_string()
+}
+
+fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy, cluster: &Arc<FixtureCluster>) -> Result<Forms> {
+    let bundle = std::ptr::eq(rule, &native::BUNDLE);
+    let name = if bundle { artifact::BUNDLE } else { rule.metadata.name };
     let read = |path: PathBuf| -> Result<Vec<u8>> {
         if !path.is_file() {
             bail!("{} is missing: run `make artifacts` first", path.display());
@@ -448,9 +483,11 @@ fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy
         .iter()
         .map(|r| (r.api_version.to_string(), r.kind.to_string()))
         .collect();
-    let host: HostCluster = Arc::new(Scoped::new(Arc::new(FixtureCluster::empty()), name, allowed));
+    let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), name, allowed));
     Ok(Forms {
+        name: if bundle { BUNDLE_NAME.to_string() } else { name.to_string() },
         rule,
+        settings: if bundle { bundle_settings() } else { "{}".into() },
         module: WapcModule::new(engine, &module_bytes).with_context(|| format!("loading the module of {name}"))?,
         component: PolicyComponent::new(engine, &component_bytes).with_context(|| format!("loading the component of {name}"))?,
         host,
@@ -481,13 +518,9 @@ fn verdict(f: &Forms, request: &str, payload: &str) -> Result<(ValidationRespons
             .call("validate", payload.as_bytes())
             .map_err(|e| anyhow!("{e}"))?,
     )?;
-    let component = to_response(f.component.instantiate(f.host.clone())?.validate(request, "{}")?)?;
-    let disagree = (module != native || component != native).then(|| {
-        format!(
-            "{}: the three forms disagree (native {native:?}, module {module:?}, component {component:?})",
-            f.rule.metadata.name
-        )
-    });
+    let component = to_response(f.component.instantiate(f.host.clone())?.validate(request, &f.settings)?)?;
+    let disagree = (module != native || component != native)
+        .then(|| format!("{}: the three forms disagree (native {native:?}, module {module:?}, component {component:?})", f.name));
     Ok((native, disagree))
 }
 
@@ -523,13 +556,13 @@ fn timer<'a>(f: &'a Forms, m: Measurement, request: &'a str, payload: &'a str) -
         Measurement::ComponentWarm => {
             let mut instance = f.component.instantiate(host.clone())?;
             Timer::new(move || {
-                black_box(instance.validate(black_box(request), "{}")?);
+                black_box(instance.validate(black_box(request), &f.settings)?);
                 Ok(())
             })
         }
         Measurement::ComponentFresh => Timer::new(move || {
             let mut instance = f.component.instantiate(host.clone())?;
-            black_box(instance.validate(black_box(request), "{}")?);
+            black_box(instance.validate(black_box(request), &f.settings)?);
             Ok(())
         }),
     })
@@ -540,6 +573,7 @@ pub fn requests() -> Vec<(&'static str, &'static str, String)> {
     vec![
         ("pod", "GPU training Pod, CREATE by the job controller", minify(POD_REQUEST)),
         ("raycluster", "mixed CPU/GPU RayCluster, CREATE by kubectl apply", minify(RAYCLUSTER_REQUEST)),
+        ("exec", "kubectl exec into the GPU Pod, CONNECT pods/exec, the pod looked up", minify(EXEC_REQUEST)),
     ]
 }
 
@@ -553,46 +587,54 @@ pub fn bench(config: &Config) -> Result<Report> {
     let engine = engine::new_engine()?;
     let requests = requests();
     // Which rules each request goes to, as a webhook would route it.
+    // The bundle, every rule on, runs after the single rules.
+    let candidates: Vec<&'static NativePolicy> = native::RULES.iter().chain([&native::BUNDLE]).collect();
     let mut plan_rules: Vec<Vec<&'static NativePolicy>> = Vec::new();
     for (_, _, text) in &requests {
         let value: serde_json::Value = serde_json::from_str(text).context("a bench request is not JSON")?;
         let target = Target::of(&value);
         plan_rules.push(
-            native::RULES
+            candidates
                 .iter()
-                .filter(|r| config.rules.is_empty() || config.rules.iter().any(|n| n == r.metadata.name))
+                .copied()
+                .filter(|r| {
+                    let name = if std::ptr::eq(*r, &native::BUNDLE) { artifact::BUNDLE } else { r.metadata.name };
+                    config.rules.is_empty() || config.rules.iter().any(|n| n == name)
+                })
                 .filter(|r| target.governed_by(r.metadata))
                 .collect(),
         );
     }
+    let cluster = Arc::new(bench_cluster()?);
     let mut loaded: Vec<Forms> = Vec::new();
-    for rule in plan_rules.iter().flatten() {
-        if !loaded.iter().any(|f| f.rule.metadata.name == rule.metadata.name) {
-            loaded.push(load(&engine, &config.artifacts, rule)?);
-        }
+    for rule in candidates.iter().filter(|c| plan_rules.iter().flatten().any(|r| std::ptr::eq(*r, **c))) {
+        loaded.push(load(&engine, &config.artifacts, rule, &cluster)?);
     }
-    loaded.sort_by_key(|f| f.rule.metadata.name);
 
     /// What a timer measures.
     enum Slot {
         Row { request: usize, rule: Option<String>, measurement: Measurement },
         Instantiate { rule: String, component: bool },
     }
-    let payloads: Vec<String> = requests.iter().map(|(_, _, r)| payload(r, "{}")).collect();
+    let payloads: Vec<Vec<String>> = requests
+        .iter()
+        .zip(&plan_rules)
+        .map(|((_, _, r), rules)| rules.iter().map(|rule| payload(r, &loaded.iter().find(|f| std::ptr::eq(f.rule, *rule)).map_or_else(|| "{}".to_string(), |f| f.settings.clone()))).collect())
+        .collect();
     let mut slots = Vec::new();
     let mut timers = Vec::new();
     let mut verdicts = Vec::new();
     let mut notes = Vec::new();
-    for (i, (((name, _, request), rules), payload)) in requests.iter().zip(&plan_rules).zip(&payloads).enumerate() {
+    for (i, (((name, _, request), rules), payloads)) in requests.iter().zip(&plan_rules).zip(&payloads).enumerate() {
         slots.push(Slot::Row { request: i, rule: None, measurement: Measurement::Floor });
         timers.push(floor(request));
         if rules.is_empty() {
             notes.push(format!("{name}: no rule selected governs this request"));
         }
-        for rule in rules {
-            let Some(f) = loaded.iter().find(|f| f.rule.metadata.name == rule.metadata.name) else { continue };
+        for (rule, payload) in rules.iter().zip(payloads) {
+            let Some(f) = loaded.iter().find(|f| std::ptr::eq(f.rule, *rule)) else { continue };
             let (answer, disagree) = verdict(f, request, payload)?;
-            let rule_name = rule.metadata.name.to_string();
+            let rule_name = f.name.clone();
             verdicts.push(match (answer.accepted, &answer.message) {
                 (true, _) => format!("{name}/{rule_name}: accepted"),
                 (false, m) => format!("{name}/{rule_name}: rejected ({})", m.as_deref().unwrap_or_default()),
@@ -610,7 +652,7 @@ pub fn bench(config: &Config) -> Result<Report> {
         }
     }
     for f in &loaded {
-        let name = f.rule.metadata.name.to_string();
+        let name = f.name.clone();
         slots.push(Slot::Instantiate { rule: name.clone(), component: false });
         timers.push(Timer::new(|| {
             black_box(f.module.instantiate(f.host.clone())?);
@@ -657,7 +699,7 @@ pub fn bench(config: &Config) -> Result<Report> {
             .map(|(n, d, text)| RequestInfo { name: n.to_string(), description: d.to_string(), bytes: text.len() })
             .collect(),
         rows,
-        sizes: loaded.iter().map(|f| f.sizes.clone()).collect(),
+        sizes: loaded.iter().map(|f| Size { rule: f.name.clone(), ..f.sizes.clone() }).collect(),
         instantiation,
         verdicts,
         notes,
@@ -795,6 +837,7 @@ pub fn render_text(report: &Report) -> String {
         ]);
     }
     out.push_str(&aligned(&sizes, &[false, true, true, true, true]));
+    out.push_str(&bundle_table(report));
     out.push('\n');
     let mut inst = vec![["instantiation alone", "module median", "p90", "component median", "p90"].map(String::from).to_vec()];
     for i in &report.instantiation {
@@ -832,6 +875,44 @@ fn aligned(rows: &[Vec<String>], right: &[bool]) -> String {
     out
 }
 
+/// One call of the bundle with every rule on, against the single rules the
+/// same request goes to: the cheapest of them, and all of them in a row (what
+/// a Pod pays with one Kubewarden policy per rule, webhook round trips left
+/// out).
+pub fn bundle_table(report: &Report) -> String {
+    let mut out = String::from("\n| request | measurement | bundle, every rule on | cheapest single rule | bundle ÷ cheapest | sum of the single rules | bundle ÷ sum |\n|---|---|--:|--:|--:|--:|--:|\n");
+    let mut any = false;
+    for req in &report.requests {
+        for m in Measurement::RULE {
+            let here = |r: &&Row| r.request == req.name && r.measurement == m;
+            let Some(bundle) = report.rows.iter().filter(here).find(|r| r.rule.as_deref() == Some(BUNDLE_NAME)) else { continue };
+            let singles: Vec<Duration> = report
+                .rows
+                .iter()
+                .filter(here)
+                .filter(|r| r.rule.as_deref().is_some_and(|n| n != BUNDLE_NAME))
+                .map(|r| r.stats.median)
+                .collect();
+            let (Some(cheapest), sum) = (singles.iter().min().copied(), singles.iter().sum::<Duration>()) else { continue };
+            any = true;
+            let ratio = |d: Duration| bundle.stats.median.as_secs_f64() / d.as_secs_f64().max(1e-12);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} ({} rules) | {} |",
+                request_label(report, &req.name),
+                m.label(),
+                format_duration(bundle.stats.median),
+                format_duration(cheapest),
+                format_ratio(ratio(cheapest)),
+                format_duration(sum),
+                singles.len(),
+                format_ratio(ratio(sum)),
+            );
+        }
+    }
+    if any { out } else { String::new() }
+}
+
 /// Markdown tables, for BENCHMARKS.md.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::new();
@@ -861,6 +942,7 @@ pub fn render_markdown(report: &Report) -> String {
             s.stack.map_or_else(|| "?".into(), format_size)
         );
     }
+    out.push_str(&bundle_table(report));
     out.push_str("\n| instantiation alone (no call) | module median | p90 | component median | p90 |\n|---|--:|--:|--:|--:|\n");
     for i in &report.instantiation {
         let _ = writeln!(
