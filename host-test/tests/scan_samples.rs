@@ -27,7 +27,7 @@ use Expect::{Admit, Deny, Skip};
 
 fn class(o: Outcome) -> Option<Expect> {
     match o {
-        Outcome::Pass | Outcome::Warn => Some(Admit),
+        Outcome::Pass | Outcome::Mutate | Outcome::Warn => Some(Admit),
         Outcome::Deny => Some(Deny),
         Outcome::NotGoverned => Some(Skip),
         Outcome::Error => None,
