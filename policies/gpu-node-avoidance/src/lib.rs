@@ -53,11 +53,10 @@ impl Policy for GpuNodeAvoidance {
                     continue;
                 }
             }
-            let mut edits = Vec::new();
-            for r in &s.node_requirements {
-                let values: Vec<&str> = r.values.iter().map(String::as_str).collect();
-                edits.extend(mutate::require_node(t, &r.key, r.operator.as_str(), &values));
-            }
+            let values: Vec<Vec<&str>> = s.node_requirements.iter().map(|r| r.values.iter().map(String::as_str).collect()).collect();
+            let requirements: Vec<(&str, &str, &[&str])> =
+                s.node_requirements.iter().zip(&values).map(|(r, vs)| (r.key.as_str(), r.operator.as_str(), vs.as_slice())).collect();
+            let edits = mutate::require_nodes(t, &requirements);
             if edits.is_empty() {
                 continue;
             }

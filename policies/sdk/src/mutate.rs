@@ -172,6 +172,26 @@ pub fn require_node(t: &PodTemplate<'_>, key: &str, operator: &str, values: &[&s
     }
 }
 
+/// [`require_node`] for several requirements at once: each one is added to
+/// every term that lacks it; without terms, one term holding them all is
+/// created. (Calling [`require_node`] once per requirement on a pod without
+/// terms would create the term once per requirement, each replacing the
+/// one before, since the edits are computed from the same model.)
+pub fn require_nodes(t: &PodTemplate<'_>, requirements: &[(&str, &str, &[&str])]) -> Vec<Edit> {
+    let has_terms = t.spec.required_node_affinity().is_some_and(|ns| !ns.node_selector_terms.is_empty());
+    if has_terms {
+        return requirements.iter().flat_map(|(k, op, vs)| require_node(t, k, op, vs)).collect();
+    }
+    if requirements.is_empty() {
+        return Vec::new();
+    }
+    let exprs: Vec<String> = requirements.iter().map(|(k, op, vs)| requirement(k, op, vs)).collect();
+    let terms_path = t
+        .spec_path()
+        .keys(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
+    vec![Edit::Set { path: terms_path, value: format!("[{{\"matchExpressions\":[{}]}}]", exprs.join(",")) }]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -200,6 +220,22 @@ mod tests {
             out,
             r#"{"spec":{"template":{"spec":{"containers":[],"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpu","operator":"NotIn","values":["true"]}]}]}}}}}}}"#
         );
+    }
+
+    #[test]
+    fn several_node_requirements_make_one_term() {
+        let bare = r#"{"spec":{"template":{"spec":{"containers":[]}}}}"#;
+        let reqs: &[(&str, &str, &[&str])] = &[("pool", "In", &["cpu", "spot"]), ("gpu", "DoesNotExist", &[])];
+        let out = apply(bare, &with(bare, |t| require_nodes(t, reqs))).unwrap();
+        assert!(out.contains(r#""nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["cpu","spot"]},{"key":"gpu","operator":"DoesNotExist"}]}]"#), "{out}");
+        assert!(with(&out, |t| require_nodes(t, reqs)).is_empty(), "idempotent");
+        let two = r#"{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"gpu","operator":"DoesNotExist"}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["n"]}]}]}}},"containers":[]}}}}"#;
+        let edits = with(two, |t| require_nodes(t, reqs));
+        assert_eq!(edits.len(), 3, "pool to both terms, gpu to the second");
+        let out = apply(two, &edits).unwrap();
+        assert!(with(&out, |t| require_nodes(t, reqs)).is_empty(), "idempotent");
+        assert!(with(bare, |t| require_nodes(t, &[])).is_empty());
     }
 
     fn request(op: &str, kind: (&str, &str), object: &str, old: Option<&str>) -> String {
