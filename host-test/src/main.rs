@@ -335,6 +335,16 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             };
             let response = evaluator.validate(&request.to_string(), &settings, &Arc::new(cluster))?;
             writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
+            // The patched object is `mutated_object`, whole, as Kubewarden
+            // receives it; what it changes, as a diff, goes to stderr.
+            let changes = aigov::tools::scan::RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
+            if !changes.is_empty() {
+                out.flush()?;
+                note(&format!("the rule patched the object ({} in `mutated_object`):", aigov_sdk::text::count(changes.len() as u64, "change")));
+                for c in &changes {
+                    let _ = writeln!(std::io::stderr().lock(), "  {c}");
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { rules, artifacts, policies, native } => test(&rules, (!native).then_some(artifacts.as_path()), &policies, out),

@@ -16,38 +16,51 @@ use aigov::tools::scan::{Config, Form, Identity, Outcome, Report, scan};
 /// What a rule should say about a sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Expect {
-    /// Admitted (with or without warnings).
+    /// Admitted unchanged (with or without warnings).
     Admit,
+    /// Admitted with changes a mutating rule made.
+    Change,
     /// Denied.
     Deny,
     /// Not sent to the rule.
     Skip,
 }
-use Expect::{Admit, Deny, Skip};
+use Expect::{Admit, Change, Deny, Skip};
 
 fn class(o: Outcome) -> Option<Expect> {
     match o {
         Outcome::Pass | Outcome::Warn => Some(Admit),
+        Outcome::Mutate => Some(Change),
         Outcome::Deny => Some(Deny),
         Outcome::NotGoverned => Some(Skip),
         Outcome::Error => None,
     }
 }
 
-const RULES: [&str; 4] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels"];
+const RULES: [&str; 7] = [
+    "gpu-runtime-class",
+    "ray-cluster-limits",
+    "exec-guard",
+    "opencost-labels",
+    "gpu-node-avoidance",
+    "gpu-runtime-defaults",
+    "owner-label",
+];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
-    //                                          gpu-rc  ray    exec   opencost
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+const EXPECTED: &[(&str, usize, [Expect; 7])] = &[
+    //                                          gpu-rc  ray    exec   opencost node-av rt-def owner
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit, Change]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit, Change, Change]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Change, Admit, Change]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Change, Change, Change]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Change, Admit, Change]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Change, Admit, Change]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip, Skip]),
+    ("50-mut-cpu-etl-deployment.yaml", 1, [Admit, Skip, Skip, Admit, Change, Admit, Change]),
+    ("51-mut-gpu-finetune-job.yaml", 1, [Deny, Skip, Skip, Admit, Admit, Change, Change]),
 ];
 
 fn root() -> PathBuf {

@@ -184,6 +184,7 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
         };
         let text = package::cluster_admission_policy(&packaged, "registry.example.com/aigov", &excluded).unwrap();
         let policy: serde_json::Value = serde_norway::from_str(&text).unwrap();
+        assert_eq!(policy["spec"]["mutating"], json!(packaged.metadata.mutating), "{name}: `mutating` as metadata.yml says");
         assert_eq!(
             policy["spec"]["namespaceSelector"],
             json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kubewarden"]}]}),

@@ -952,6 +952,19 @@ mod tests {
     }
 
     #[test]
+    fn mutating_rules_say_so_in_the_policy_and_the_policy_server_config() {
+        let rules = [packaged("gpu-runtime-class"), packaged("owner-label"), packaged("gpu-node-avoidance"), packaged("gpu-runtime-defaults")];
+        let config: Value = serde_norway::from_str(&policy_server_config(&rules, "r.example.com").unwrap()).unwrap();
+        for r in &rules {
+            let mutating = r.name != "gpu-runtime-class";
+            assert_eq!(r.metadata.mutating, mutating, "{}: metadata.yml", r.name);
+            let policy: Value = serde_norway::from_str(&cluster_admission_policy(r, "r.example.com", &[]).unwrap()).unwrap();
+            assert_eq!(policy["spec"]["mutating"], Value::Bool(mutating), "{}: ClusterAdmissionPolicy", r.name);
+            assert_eq!(config[r.name.as_str()]["allowedToMutate"], Value::Bool(mutating), "{}: policies.yml", r.name);
+        }
+    }
+
+    #[test]
     fn namespace_exclusions() {
         assert_eq!(excluded_namespaces(&["kube-system".into(), "".into(), "kube-system".into(), " gpu-operator ".into()]).unwrap(), ["kube-system", "gpu-operator"]);
         for bad in ["Kube-System", "-x", "a b", "ns]"] {

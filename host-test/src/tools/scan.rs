@@ -11,6 +11,10 @@
 //! ([`PolicyMetadata::governs`]), exactly as the webhook configuration a
 //! platform team deploys would.
 //!
+//! A mutating rule that would change a document shows what it would change,
+//! as a short diff (the JSON Patch from the document to the rule's patched
+//! object, one line per operation); `mutate` in the table.
+//!
 //! Exit status, for CI pipelines: 0 when nothing was denied, 1 when a rule
 //! denied a document, failed to evaluate it, or a file could not be read
 //! (`--fail-on warn` also fails on warnings, `--fail-on none` never fails),
@@ -186,6 +190,8 @@ pub enum Outcome {
     NotGoverned,
     /// Admitted.
     Pass,
+    /// Admitted with changes: a mutating rule patched the object.
+    Mutate,
     /// Admitted, with warnings.
     Warn,
     /// Rejected.
@@ -200,6 +206,7 @@ impl Outcome {
         match self {
             Outcome::NotGoverned => "-",
             Outcome::Pass => "pass",
+            Outcome::Mutate => "mutate",
             Outcome::Warn => "warn",
             Outcome::Deny => "DENY",
             Outcome::Error => "ERROR",
@@ -211,6 +218,7 @@ impl Outcome {
         match self {
             Outcome::NotGoverned => "not-governed",
             Outcome::Pass => "pass",
+            Outcome::Mutate => "mutate",
             Outcome::Warn => "warn",
             Outcome::Deny => "deny",
             Outcome::Error => "error",
@@ -221,10 +229,12 @@ impl Outcome {
     pub fn of(response: &ValidationResponse) -> Outcome {
         if !response.accepted {
             Outcome::Deny
-        } else if response.warnings.is_empty() {
-            Outcome::Pass
-        } else {
+        } else if !response.warnings.is_empty() {
             Outcome::Warn
+        } else if response.mutated_object.is_some() {
+            Outcome::Mutate
+        } else {
+            Outcome::Pass
         }
     }
 }
@@ -347,20 +357,42 @@ pub struct RuleResult {
     pub response: Option<ValidationResponse>,
     /// Why the rule could not be evaluated.
     pub error: Option<String>,
+    /// What a mutating rule changed: the JSON Patch (RFC 6902) from the
+    /// document's object to the patched one.
+    pub patch: Option<Value>,
 }
 
 impl RuleResult {
     /// Not sent to the rule.
     pub fn not_governed() -> RuleResult {
-        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None }
+        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None, patch: None }
     }
 
     /// From an evaluation.
     pub fn evaluated(result: Result<ValidationResponse>) -> RuleResult {
         match result {
-            Ok(r) => RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None },
-            Err(e) => RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")) },
+            Ok(r) => RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None, patch: None },
+            Err(e) => RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")), patch: None },
         }
+    }
+
+    /// From an evaluation of a request whose object is `original`, with
+    /// the patch a mutation amounts to.
+    pub fn evaluated_on(result: Result<ValidationResponse>, original: Option<&Value>) -> RuleResult {
+        let mut r = RuleResult::evaluated(result);
+        let mutated = r.response.as_ref().and_then(|resp| resp.mutated_object.as_ref());
+        r.patch = mutated.map(|m| match serde_json::from_str::<Value>(m.get()) {
+            Ok(m) => serde_json::to_value(json_patch::diff(original.unwrap_or(&Value::Null), &m)).unwrap_or(Value::Null),
+            Err(e) => json!([{"op": "replace", "path": "", "value": format!("(the mutated object is not JSON: {e})")}]),
+        });
+        r
+    }
+
+    /// The lines of the patch: `+ spec.template.metadata.labels.owner:
+    /// "jane"` (add), `~ path: value` (replace), `- path` (remove).
+    pub fn changes(&self) -> Vec<String> {
+        let Some(ops) = self.patch.as_ref().and_then(Value::as_array) else { return Vec::new() };
+        ops.iter().map(change_line).collect()
     }
 
     /// The violations of a rejection (none for an admission or an error).
@@ -373,6 +405,7 @@ impl RuleResult {
 
     fn has_details(&self) -> bool {
         self.error.is_some()
+            || self.patch.is_some()
             || self
                 .response
                 .as_ref()
@@ -463,6 +496,9 @@ pub struct Summary {
     pub denied: usize,
     /// Documents admitted with warnings.
     pub warned: usize,
+    /// Documents admitted with changes a mutating rule made (and no
+    /// warnings).
+    pub mutated: usize,
     /// Documents admitted without warnings (or governed by no rule).
     pub passed: usize,
     /// Documents some rule could not evaluate, and unreadable files.
@@ -489,6 +525,7 @@ impl Report {
                 Outcome::Error => s.errors += 1,
                 Outcome::Deny => s.denied += 1,
                 Outcome::Warn => s.warned += 1,
+                Outcome::Mutate => s.mutated += 1,
                 Outcome::Pass | Outcome::NotGoverned => s.passed += 1,
             }
         }
@@ -843,12 +880,13 @@ pub fn evaluate_inputs(
         };
         let target = Target::of(&request);
         let text = request.to_string();
+        let original = request.get("object").filter(|o| !o.is_null());
         let results = rules
             .iter()
             .enumerate()
             .map(|(i, m)| {
                 if target.governed_by(m) {
-                    RuleResult::evaluated(evaluate(i, &text))
+                    RuleResult::evaluated_on(evaluate(i, &text), original)
                 } else {
                     RuleResult::not_governed()
                 }
@@ -992,12 +1030,53 @@ pub fn violations(message: &str) -> Vec<&str> {
     message.split('\n').map(str::trim).filter(|m| !m.is_empty()).collect()
 }
 
+/// A JSON Pointer (`/spec/containers/0/name`) as messages write paths
+/// (`spec.containers[0].name`).
+pub fn dotted(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    if out.is_empty() { "(the whole object)".into() } else { out }
+}
+
+/// One JSON Patch operation as a diff line.
+fn change_line(op: &Value) -> String {
+    let path = dotted(op.get("path").and_then(Value::as_str).unwrap_or_default());
+    let value = op.get("value").map(|v| v.to_string()).unwrap_or_default();
+    match op.get("op").and_then(Value::as_str).unwrap_or_default() {
+        "add" => format!("+ {path}: {value}"),
+        "remove" => format!("- {path}"),
+        "replace" => format!("~ {path}: {value}"),
+        other => format!("{other} {path} {value}"),
+    }
+}
+
 /// Appends `text` as an indented bullet, wrapped.
 fn bullet(out: &mut String, indent: usize, text: &str, width: usize) {
     let pad = " ".repeat(indent);
     for (i, line) in wrap(text, width.saturating_sub(indent + 2)).iter().enumerate() {
         let mark = if i == 0 { "- " } else { "  " };
         out.push_str(&format!("{pad}{mark}{line}\n"));
+    }
+}
+
+/// Appends a diff line (`+ path: value`), wrapped, its continuation lines
+/// indented under the path.
+fn diff_line(out: &mut String, indent: usize, line: &str, width: usize) {
+    let pad = " ".repeat(indent);
+    let (mark, rest) = line.split_at(line.find(' ').map_or(0, |i| i + 1));
+    for (i, l) in wrap(rest, width.saturating_sub(indent + 2)).iter().enumerate() {
+        let m = if i == 0 { mark } else { "  " };
+        out.push_str(&format!("{pad}{m}{l}\n"));
     }
 }
 
@@ -1058,6 +1137,9 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
         }
         out.push_str(&table(&rows));
         out.push_str("\npass: admitted   DENY: rejected   warn: admitted with warnings   -: the rule does not govern this kind or operation\n");
+        if report.documents.iter().any(|d| d.results.iter().any(|r| r.outcome == Outcome::Mutate)) {
+            out.push_str("mutate: admitted with changes a mutating rule makes (shown below as a diff)\n");
+        }
     }
 
     let detailed: Vec<(usize, &DocumentReport)> = report
@@ -1085,12 +1167,15 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
                     let head = match r.outcome {
                         Outcome::Deny => "DENY ",
                         Outcome::Warn => "warn ",
+                        Outcome::Mutate => "mutate ",
                         _ => "note ",
                     };
-                    let count = match r.violations().len() {
-                        0 => String::new(),
-                        1 => ": 1 violation".to_string(),
-                        n => format!(": {n} violations"),
+                    let count = match (r.violations().len(), r.changes().len()) {
+                        (0, 0) => String::new(),
+                        (0, 1) => ": 1 change".to_string(),
+                        (0, n) => format!(": {n} changes"),
+                        (1, _) => ": 1 violation".to_string(),
+                        (n, _) => format!(": {n} violations"),
                     };
                     out.push_str(&format!("  {head}{}{about}{count}\n", rule.name));
                     if let Some(message) = resp.message.as_deref().filter(|_| !resp.accepted) {
@@ -1107,6 +1192,9 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
                     }
                     for w in &resp.warnings {
                         bullet(&mut out, 4, &format!("warning: {w}"), width);
+                    }
+                    for change in r.changes() {
+                        diff_line(&mut out, 4, &change, width);
                     }
                     for (k, v) in &resp.audit_annotations {
                         // The SDK's `violations` annotation holds one per line.
@@ -1143,6 +1231,9 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
     }];
     if s.warned > 0 {
         parts.push(format!("{} admitted with warnings", s.warned));
+    }
+    if s.mutated > 0 {
+        parts.push(format!("{} admitted with changes", s.mutated));
     }
     parts.push(format!("{} passed", s.passed));
     if s.errors > 0 {
@@ -1201,6 +1292,9 @@ pub fn to_json(report: &Report) -> Value {
                         if let Some(e) = &r.error {
                             map.insert("error".into(), json!(e));
                         }
+                        if let Some(patch) = &r.patch {
+                            map.insert("patch".into(), patch.clone());
+                        }
                     }
                     (rule.name.clone(), v)
                 })
@@ -1237,6 +1331,7 @@ pub fn to_json(report: &Report) -> Value {
             "documents": s.documents,
             "denied": s.denied,
             "warned": s.warned,
+            "mutated": s.mutated,
             "passed": s.passed,
             "errors": s.errors,
             "skipped": s.skipped,
@@ -1440,6 +1535,50 @@ mod tests {
     }
 
     #[test]
+    fn mutations_show_as_a_diff() {
+        let inputs = vec![Input { source: Source { file: "p.yaml".into(), document: 1, item: None, multi: false }, value: pod("p") }];
+        let evaluated = evaluate_inputs(inputs, &Identity::default(), &[&POD_RULE], &mut |_, req| {
+            let mut object = serde_json::from_str::<Value>(req).unwrap()["object"].clone();
+            object["metadata"]["labels"] = json!({"owner": "jane"});
+            object["spec"]["tolerations"] = json!([{"key": "nvidia.com/gpu", "operator": "Exists"}]);
+            let mut r = ValidationResponse::accept();
+            r.mutated_object = serde_json::value::RawValue::from_string(object.to_string()).ok();
+            Ok(r)
+        });
+        let report = Report {
+            form: Form::Native,
+            rules: vec![RuleInfo::of(&POD_RULE)],
+            files: 1,
+            documents: evaluated.documents,
+            skipped: Vec::new(),
+            errors: Vec::new(),
+            overridden: Vec::new(),
+        };
+        let r = &report.documents[0].results[0];
+        assert_eq!(r.outcome, Outcome::Mutate);
+        assert_eq!(r.changes(), ["+ metadata.labels: {\"owner\":\"jane\"}", "+ spec: {\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}"]);
+        let text = render_table(&report, 100, FailOn::Deny);
+        assert!(text.contains("1  Pod   ml/p            mutate     p.yaml") || text.contains(" mutate "), "{text}");
+        assert!(text.contains("  mutate pods-only (Pods are checked): 2 changes\n    + metadata.labels: {\"owner\":\"jane\"}\n"), "{text}");
+        assert!(text.contains("mutate: admitted with changes"), "{text}");
+        assert!(text.contains("0 denied, 1 admitted with changes, 0 passed."), "{text}");
+        assert_eq!(exit_status(&report, FailOn::Warn), 0, "a change is not a warning");
+        let v = to_json(&report);
+        assert_eq!(v["documents"][0]["results"]["pods-only"]["verdict"], "mutate");
+        assert_eq!(v["documents"][0]["results"]["pods-only"]["patch"][0], json!({"op": "add", "path": "/metadata/labels", "value": {"owner": "jane"}}));
+        assert_eq!(v["summary"]["mutated"], 1);
+    }
+
+    #[test]
+    fn pointers_read_as_paths() {
+        assert_eq!(dotted("/spec/template/metadata/labels/owner"), "spec.template.metadata.labels.owner");
+        assert_eq!(dotted("/spec/containers/0/resources/limits/nvidia.com~1gpu"), "spec.containers[0].resources.limits.nvidia.com/gpu");
+        assert_eq!(dotted(""), "(the whole object)");
+        assert_eq!(change_line(&json!({"op": "remove", "path": "/a/b"})), "- a.b");
+        assert_eq!(change_line(&json!({"op": "replace", "path": "/a", "value": 1})), "~ a: 1");
+    }
+
+    #[test]
     fn wrapping_keeps_code_spans_whole() {
         let lines = wrap("`spec.workerGroupSpecs[1].template.spec.tolerations` has no toleration for the GPU node taint: add `{key: nvidia.com/gpu, operator: Exists}`", 60);
         assert_eq!(
@@ -1570,7 +1709,7 @@ mod tests {
         assert_eq!(v["errors"][0]["source"]["file"], "broken.yaml");
         assert_eq!(
             v["summary"],
-            json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "passed": 0, "errors": 1, "skipped": 1, "violations": 3})
+            json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "mutated": 0, "passed": 0, "errors": 1, "skipped": 1, "violations": 3})
         );
     }
 

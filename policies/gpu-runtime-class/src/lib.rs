@@ -8,9 +8,10 @@
 
 mod settings;
 
-use aigov_sdk::gpu::{ClaimError, GpuRequest};
-use aigov_sdk::scheduling::{Taint as NodeTaint, pod_tolerates};
-use aigov_sdk::text::{count, quoted};
+use aigov_sdk::gpu::ClaimError;
+use aigov_sdk::gpu_runtime;
+use aigov_sdk::scheduling::pod_tolerates;
+use aigov_sdk::text::quoted;
 use aigov_sdk::{Cluster, Malformed, OnLookupError, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{Requirement, Settings, Taint};
@@ -40,7 +41,7 @@ impl Policy for GpuRuntimeClass {
                 ));
                 continue;
             }
-            for (requirement, why) in applicable(settings, &gpus, &claims) {
+            for (requirement, why) in gpu_runtime::applicable(&settings.requirements, &gpus, &claims) {
                 check_runtime_class(template, requirement, &why, &mut verdict);
                 check_toleration(template, requirement, &mut verdict);
             }
@@ -66,34 +67,6 @@ fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v:
     }
 }
 
-/// The requirements the template's GPUs call for, each with what calls for
-/// it (`container `trainer` requests 1 `nvidia.com/gpu``), in settings order.
-fn applicable<'s>(s: &'s Settings, gpus: &[GpuRequest], claims: &[(String, String)]) -> Vec<(&'s Requirement, String)> {
-    let mut out = Vec::new();
-    for r in &s.requirements {
-        let mut reasons: Vec<String> = Vec::new();
-        for g in gpus {
-            for (name, n) in &g.resources {
-                if r.resources.iter().any(|p| p.matches(name)) {
-                    reasons.push(format!("container `{}` requests {n} `{name}`", g.container_name));
-                }
-            }
-        }
-        for (class, claim) in claims {
-            if r.device_classes.iter().any(|p| p.matches(class)) {
-                reasons.push(format!("resource claim `{claim}` requests device class `{class}`"));
-            }
-        }
-        let why = match reasons.as_slice() {
-            [] => continue,
-            [one] => one.clone(),
-            [first, rest @ ..] => format!("{first}, and {}", count(rest.len() as u64, "more request")),
-        };
-        out.push((r, why));
-    }
-    out
-}
-
 fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &str, v: &mut Verdict) {
     if r.runtime_classes.is_empty() {
         return;
@@ -113,22 +86,15 @@ fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &str, v: &mut 
 
 fn check_toleration(t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {
     let Some(taint) = &r.taint else { return };
-    let node_taint = NodeTaint { key: &taint.key, value: taint.value.as_deref().unwrap_or(""), effect: &taint.effect };
-    if pod_tolerates(&t.spec, &node_taint) {
+    if pod_tolerates(&t.spec, &taint.node_taint()) {
         return;
     }
-    let shown = match &taint.value {
-        Some(val) => format!("{}={val}:{}", taint.key, taint.effect),
-        None => format!("{}:{}", taint.key, taint.effect),
-    };
-    let add = match &taint.value {
-        Some(val) => format!("{{key: {}, operator: Equal, value: {val}, effect: {}}}", taint.key, taint.effect),
-        None => format!("{{key: {}, operator: Exists, effect: {}}}", taint.key, taint.effect),
-    };
     v.violation(format!(
-        "`{}` does not tolerate the taint of {} GPU nodes (`{shown}`), so the pod can never be scheduled there: add `{add}`",
+        "`{}` does not tolerate the taint of {} GPU nodes (`{}`), so the pod can never be scheduled there: add `{}`",
         t.spec_path().key("tolerations"),
-        r.vendor
+        r.vendor,
+        taint.shown(),
+        taint.toleration_shown()
     ));
 }
 

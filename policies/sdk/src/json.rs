@@ -421,6 +421,12 @@ pub fn find<'t>(text: &'t str, path: &Path) -> Option<&'t str> {
     }
 }
 
+/// The string at `path`, decoded (escapes resolved), if the document has a
+/// string there.
+pub fn find_string(text: &str, path: &Path) -> Option<String> {
+    find(text, path).and_then(|t| serde_json::from_str::<String>(t).ok())
+}
+
 /// JSON text of a string.
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
@@ -585,6 +591,15 @@ mod tests {
         assert!(apply(t, &[Edit::Set { path: p, value: "1".into() }]).is_err());
         let p = Path::root().keys(&["spec", "containers"]).index(5).key("image");
         assert!(apply(t, &[Edit::Set { path: p, value: "1".into() }]).is_err());
+    }
+
+    #[test]
+    fn strings_are_found_decoded() {
+        let t = r#"{"metadata":{"labels":{"owner":"jane"},"annotations":{"aigov.dev/owner":"jane\u0040example.com"},"n":1}}"#;
+        assert_eq!(find_string(t, &Path::root().keys(&["metadata", "labels", "owner"])).as_deref(), Some("jane"));
+        assert_eq!(find_string(t, &Path::root().keys(&["metadata", "annotations", "aigov.dev/owner"])).as_deref(), Some("jane@example.com"));
+        assert_eq!(find_string(t, &Path::root().keys(&["metadata", "n"])), None, "not a string");
+        assert_eq!(find_string(t, &Path::root().keys(&["metadata", "x"])), None);
     }
 
     #[test]

@@ -6,10 +6,96 @@
 //! A mutating rule must be idempotent: run on its own output, it finds
 //! nothing left to change. The helpers here only write what is missing
 //! (`SetIfAbsent`), and the rule checks the model before adding to a list.
+//!
+//! Where and when to edit matters as much as what: [`may_edit_template`]
+//! (never a Pod's spec on UPDATE, never a template an UPDATE leaves alone),
+//! [`controlled_copy`] (a ReplicaSet its Deployment made is the
+//! Deployment's business), [`pod_metadata_path`] (where labels and
+//! annotations reach the pods, a Notebook's included).
 
-use crate::json::{Edit, Path, quote};
+use crate::json::{self, Edit, Path, quote};
 use crate::pod::NodeSelectorTerm;
-use crate::workload::PodTemplate;
+use crate::request::{Operation, Request};
+use crate::workload::{PodTemplate, Role, Workload, WorkloadKind};
+
+/// Whether the request changes the value at `path` of its object: always on
+/// CREATE (and on an UPDATE without its old object); on UPDATE, when the old
+/// object has nothing there or something else, compared as JSON values (key
+/// order and spacing do not count); never on DELETE or CONNECT.
+pub fn changes(req: &Request<'_>, path: &Path) -> bool {
+    match req.operation() {
+        Operation::Create => true,
+        Operation::Update => {
+            let (Some(new), Some(old)) = (req.object_text(), req.old_object_text()) else {
+                return true;
+            };
+            match (json::find(new, path), json::find(old, path)) {
+                (Some(a), Some(b)) => a != b && !same_json(a, b),
+                (None, None) => false,
+                _ => true,
+            }
+        }
+        Operation::Delete | Operation::Connect => false,
+    }
+}
+
+fn same_json(a: &str, b: &str) -> bool {
+    match (serde_json::from_str::<serde_json::Value>(a), serde_json::from_str::<serde_json::Value>(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Whether a mutating rule may edit pod template `t` in this request:
+///
+/// - on CREATE, yes;
+/// - on UPDATE of a Pod, no: a pod's spec is immutable once created (but
+///   for images, `activeDeadlineSeconds` and added tolerations), so an edit
+///   would get the whole update refused. Pods are set up when created;
+/// - on UPDATE of another kind, only when the update itself changes the
+///   template ([`changes`]). An unrelated edit (a label, `replicas`) of a
+///   workload created before the rule then never rolls its pods out, and a
+///   template Kubernetes keeps immutable (a started Job's) is touched only
+///   by an update that touches it anyway. An update that drops what the
+///   rule added changes the template, so the rule puts it back;
+/// - on DELETE and CONNECT, no.
+pub fn may_edit_template(req: &Request<'_>, t: &PodTemplate<'_>) -> bool {
+    match req.operation() {
+        Operation::Create => true,
+        Operation::Update => t.role != Role::Pod && changes(req, t.path()),
+        Operation::Delete | Operation::Connect => false,
+    }
+}
+
+/// Whether the workload is a controller's copy of someone else's templates:
+/// a kind that owns pod templates, with a controlling owner reference (a
+/// ReplicaSet its Deployment made, a Job its CronJob made, a RayCluster its
+/// RayJob made, a StatefulSet a Notebook made). Mutating rules leave these
+/// alone: the owner's templates were edited when it was submitted, and an
+/// edited copy no longer matches what its controller expects (the
+/// Deployment controller, finding no ReplicaSet equal to its template,
+/// would create new ones without end). Pods are not copies: they are made
+/// from templates, and no controller compares them back.
+pub fn controlled_copy(w: &Workload<'_>) -> bool {
+    w.kind.owns_templates() && w.metadata.controller().is_some()
+}
+
+/// Where labels and annotations that reach the pods of template `t` are
+/// written: the template's metadata (`spec.template.metadata`; a Pod's own
+/// `metadata`; an InferenceService component's own `labels` and
+/// `annotations`), but a Notebook's own `metadata`: its template has no
+/// metadata (the field is pruned), and the notebook controller copies the
+/// Notebook's labels onto its pod. `None` for a TrainJob's trainer, whose
+/// pod metadata comes from its training runtime.
+pub fn pod_metadata_path(w: &Workload<'_>, t: &PodTemplate<'_>) -> Option<Path> {
+    if t.is_partial() {
+        return None;
+    }
+    if t.role == Role::Pod || w.kind == WorkloadKind::Notebook {
+        return Some(Path::root().key("metadata"));
+    }
+    Some(t.metadata_path())
+}
 
 /// Sets label `key` in the metadata at `metadata` (`metadata`,
 /// `spec.template.metadata`) to `value`; `overwrite: false` leaves an
@@ -86,6 +172,26 @@ pub fn require_node(t: &PodTemplate<'_>, key: &str, operator: &str, values: &[&s
     }
 }
 
+/// [`require_node`] for several requirements at once: each one is added to
+/// every term that lacks it; without terms, one term holding them all is
+/// created. (Calling [`require_node`] once per requirement on a pod without
+/// terms would create the term once per requirement, each replacing the
+/// one before, since the edits are computed from the same model.)
+pub fn require_nodes(t: &PodTemplate<'_>, requirements: &[(&str, &str, &[&str])]) -> Vec<Edit> {
+    let has_terms = t.spec.required_node_affinity().is_some_and(|ns| !ns.node_selector_terms.is_empty());
+    if has_terms {
+        return requirements.iter().flat_map(|(k, op, vs)| require_node(t, k, op, vs)).collect();
+    }
+    if requirements.is_empty() {
+        return Vec::new();
+    }
+    let exprs: Vec<String> = requirements.iter().map(|(k, op, vs)| requirement(k, op, vs)).collect();
+    let terms_path = t
+        .spec_path()
+        .keys(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
+    vec![Edit::Set { path: terms_path, value: format!("[{{\"matchExpressions\":[{}]}}]", exprs.join(",")) }]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -114,6 +220,76 @@ mod tests {
             out,
             r#"{"spec":{"template":{"spec":{"containers":[],"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpu","operator":"NotIn","values":["true"]}]}]}}}}}}}"#
         );
+    }
+
+    #[test]
+    fn several_node_requirements_make_one_term() {
+        let bare = r#"{"spec":{"template":{"spec":{"containers":[]}}}}"#;
+        let reqs: &[(&str, &str, &[&str])] = &[("pool", "In", &["cpu", "spot"]), ("gpu", "DoesNotExist", &[])];
+        let out = apply(bare, &with(bare, |t| require_nodes(t, reqs))).unwrap();
+        assert!(out.contains(r#""nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["cpu","spot"]},{"key":"gpu","operator":"DoesNotExist"}]}]"#), "{out}");
+        assert!(with(&out, |t| require_nodes(t, reqs)).is_empty(), "idempotent");
+        let two = r#"{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"gpu","operator":"DoesNotExist"}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["n"]}]}]}}},"containers":[]}}}}"#;
+        let edits = with(two, |t| require_nodes(t, reqs));
+        assert_eq!(edits.len(), 3, "pool to both terms, gpu to the second");
+        let out = apply(two, &edits).unwrap();
+        assert!(with(&out, |t| require_nodes(t, reqs)).is_empty(), "idempotent");
+        assert!(with(bare, |t| require_nodes(t, &[])).is_empty());
+    }
+
+    fn request(op: &str, kind: (&str, &str), object: &str, old: Option<&str>) -> String {
+        let old = old.map(|o| format!(",\"oldObject\":{o}")).unwrap_or_default();
+        format!(
+            r#"{{"uid":"1","kind":{{"group":"{}","version":"v1","kind":"{}"}},"operation":"{op}","userInfo":{{"username":"u"}},"object":{object}{old}}}"#,
+            kind.0, kind.1
+        )
+    }
+
+    #[test]
+    fn templates_are_edited_on_create_and_when_an_update_changes_them() {
+        let d = r#"{"metadata":{"name":"d"},"spec":{"replicas":1,"template":{"metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c"}]}}}}"#;
+        let scaled = r#"{"metadata":{"name":"d"},"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"c"}]},"metadata":{"labels":{"a":"1"}}}}}"#;
+        let edited = r#"{"metadata":{"name":"d"},"spec":{"replicas":1,"template":{"metadata":{"labels":{"a":"2"}},"spec":{"containers":[{"name":"c"}]}}}}"#;
+        let deploy = ("apps", "Deployment");
+        let may = |text: &str| {
+            let r = Request::parse(text).unwrap();
+            let t = r.workload().unwrap().templates().next().unwrap().clone();
+            may_edit_template(&r, &t)
+        };
+        assert!(may(&request("CREATE", deploy, d, None)));
+        assert!(!may(&request("UPDATE", deploy, scaled, Some(d))), "replicas only; the template's keys in another order");
+        assert!(may(&request("UPDATE", deploy, edited, Some(d))), "the template changes");
+        assert!(may(&request("UPDATE", deploy, d, None)), "no old object to compare with");
+        let pod = r#"{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"b"}]}}"#;
+        let old_pod = r#"{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"a"}]}}"#;
+        assert!(may(&request("CREATE", ("", "Pod"), pod, None)));
+        assert!(!may(&request("UPDATE", ("", "Pod"), pod, Some(old_pod))), "a pod's spec is immutable");
+        let text = request("UPDATE", deploy, edited, Some(d));
+        let r = Request::parse(&text).unwrap();
+        assert!(changes(&r, &Path::root().keys(&["spec", "template", "metadata"])));
+        assert!(!changes(&r, &Path::root().keys(&["spec", "replicas"])));
+        assert!(!changes(&r, &Path::root().keys(&["spec", "paused"])), "absent from both");
+    }
+
+    #[test]
+    fn controller_copies_and_pod_metadata() {
+        let rs = r#"{"metadata":{"name":"d-1","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d","controller":true}]},"spec":{"template":{"spec":{"containers":[]}}}}"#;
+        let w = Workload::parse(WorkloadKind::ReplicaSet, rs).unwrap();
+        assert!(controlled_copy(&w));
+        let pod = r#"{"metadata":{"name":"d-1-x","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"d-1","controller":true}]},"spec":{"containers":[]}}"#;
+        let p = Workload::parse(WorkloadKind::Pod, pod).unwrap();
+        assert!(!controlled_copy(&p), "pods are not copies");
+        assert_eq!(p.metadata.controller().map(|o| &*o.kind), Some("ReplicaSet"));
+        let t = p.templates().next().unwrap();
+        assert_eq!(pod_metadata_path(&p, t).unwrap().to_string(), "metadata");
+        let nb = Workload::parse(WorkloadKind::Notebook, r#"{"metadata":{"name":"n"},"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
+        assert_eq!(pod_metadata_path(&nb, nb.templates().next().unwrap()).unwrap().to_string(), "metadata");
+        let d = Workload::parse(WorkloadKind::Deployment, r#"{"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
+        assert!(!controlled_copy(&d));
+        assert_eq!(pod_metadata_path(&d, d.templates().next().unwrap()).unwrap().to_string(), "spec.template.metadata");
+        let tj = Workload::parse(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":1}}}}}"#).unwrap();
+        assert!(tj.templates().next().is_none_or(|t| pod_metadata_path(&tj, t).is_none()));
     }
 
     #[test]

@@ -64,6 +64,13 @@ impl ObjectMeta<'_> {
         self.annotations.get(key).map(|v| &**v)
     }
 
+    /// The owner reference with `controller: true`: the controller that
+    /// created and manages the object (a pod's ReplicaSet, a ReplicaSet's
+    /// Deployment, a Job's CronJob), if any.
+    pub fn controller(&self) -> Option<&OwnerReference<'_>> {
+        self.owner_references.iter().find(|o| o.controller == Some(true))
+    }
+
     /// `name`, else `generateName`, else `(unnamed)`.
     pub fn display_name(&self) -> &str {
         self.name

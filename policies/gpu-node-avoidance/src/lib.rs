@@ -1,0 +1,148 @@
+//! `gpu-node-avoidance` (mutating): a pod template that requests no GPU
+//! gets a required node affinity that keeps its pods off GPU nodes (by
+//! default `nvidia.com/gpu.present NotIn [true]`), merged into the affinity
+//! it already has, and an annotation saying the platform added it.
+//!
+//! CPU work that lands on a GPU node takes the CPU and memory the GPU jobs
+//! of that node need, and the GPUs sit idle. Asking every author to add the
+//! affinity does not scale: people forget. The platform adds it for them.
+
+mod settings;
+
+use aigov_sdk::mutate::{self, may_edit_template, pod_metadata_path};
+use aigov_sdk::pod::SelectorRequirement;
+use aigov_sdk::{Cluster, Malformed, Policy, PodSpec, PodTemplate, Request, Role, Verdict};
+
+pub use settings::{NodeRequirement, Operator, Settings};
+
+/// The rule.
+pub struct GpuNodeAvoidance;
+
+impl Policy for GpuNodeAvoidance {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, s: &Settings, _cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut v = Verdict::accept();
+        let Some(w) = req.workload() else {
+            return Ok(v);
+        };
+        // A controller's copy (a Deployment's ReplicaSet) follows its owner;
+        // a DaemonSet's pods and a node's mirror pods belong on their node.
+        if mutate::controlled_copy(w) || w.metadata.controller().is_some_and(|c| matches!(&*c.kind, "DaemonSet" | "Node")) {
+            return Ok(v);
+        }
+        for t in w.templates() {
+            if t.is_partial() || !may_edit_template(req, t) || t.requests_gpu(&s.gpu_resource_names)? {
+                continue;
+            }
+            // DRA claims may bring a GPU this rule does not resolve; a pod
+            // bound to a node by name skips the scheduler, and the kubelet
+            // would refuse it on a GPU node.
+            if !t.spec.resource_claims.is_empty() || t.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+                continue;
+            }
+            match gpu_label_choice(&t.spec, s) {
+                Choice::None => {}
+                Choice::Own => continue,
+                Choice::GpuNodes(field, shown) => {
+                    v.warn(format!(
+                        "`{}.{field}` selects GPU nodes (`{shown}`), but {} requests no GPU: its pods take CPU and memory the GPU jobs there need; left as is, select other nodes unless these are needed",
+                        t.spec_path(),
+                        who(t)
+                    ));
+                    continue;
+                }
+            }
+            let values: Vec<Vec<&str>> = s.node_requirements.iter().map(|r| r.values.iter().map(String::as_str).collect()).collect();
+            let requirements: Vec<(&str, &str, &[&str])> =
+                s.node_requirements.iter().zip(&values).map(|(r, vs)| (r.key.as_str(), r.operator.as_str(), vs.as_slice())).collect();
+            let edits = mutate::require_nodes(t, &requirements);
+            if edits.is_empty() {
+                continue;
+            }
+            for e in edits {
+                v.edit(e);
+            }
+            if let Some(meta) = pod_metadata_path(w, t) {
+                let what: Vec<String> = s.node_requirements.iter().map(NodeRequirement::shown).collect();
+                v.edit(mutate::annotation(
+                    &meta,
+                    &s.annotation,
+                    &format!("required node affinity added by the platform: the pod requests no GPU, so it stays off GPU nodes ({})", what.join(", ")),
+                ));
+            }
+        }
+        Ok(v)
+    }
+}
+
+/// What the template's own node selection says about GPU nodes.
+enum Choice {
+    /// Nothing: the rule adds its requirements.
+    None,
+    /// It names a GPU node label and keeps off GPU nodes (or on nodes the
+    /// requirements allow) by itself: left alone.
+    Own,
+    /// It selects GPU nodes, by this field (`nodeSelector`,
+    /// `affinity.nodeAffinity`) and this selection: left alone, with a
+    /// warning.
+    GpuNodes(&'static str, String),
+}
+
+/// Reads the template's `nodeSelector` and required node affinity for GPU
+/// node labels (`gpuNodeLabels` and the requirements' own keys). A pod that
+/// names one has chosen about GPU nodes itself; adding a requirement that
+/// contradicts its choice would leave it pending forever.
+fn gpu_label_choice(spec: &PodSpec<'_>, s: &Settings) -> Choice {
+    let is_gpu_label = |key: &str| s.node_requirements.iter().any(|r| r.key == key) || s.gpu_node_labels.iter().any(|g| g.matches(key));
+    // Whether nodes whose `key` has one of `values` (any value, for none)
+    // are GPU nodes: every value fails a requirement on that key, or the
+    // key is a label only GPU nodes carry.
+    let gpu_node = |key: &str, values: &[&str]| {
+        let own: Vec<&NodeRequirement> = s.node_requirements.iter().filter(|r| r.key == key).collect();
+        own.is_empty() || (!values.is_empty() && values.iter().all(|v| own.iter().any(|r| !r.allows(Some(v)))))
+    };
+    let mut choice = Choice::None;
+    for (key, value) in &spec.node_selector {
+        if is_gpu_label(key) {
+            if gpu_node(key, &[value]) {
+                return Choice::GpuNodes("nodeSelector", format!("{key}: {value}"));
+            }
+            choice = Choice::Own;
+        }
+    }
+    let terms = spec.required_node_affinity().map(|ns| ns.node_selector_terms.as_slice()).unwrap_or_default();
+    for r in terms.iter().flat_map(|t| &t.match_expressions).filter(|r| is_gpu_label(&r.key)) {
+        if aims_at_gpu_nodes(r, &gpu_node) {
+            let values: Vec<&str> = r.values.iter().map(|v| &**v).collect();
+            let shown = if values.is_empty() { format!("{} {}", r.key, r.operator) } else { format!("{} {} [{}]", r.key, r.operator, values.join(", ")) };
+            return Choice::GpuNodes("affinity.nodeAffinity", shown);
+        }
+        choice = Choice::Own;
+    }
+    choice
+}
+
+/// Whether a required expression on a GPU node label aims the pod at GPU
+/// nodes: `In` values that are all GPU values; `Exists`, `Gt` or `Lt` on a
+/// label only GPU nodes carry (a GPU product, count or memory size).
+fn aims_at_gpu_nodes(r: &SelectorRequirement<'_>, gpu_node: &dyn Fn(&str, &[&str]) -> bool) -> bool {
+    match &*r.operator {
+        "In" => {
+            let values: Vec<&str> = r.values.iter().map(|v| &**v).collect();
+            !values.is_empty() && gpu_node(&r.key, &values)
+        }
+        "Exists" | "Gt" | "Lt" => gpu_node(&r.key, &[]),
+        _ => false,
+    }
+}
+
+/// `the pod`, `` worker group `cpu` ``, `` the template ``.
+fn who(t: &PodTemplate<'_>) -> String {
+    match t.role {
+        Role::Template => "the template".into(),
+        _ => t.describe(),
+    }
+}
+
+aigov_sdk::export_policy!(GpuNodeAvoidance);

@@ -1,0 +1,116 @@
+//! `gpu-runtime-defaults` (mutating): the twin of `gpu-runtime-class`. A
+//! pod template that requests a GPU and lacks the runtime class its
+//! vendor's GPUs need, or a toleration of the taint its GPU nodes carry,
+//! gets them, from the same `requirements` setting.
+//!
+//! Deployed beside `gpu-runtime-class`, the mutation comes first (Kubernetes
+//! calls mutating webhooks before validating ones, and the bundle runs its
+//! mutating rules first), so what the validation would have refused for a
+//! missing default is admitted with the default filled in; a runtime class
+//! the author chose that the GPUs cannot use is still refused.
+
+mod settings;
+
+use aigov_sdk::gpu::ClaimError;
+use aigov_sdk::gpu_runtime;
+use aigov_sdk::mutate::{self, may_edit_template};
+use aigov_sdk::scheduling::pod_tolerates;
+use aigov_sdk::text::quoted;
+use aigov_sdk::{Cluster, Malformed, OnLookupError, Policy, PodTemplate, Request, Verdict};
+
+pub use settings::{Requirement, Settings, Taint};
+
+/// The rule.
+pub struct GpuRuntimeDefaults;
+
+impl Policy for GpuRuntimeDefaults {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, s: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut v = Verdict::accept();
+        let Some(w) = req.workload() else {
+            return Ok(v);
+        };
+        // A controller's copy (a Deployment's ReplicaSet) follows its owner.
+        if mutate::controlled_copy(w) {
+            return Ok(v);
+        }
+        let namespace = req.namespace().or(w.metadata.namespace.as_deref()).unwrap_or("default");
+        for t in w.templates() {
+            if !may_edit_template(req, t) {
+                continue;
+            }
+            let gpus = t.gpu_requests(&s.gpu_resource_names)?;
+            let claims = claims(t, namespace, cluster, s, &mut v)?;
+            if gpus.is_empty() && claims.is_empty() {
+                continue;
+            }
+            if t.is_partial() {
+                v.warn(format!(
+                    "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule cannot fill in",
+                    t.path()
+                ));
+                continue;
+            }
+            fill_in(t, &gpu_runtime::applicable(&s.requirements, &gpus, &claims), &mut v);
+        }
+        Ok(v)
+    }
+}
+
+/// The runtime class and tolerations one template lacks, for the
+/// requirements its GPUs call for (in settings order: the first that names
+/// a runtime class sets it).
+fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, String)], v: &mut Verdict) {
+    let field = t.spec_path().key("runtimeClassName");
+    let mut runtime_class = t.spec.runtime_class_name.as_deref().map(str::to_string);
+    let mut added: Vec<&Taint> = Vec::new();
+    for (r, why) in applicable {
+        if let Some(first) = r.runtime_classes.first() {
+            match &runtime_class {
+                None => {
+                    v.edit(mutate::spec_field(t, "runtimeClassName", first));
+                    runtime_class = Some(first.clone());
+                }
+                Some(rc) if r.runtime_classes.contains(rc) => {}
+                Some(rc) => v.warn(format!(
+                    "`{field}` is `{rc}`, but pods with {} GPUs need {} ({why}); left as is, since the author chose it",
+                    r.vendor,
+                    match r.runtime_classes.as_slice() {
+                        [one] => format!("runtime class `{one}`"),
+                        many => format!("one of the runtime classes {}", quoted(many)),
+                    }
+                )),
+            }
+        }
+        if let Some(taint) = &r.taint
+            && !pod_tolerates(&t.spec, &taint.node_taint())
+            && !added.contains(&taint)
+        {
+            let (operator, value) = taint.toleration();
+            v.edit(mutate::toleration(t, &taint.key, operator, value, Some(&taint.effect)));
+            added.push(taint);
+        }
+    }
+}
+
+/// What the template's DRA claims bring: `(device class, claim)` pairs.
+/// A failed lookup denies or warns, as `onLookupError` says.
+fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
+    match t.claimed_gpus(ns, cluster, &s.resource_claims) {
+        Ok(c) => Ok(c.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect()),
+        Err(ClaimError::Malformed(e)) => Err(e),
+        Err(ClaimError::Lookup(e)) => {
+            let what = format!("the resource claims of `{}` could not be read ({})", t.spec_path().key("resourceClaims"), e.first_line());
+            match s.on_lookup_error {
+                OnLookupError::Deny => v.violation(format!(
+                    "{what}, so the rule cannot tell which GPU defaults the pod needs; try again, or ask your cluster administrators"
+                )),
+                OnLookupError::Allow => v.warn(format!("{what}; admitted without GPU defaults for them because `onLookupError` is `allow`")),
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+aigov_sdk::export_policy!(GpuRuntimeDefaults);

@@ -1,0 +1,220 @@
+//! What a pod that requests a vendor's GPUs needs to run: the runtime class
+//! that gives its containers the driver, and a toleration of the taint the
+//! vendor's GPU nodes carry. The `requirements` setting of
+//! `gpu-runtime-class` (which checks them) and `gpu-runtime-defaults` (which
+//! fills them in), so one settings block serves both.
+
+use serde::{Deserialize, Serialize};
+
+use crate::glob::Glob;
+use crate::gpu::GpuRequest;
+use crate::names::{dns_subdomain, label_key, label_value};
+use crate::scheduling;
+use crate::settings::{SettingsError, non_empty_patterns};
+use crate::text::count;
+
+/// What pods that request one kind of GPU need.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Requirement {
+    /// Who makes these GPUs, for messages (`NVIDIA`, `AMD`, `Intel`).
+    pub vendor: String,
+    /// GPU resource names this applies to (wildcards allowed).
+    pub resources: Vec<Glob>,
+    /// DRA device classes this applies to (with `resourceClaims.resolve`).
+    #[serde(default)]
+    pub device_classes: Vec<Glob>,
+    /// Runtime classes the pod may use, the first being the one to set;
+    /// `[]`: none is needed.
+    #[serde(default)]
+    pub runtime_classes: Vec<String>,
+    /// The taint these GPU nodes carry, which the pod must tolerate;
+    /// absent or `null`: no toleration is needed.
+    #[serde(default)]
+    pub taint: Option<Taint>,
+}
+
+impl Requirement {
+    /// NVIDIA's: the GPU operator's `nvidia` runtime class, and the taint
+    /// GPU node pools carry (what the `ExtendedResourceToleration` admission
+    /// plugin tolerates: key `nvidia.com/gpu`, effect `NoSchedule`).
+    pub fn nvidia() -> Requirement {
+        Requirement {
+            vendor: "NVIDIA".into(),
+            resources: vec![Glob::new("nvidia.com/*")],
+            device_classes: vec![Glob::new("gpu.nvidia.com")],
+            runtime_classes: vec!["nvidia".into()],
+            taint: Some(Taint { key: "nvidia.com/gpu".into(), value: None, effect: "NoSchedule".into() }),
+        }
+    }
+}
+
+/// A node taint, as `kubectl taint` writes it (`key[=value]:effect`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Taint {
+    /// Taint key.
+    pub key: String,
+    /// Taint value; absent for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule` (default), `PreferNoSchedule` or `NoExecute`.
+    #[serde(default = "no_schedule")]
+    pub effect: String,
+}
+
+fn no_schedule() -> String {
+    "NoSchedule".into()
+}
+
+impl Taint {
+    /// As the scheduler matches it.
+    pub fn node_taint(&self) -> scheduling::Taint<'_> {
+        scheduling::Taint { key: &self.key, value: self.value.as_deref().unwrap_or(""), effect: &self.effect }
+    }
+
+    /// `nvidia.com/gpu:NoSchedule`, `gpu.intel.com=present:NoSchedule`.
+    pub fn shown(&self) -> String {
+        match &self.value {
+            Some(v) => format!("{}={v}:{}", self.key, self.effect),
+            None => format!("{}:{}", self.key, self.effect),
+        }
+    }
+
+    /// The toleration that tolerates exactly this taint: `(operator,
+    /// value)`, `Exists` without a value, `Equal` with one.
+    pub fn toleration(&self) -> (&'static str, Option<&str>) {
+        match &self.value {
+            Some(v) => ("Equal", Some(v.as_str())),
+            None => ("Exists", None),
+        }
+    }
+
+    /// That toleration as a message shows it: `{key: nvidia.com/gpu,
+    /// operator: Exists, effect: NoSchedule}`.
+    pub fn toleration_shown(&self) -> String {
+        match &self.value {
+            Some(v) => format!("{{key: {}, operator: Equal, value: {v}, effect: {}}}", self.key, self.effect),
+            None => format!("{{key: {}, operator: Exists, effect: {}}}", self.key, self.effect),
+        }
+    }
+}
+
+/// Checks a `requirements` list under its settings key: at least one entry,
+/// each with a vendor and resources, runtime classes that are valid
+/// RuntimeClass names, a taint Kubernetes would accept.
+pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsError> {
+    if requirements.is_empty() {
+        return Err(SettingsError::new(key, "must list at least one requirement, or the rule would check nothing"));
+    }
+    for (i, r) in requirements.iter().enumerate() {
+        let at = |field: &str| format!("{key}[{i}].{field}");
+        if r.vendor.trim().is_empty() {
+            return Err(SettingsError::new(at("vendor"), "must name the vendor, for messages"));
+        }
+        if r.resources.is_empty() {
+            return Err(SettingsError::new(at("resources"), "must list at least one GPU resource name"));
+        }
+        non_empty_patterns(&at("resources"), &r.resources)?;
+        non_empty_patterns(&at("deviceClasses"), &r.device_classes)?;
+        for (j, rc) in r.runtime_classes.iter().enumerate() {
+            if let Err(why) = dns_subdomain(rc) {
+                return Err(SettingsError::new(
+                    format!("{key}[{i}].runtimeClasses[{j}]"),
+                    format!("`{rc}` can never match a RuntimeClass: {why}"),
+                ));
+            }
+        }
+        if let Some(t) = &r.taint {
+            if let Err(why) = label_key(&t.key) {
+                return Err(SettingsError::new(at("taint.key"), format!("`{}` is not a valid taint key: {why}", t.key)));
+            }
+            if let Some(v) = &t.value
+                && let Err(why) = label_value(v)
+            {
+                return Err(SettingsError::new(at("taint.value"), format!("`{v}` is not a valid taint value: {why}")));
+            }
+            if !matches!(t.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                return Err(SettingsError::new(
+                    at("taint.effect"),
+                    format!("`{}` is not one of `NoSchedule`, `PreferNoSchedule`, `NoExecute`", t.effect),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The requirements a pod template's GPUs call for, in settings order, each
+/// with what calls for it (`` container `trainer` requests 1
+/// `nvidia.com/gpu` ``). `gpus` are the template's GPU requests, `claims`
+/// its DRA claims as `(device class, claim name)` pairs.
+pub fn applicable<'r>(requirements: &'r [Requirement], gpus: &[GpuRequest], claims: &[(String, String)]) -> Vec<(&'r Requirement, String)> {
+    let mut out = Vec::new();
+    for r in requirements {
+        let mut reasons: Vec<String> = Vec::new();
+        for g in gpus {
+            for (name, n) in &g.resources {
+                if r.resources.iter().any(|p| p.matches(name)) {
+                    reasons.push(format!("container `{}` requests {n} `{name}`", g.container_name));
+                }
+            }
+        }
+        for (class, claim) in claims {
+            if r.device_classes.iter().any(|p| p.matches(class)) {
+                reasons.push(format!("resource claim `{claim}` requests device class `{class}`"));
+            }
+        }
+        let why = match reasons.as_slice() {
+            [] => continue,
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first}, and {}", count(rest.len() as u64, "more request")),
+        };
+        out.push((r, why));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::json::Path;
+    use crate::workload::ContainerList;
+
+    fn request(name: &str, resource: &str, n: u64) -> GpuRequest {
+        GpuRequest {
+            container_path: Path::root(),
+            container_name: name.into(),
+            list: ContainerList::Containers,
+            resources: vec![(resource.into(), n)],
+        }
+    }
+
+    #[test]
+    fn taints_and_their_tolerations() {
+        let t = Requirement::nvidia().taint.unwrap();
+        assert_eq!(t.shown(), "nvidia.com/gpu:NoSchedule");
+        assert_eq!(t.toleration(), ("Exists", None));
+        assert_eq!(t.toleration_shown(), "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}");
+        let v = Taint { key: "gpu.intel.com".into(), value: Some("present".into()), effect: "NoSchedule".into() };
+        assert_eq!(v.shown(), "gpu.intel.com=present:NoSchedule");
+        assert_eq!(v.toleration(), ("Equal", Some("present")));
+        assert_eq!(v.node_taint().value, "present");
+    }
+
+    #[test]
+    fn requirements_apply_per_vendor() {
+        let amd = Requirement { vendor: "AMD".into(), resources: vec![Glob::new("amd.com/gpu")], device_classes: vec![], runtime_classes: vec![], taint: None };
+        let reqs = [Requirement::nvidia(), amd];
+        let found = applicable(&reqs, &[request("a", "amd.com/gpu", 1)], &[]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0.vendor, "AMD");
+        let both = applicable(&reqs, &[request("a", "nvidia.com/gpu", 2), request("b", "nvidia.com/mig-1g.5gb", 1)], &[("gpu.nvidia.com".into(), "c".into())]);
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].1, "container `a` requests 2 `nvidia.com/gpu`, and 2 more requests");
+        assert!(applicable(&reqs, &[], &[]).is_empty());
+        assert!(validate("requirements", &reqs).is_ok());
+        assert!(validate("requirements", &[]).unwrap_err().to_string().starts_with("setting `requirements`: must list"));
+    }
+}
