@@ -42,7 +42,10 @@ FORCE      ?=
 INSECURE   ?=
 # ArtifactHub's `createdAt` in the manifests: the last commit's time. (No OCI
 # artifact records a time: their digests depend on the wasm files alone.)
-export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Given to aigov only: exported, it would reach cargo, where the `cc` crate
+# tracks it and every new commit would rebuild ring and wasmtime.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+unexport SOURCE_DATE_EPOCH
 
 .PHONY: fuzz fuzz-deps fuzz-smoke reports-check help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
@@ -94,7 +97,7 @@ artifacts: wasm aigov
 	  -o $(ARTIFACTS)/bundle/policy.wasm
 	$(AIGOV) componentize target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm \
 	  -o $(ARTIFACTS)/bundle/policy.component.wasm
-	$(AIGOV) package --artifacts $(ARTIFACTS)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) package --artifacts $(ARTIFACTS)
 
 ## Deployment manifests, pinned by digest to $(REGISTRY), into $(DEST): a
 ## ClusterAdmissionPolicy and a Kustomize base per rule, an overlay turning
@@ -102,7 +105,7 @@ artifacts: wasm aigov
 ## the directory named; a file edited since aigov wrote it is left alone
 ## (and named, with exit status 1) unless FORCE=1.
 manifests: $(if $(DEST),artifacts,manifests-need-dest)
-	$(AIGOV) manifests --artifacts $(ARTIFACTS) --out $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --out $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
 
 manifests-need-dest:
 	@echo "make manifests needs DEST=<dir>, the directory your deployment manifests live in, e.g."

@@ -86,7 +86,7 @@ fn simulating_a_large_dump_agrees_with_scanning_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 
     assert_eq!(sim["objects"], json!(n));
-    for key in ["documents", "denied", "warned", "passed", "errors", "skipped"] {
+    for key in ["documents", "denied", "warned", "passed", "mutated", "errors", "skipped"] {
         assert_eq!(sim["summary"][key], scan["summary"][key], "{key}");
     }
     assert!(sim["summary"]["denied"].as_u64().unwrap() > 0);

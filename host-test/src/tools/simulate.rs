@@ -74,6 +74,8 @@ pub struct Counts {
     pub warned: usize,
     /// The rule could not evaluate them.
     pub errors: usize,
+    /// Admitted with changes (mutating rules).
+    pub mutated: usize,
 }
 
 impl Counts {
@@ -84,6 +86,7 @@ impl Counts {
             Outcome::Warn => self.warned += 1,
             Outcome::Error => self.errors += 1,
             Outcome::Pass => {}
+            Outcome::Mutate => self.mutated += 1,
         }
         self.governed += 1;
     }
@@ -211,13 +214,13 @@ impl RuleImpact {
 
 /// The simulation as JSON.
 pub fn to_json(s: &Simulation, top: usize) -> Value {
-    let counts = |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "warned": c.warned, "errors": c.errors});
+    let counts = |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "warned": c.warned, "mutated": c.mutated, "errors": c.errors});
     json!({
         "objects": s.objects,
         "namespaces": s.namespaces,
         "summary": {
             "documents": s.summary.documents, "denied": s.summary.denied, "warned": s.summary.warned,
-            "passed": s.summary.passed, "errors": s.summary.errors, "skipped": s.summary.skipped,
+            "passed": s.summary.passed, "mutated": s.summary.mutated, "errors": s.summary.errors, "skipped": s.summary.skipped,
         },
         "rules": s.rules.iter().map(|r| (r.rule.clone(), json!({
             "total": counts(&r.total),
@@ -265,12 +268,13 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
     };
     let h = |title: &str| if markdown { format!("\n## {title}\n\n") } else { format!("\n{title}\n") };
     out.push_str(&format!(
-        "{}aigov simulate: {} objects in {} namespaces; {} would be denied, {} admitted with warnings, {} pass{}\n",
+        "{}aigov simulate: {} objects in {} namespaces; {} would be denied, {} admitted with warnings, {} changed by mutating rules, {} pass{}\n",
         if markdown { "# " } else { "" },
         s.objects,
         s.namespaces.len(),
         s.summary.denied,
         s.summary.warned,
+        s.summary.mutated,
         s.summary.passed,
         if s.summary.errors > 0 { format!(", {} could not be evaluated", s.summary.errors) } else { String::new() }
     ));

@@ -19,7 +19,7 @@ const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
 fn result(doc: &DocumentReport, rule: &RuleInfo, r: &RuleResult, now: &DateTime<Utc>) -> Option<Value> {
     let verdict = match r.outcome {
         Outcome::NotGoverned => return None,
-        Outcome::Pass => "pass",
+        Outcome::Pass | Outcome::Mutate => "pass",
         Outcome::Warn => "warn",
         Outcome::Deny => "fail",
         Outcome::Error => "error",

@@ -62,7 +62,8 @@ pub fn render(report: &Report) -> Value {
     for doc in &report.documents {
         for (index, (rule, r)) in report.rules.iter().zip(&doc.results).enumerate() {
             let items: Vec<(&str, String)> = match r.outcome {
-                Outcome::NotGoverned | Outcome::Pass => Vec::new(),
+                // A mutation admits the object; `scan` shows the change.
+                Outcome::NotGoverned | Outcome::Pass | Outcome::Mutate => Vec::new(),
                 Outcome::Deny => r.violations().into_iter().map(|v| ("error", v.to_string())).collect(),
                 Outcome::Warn => r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())).collect(),
                 Outcome::Error => vec![("error", format!("the rule could not be evaluated: {}", super::message(r)))],
