@@ -116,6 +116,29 @@ pub fn label_demand(spec: &PodSpec<'_>, key: &str) -> LabelDemand {
     }
 }
 
+/// The field of the pod spec that pins node label `key`, as path keys
+/// below the spec (`spec_path.keys(field)`), to name in messages:
+/// `nodeSelector` when it holds the key, else the required node affinity
+/// when one of its expressions names the key; `None` otherwise.
+pub fn demand_field(spec: &PodSpec<'_>, key: &str) -> Option<&'static [&'static str]> {
+    if spec.node_selector.contains_key(key) {
+        return Some(NODE_SELECTOR);
+    }
+    let names = |t: &NodeSelectorTerm<'_>| t.match_expressions.iter().any(|r| &*r.key == key);
+    spec.required_node_affinity()
+        .is_some_and(|ns| ns.node_selector_terms.iter().any(names))
+        .then_some(REQUIRED_AFFINITY)
+}
+
+/// The node selector's path inside a pod spec.
+pub const NODE_SELECTOR: &[&str] = &["nodeSelector"];
+
+/// The required node affinity's path inside a pod spec.
+pub const REQUIRED_AFFINITY: &[&str] = &["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"];
+
+/// The preferred node affinity's path inside a pod spec.
+pub const PREFERRED_AFFINITY: &[&str] = &["affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"];
+
 /// Whether the pod's node selection mentions node label `key` at all (in
 /// `nodeSelector`, or any required or preferred affinity expression) with a
 /// positive operator (`In`, `Exists`, `Gt`, `Lt`): the pod is aimed at nodes
@@ -219,6 +242,9 @@ mod tests {
         assert!(!node_fits(&s, &gpu_node));
         assert!(node_fits(&s, &cpu_node));
         assert!(targets_label(&s, "pool", true));
+        assert_eq!(demand_field(&s, "pool"), Some(NODE_SELECTOR));
+        assert_eq!(demand_field(&s, "gpu"), Some(REQUIRED_AFFINITY));
+        assert_eq!(demand_field(&s, "zone"), None);
         assert!(!targets_label(&s, "gpu", false), "NotIn does not aim at the label");
     }
 }
