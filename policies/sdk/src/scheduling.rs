@@ -3,7 +3,11 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
+
+use crate::names::{label_key, label_value};
 use crate::pod::{NodeSelectorTerm, PodSpec, SelectorRequirement, Toleration};
+use crate::settings::SettingsError;
 
 /// A node taint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,6 +18,67 @@ pub struct Taint<'t> {
     pub value: &'t str,
     /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
     pub effect: &'t str,
+}
+
+/// A node taint as a setting (`{key, value?, effect}`, as `kubectl taint`
+/// writes `key[=value]:effect`; `effect` defaults to `NoSchedule`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaintSetting {
+    /// Taint key.
+    pub key: String,
+    /// Taint value; absent for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule` (default), `PreferNoSchedule` or `NoExecute`.
+    #[serde(default = "no_schedule")]
+    pub effect: String,
+}
+
+fn no_schedule() -> String {
+    "NoSchedule".into()
+}
+
+impl TaintSetting {
+    /// A `NoSchedule` taint with no value.
+    pub fn no_schedule(key: &str) -> TaintSetting {
+        TaintSetting { key: key.into(), value: None, effect: no_schedule() }
+    }
+
+    /// The taint, for [`tolerates`].
+    pub fn taint(&self) -> Taint<'_> {
+        Taint { key: &self.key, value: self.value.as_deref().unwrap_or(""), effect: &self.effect }
+    }
+
+    /// Checks the setting under `key`: a key and value Kubernetes accepts,
+    /// and a known effect.
+    pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
+        if let Err(why) = label_key(&self.key) {
+            return Err(SettingsError::new(format!("{key}.key"), format!("`{}` is not a valid taint key: {why}", self.key)));
+        }
+        if let Some(v) = &self.value
+            && let Err(why) = label_value(v)
+        {
+            return Err(SettingsError::new(format!("{key}.value"), format!("`{v}` is not a valid taint value: {why}")));
+        }
+        if !matches!(self.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+            return Err(SettingsError::new(
+                format!("{key}.effect"),
+                format!("`{}` is not one of `NoSchedule`, `PreferNoSchedule`, `NoExecute`", self.effect),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `key=value:effect`, or `key:effect`, as `kubectl describe node` shows it.
+impl std::fmt::Display for TaintSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.value {
+            Some(v) => write!(f, "{}={v}:{}", self.key, self.effect),
+            None => write!(f, "{}:{}", self.key, self.effect),
+        }
+    }
 }
 
 /// Whether a toleration tolerates a taint, exactly as Kubernetes'
@@ -212,6 +277,22 @@ mod tests {
         let valued = Taint { key: "nvidia.com/gpu", value: "present", effect: "NoSchedule" };
         assert!(tolerates(&tol(Some("nvidia.com/gpu"), Some("Equal"), Some("present"), None), &valued));
         assert!(!tolerates(&tol(Some("other"), Some("Exists"), None, None), &GPU));
+    }
+
+    #[test]
+    fn taint_settings() {
+        let t: TaintSetting = serde_json::from_str(r#"{"key":"nvidia.com/gpu"}"#).unwrap();
+        assert_eq!(t, TaintSetting::no_schedule("nvidia.com/gpu"));
+        assert_eq!(t.to_string(), "nvidia.com/gpu:NoSchedule");
+        assert!(tolerates(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, None), &t.taint()));
+        let t: TaintSetting = serde_json::from_str(r#"{"key":"tenant","value":"a","effect":"NoExecute"}"#).unwrap();
+        assert_eq!(t.to_string(), "tenant=a:NoExecute");
+        assert!(t.validate("k").is_ok());
+        let bad: TaintSetting = serde_json::from_str(r#"{"key":"a b"}"#).unwrap();
+        assert!(bad.validate("gpuTaints[0]").unwrap_err().to_string().starts_with("setting `gpuTaints[0].key`"));
+        let bad: TaintSetting = serde_json::from_str(r#"{"key":"a","effect":"Never"}"#).unwrap();
+        assert!(bad.validate("t").unwrap_err().to_string().starts_with("setting `t.effect`"));
+        assert!(serde_json::from_str::<TaintSetting>(r#"{"key":"a","operator":"Exists"}"#).is_err());
     }
 
     fn spec(json: &str) -> PodSpec<'_> {
