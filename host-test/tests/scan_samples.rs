@@ -34,20 +34,34 @@ fn class(o: Outcome) -> Option<Expect> {
     }
 }
 
-const RULES: [&str; 4] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels"];
+const RULES: [&str; 7] = [
+    "gpu-runtime-class",
+    "ray-cluster-limits",
+    "exec-guard",
+    "opencost-labels",
+    "gpu-class-by-namespace",
+    "gpu-access",
+    "tenant-node-pools",
+];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
-    //                                          gpu-rc  ray    exec   opencost
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+const EXPECTED: &[(&str, usize, [Expect; 7])] = &[
+    //                                          gpu-rc  ray    exec   opencost gpu-class access tenant
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit, Admit]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit, Deny, Admit]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Admit, Admit, Admit]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Admit, Deny, Admit]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Admit, Admit, Admit]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit, Admit]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip, Skip]),
+    ("51-gpu-class-dev-notebook-h100.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Admit, Admit]),
+    ("52-gpu-class-dev-job-t4.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit, Admit]),
+    ("53-gpu-access-cpu-etl-on-gpu-nodes.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Deny, Admit]),
+    ("54-gpu-access-cpu-training-job.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit, Admit]),
+    ("55-tenant-deployment-other-pool.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit, Deny]),
+    ("56-tenant-raycluster-own-pool.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit, Admit]),
 ];
 
 fn root() -> PathBuf {
