@@ -23,8 +23,8 @@
 //! the rule's metadata does not list, objects being deleted, exemptions),
 //! runs the rule, drops violations an UPDATE's old object already had,
 //! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
-//! response ([`verdict`]). [`gpu`], [`gpu_runtime`], [`scheduling`], [`labels`], [`names`]
-//! and [`quantity`] hold what rules share.
+//! response ([`verdict`]). [`gpu`], [`gpu_runtime`], [`scheduling`], [`labels`],
+//! [`names`], [`namespaces`] and [`quantity`] hold what rules share.
 
 extern crate self as aigov_sdk;
 
@@ -42,6 +42,7 @@ pub mod labels;
 pub mod metadata;
 pub mod mutate;
 pub mod names;
+pub mod namespaces;
 pub mod pod;
 pub mod quantity;
 pub mod request;
@@ -78,6 +79,7 @@ pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWe
 pub use json::{Edit, Path};
 pub use labels::RequiredLabels;
 pub use metadata::PolicyMetadata;
+pub use namespaces::{Namespace, NamespaceSelector};
 pub use pod::{Container, Labels, ObjectMeta, PodSpec, StrMap};
 pub use quantity::Quantity;
 pub use request::{ConnectOptions, Malformed, Operation, Request, Str};

@@ -56,6 +56,24 @@ pub fn label_key(key: &str) -> Result<(), String> {
     }
 }
 
+/// A wildcard pattern (see [`crate::Glob`]) for label values or names
+/// (`NVIDIA-A10*`, `Tesla-?4`): refused when no label value can match it, so
+/// a typo (`Tesla T4`) is caught when the setting is written. Characters
+/// other than `*` and `?` must be ones label values use; a pattern without
+/// wildcards must be a whole [`name_part`].
+pub fn label_value_pattern(p: &str) -> Result<(), String> {
+    if p.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if !p.contains(['*', '?']) {
+        return name_part(p);
+    }
+    match p.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '*' | '?'))) {
+        Some(c) => Err(format!("`{c}` never appears in a label value: {NAME_RULE}")),
+        None => Ok(()),
+    }
+}
+
 /// `text` made into a valid label value: letters, digits, `-`, `_` and
 /// `.` kept, everything else replaced by `-`, ends trimmed to a letter or
 /// digit, at most 63 characters. `jane.doe@example.com` becomes
@@ -93,6 +111,16 @@ mod tests {
         assert!(dns_subdomain("NVIDIA ").is_err());
         assert!(dns_subdomain("").is_err());
         assert!(dns_subdomain("a..b").is_err());
+    }
+
+    #[test]
+    fn value_patterns() {
+        for good in ["Tesla-T4", "NVIDIA-A10*", "*H100*", "?", "*"] {
+            assert!(label_value_pattern(good).is_ok(), "{good}");
+        }
+        for bad in ["", "Tesla T4", "*H100 *", "-x", "NVIDIA/A10*"] {
+            assert!(label_value_pattern(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -3,7 +3,11 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
+
+use crate::names::{label_key, label_value};
 use crate::pod::{NodeSelectorTerm, PodSpec, SelectorRequirement, Toleration};
+use crate::settings::SettingsError;
 
 /// A node taint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,6 +18,67 @@ pub struct Taint<'t> {
     pub value: &'t str,
     /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
     pub effect: &'t str,
+}
+
+/// A node taint as a setting (`{key, value?, effect}`, as `kubectl taint`
+/// writes `key[=value]:effect`; `effect` defaults to `NoSchedule`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaintSetting {
+    /// Taint key.
+    pub key: String,
+    /// Taint value; absent for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule` (default), `PreferNoSchedule` or `NoExecute`.
+    #[serde(default = "no_schedule")]
+    pub effect: String,
+}
+
+fn no_schedule() -> String {
+    "NoSchedule".into()
+}
+
+impl TaintSetting {
+    /// A `NoSchedule` taint with no value.
+    pub fn no_schedule(key: &str) -> TaintSetting {
+        TaintSetting { key: key.into(), value: None, effect: no_schedule() }
+    }
+
+    /// The taint, for [`tolerates`].
+    pub fn taint(&self) -> Taint<'_> {
+        Taint { key: &self.key, value: self.value.as_deref().unwrap_or(""), effect: &self.effect }
+    }
+
+    /// Checks the setting under `key`: a key and value Kubernetes accepts,
+    /// and a known effect.
+    pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
+        if let Err(why) = label_key(&self.key) {
+            return Err(SettingsError::new(format!("{key}.key"), format!("`{}` is not a valid taint key: {why}", self.key)));
+        }
+        if let Some(v) = &self.value
+            && let Err(why) = label_value(v)
+        {
+            return Err(SettingsError::new(format!("{key}.value"), format!("`{v}` is not a valid taint value: {why}")));
+        }
+        if !matches!(self.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+            return Err(SettingsError::new(
+                format!("{key}.effect"),
+                format!("`{}` is not one of `NoSchedule`, `PreferNoSchedule`, `NoExecute`", self.effect),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `key=value:effect`, or `key:effect`, as `kubectl describe node` shows it.
+impl std::fmt::Display for TaintSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.value {
+            Some(v) => write!(f, "{}={v}:{}", self.key, self.effect),
+            None => write!(f, "{}:{}", self.key, self.effect),
+        }
+    }
 }
 
 /// Whether a toleration tolerates a taint, exactly as Kubernetes'
@@ -116,6 +181,29 @@ pub fn label_demand(spec: &PodSpec<'_>, key: &str) -> LabelDemand {
     }
 }
 
+/// The field of the pod spec that pins node label `key`, as path keys
+/// below the spec (`spec_path.keys(field)`), to name in messages:
+/// `nodeSelector` when it holds the key, else the required node affinity
+/// when one of its expressions names the key; `None` otherwise.
+pub fn demand_field(spec: &PodSpec<'_>, key: &str) -> Option<&'static [&'static str]> {
+    if spec.node_selector.contains_key(key) {
+        return Some(NODE_SELECTOR);
+    }
+    let names = |t: &NodeSelectorTerm<'_>| t.match_expressions.iter().any(|r| &*r.key == key);
+    spec.required_node_affinity()
+        .is_some_and(|ns| ns.node_selector_terms.iter().any(names))
+        .then_some(REQUIRED_AFFINITY)
+}
+
+/// The node selector's path inside a pod spec.
+pub const NODE_SELECTOR: &[&str] = &["nodeSelector"];
+
+/// The required node affinity's path inside a pod spec.
+pub const REQUIRED_AFFINITY: &[&str] = &["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"];
+
+/// The preferred node affinity's path inside a pod spec.
+pub const PREFERRED_AFFINITY: &[&str] = &["affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"];
+
 /// Whether the pod's node selection mentions node label `key` at all (in
 /// `nodeSelector`, or any required or preferred affinity expression) with a
 /// positive operator (`In`, `Exists`, `Gt`, `Lt`): the pod is aimed at nodes
@@ -191,6 +279,22 @@ mod tests {
         assert!(!tolerates(&tol(Some("other"), Some("Exists"), None, None), &GPU));
     }
 
+    #[test]
+    fn taint_settings() {
+        let t: TaintSetting = serde_json::from_str(r#"{"key":"nvidia.com/gpu"}"#).unwrap();
+        assert_eq!(t, TaintSetting::no_schedule("nvidia.com/gpu"));
+        assert_eq!(t.to_string(), "nvidia.com/gpu:NoSchedule");
+        assert!(tolerates(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, None), &t.taint()));
+        let t: TaintSetting = serde_json::from_str(r#"{"key":"tenant","value":"a","effect":"NoExecute"}"#).unwrap();
+        assert_eq!(t.to_string(), "tenant=a:NoExecute");
+        assert!(t.validate("k").is_ok());
+        let bad: TaintSetting = serde_json::from_str(r#"{"key":"a b"}"#).unwrap();
+        assert!(bad.validate("gpuTaints[0]").unwrap_err().to_string().starts_with("setting `gpuTaints[0].key`"));
+        let bad: TaintSetting = serde_json::from_str(r#"{"key":"a","effect":"Never"}"#).unwrap();
+        assert!(bad.validate("t").unwrap_err().to_string().starts_with("setting `t.effect`"));
+        assert!(serde_json::from_str::<TaintSetting>(r#"{"key":"a","operator":"Exists"}"#).is_err());
+    }
+
     fn spec(json: &str) -> PodSpec<'_> {
         crate::dec::Dec::document(json).unwrap()
     }
@@ -219,6 +323,9 @@ mod tests {
         assert!(!node_fits(&s, &gpu_node));
         assert!(node_fits(&s, &cpu_node));
         assert!(targets_label(&s, "pool", true));
+        assert_eq!(demand_field(&s, "pool"), Some(NODE_SELECTOR));
+        assert_eq!(demand_field(&s, "gpu"), Some(REQUIRED_AFFINITY));
+        assert_eq!(demand_field(&s, "zone"), None);
         assert!(!targets_label(&s, "gpu", false), "NotIn does not aim at the label");
     }
 }

@@ -1,0 +1,319 @@
+//! `gpu-access`: only authorized workloads reach GPU nodes, and CPU work
+//! stays off them.
+//!
+//! - A pod template that requests GPUs runs as a service account allowed in
+//!   its namespace (`serviceAccounts`) and selects GPU nodes the way the
+//!   cluster labels them (`requiredNodeSelector`, the seed's `accelerator:
+//!   nvidia-gpu`).
+//! - A pod template that requests no GPU does not aim at GPU nodes (node
+//!   selector or affinity on a GPU node label) and does not tolerate their
+//!   taint: CPU batch jobs parked on GPU nodes take the CPUs and memory GPU
+//!   jobs need, and keep the GPUs idle.
+//! - A workload labelled `workload-type: cpu-training` requests no GPU and
+//!   states a node preference.
+//!
+//! The namespace's labels are read through the cluster interface only when
+//! an entry of `serviceAccounts` selects namespaces by label, once per
+//! request.
+
+mod settings;
+
+use aigov_sdk::gpu::GpuRequest;
+use aigov_sdk::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
+use aigov_sdk::text::{count, one_of, quoted};
+use aigov_sdk::{Cluster, Malformed, Namespace, ObjectMeta, Path, Policy, PodTemplate, Request, Verdict, Workload, WorkloadKind};
+
+pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings};
+
+/// The rule.
+pub struct GpuAccess;
+
+impl Policy for GpuAccess {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut verdict = Verdict::accept();
+        let Some(workload) = req.workload() else {
+            return Ok(verdict);
+        };
+        let namespace = Namespace::of_request(req, cluster);
+        let node_agent = is_node_agent(workload) && !settings.check_daemon_sets;
+        // The service-account entry that applies: found when the first GPU
+        // template needs it; `Err(())` once a failed lookup is reported.
+        let mut accounts: Option<Result<Option<&ServiceAccounts>, ()>> = None;
+        for template in workload.templates() {
+            let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
+            if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
+                check_cpu_training(template, &gpus, c, &mut verdict);
+                if !gpus.is_empty() {
+                    // The fix is to drop the GPUs, not to get GPU access.
+                    continue;
+                }
+            }
+            if gpus.is_empty() {
+                // A pod with DRA claims may hold GPUs this rule does not see.
+                if !node_agent && template.spec.resource_claims.is_empty() {
+                    check_stays_off_gpu_nodes(template, settings, &mut verdict);
+                }
+                continue;
+            }
+            let entry = match accounts {
+                Some(e) => e,
+                None => {
+                    let e = match namespace.first_match(&settings.service_accounts, |a| &a.namespaces) {
+                        Ok(i) => Ok(i.and_then(|i| settings.service_accounts.get(i))),
+                        Err(e) => {
+                            namespace.lookup_failed(e, settings.on_lookup_error, "which service accounts may use GPUs there", &mut verdict);
+                            Err(())
+                        }
+                    };
+                    *accounts.insert(e)
+                }
+            };
+            if let Ok(Some(entry)) = entry {
+                check_service_account(template, &gpus, entry, namespace.name(), &mut verdict);
+            }
+            check_gpu_node_selection(template, &gpus, settings, &mut verdict);
+        }
+        Ok(verdict)
+    }
+}
+
+/// A DaemonSet, or a Pod a DaemonSet created: an agent that runs on every
+/// node by design.
+fn is_node_agent(w: &Workload<'_>) -> bool {
+    match w.kind {
+        WorkloadKind::DaemonSet => true,
+        WorkloadKind::Pod => w
+            .metadata
+            .owner_references
+            .iter()
+            .any(|o| o.controller == Some(true) && &*o.kind == "DaemonSet" && o.api_version.starts_with("apps/")),
+        _ => false,
+    }
+}
+
+/// Whether the workload or the template carries the CPU training label.
+fn is_cpu_training(w: &Workload<'_>, t: &PodTemplate<'_>, c: &CpuTraining) -> bool {
+    let has = |m: &ObjectMeta<'_>| m.label(&c.label) == Some(c.value.as_str());
+    has(&w.metadata) || t.metadata.as_ref().is_some_and(has)
+}
+
+/// The path of a field of the pod spec; a TrainJob's trainer takes these
+/// fields from `spec.podTemplateOverrides`.
+fn spec_field(t: &PodTemplate<'_>, keys: &[&str]) -> Path {
+    if t.is_partial() { Path::root().keys(&["spec", "podTemplateOverrides"]) } else { t.spec_path().keys(keys) }
+}
+
+/// Why the template counts as a GPU template: its first GPU request, and
+/// how many more there are.
+fn why(gpus: &[GpuRequest]) -> String {
+    let first = gpus
+        .first()
+        .and_then(|g| g.resources.first().map(|(name, n)| format!("container `{}` requests {n} `{name}`", g.container_name)));
+    let more = gpus.iter().map(|g| g.resources.len() as u64).sum::<u64>().saturating_sub(1);
+    match (first, more) {
+        (None, _) => "GPU resources".into(),
+        (Some(f), 0) => f,
+        (Some(f), n) => format!("{f}, and {}", count(n, "more request")),
+    }
+}
+
+fn check_service_account(t: &PodTemplate<'_>, gpus: &[GpuRequest], e: &ServiceAccounts, ns: &str, v: &mut Verdict) {
+    let spec = &t.spec;
+    let account = spec.service_account();
+    if e.allowed.iter().any(|g| g.matches(account)) {
+        return;
+    }
+    if e.allowed.is_empty() {
+        v.violation(format!(
+            "`{}` requests GPUs ({}), but no workload in namespace `{ns}` may use GPUs: run it in a namespace with GPU access, or ask your cluster administrators",
+            t.spec_path(),
+            why(gpus)
+        ));
+        return;
+    }
+    let allowed: Vec<&str> = e.allowed.iter().map(|g| g.as_str()).collect();
+    let fix = match allowed.iter().find(|a| !a.contains(['*', '?'])) {
+        Some(a) => format!("set `serviceAccountName: {a}`"),
+        None => format!("run as a service account matching {}", quoted(&allowed)),
+    };
+    let named = spec.service_account_name.as_deref().or(spec.service_account.as_deref()).filter(|s| !s.is_empty());
+    if named.is_none() && t.is_partial() {
+        v.warn(format!(
+            "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` sets no service account; its training runtime may, but this rule does not see it: pods that request GPUs in namespace `{ns}` must run as {}",
+            why(gpus),
+            one_of(&allowed)
+        ));
+        return;
+    }
+    let field = if spec.service_account_name.as_deref().is_some_and(|s| !s.is_empty()) || spec.service_account.as_deref().is_none_or(str::is_empty) {
+        spec_field(t, &["serviceAccountName"])
+    } else {
+        spec_field(t, &["serviceAccount"])
+    };
+    let is = match named {
+        Some(a) => format!("is `{a}`"),
+        None => "is not set, so the pods run as `default`".into(),
+    };
+    v.violation(format!(
+        "`{field}` {is}, but pods that request GPUs ({}) in namespace `{ns}` must run as {}: {fix}",
+        why(gpus),
+        one_of(&allowed)
+    ));
+}
+
+fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &[GpuRequest], s: &Settings, v: &mut Verdict) {
+    let mut missing: Vec<String> = Vec::new();
+    for (key, value) in &s.required_node_selector {
+        match label_demand(&t.spec, key) {
+            LabelDemand::Open => missing.push(format!("{key}: {value}")),
+            LabelDemand::OneOf(values) if values.iter().all(|x| x == value) => {}
+            LabelDemand::OneOf(values) => {
+                let field = match demand_field(&t.spec, key) {
+                    Some(f) => spec_field(t, f),
+                    None => spec_field(t, &[]),
+                };
+                let got: Vec<&str> = values.iter().map(String::as_str).collect();
+                v.violation(format!(
+                    "`{field}` selects nodes with `{key}` {}, but pods that request GPUs ({}) must select exactly `{key}: {value}`",
+                    one_of(&got),
+                    why(gpus)
+                ));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let add = format!("nodeSelector: {{{}}}", missing.join(", "));
+    if t.is_partial() {
+        v.warn(format!(
+            "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` does not select GPU nodes; its training runtime may, but this rule does not see it: GPU pods need `{add}`",
+            why(gpus)
+        ));
+        return;
+    }
+    v.violation(format!(
+        "`{}` requests GPUs ({}) but does not select GPU nodes: add `{add}` (or a required node affinity with the same values)",
+        t.spec_path(),
+        why(gpus)
+    ));
+}
+
+/// A node label selection aimed at GPU nodes: where, and what.
+struct Aim {
+    field: &'static [&'static str],
+    label: String,
+}
+
+/// The places the template's node selection aims at GPU nodes: a node
+/// selector or a required or preferred affinity expression with a positive
+/// operator (`In`, `Exists`, `Gt`, `Lt`) on a GPU node label, or on a
+/// `requiredNodeSelector` label with its GPU value. `NotIn` and
+/// `DoesNotExist` keep pods away and are fine.
+fn aims(t: &PodTemplate<'_>, s: &Settings) -> Vec<Aim> {
+    let gpu_key = |k: &str| s.gpu_node_labels.iter().any(|g| g.matches(k));
+    let mut out: Vec<Aim> = Vec::new();
+    let mut push = |field: &'static [&'static str], label: String| {
+        if !out.iter().any(|a| a.field == field && a.label == label) {
+            out.push(Aim { field, label });
+        }
+    };
+    for (k, val) in &t.spec.node_selector {
+        if gpu_key(k) {
+            push(NODE_SELECTOR, format!("{k}"));
+        } else if s.required_node_selector.get(&**k).is_some_and(|gv| gv == &**val) {
+            push(NODE_SELECTOR, format!("{k}: {val}"));
+        }
+    }
+    let mut expressions = |field: &'static [&'static str], reqs: &mut dyn Iterator<Item = &aigov_sdk::pod::SelectorRequirement<'_>>| {
+        for r in reqs {
+            let positive = matches!(&*r.operator, "In" | "Exists" | "Gt" | "Lt");
+            if !positive {
+                continue;
+            }
+            if gpu_key(&r.key) {
+                push(field, r.key.to_string());
+            } else if let Some(gv) = s.required_node_selector.get(&*r.key) {
+                let hits = match &*r.operator {
+                    "In" => r.values.iter().any(|x| x == gv.as_str()),
+                    "Exists" => true,
+                    _ => false,
+                };
+                if hits {
+                    push(field, format!("{}: {gv}", r.key));
+                }
+            }
+        }
+    };
+    if let Some(ns) = t.spec.required_node_affinity() {
+        expressions(REQUIRED_AFFINITY, &mut ns.node_selector_terms.iter().flat_map(|t| t.match_expressions.iter()));
+    }
+    expressions(PREFERRED_AFFINITY, &mut t.spec.preferred_node_affinity().iter().flat_map(|p| p.preference.match_expressions.iter()));
+    out
+}
+
+fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) {
+    let who = if t.is_partial() { "the trainer".to_string() } else { format!("`{}`", t.spec_path()) };
+    for aim in aims(t, s) {
+        let how = if aim.field == PREFERRED_AFFINITY { "prefers" } else { "selects" };
+        v.violation(format!(
+            "`{}` {how} GPU nodes (`{}`), but {who} requests no GPU: remove it, so that GPU nodes stay free for GPU work",
+            spec_field(t, aim.field),
+            aim.label
+        ));
+    }
+    for (i, tol) in t.spec.tolerations.iter().enumerate() {
+        let tolerated: Vec<String> = s.gpu_taints.iter().filter(|g| tolerates(tol, &g.taint())).map(ToString::to_string).collect();
+        if tolerated.is_empty() {
+            continue;
+        }
+        let field = if t.is_partial() { spec_field(t, &[]) } else { t.spec_path().key("tolerations").index(i) };
+        let every = tol.key.as_deref().is_none_or(str::is_empty);
+        let what = match (every, tolerated.len()) {
+            (true, 1) => format!("tolerates every taint, the GPU node taint {} included", quoted(&tolerated)),
+            (true, _) => format!("tolerates every taint, the GPU node taints {} included", quoted(&tolerated)),
+            (false, 1) => format!("tolerates the GPU node taint {}", quoted(&tolerated)),
+            (false, _) => format!("tolerates the GPU node taints {}", quoted(&tolerated)),
+        };
+        v.violation(format!(
+            "`{field}` {what}, but {who} requests no GPU: remove it, so that CPU work does not take GPU nodes' CPUs and memory"
+        ));
+    }
+}
+
+fn check_cpu_training(t: &PodTemplate<'_>, gpus: &[GpuRequest], c: &CpuTraining, v: &mut Verdict) {
+    let label = format!("{}: {}", c.label, c.value);
+    for g in gpus {
+        let names: Vec<&str> = g.resources.iter().map(|(n, _)| n.as_str()).collect();
+        let at = if t.is_partial() { t.path().key("resourcesPerNode") } else { g.container_path.key("resources") };
+        v.violation(format!(
+            "`{at}` requests GPUs ({}), but the workload is labelled `{label}`, and CPU training requests no GPU: remove the GPU request, or label the workload for GPU training",
+            quoted(&names)
+        ));
+    }
+    if !c.require_node_preference {
+        return;
+    }
+    let spec = &t.spec;
+    let stated = !spec.node_selector.is_empty()
+        || !spec.preferred_node_affinity().is_empty()
+        || spec.required_node_affinity().is_some_and(|n| !n.node_selector_terms.is_empty());
+    if stated {
+        return;
+    }
+    let ask = "add a `nodeSelector` for the CPU nodes it should run on, or a preferred node affinity";
+    if t.is_partial() {
+        v.warn(format!(
+            "the trainer is labelled `{label}` and `spec.podTemplateOverrides` states no node preference; its training runtime may, but this rule does not see it: {ask}"
+        ));
+        return;
+    }
+    v.violation(format!(
+        "`{}` states no node preference, but CPU training workloads (`{label}`) must: {ask}",
+        t.spec_path()
+    ));
+}
+
+aigov_sdk::export_policy!(GpuAccess);

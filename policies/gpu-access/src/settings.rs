@@ -1,0 +1,172 @@
+//! Settings of `gpu-access`.
+
+use std::collections::BTreeMap;
+
+use aigov_sdk::names::{label_key, label_value, name_part};
+use aigov_sdk::scheduling::TaintSetting;
+use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, RuleSettings, SettingsError};
+use serde::{Deserialize, Serialize};
+
+/// The rule's own settings (the shared `mode`, exemptions and
+/// `allowExistingViolations` come on top).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// The service accounts pods that request GPUs may run as, per
+    /// namespace: the first entry whose `namespaces` selects the pod's
+    /// namespace applies; in a namespace no entry selects, any service
+    /// account may. Default: `gpu-training` everywhere (the seed's).
+    pub service_accounts: Vec<ServiceAccounts>,
+    /// Node labels pods that request GPUs must pin, with `nodeSelector` or
+    /// required node affinity, to these values. Default the seed's
+    /// `accelerator: nvidia-gpu`. These labels mark GPU nodes too.
+    pub required_node_selector: BTreeMap<String, String>,
+    /// Node label keys (wildcards allowed) that only GPU nodes carry: pod
+    /// templates that request no GPU must not aim at them.
+    pub gpu_node_labels: Vec<Glob>,
+    /// Taints GPU nodes carry: pod templates that request no GPU must not
+    /// tolerate them.
+    pub gpu_taints: Vec<TaintSetting>,
+    /// CPU training workloads: what marks them, and whether they must state
+    /// a node preference; `null` turns the check off.
+    pub cpu_training: Option<CpuTraining>,
+    /// Whether the checks of templates without GPUs apply to DaemonSets
+    /// (and the pods they create) too. Default `false`: node agents (log
+    /// shippers, monitoring exporters) run on every node, GPU nodes
+    /// included, by design.
+    pub check_daemon_sets: bool,
+    /// Extended resources that count as GPUs (wildcards allowed).
+    pub gpu_resource_names: GpuResources,
+    /// What a failed Namespace lookup does: `deny` (default) or `allow`.
+    pub on_lookup_error: OnLookupError,
+}
+
+/// The seed's GPU node label.
+pub const SEED_NODE_LABEL: (&str, &str) = ("accelerator", "nvidia-gpu");
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            service_accounts: vec![ServiceAccounts { namespaces: NamespaceSelector::default(), allowed: vec![Glob::new("gpu-training")] }],
+            required_node_selector: [(SEED_NODE_LABEL.0.to_string(), SEED_NODE_LABEL.1.to_string())].into_iter().collect(),
+            gpu_node_labels: ["nvidia.com/*", "amd.com/*", "cloud.google.com/gke-accelerator", "feature.node.kubernetes.io/pci-10de.present"]
+                .into_iter()
+                .map(Glob::new)
+                .collect(),
+            gpu_taints: vec![TaintSetting::no_schedule("nvidia.com/gpu")],
+            cpu_training: Some(CpuTraining::default()),
+            check_daemon_sets: false,
+            gpu_resource_names: GpuResources::default(),
+            on_lookup_error: OnLookupError::Deny,
+        }
+    }
+}
+
+/// The service accounts GPU pods in some namespaces may run as.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServiceAccounts {
+    /// The namespaces this entry applies to (names, labels, or both).
+    pub namespaces: NamespaceSelector,
+    /// Service account name patterns (`*`, `?` wildcards); `[]`: no pod in
+    /// these namespaces may request GPUs.
+    pub allowed: Vec<Glob>,
+}
+
+/// What marks CPU training workloads, and what they must do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CpuTraining {
+    /// The label key (on the workload or its pod template).
+    pub label: String,
+    /// The label value.
+    pub value: String,
+    /// Whether they must state a node preference (`nodeSelector`, or node
+    /// affinity, preferred or required). Default `true`.
+    pub require_node_preference: bool,
+}
+
+impl Default for CpuTraining {
+    fn default() -> Self {
+        CpuTraining { label: "workload-type".into(), value: "cpu-training".into(), require_node_preference: true }
+    }
+}
+
+impl RuleSettings for Settings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        for (i, e) in self.service_accounts.iter().enumerate() {
+            e.namespaces.validate(&format!("serviceAccounts[{i}].namespaces"))?;
+            let at = format!("serviceAccounts[{i}].allowed");
+            non_empty_patterns(&at, &e.allowed)?;
+            for (j, g) in e.allowed.iter().enumerate() {
+                if let Some(c) = g.as_str().chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '*' | '?'))) {
+                    return Err(SettingsError::new(
+                        format!("{at}[{j}]"),
+                        format!("`{g}` can never match a service account name: `{c}` never appears in one (lowercase letters, digits, `-` and `.`)"),
+                    ));
+                }
+            }
+        }
+        for (k, v) in &self.required_node_selector {
+            label_key(k).map_err(|why| SettingsError::new("requiredNodeSelector", format!("`{k}` is not a valid node label key: {why}")))?;
+            label_value(v).map_err(|why| SettingsError::new(format!("requiredNodeSelector.{k}"), format!("`{v}` is not a valid node label value: {why}")))?;
+            if v.is_empty() {
+                return Err(SettingsError::new(format!("requiredNodeSelector.{k}"), "must not be empty: name the value GPU nodes carry"));
+            }
+        }
+        non_empty_patterns("gpuNodeLabels", &self.gpu_node_labels)?;
+        for (i, g) in self.gpu_node_labels.iter().enumerate() {
+            if let Some(c) = g.as_str().chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '*' | '?'))) {
+                return Err(SettingsError::new(
+                    format!("gpuNodeLabels[{i}]"),
+                    format!("`{g}` can never match a node label key: `{c}` never appears in one"),
+                ));
+            }
+        }
+        for (i, t) in self.gpu_taints.iter().enumerate() {
+            t.validate(&format!("gpuTaints[{i}]"))?;
+        }
+        if let Some(c) = &self.cpu_training {
+            label_key(&c.label).map_err(|why| SettingsError::new("cpuTraining.label", format!("`{}` is not a valid label key: {why}", c.label)))?;
+            name_part(&c.value).map_err(|why| SettingsError::new("cpuTraining.value", format!("`{}` is not a valid label value: {why}", c.value)))?;
+        }
+        self.gpu_resource_names.validate("gpuResourceNames")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::settings::Settings as Full;
+
+    fn err(json: &str) -> String {
+        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
+    }
+
+    #[test]
+    fn defaults_are_the_seeds() {
+        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        assert_eq!(s, Settings::default());
+        assert_eq!(s.required_node_selector.get("accelerator").map(String::as_str), Some("nvidia-gpu"));
+        assert_eq!(s.cpu_training.as_ref().unwrap().value, "cpu-training");
+        let s = Full::<Settings>::parse_valid(r#"{"cpuTraining":null,"requiredNodeSelector":{}}"#).unwrap().rule;
+        assert!(s.cpu_training.is_none() && s.required_node_selector.is_empty());
+        let s = Full::<Settings>::parse_valid(r#"{"cpuTraining":{"requireNodePreference":false}}"#).unwrap().rule;
+        assert_eq!(s.cpu_training.unwrap().label, "workload-type", "partial entries keep the other defaults");
+    }
+
+    #[test]
+    fn settings_that_can_never_match_are_refused() {
+        assert!(err(r#"{"serviceAccounts":[{"namespaces":{},"allowed":["GPU_training"]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: `GPU_training` can never match"));
+        assert!(err(r#"{"serviceAccounts":[{"namespaces":{},"allowed":[""]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: must not be empty"));
+        assert!(err(r#"{"serviceAccounts":[{"allowed":["a"]}]}"#).contains("namespaces"));
+        assert!(err(r#"{"requiredNodeSelector":{"accelerator":""}}"#).starts_with("setting `requiredNodeSelector.accelerator`: must not be empty"));
+        assert!(err(r#"{"requiredNodeSelector":{"a b":"x"}}"#).starts_with("setting `requiredNodeSelector`: `a b`"));
+        assert!(err(r#"{"gpuNodeLabels":["nvidia.com/gpu present"]}"#).starts_with("setting `gpuNodeLabels[0]`"));
+        assert!(err(r#"{"gpuTaints":[{"key":"nvidia.com/gpu","effect":"noschedule"}]}"#).starts_with("setting `gpuTaints[0].effect`"));
+        assert!(err(r#"{"cpuTraining":{"value":"cpu training"}}"#).starts_with("setting `cpuTraining.value`"));
+        assert!(err(r#"{"cpuTraining":{"labels":"x"}}"#).contains("unknown setting"));
+    }
+}
