@@ -29,13 +29,13 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     ("06-rayjob-compliant.yaml", 1, &[], &["gpu-node-avoidance", "owner-label"]),
     ("07-exec-into-gpu-pod.yaml", 1, &["exec-guard"], &[]),
     ("08-exec-into-cpu-notebook.yaml", 1, &[], &[]),
-    ("50-mut-cpu-etl-deployment.yaml", 1, &[], &["gpu-node-avoidance", "owner-label"]),
+    ("50-mut-cpu-etl-deployment.yaml", 1, &["gpu-access"], &["gpu-node-avoidance", "owner-label"]),
     ("51-gpu-class-dev-notebook-h100.yaml", 1, &["gpu-class-by-namespace"], &["owner-label"]),
-    ("51-mut-gpu-finetune-job.yaml", 1, &["gpu-runtime-class"], &["gpu-runtime-defaults", "owner-label"]),
+    ("51-mut-gpu-finetune-job.yaml", 1, &["gpu-access", "gpu-runtime-class"], &["gpu-runtime-defaults", "owner-label"]),
     ("52-gpu-class-dev-job-t4.yaml", 1, &[], &["owner-label"]),
     ("53-gpu-access-cpu-etl-on-gpu-nodes.yaml", 1, &["gpu-access"], &["owner-label"]),
     ("54-gpu-access-cpu-training-job.yaml", 1, &[], &["gpu-node-avoidance", "owner-label"]),
-    ("55-tenant-deployment-other-pool.yaml", 1, &["tenant-node-pools"], &["gpu-node-avoidance", "owner-label"]),
+    ("55-tenant-deployment-other-pool.yaml", 1, &["tenant-node-pools"], &["owner-label"]),
     ("56-tenant-raycluster-own-pool.yaml", 1, &[], &["gpu-node-avoidance", "owner-label"]),
 ];
 

@@ -126,6 +126,6 @@ fn the_markdown_report_names_a_phased_rollout() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}");
     assert!(text.starts_with("# aigov simulate: 48 objects in 24 namespaces"), "{text}");
-    assert!(text.contains("| namespace | exec-guard |"), "{text}");
+    assert!(text.contains("| namespace |") && text.contains("| gpu-runtime-class |"), "{text}");
     assert!(text.contains("`gpu-runtime-class`: enforce now in team-00"), "{text}");
 }
