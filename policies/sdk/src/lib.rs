@@ -23,8 +23,8 @@
 //! the rule's metadata does not list, objects being deleted, exemptions),
 //! runs the rule, drops violations an UPDATE's old object already had,
 //! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
-//! response ([`verdict`]). [`gpu`], [`scheduling`], [`labels`], [`names`]
-//! and [`quantity`] hold what rules share.
+//! response ([`verdict`]). [`gpu`], [`scheduling`], [`labels`], [`names`],
+//! [`image`] and [`quantity`] hold what rules share.
 
 extern crate self as aigov_sdk;
 
@@ -36,6 +36,7 @@ pub mod entry;
 pub mod fuzzing;
 pub mod glob;
 pub mod gpu;
+pub mod image;
 pub mod json;
 pub mod labels;
 pub mod metadata;
