@@ -34,21 +34,40 @@ fn class(o: Outcome) -> Option<Expect> {
     }
 }
 
-const RULES: [&str; 4] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels"];
+const RULES: [&str; 6] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels", "workload-security", "trusted-sources"];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
-    //                                          gpu-rc  ray    exec   opencost
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+const EXPECTED: &[(&str, usize, [Expect; 6])] = &[
+    //                                          gpu-rc  ray    exec   opencost security trusted
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Deny, Deny]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Deny, Deny]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Deny, Admit]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Deny, Admit]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip]),
+    ("30-sec-finetune-pod-insecure.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Deny]),
+    ("31-sec-inferenceservice-llm.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
+    ("32-sec-pytorchjob-trusted.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
+    ("33-sec-notebook-root-untrusted.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Deny]),
 ];
+
+/// The settings `make demo` gives rules whose defaults are not enough to
+/// run (`host-test/settings/<rule>.yaml`), by rule.
+fn demo_settings() -> BTreeMap<String, PathBuf> {
+    let dir = root().join("host-test/settings");
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            out.insert(path.file_stem().unwrap().to_string_lossy().into_owned(), path);
+        }
+    }
+    assert!(out.contains_key("trusted-sources"), "trusted-sources has no default allowlist: the demo gives it settings");
+    out
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -61,7 +80,7 @@ fn run(form: Form) -> Report {
         paths: vec![samples.clone()],
         artifacts,
         cluster: Some(samples.join("cluster")),
-        settings: BTreeMap::new(),
+        settings: demo_settings(),
         form,
         identity: Identity::default(),
     };
