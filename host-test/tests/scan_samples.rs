@@ -52,6 +52,7 @@ const EXPECTED: &[(&str, usize, [Expect; 6])] = &[
     ("31-sec-inferenceservice-llm.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
     ("32-sec-pytorchjob-trusted.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
     ("33-sec-notebook-root-untrusted.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Deny]),
+    ("34-sec-embeddings-job-latest.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Deny]),
 ];
 
 /// The settings `make demo` gives rules whose defaults are not enough to

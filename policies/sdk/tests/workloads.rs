@@ -333,8 +333,9 @@ fn notebooks_and_inference_services() {
     let isvc = r#"{"spec":{"predictor":{"minReplicas":1,"maxReplicas":4,"labels":{"team":"ml"},
         "model":{"modelFormat":{"name":"huggingface"},"storageUri":"hf://meta-llama/Llama-3-8B","resources":{"limits":{"nvidia.com/gpu":"1"}}},
         "containers":[{"name":"sidecar","image":"proxy"}]},
-        "transformer":{"containers":[{"name":"t","image":"tr"}]}}}"#;
-    assert_eq!(paths("serving.kserve.io", "InferenceService", isvc), ["spec.predictor", "spec.transformer"]);
+        "transformer":{"containers":[{"name":"t","image":"tr"}]},
+        "explainer":{"containers":[{"name":"e","image":"ex"}]}}}"#;
+    assert_eq!(paths("serving.kserve.io", "InferenceService", isvc), ["spec.predictor", "spec.transformer", "spec.explainer"]);
     workload_of("serving.kserve.io", "InferenceService", isvc, |w| {
         let p = w.templates().next().unwrap();
         assert_eq!(p.role, Role::Predictor);
