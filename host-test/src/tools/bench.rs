@@ -430,6 +430,9 @@ struct Forms {
     component: PolicyComponent,
     host: HostCluster,
     sizes: Size,
+    /// The settings JSON: `{}` (the defaults), or for a rule that refuses
+    /// its defaults, its example settings (host-test/settings/<rule>.yaml).
+    settings: String,
 }
 
 fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy) -> Result<Forms> {
@@ -449,8 +452,13 @@ fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy
         .map(|r| (r.api_version.to_string(), r.kind.to_string()))
         .collect();
     let host: HostCluster = Arc::new(Scoped::new(Arc::new(FixtureCluster::empty()), name, allowed));
+    let settings = match native::example_settings(name) {
+        Some(_) => native::deployable_settings(rule)?.to_string(),
+        None => "{}".to_string(),
+    };
     Ok(Forms {
         rule,
+        settings,
         module: WapcModule::new(engine, &module_bytes).with_context(|| format!("loading the module of {name}"))?,
         component: PolicyComponent::new(engine, &component_bytes).with_context(|| format!("loading the component of {name}"))?,
         host,
@@ -481,7 +489,7 @@ fn verdict(f: &Forms, request: &str, payload: &str) -> Result<(ValidationRespons
             .call("validate", payload.as_bytes())
             .map_err(|e| anyhow!("{e}"))?,
     )?;
-    let component = to_response(f.component.instantiate(f.host.clone())?.validate(request, "{}")?)?;
+    let component = to_response(f.component.instantiate(f.host.clone())?.validate(request, &f.settings)?)?;
     let disagree = (module != native || component != native).then(|| {
         format!(
             "{}: the three forms disagree (native {native:?}, module {module:?}, component {component:?})",
@@ -523,13 +531,13 @@ fn timer<'a>(f: &'a Forms, m: Measurement, request: &'a str, payload: &'a str) -
         Measurement::ComponentWarm => {
             let mut instance = f.component.instantiate(host.clone())?;
             Timer::new(move || {
-                black_box(instance.validate(black_box(request), "{}")?);
+                black_box(instance.validate(black_box(request), &f.settings)?);
                 Ok(())
             })
         }
         Measurement::ComponentFresh => Timer::new(move || {
             let mut instance = f.component.instantiate(host.clone())?;
-            black_box(instance.validate(black_box(request), "{}")?);
+            black_box(instance.validate(black_box(request), &f.settings)?);
             Ok(())
         }),
     })
@@ -578,19 +586,21 @@ pub fn bench(config: &Config) -> Result<Report> {
         Row { request: usize, rule: Option<String>, measurement: Measurement },
         Instantiate { rule: String, component: bool },
     }
-    let payloads: Vec<String> = requests.iter().map(|(_, _, r)| payload(r, "{}")).collect();
+    // The Kubewarden payloads, by rule (in `loaded` order) and request.
+    let payloads: Vec<Vec<String>> = loaded.iter().map(|f| requests.iter().map(|(_, _, r)| payload(r, &f.settings)).collect()).collect();
     let mut slots = Vec::new();
     let mut timers = Vec::new();
     let mut verdicts = Vec::new();
     let mut notes = Vec::new();
-    for (i, (((name, _, request), rules), payload)) in requests.iter().zip(&plan_rules).zip(&payloads).enumerate() {
+    for (i, ((name, _, request), rules)) in requests.iter().zip(&plan_rules).enumerate() {
         slots.push(Slot::Row { request: i, rule: None, measurement: Measurement::Floor });
         timers.push(floor(request));
         if rules.is_empty() {
             notes.push(format!("{name}: no rule selected governs this request"));
         }
         for rule in rules {
-            let Some(f) = loaded.iter().find(|f| f.rule.metadata.name == rule.metadata.name) else { continue };
+            let Some(j) = loaded.iter().position(|f| f.rule.metadata.name == rule.metadata.name) else { continue };
+            let (Some(f), Some(payload)) = (loaded.get(j), payloads.get(j).and_then(|p| p.get(i))) else { continue };
             let (answer, disagree) = verdict(f, request, payload)?;
             let rule_name = rule.metadata.name.to_string();
             verdicts.push(match (answer.accepted, &answer.message) {
