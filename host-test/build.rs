@@ -30,6 +30,30 @@ fn main() {
         let _ = writeln!(code, "    {}::AIGOV_POLICY,", rule.replace('-', "_"));
     }
     code.push_str("];\n");
+    // Example settings for rules whose defaults are refused (no safe
+    // default list): `host-test/settings/<rule>.yaml`, embedded so the
+    // generated manifests and `aigov scan` carry them.
+    let examples_dir = Path::new(&manifest).join("settings");
+    println!("cargo:rerun-if-changed={}", examples_dir.display());
+    let mut examples: Vec<(String, String)> = std::fs::read_dir(&examples_dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+                .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p.canonicalize().ok()?.to_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    examples.sort();
+    code.push_str("/// Example settings (YAML) by rule, from `host-test/settings/<rule>.yaml`.\npub static EXAMPLE_SETTINGS: &[(&str, &str)] = &[\n");
+    for (rule, path) in &examples {
+        if !rules.contains(rule) {
+            println!("cargo:warning=host-test/settings/{rule}.yaml names no rule under policies/");
+        }
+        let _ = writeln!(code, "    ({rule:?}, include_str!({path:?})),");
+    }
+    code.push_str("];\n");
     let out = std::env::var("OUT_DIR").unwrap_or_default();
     let _ = std::fs::write(Path::new(&out).join("rules.rs"), code);
 }

@@ -20,6 +20,12 @@ struct Rule {
     name: &'static str,
     forms: Vec<Evaluator>,
     module: WapcModule,
+    /// Valid settings: the defaults (`{}`), or for a rule whose defaults are
+    /// refused (trusted-sources has no default allowlist) the demo's, from
+    /// `host-test/settings/<rule>.yaml`.
+    settings: String,
+    /// Whether the defaults are refused.
+    needs_settings: bool,
 }
 
 fn artifacts() -> PathBuf {
@@ -39,8 +45,18 @@ fn rules() -> &'static [Rule] {
                 let component_file = component_path(&artifacts(), name);
                 assert!(module_file.is_file(), "{} is missing: run `make artifacts` first", module_file.display());
                 let module_bytes = std::fs::read(&module_file).unwrap();
+                let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("settings").join(format!("{name}.yaml"));
+                let needs_settings = !(native.validate_settings)(b"{}").valid;
+                let settings = if needs_settings {
+                    assert!(demo.is_file(), "{name} refuses its defaults, so {} must hold valid settings", demo.display());
+                    aigov::run::admission::read_settings(&demo).unwrap()
+                } else {
+                    "{}".to_string()
+                };
                 Rule {
                     name,
+                    settings,
+                    needs_settings,
                     forms: vec![
                         Evaluator::native(native),
                         Evaluator::load(&engine, &module_bytes, name).unwrap(),
@@ -98,7 +114,7 @@ fn garbage_requests_are_rejected_with_400() {
     let garbage = ["", "not json", "{", "[]", "null", "42", "\"a string\"", "{\"kind\": 5}", "{\"operation\":\"CREATE\"}", "{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"PATCH\"}"];
     for rule in rules() {
         for g in garbage {
-            let answers = all_forms(rule, g, "{}");
+            let answers = all_forms(rule, g, &rule.settings);
             assert_rejected_400(rule, &answers, &format!("{g:?}"));
         }
     }
@@ -115,7 +131,7 @@ fn wrong_types_in_the_header_get_the_same_answer_everywhere() {
     ];
     for rule in rules() {
         for c in &cases {
-            let answers = all_forms(rule, &c.to_string(), "{}");
+            let answers = all_forms(rule, &c.to_string(), &rule.settings);
             assert_rejected_400(rule, &answers, &c.to_string());
             assert_agree(rule, &answers, &c.to_string());
         }
@@ -137,7 +153,7 @@ fn wrong_types_in_objects_never_trap() {
     for rule in rules() {
         for o in &objects {
             let req = request(pod_gvk(), o.clone());
-            let answers = all_forms(rule, &req, "{}");
+            let answers = all_forms(rule, &req, &rule.settings);
             assert_agree(rule, &answers, &o.to_string());
             for a in &answers {
                 assert!(a.accepted || a.code == Some(400) || a.message.is_some(), "{}: {a:?}", rule.name);
@@ -157,7 +173,7 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
     for rule in rules() {
         // Rules that do not govern Pods admit without reading the object;
         // rules that read it refuse it. Nothing overflows a stack.
-        let answers = all_forms(rule, &req, "{}");
+        let answers = all_forms(rule, &req, &rule.settings);
         assert_agree(rule, &answers, "100k-deep nesting");
         if !answers[0].accepted || rule.name == "gpu-runtime-class" {
             assert_rejected_400(rule, &answers, "100k-deep nesting");
@@ -192,7 +208,7 @@ fn nesting_at_the_parser_limit_fits_the_guest_stack() {
     );
     for rule in rules() {
         for (place, req) in placements.iter().map(|(p, r)| (*p, r.clone())).chain([("a Ray worker", ray.clone())]) {
-            let answers = all_forms(rule, &req, "{}");
+            let answers = all_forms(rule, &req, &rule.settings);
             assert_agree(rule, &answers, &format!("126-deep nesting in {place}"));
         }
         let settings = format!(r#"{{"mode":"audit","exemptNamespaces":{d}}}"#);
@@ -218,7 +234,7 @@ fn huge_arrays_are_evaluated() {
     let req = request(pod_gvk(), object);
     assert!(req.len() > 1_000_000);
     for rule in rules() {
-        let answers = all_forms(rule, &req, "{}");
+        let answers = all_forms(rule, &req, &rule.settings);
         assert_agree(rule, &answers, "a pod with 10,000 containers");
     }
 }
@@ -231,7 +247,7 @@ fn unknown_kinds_and_empty_objects_are_admitted() {
             (json!({"group": "example.com", "version": "v9", "kind": "Widget"}), json!({"spec": {"template": 5}})),
             (pod_gvk(), json!(null)),
         ] {
-            let answers = all_forms(rule, &request(kind.clone(), object.clone()), "{}");
+            let answers = all_forms(rule, &request(kind.clone(), object.clone()), &rule.settings);
             assert_agree(rule, &answers, &kind.to_string());
             assert!(answers[0].accepted, "{} rejected {kind} {object}: {:?}", rule.name, answers[0]);
         }
@@ -275,8 +291,17 @@ fn raw_wapc_payloads_never_trap() {
         // The instance survives and still answers.
         let out = instance.call("protocol_version", b"").unwrap();
         assert_eq!(out, b"\"v1\"");
-        // Kubewarden's payload shape with an explicit null settings is fine.
+        // Kubewarden's payload shape with an explicit null settings is fine
+        // (null is the defaults: a rule that refuses its defaults says so).
         let ok = instance.call("validate", payload(&request(pod_gvk(), json!(null)), "null").as_bytes()).unwrap();
+        let r: ValidationResponse = serde_json::from_slice(&ok).unwrap();
+        if rule.needs_settings {
+            assert!(!r.accepted && r.code == Some(400), "{}: {r:?}", rule.name);
+            assert!(r.message.as_deref().is_some_and(|m| m.starts_with("invalid settings: setting `")), "{}: {r:?}", rule.name);
+        } else {
+            assert!(r.accepted, "{}: {r:?}", rule.name);
+        }
+        let ok = instance.call("validate", payload(&request(pod_gvk(), json!(null)), &rule.settings).as_bytes()).unwrap();
         let r: ValidationResponse = serde_json::from_slice(&ok).unwrap();
         assert!(r.accepted, "{}: {r:?}", rule.name);
     }

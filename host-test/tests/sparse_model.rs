@@ -2,7 +2,9 @@
 //! This test holds it against the complete typed model (k8s-openapi) on every
 //! object of every case file and sample: every pod template the SDK reports
 //! is re-read at its path as a typed `PodSpec`, and containers, resources,
-//! runtime class, tolerations, labels and the GPU count must agree. A walk
+//! runtime class, tolerations, labels, the GPU count, images, commands,
+//! environment, volume mounts, security contexts, host namespaces, the OS
+//! and hostPath volumes must agree. A walk
 //! over the raw JSON also finds every `containers` list, so a template the
 //! SDK missed fails the test.
 
@@ -169,6 +171,117 @@ fn typed_gpus(spec: &PodSpec, gpus: &GpuResources) -> u64 {
     (regular + sidecars).max(peak)
 }
 
+/// The security-relevant fields of a container or pod security context,
+/// as a comparable summary: from the typed model's JSON (so the typed
+/// parse vouches for it) or from the sparse model.
+type SecuritySummary = (
+    Option<bool>,
+    Option<bool>,
+    Option<bool>,
+    Option<i64>,
+    Vec<String>,
+    Vec<String>,
+    Option<String>,
+    Option<String>,
+    Option<bool>,
+);
+
+fn typed_security(sc: Option<&Value>) -> SecuritySummary {
+    let Some(sc) = sc else { return SecuritySummary::default() };
+    let b = |k: &str| sc.get(k).and_then(Value::as_bool);
+    let list = |k: &str| {
+        sc.pointer(&format!("/capabilities/{k}"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    let s = |p: &str| sc.pointer(p).and_then(Value::as_str).map(str::to_string);
+    (
+        b("privileged"),
+        b("allowPrivilegeEscalation"),
+        b("runAsNonRoot"),
+        sc.get("runAsUser").and_then(Value::as_i64),
+        list("add"),
+        list("drop"),
+        s("/seccompProfile/type"),
+        s("/appArmorProfile/type"),
+        sc.pointer("/windowsOptions/hostProcess").and_then(Value::as_bool),
+    )
+}
+
+fn sparse_security(sc: Option<&aigov_sdk::pod::SecurityContext<'_>>) -> SecuritySummary {
+    let Some(sc) = sc else { return SecuritySummary::default() };
+    let names = |l: &[aigov_sdk::Str<'_>]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let (add, drop) = sc.capabilities.as_ref().map(|c| (names(&c.add), names(&c.drop))).unwrap_or_default();
+    (
+        sc.privileged,
+        sc.allow_privilege_escalation,
+        sc.run_as_non_root,
+        sc.run_as_user,
+        add,
+        drop,
+        sc.seccomp_profile.as_ref().and_then(|p| p.kind.as_deref()).map(str::to_string),
+        sc.app_armor_profile.as_ref().and_then(|p| p.kind.as_deref()).map(str::to_string),
+        sc.windows_options.as_ref().and_then(|w| w.host_process),
+    )
+}
+
+/// Image, command, args, env (name, literal value, `valueFrom` set), volume
+/// mounts (name, readOnly) and security context of a container.
+fn typed_container(c: &Value) -> String {
+    let strs = |k: &str| -> Vec<String> { c.get(k).and_then(Value::as_array).map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default() };
+    let env: Vec<(String, Option<String>, bool)> = c
+        .get("env")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| (e["name"].as_str().unwrap().to_string(), e.get("value").and_then(Value::as_str).map(str::to_string), e.get("valueFrom").is_some()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mounts: Vec<(String, Option<bool>)> = c
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|m| (m["name"].as_str().unwrap().to_string(), m.get("readOnly").and_then(Value::as_bool))).collect())
+        .unwrap_or_default();
+    let image = c.get("image").and_then(Value::as_str).map(str::to_string);
+    format!("{image:?} {:?} {:?} {env:?} {mounts:?} {:?}", strs("command"), strs("args"), typed_security(c.get("securityContext")))
+}
+
+fn sparse_container(c: &aigov_sdk::Container<'_>) -> String {
+    let strs = |l: &[aigov_sdk::Str<'_>]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let env: Vec<(String, Option<String>, bool)> = c.env.iter().map(|e| (e.name.to_string(), e.value.as_deref().map(str::to_string), e.from_source)).collect();
+    let mounts: Vec<(String, Option<bool>)> = c.volume_mounts.iter().map(|m| (m.name.to_string(), m.read_only)).collect();
+    let image = c.image.as_deref().map(str::to_string);
+    format!("{image:?} {:?} {:?} {env:?} {mounts:?} {:?}", strs(&c.command), strs(&c.args), sparse_security(c.security_context.as_ref()))
+}
+
+/// Pod-level fields: host namespaces, user namespace, OS, security
+/// context, hostPath volumes.
+fn typed_pod(spec: &Value) -> String {
+    let b = |k: &str| spec.get(k).and_then(Value::as_bool);
+    let volumes: Vec<(String, Option<String>)> = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|v| (v["name"].as_str().unwrap().to_string(), v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string))).collect())
+        .unwrap_or_default();
+    let os = spec.pointer("/os/name").and_then(Value::as_str).map(str::to_string);
+    format!("{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}", b("hostNetwork"), b("hostPID"), b("hostIPC"), b("hostUsers"), typed_security(spec.get("securityContext")))
+}
+
+fn sparse_pod(spec: &aigov_sdk::PodSpec<'_>) -> String {
+    let volumes: Vec<(String, Option<String>)> = spec.volumes.iter().map(|v| (v.name.to_string(), v.host_path.as_ref().map(|h| h.path.to_string()))).collect();
+    let os = spec.os.as_ref().map(|o| o.name.to_string());
+    format!(
+        "{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}",
+        spec.host_network,
+        spec.host_pid,
+        spec.host_ipc,
+        spec.host_users,
+        sparse_security(spec.security_context.as_ref())
+    )
+}
+
 #[test]
 fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
     let gpus = GpuResources::default();
@@ -235,6 +348,21 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
                 assert_eq!(s.restart_policy.as_deref(), ty.restart_policy.as_deref(), "{file}");
             }
             assert_eq!(sparse.runtime_class_name.as_deref(), typed.runtime_class_name.as_deref(), "{file}");
+            // Security-relevant fields, through the typed model's JSON.
+            let typed_json = serde_json::to_value(&typed).unwrap();
+            assert_eq!(sparse_pod(sparse), typed_pod(&typed_json), "{file} {} pod fields", t.spec_path());
+            for list in ["containers", "initContainers", "ephemeralContainers"] {
+                let typed_list: Vec<String> = typed_json.get(list).and_then(Value::as_array).map(|a| a.iter().map(typed_container).collect()).unwrap_or_default();
+                let sparse_list: Vec<String> = match list {
+                    "containers" => &sparse.containers,
+                    "initContainers" => &sparse.init_containers,
+                    _ => &sparse.ephemeral_containers,
+                }
+                .iter()
+                .map(sparse_container)
+                .collect();
+                assert_eq!(sparse_list, typed_list, "{file} {} {list}", t.spec_path());
+            }
             let tols = |t: &PodSpec| {
                 t.tolerations
                     .iter()

@@ -153,7 +153,8 @@ fn metadata_kubewarden_would_refuse_fails_the_annotation() {
 }
 
 /// Every rule's generated policy, from its metadata.yml and default
-/// settings (the artifacts themselves are not needed: the module digest is
+/// settings (example settings for a rule that refuses its defaults), which
+/// the rule accepts (the artifacts themselves are not needed: the module digest is
 /// stood in for).
 #[test]
 fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
@@ -180,8 +181,12 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
             metadata: Metadata::from_yaml(&yml).unwrap(),
             module: form(ArtifactKind::Module),
             component: form(ArtifactKind::Component),
-            settings: (rule.default_settings)(),
+            settings: aigov::run::native::deployable_settings(rule).unwrap(),
         };
+        // The policy server loads the policy only with settings the rule
+        // accepts: a rule that refuses its defaults ships example settings.
+        let answer = (rule.validate_settings)(packaged.settings.to_string().as_bytes());
+        assert!(answer.valid, "{name}: the generated policy's settings are refused: {:?} (add host-test/settings/{name}.yaml)", answer.message);
         let text = package::cluster_admission_policy(&packaged, "registry.example.com/aigov", &excluded).unwrap();
         let policy: serde_json::Value = serde_norway::from_str(&text).unwrap();
         assert_eq!(policy["spec"]["mutating"], json!(packaged.metadata.mutating), "{name}: `mutating` as metadata.yml says");

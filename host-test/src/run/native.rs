@@ -8,6 +8,28 @@ pub fn rule(name: &str) -> Option<&'static aigov_sdk::NativePolicy> {
     RULES.iter().find(|r| r.metadata.name == name)
 }
 
+/// The example settings of rule `name` (YAML text), for a rule whose
+/// defaults it refuses: `host-test/settings/<name>.yaml`, built in.
+pub fn example_settings(name: &str) -> Option<&'static str> {
+    EXAMPLE_SETTINGS.iter().find(|(rule, _)| *rule == name).map(|(_, text)| *text)
+}
+
+/// The settings a deployment of `rule` starts from: its defaults, with its
+/// example settings (if it has any) over them, as JSON.
+pub fn deployable_settings(rule: &aigov_sdk::NativePolicy) -> anyhow::Result<serde_json::Value> {
+    let mut settings = (rule.default_settings)();
+    let Some(text) = example_settings(rule.metadata.name) else { return Ok(settings) };
+    let example: serde_json::Value = serde_norway::from_str(text)
+        .map_err(|e| anyhow::anyhow!("host-test/settings/{}.yaml: {e}", rule.metadata.name))?;
+    let (Some(into), Some(from)) = (settings.as_object_mut(), example.as_object()) else {
+        anyhow::bail!("host-test/settings/{}.yaml is not an object", rule.metadata.name);
+    };
+    for (k, v) in from {
+        into.insert(k.clone(), v.clone());
+    }
+    Ok(settings)
+}
+
 /// The names of every rule.
 pub fn names() -> impl Iterator<Item = &'static str> {
     RULES.iter().map(|r| r.metadata.name)

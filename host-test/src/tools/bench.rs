@@ -441,7 +441,9 @@ struct Forms {
     /// The rule, or the bundle.
     name: String,
     rule: &'static NativePolicy,
-    /// Settings: `{}` for a rule, every rule on for the bundle.
+    /// The settings JSON: `{}` (the defaults), or for a rule that refuses
+    /// its defaults, its example settings (host-test/settings/<rule>.yaml);
+    /// for the bundle, every rule on with those.
     settings: String,
     module: WapcModule,
     component: PolicyComponent,
@@ -460,10 +462,16 @@ fn bench_cluster() -> Result<FixtureCluster> {
     FixtureCluster::from_objects([pod])
 }
 
-/// Settings of the bundle with every rule on, at its defaults.
-fn bundle_settings() -> String {
-    let rules: serde_json::Map<String, serde_json::Value> = native::names().map(|n| (n.to_string(), serde_json::json!({}))).collect();
-    serde_json::json!({ "rules": rules }).to_string()
+/// Settings of the bundle with every rule on, each with the settings a
+/// deployment starts from (its defaults, or its example settings where it
+/// refuses its defaults).
+fn bundle_settings() -> Result<String> {
+    let mut rules = serde_json::Map::new();
+    for rule in native::RULES {
+        let settings = if native::example_settings(rule.metadata.name).is_some() { native::deployable_settings(rule)? } else { serde_json::json!({}) };
+        rules.insert(rule.metadata.name.to_string(), settings);
+    }
+    Ok(serde_json::json!({ "rules": rules }).to_string())
 }
 
 fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy, cluster: &Arc<FixtureCluster>) -> Result<Forms> {
@@ -484,10 +492,18 @@ fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy
         .map(|r| (r.api_version.to_string(), r.kind.to_string()))
         .collect();
     let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), name, allowed));
+    let settings = if bundle {
+        bundle_settings()?
+    } else {
+        match native::example_settings(name) {
+            Some(_) => native::deployable_settings(rule)?.to_string(),
+            None => "{}".to_string(),
+        }
+    };
     Ok(Forms {
         name: if bundle { BUNDLE_NAME.to_string() } else { name.to_string() },
         rule,
-        settings: if bundle { bundle_settings() } else { "{}".into() },
+        settings,
         module: WapcModule::new(engine, &module_bytes).with_context(|| format!("loading the module of {name}"))?,
         component: PolicyComponent::new(engine, &component_bytes).with_context(|| format!("loading the component of {name}"))?,
         host,

@@ -119,7 +119,9 @@ pub struct Args {
     /// (e.g. the pods `kubectl exec` targets). Not scanned itself.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// A rule's settings (YAML or JSON), instead of its defaults. Repeatable.
+    /// A rule's settings (YAML or JSON), instead of its defaults (or, for a
+    /// rule that refuses its defaults, its built-in example settings from
+    /// host-test/settings/). Repeatable.
     #[arg(long = "settings", value_name = "RULE=FILE")]
     pub settings: Vec<String>,
     /// Evaluate with the components instead of the Kubewarden modules.
@@ -842,7 +844,12 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Vec<Loaded>>
                     }
                     settings
                 }
-                None => "{}".into(),
+                // A rule that refuses its defaults runs with its example
+                // settings (host-test/settings/<rule>.yaml, built in).
+                None => match native::example_settings(name) {
+                    Some(_) => native::deployable_settings(rule)?.to_string(),
+                    None => "{}".into(),
+                },
             };
             Ok(Loaded { rule, evaluator, settings })
         })

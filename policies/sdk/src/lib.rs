@@ -24,7 +24,7 @@
 //! runs the rule, drops violations an UPDATE's old object already had,
 //! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
 //! response ([`verdict`]). [`gpu`], [`gpu_runtime`], [`scheduling`], [`labels`],
-//! [`names`], [`namespaces`] and [`quantity`] hold what rules share.
+//! [`names`], [`namespaces`], [`image`] and [`quantity`] hold what rules share.
 
 extern crate self as aigov_sdk;
 
@@ -37,6 +37,7 @@ pub mod fuzzing;
 pub mod glob;
 pub mod gpu;
 pub mod gpu_runtime;
+pub mod image;
 pub mod json;
 pub mod labels;
 pub mod metadata;

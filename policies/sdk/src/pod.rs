@@ -171,6 +171,14 @@ pub struct Profile<'a> {
     pub localhost_profile: Option<Str<'a>>,
 }
 
+/// `windowsOptions` of a security context.
+#[derive(Clone, Debug, Default)]
+pub struct WindowsOptions {
+    /// `hostProcess`: the container runs as a process on the Windows host,
+    /// with the node's network and full access to it.
+    pub host_process: Option<bool>,
+}
+
 /// A container's or a pod's `securityContext` (the pod's has no
 /// `privileged`, `allowPrivilegeEscalation` or `capabilities`).
 #[derive(Clone, Debug, Default)]
@@ -193,6 +201,8 @@ pub struct SecurityContext<'a> {
     pub seccomp_profile: Option<Profile<'a>>,
     /// `appArmorProfile`.
     pub app_armor_profile: Option<Profile<'a>>,
+    /// `windowsOptions` (of Windows pods).
+    pub windows_options: Option<WindowsOptions>,
 }
 
 /// The parts of a container rules read.
@@ -328,6 +338,13 @@ pub struct PodResourceClaim<'a> {
     pub resource_claim_template_name: Option<Str<'a>>,
 }
 
+/// A pod's `os`: the operating system its containers need.
+#[derive(Clone, Debug, Default)]
+pub struct PodOs<'a> {
+    /// `linux` or `windows`.
+    pub name: Str<'a>,
+}
+
 /// The parts of a pod spec rules read.
 #[derive(Clone, Debug, Default)]
 pub struct PodSpec<'a> {
@@ -357,6 +374,11 @@ pub struct PodSpec<'a> {
     pub host_pid: Option<bool>,
     /// `hostIPC`.
     pub host_ipc: Option<bool>,
+    /// `hostUsers`: `false` runs the pod in its own user namespace, where
+    /// root in a container is an unprivileged user on the node.
+    pub host_users: Option<bool>,
+    /// `os`.
+    pub os: Option<PodOs<'a>>,
     /// `securityContext`.
     pub security_context: Option<SecurityContext<'a>>,
     /// `volumes`.
@@ -382,6 +404,14 @@ impl PodSpec<'_> {
             .or(self.service_account.as_deref())
             .filter(|s| !s.is_empty())
             .unwrap_or("default")
+    }
+
+    /// Whether the pod declares itself a Windows pod (`os.name: windows`).
+    /// The API server then refuses Linux-only fields (seccomp, capabilities,
+    /// `allowPrivilegeEscalation`, `runAsUser`...), and the Pod Security
+    /// Standards exempt it from the checks that require them.
+    pub fn is_windows(&self) -> bool {
+        self.os.as_ref().is_some_and(|os| &*os.name == "windows")
     }
 
     /// The required node affinity, if any.
@@ -450,7 +480,24 @@ decode_struct!(Capabilities { "add" => add, "drop" => drop });
 
 decode_struct!(Profile { "type" => kind, "localhostProfile" => localhost_profile });
 
-decode_struct!(SecurityContext { "privileged" => privileged, "allowPrivilegeEscalation" => allow_privilege_escalation, "runAsNonRoot" => run_as_non_root, "runAsUser" => run_as_user, "runAsGroup" => run_as_group, "readOnlyRootFilesystem" => read_only_root_filesystem, "capabilities" => capabilities, "seccompProfile" => seccomp_profile, "appArmorProfile" => app_armor_profile });
+decode_struct!(SecurityContext { "privileged" => privileged, "allowPrivilegeEscalation" => allow_privilege_escalation, "runAsNonRoot" => run_as_non_root, "runAsUser" => run_as_user, "runAsGroup" => run_as_group, "readOnlyRootFilesystem" => read_only_root_filesystem, "capabilities" => capabilities, "seccompProfile" => seccomp_profile, "appArmorProfile" => app_armor_profile, "windowsOptions" => windows_options });
+
+impl<'a> Decode<'a> for WindowsOptions {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = WindowsOptions::default();
+        d.object(|d, key| {
+            match &*key {
+                "hostProcess" => out.host_process = Decode::decode(d)?,
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+decode_struct!(PodOs { "name" => name });
 
 decode_struct!(Container { "name" => name, "image" => image, "command" => command, "args" => args, "env" => env, "resources" => resources, "volumeMounts" => volume_mounts, "securityContext" => security_context, "restartPolicy" => restart_policy, "tty" => tty, "stdin" => stdin });
 
@@ -476,4 +523,4 @@ decode_struct!(Volume { "name" => name, "hostPath" => host_path, "emptyDir" => e
 
 decode_struct!(PodResourceClaim { "name" => name, "resourceClaimName" => resource_claim_name, "resourceClaimTemplateName" => resource_claim_template_name });
 
-decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy });
+decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "hostUsers" => host_users, "os" => os, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy });

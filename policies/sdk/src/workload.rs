@@ -624,6 +624,12 @@ pub struct TrainJob<'a> {
     pub num_proc_per_node: Option<Str<'a>>,
     /// `spec.suspend`.
     pub suspend: Option<bool>,
+    /// `spec.initializer.model.storageUri`: the pre-trained model the model
+    /// initializer downloads (`hf://...`, `s3://...`).
+    pub model_storage_uri: Option<Str<'a>>,
+    /// `spec.initializer.dataset.storageUri`: the dataset the dataset
+    /// initializer downloads.
+    pub dataset_storage_uri: Option<Str<'a>>,
 }
 
 /// A workload object: its metadata and every pod template in it.
@@ -802,6 +808,8 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                     num_nodes: o.spec.trainer.as_ref().and_then(|t| t.num_nodes),
                     num_proc_per_node: o.spec.trainer.as_ref().and_then(|t| t.num_proc_per_node.clone()).map(|n| n.0),
                     suspend: o.spec.suspend,
+                    model_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.model.as_ref()).and_then(|m| m.storage_uri.clone()),
+                    dataset_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.dataset.as_ref()).and_then(|m| m.storage_uri.clone()),
                 });
                 w.others.extend(o.spec.into_template(&spec_path));
                 w
@@ -1077,8 +1085,21 @@ struct TrainJobSpec<'a> {
     suspend: Option<bool>,
     runtime_ref: Option<RuntimeRef<'a>>,
     trainer: Option<Trainer<'a>>,
+    initializer: Option<Initializer<'a>>,
     /// `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
     pod_template_overrides: Vec<PodOverride<'a>>,
+}
+
+/// `spec.initializer`: what the initializer jobs download before training.
+#[derive(Default)]
+struct Initializer<'a> {
+    dataset: Option<StorageInitializer<'a>>,
+    model: Option<StorageInitializer<'a>>,
+}
+
+#[derive(Default)]
+struct StorageInitializer<'a> {
+    storage_uri: Option<Str<'a>>,
 }
 
 #[derive(Default)]
@@ -1323,6 +1344,8 @@ decode_struct!(RunPolicy { "suspend" => suspend, "schedulingPolicy" => schedulin
 decode_struct!(SchedulingPolicy { "queue" => queue, "minAvailable" => min_available });
 decode_struct!(ReplicaSpec { "replicas" => replicas, "template" => template });
 decode_struct!(RuntimeRef { "name" => name });
+decode_struct!(Initializer { "dataset" => dataset, "model" => model });
+decode_struct!(StorageInitializer { "storageUri" => storage_uri });
 decode_struct!(Trainer {
     "image" => image,
     "command" => command,
@@ -1371,6 +1394,7 @@ impl<'a> Decode<'a> for TrainJobSpec<'a> {
                 "suspend" => out.suspend = Decode::decode(d)?,
                 "runtimeRef" => out.runtime_ref = Decode::decode(d)?,
                 "trainer" => out.trainer = Decode::decode(d)?,
+                "initializer" => out.initializer = Decode::decode(d)?,
                 // `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
                 "podTemplateOverrides" | "podSpecOverrides" => out.pod_template_overrides = Decode::decode(d)?,
                 _ => d.skip()?,

@@ -135,6 +135,35 @@ fn trainjob_trainer_is_a_partial_template() {
 }
 
 #[test]
+fn trainjob_initializer_storage_uris() {
+    let o = r#"{"spec":{"initializer":{"model":{"storageUri":"hf://meta-llama/Llama-3.2-1B"},"dataset":{"storageUri":"s3://datasets/alpaca"}},"trainer":{}}}"#;
+    let json = request("trainer.kubeflow.org", "TrainJob", o);
+    let req = Request::parse(&json).unwrap();
+    let tj = req.workload().unwrap().train_job.as_ref().unwrap();
+    assert_eq!(tj.model_storage_uri.as_deref(), Some("hf://meta-llama/Llama-3.2-1B"));
+    assert_eq!(tj.dataset_storage_uri.as_deref(), Some("s3://datasets/alpaca"));
+    let json = request("trainer.kubeflow.org", "TrainJob", r#"{"spec":{"initializer":{"model":null}}}"#);
+    let req = Request::parse(&json).unwrap();
+    assert!(req.workload().unwrap().train_job.as_ref().unwrap().model_storage_uri.is_none());
+}
+
+#[test]
+fn windows_user_namespaces_and_host_process() {
+    let json = pod(r#"{"os":{"name":"windows"},"hostUsers":false,"securityContext":{"windowsOptions":{"hostProcess":true}},
+        "containers":[{"name":"a","securityContext":{"windowsOptions":{"hostProcess":false}}}]}"#);
+    with_template(&json, |t| {
+        assert!(t.spec.is_windows());
+        assert_eq!(t.spec.host_users, Some(false));
+        let pod = t.spec.security_context.as_ref().unwrap();
+        assert_eq!(pod.windows_options.as_ref().unwrap().host_process, Some(true));
+        let c = t.spec.containers[0].security_context.as_ref().unwrap();
+        assert_eq!(c.windows_options.as_ref().unwrap().host_process, Some(false));
+    });
+    with_template(&pod(r#"{"os":{"name":"linux"},"containers":[]}"#), |t| assert!(!t.spec.is_windows()));
+    with_template(&pod(r#"{"containers":[]}"#), |t| assert!(!t.spec.is_windows() && t.spec.host_users.is_none()));
+}
+
+#[test]
 fn volcano_jobset_and_leaderworkerset() {
     let v = format!(r#"{{"spec":{{"minAvailable":8,"tasks":[{{"name":"a","replicas":8,"template":{T}}},{{"name":"b","template":{T}}}]}}}}"#);
     assert_eq!(paths("batch.volcano.sh", "Job", &v), ["spec.tasks[0].template.spec", "spec.tasks[1].template.spec"]);
@@ -304,8 +333,9 @@ fn notebooks_and_inference_services() {
     let isvc = r#"{"spec":{"predictor":{"minReplicas":1,"maxReplicas":4,"labels":{"team":"ml"},
         "model":{"modelFormat":{"name":"huggingface"},"storageUri":"hf://meta-llama/Llama-3-8B","resources":{"limits":{"nvidia.com/gpu":"1"}}},
         "containers":[{"name":"sidecar","image":"proxy"}]},
-        "transformer":{"containers":[{"name":"t","image":"tr"}]}}}"#;
-    assert_eq!(paths("serving.kserve.io", "InferenceService", isvc), ["spec.predictor", "spec.transformer"]);
+        "transformer":{"containers":[{"name":"t","image":"tr"}]},
+        "explainer":{"containers":[{"name":"e","image":"ex"}]}}}"#;
+    assert_eq!(paths("serving.kserve.io", "InferenceService", isvc), ["spec.predictor", "spec.transformer", "spec.explainer"]);
     workload_of("serving.kserve.io", "InferenceService", isvc, |w| {
         let p = w.templates().next().unwrap();
         assert_eq!(p.role, Role::Predictor);

@@ -1,0 +1,116 @@
+//! Image patterns: `registry-host/repository[:tag][@digest]`, with `*` and
+//! `?` wildcards, matched against images after Docker's normalisation.
+//!
+//! The registry host is matched on its own (case-insensitively), so a `*`
+//! in it never reaches into the repository: `*.example.com/*` does not
+//! match `evil.io/x.example.com/y`. In the repository, `*` crosses `/`
+//! (`nvcr.io/nvidia/*` matches `nvcr.io/nvidia/k8s/dcgm-exporter`). A
+//! pattern without a tag allows every tag and digest; with one, the image's
+//! tag must match it (an image without tag or digest is `latest`; one with
+//! a digest alone has no tag and matches no tagged pattern); with a digest,
+//! the image's digest must be that one.
+
+use aigov_sdk::Glob;
+use aigov_sdk::image::{DOCKER_HUB, ImageRef, is_digest};
+
+/// A parsed image pattern.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImagePattern<'p> {
+    domain: String,
+    path: &'p str,
+    tag: Option<&'p str>,
+    digest: Option<&'p str>,
+}
+
+impl<'p> ImagePattern<'p> {
+    /// Parses a pattern; the error says what is wrong and what to write.
+    pub fn parse(p: &'p str) -> Result<ImagePattern<'p>, String> {
+        let names_host = |first: &str| first.contains(['.', ':']) || first == "localhost";
+        let (domain, rest) = match p.split_once('/') {
+            Some((first, rest)) if names_host(first) => (first, rest),
+            Some(_) => return Err(format!("`{p}` names no registry host, so Docker reads it as a Docker Hub image: write `{DOCKER_HUB}/{p}`")),
+            None if p.is_empty() => return Err("must not be empty".into()),
+            None => {
+                return Err(format!("`{p}` names no registry host, so Docker reads it as an official Docker Hub image: write `{DOCKER_HUB}/library/{p}`"));
+            }
+        };
+        let domain = if domain.eq_ignore_ascii_case("index.docker.io") { DOCKER_HUB.to_string() } else { domain.to_ascii_lowercase() };
+        let (name_tag, digest) = match rest.split_once('@') {
+            Some((n, d)) => (n, Some(d)),
+            None => (rest, None),
+        };
+        let (path, tag) = match name_tag.split_once(':') {
+            Some((n, t)) => (n, Some(t)),
+            None => (name_tag, None),
+        };
+        if path.is_empty() {
+            return Err(format!("`{p}` names no repository: end it with `/*` to allow every repository of `{domain}`"));
+        }
+        if path.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(format!("`{p}`: repository names are lower case, so `{path}` can never match"));
+        }
+        if tag == Some("") {
+            return Err(format!("`{p}` has an empty tag: remove the `:` or write a tag pattern such as `:v*`"));
+        }
+        if let Some(d) = digest
+            && !is_digest(d)
+        {
+            return Err(format!("`{p}`: `{d}` is not a digest (`sha256:` and 64 lower-case hexadecimal digits)"));
+        }
+        Ok(ImagePattern { domain, path, tag, digest })
+    }
+
+    /// Whether the image matches.
+    pub fn matches(&self, image: &ImageRef<'_>) -> bool {
+        Glob::new(self.domain.clone()).matches(&image.domain.to_ascii_lowercase())
+            && Glob::new(self.path.to_string()).matches(&image.path())
+            && self.tag.is_none_or(|t| image.effective_tag().is_some_and(|it| Glob::new(t.to_string()).matches(it)))
+            && self.digest.is_none_or(|d| image.digest == Some(d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn m(pattern: &str, image: &str) -> bool {
+        ImagePattern::parse(pattern).unwrap().matches(&ImageRef::parse(image).unwrap())
+    }
+
+    const D: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn repositories_hosts_tags_and_digests() {
+        assert!(m("nvcr.io/nvidia/*", "nvcr.io/nvidia/pytorch:24.05-py3"));
+        assert!(m("nvcr.io/nvidia/*", "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5"));
+        assert!(!m("nvcr.io/nvidia/*", "nvcr.io/nvidian/pytorch:1"));
+        assert!(!m("nvcr.io/nvidia/*", "nvcr.io.evil.com/nvidia/pytorch:1"));
+        assert!(m("NVCR.IO/nvidia/*", "Nvcr.io/nvidia/pytorch"), "hosts compare in any case");
+        assert!(m("docker.io/library/nginx", "nginx"));
+        assert!(m("index.docker.io/library/*", "nginx:1.27"));
+        assert!(m("docker.io/rayproject/ray:2.*", "rayproject/ray:2.47.1-py312-gpu"));
+        assert!(!m("docker.io/rayproject/ray:2.*", "rayproject/ray"), "no tag is latest");
+        assert!(!m("docker.io/rayproject/ray:2.*", &format!("rayproject/ray@{D}")), "a digest alone has no tag");
+        assert!(m("*.example.com/ml/*", "registry.example.com/ml/llm:1"));
+        assert!(!m("*.example.com/*", "evil.io/x.example.com/y"), "the host is matched on its own");
+        assert!(m(&format!("nvcr.io/nvidia/pytorch@{D}"), &format!("nvcr.io/nvidia/pytorch:24.05@{D}")));
+        assert!(!m(&format!("nvcr.io/nvidia/pytorch@{D}"), "nvcr.io/nvidia/pytorch:24.05"));
+        assert!(m("localhost:5000/*", "localhost:5000/x/y:1"));
+    }
+
+    #[test]
+    fn patterns_that_cannot_match_say_what_to_write() {
+        assert_eq!(
+            ImagePattern::parse("nginx").unwrap_err(),
+            "`nginx` names no registry host, so Docker reads it as an official Docker Hub image: write `docker.io/library/nginx`"
+        );
+        assert!(ImagePattern::parse("pytorch/*").unwrap_err().contains("write `docker.io/pytorch/*`"));
+        assert!(ImagePattern::parse("*/ml/*").unwrap_err().contains("names no registry host"));
+        assert!(ImagePattern::parse("nvcr.io/").unwrap_err().contains("names no repository"));
+        assert!(ImagePattern::parse("nvcr.io/NVIDIA/*").unwrap_err().contains("can never match"));
+        assert!(ImagePattern::parse("nvcr.io/x:").unwrap_err().contains("empty tag"));
+        assert!(ImagePattern::parse("nvcr.io/x@sha256:12").unwrap_err().contains("is not a digest"));
+        assert!(ImagePattern::parse("").is_err());
+    }
+}

@@ -1,0 +1,189 @@
+//! Settings of `trusted-sources`.
+
+use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::{Glob, RuleSettings, SettingsError};
+use serde::{Deserialize, Serialize};
+
+use crate::pattern::ImagePattern;
+
+/// The rule's own settings (the shared `mode`, exemptions and
+/// `allowExistingViolations` come on top). There is no safe default list
+/// of images or model sources: settings without them are refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// Image patterns (`nvcr.io/nvidia/*`, `registry.example.com/ml/*:v*`)
+    /// every container image must match, after Docker's normalisation.
+    /// Required.
+    pub allowed_images: Vec<String>,
+    /// Refuse images tagged `latest`, or with no tag and no digest.
+    pub forbid_latest_tag: bool,
+    /// Every image carries a digest (`@sha256:...`).
+    pub require_digest: bool,
+    /// Check where models come from.
+    pub check_model_sources: bool,
+    /// Locations models may come from (`s3://ml-models/*`,
+    /// `hf://my-org/*`). Required while `checkModelSources` is on.
+    pub allowed_model_sources: Vec<Glob>,
+    /// What makes an environment value or argument a model location.
+    pub model_uri_prefixes: Vec<String>,
+    /// Environment variables whose values are read for model locations
+    /// (wildcards, any case).
+    pub model_env_names: Vec<Glob>,
+    /// Read `command` and `args` for model locations.
+    pub model_args: bool,
+    /// Model locations must be pinned to a revision or digest.
+    pub require_pinned_models: bool,
+    /// Locations that count as pinned although their URI cannot say so
+    /// (write-once buckets).
+    pub immutable_model_sources: Vec<Glob>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            allowed_images: Vec::new(),
+            forbid_latest_tag: false,
+            require_digest: false,
+            check_model_sources: true,
+            allowed_model_sources: Vec::new(),
+            model_uri_prefixes: ["s3://", "gs://", "hf://", "pvc://", "oci://", "https://huggingface.co/"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            model_env_names: vec![Glob::new("*")],
+            model_args: true,
+            require_pinned_models: false,
+            immutable_model_sources: Vec::new(),
+        }
+    }
+}
+
+/// A model location pattern's scheme (`s3`), if it has one.
+pub fn scheme(s: &str) -> Option<&str> {
+    let (scheme, _) = s.split_once("://")?;
+    let ok = scheme.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    ok.then_some(scheme)
+}
+
+fn location_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
+    non_empty_patterns(key, list)?;
+    for (i, g) in list.iter().enumerate() {
+        let p = g.as_str();
+        match scheme(p) {
+            None => {
+                return Err(SettingsError::new(
+                    format!("{key}[{i}]"),
+                    format!("`{p}` names no scheme, so no location can match it: write it as a URI, such as `s3://{}`", p.trim_start_matches('/')),
+                ));
+            }
+            Some(s) if s.bytes().any(|b| b.is_ascii_uppercase()) => {
+                return Err(SettingsError::new(
+                    format!("{key}[{i}]"),
+                    format!("`{p}`: schemes are compared in lower case, so write `{}://`", s.to_ascii_lowercase()),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+impl RuleSettings for Settings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        if self.allowed_images.is_empty() {
+            return Err(SettingsError::new(
+                "allowedImages",
+                "must list the images workloads may use; there is no safe default. Add your registries, for example \
+                 `allowedImages: [\"nvcr.io/nvidia/*\", \"registry.example.com/ml-platform/*\"]`",
+            ));
+        }
+        for (i, p) in self.allowed_images.iter().enumerate() {
+            if let Err(why) = ImagePattern::parse(p) {
+                return Err(SettingsError::new(format!("allowedImages[{i}]"), why));
+            }
+        }
+        if self.check_model_sources {
+            if self.allowed_model_sources.is_empty() {
+                return Err(SettingsError::new(
+                    "allowedModelSources",
+                    "must list the locations models may come from; there is no safe default. Add them, for example \
+                     `allowedModelSources: [\"s3://ml-models/*\", \"hf://my-org/*\"]`, or set `checkModelSources: false`",
+                ));
+            }
+        } else {
+            if !self.allowed_model_sources.is_empty() {
+                return Err(SettingsError::new(
+                    "allowedModelSources",
+                    "has no effect while `checkModelSources` is `false`: remove it, or set `checkModelSources: true`",
+                ));
+            }
+            if self.require_pinned_models {
+                return Err(SettingsError::new(
+                    "requirePinnedModels",
+                    "needs `checkModelSources: true`: models are only found when their sources are checked",
+                ));
+            }
+        }
+        location_patterns("allowedModelSources", &self.allowed_model_sources)?;
+        for (i, p) in self.model_uri_prefixes.iter().enumerate() {
+            if scheme(p).is_none() || !p.contains("://") {
+                return Err(SettingsError::new(
+                    format!("modelUriPrefixes[{i}]"),
+                    format!("`{p}` is not the start of a URI, such as `s3://` or `https://huggingface.co/`"),
+                ));
+            }
+        }
+        non_empty_patterns("modelEnvNames", &self.model_env_names)?;
+        if !self.require_pinned_models && !self.immutable_model_sources.is_empty() {
+            return Err(SettingsError::new(
+                "immutableModelSources",
+                "has no effect while `requirePinnedModels` is `false`: remove it, or set `requirePinnedModels: true`",
+            ));
+        }
+        location_patterns("immutableModelSources", &self.immutable_model_sources)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::settings::Settings as Full;
+
+    fn err(json: &str) -> String {
+        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
+    }
+
+    const OK: &str = r#""allowedImages":["nvcr.io/nvidia/*"],"allowedModelSources":["s3://ml-models/*"]"#;
+
+    #[test]
+    fn there_is_no_default_list() {
+        assert!(err("{}").starts_with("setting `allowedImages`: must list the images workloads may use; there is no safe default"));
+        assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"]}"#).starts_with("setting `allowedModelSources`: must list"));
+        let s = Full::<Settings>::parse_valid(&format!("{{{OK}}}")).unwrap().rule;
+        assert!(s.check_model_sources && s.model_args && !s.require_digest && !s.forbid_latest_tag);
+        assert_eq!(s.model_uri_prefixes.len(), 6);
+        Full::<Settings>::parse_valid(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false}"#).unwrap();
+    }
+
+    #[test]
+    fn patterns_that_can_never_match_are_refused() {
+        assert!(err(r#"{"allowedImages":["nginx"]}"#).contains("write `docker.io/library/nginx`"));
+        assert!(err(&format!(r#"{{{OK},"allowedModelSources":["ml-models/*"]}}"#)).starts_with("setting `allowedModelSources[0]`: `ml-models/*` names no scheme"));
+        assert!(err(&format!(r#"{{{OK},"allowedModelSources":["S3://x/*"]}}"#)).contains("write `s3://`"));
+        assert!(err(&format!(r#"{{{OK},"modelUriPrefixes":["s3:"]}}"#)).starts_with("setting `modelUriPrefixes[0]`"));
+        assert!(err(&format!(r#"{{{OK},"modelEnvNames":[""]}}"#)).starts_with("setting `modelEnvNames[0]`"));
+    }
+
+    #[test]
+    fn contradictions_are_refused() {
+        assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"allowedModelSources":["s3://x/*"]}"#)
+            .starts_with("setting `allowedModelSources`: has no effect"));
+        assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"requirePinnedModels":true}"#)
+            .starts_with("setting `requirePinnedModels`: needs `checkModelSources: true`"));
+        assert!(err(&format!(r#"{{{OK},"immutableModelSources":["s3://x/*"]}}"#)).starts_with("setting `immutableModelSources`: has no effect"));
+        assert!(err(&format!(r#"{{{OK},"allowedImage":[]}}"#)).starts_with("setting `allowedImage`: unknown setting"));
+    }
+}
