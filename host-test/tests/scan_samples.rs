@@ -34,20 +34,23 @@ fn class(o: Outcome) -> Option<Expect> {
     }
 }
 
-const RULES: [&str; 4] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels"];
+const RULES: [&str; 6] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels", "gpu-quota", "mig-profiles"];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
-    //                                          gpu-rc  ray    exec   opencost
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+const EXPECTED: &[(&str, usize, [Expect; 6])] = &[
+    //                                          gpu-rc  ray    exec   opencost quota  mig
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit, Admit]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Admit, Admit]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Admit, Admit]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Deny, Admit]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip]),
+    ("40-gpu-quota-pod-namespace-full.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Admit]),
+    ("41-mig-profiles-mixed-container.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Deny]),
+    ("42-mig-profiles-inference-slices.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit]),
 ];
 
 fn root() -> PathBuf {

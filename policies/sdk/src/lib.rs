@@ -23,7 +23,7 @@
 //! the rule's metadata does not list, objects being deleted, exemptions),
 //! runs the rule, drops violations an UPDATE's old object already had,
 //! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
-//! response ([`verdict`]). [`gpu`], [`scheduling`], [`labels`], [`names`]
+//! response ([`verdict`]). [`gpu`], [`scheduling`], [`labels`], [`label_selector`], [`names`]
 //! and [`quantity`] hold what rules share.
 
 extern crate self as aigov_sdk;
@@ -37,6 +37,7 @@ pub mod fuzzing;
 pub mod glob;
 pub mod gpu;
 pub mod json;
+pub mod label_selector;
 pub mod labels;
 pub mod metadata;
 pub mod mutate;
@@ -75,6 +76,7 @@ pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use glob::Glob;
 pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
 pub use json::{Edit, Path};
+pub use label_selector::LabelSelector;
 pub use labels::RequiredLabels;
 pub use metadata::PolicyMetadata;
 pub use pod::{Container, Labels, ObjectMeta, PodSpec, StrMap};
