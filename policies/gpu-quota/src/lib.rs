@@ -16,12 +16,11 @@ use std::collections::BTreeMap;
 
 use aigov_sdk::cluster::{list_items, object_meta};
 use aigov_sdk::glob::Glob;
-use aigov_sdk::request::decode;
+use aigov_sdk::request::decode_model;
 use aigov_sdk::text::count;
 use aigov_sdk::{
     Cluster, GpuCounts, Malformed, ObjectMeta, OnLookupError, Policy, PodTemplate, Request, Role, Str, Verdict, Workload, WorkloadKind,
 };
-use serde::Deserialize;
 
 pub use settings::{DEFAULT_LIMIT, Limits, Override, Settings};
 
@@ -202,19 +201,20 @@ fn bound_hint(w: &Workload<'_>, t: &PodTemplate<'_>) -> &'static str {
 }
 
 /// A listed pod's name, deletion and phase, read before its spec.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct PodHead<'a> {
-    #[serde(borrow, default)]
     metadata: Option<ObjectMeta<'a>>,
-    #[serde(borrow, default)]
     status: Option<PodStatus<'a>>,
 }
 
-#[derive(Deserialize, Default)]
+aigov_sdk::decode_struct!(PodHead { "metadata" => metadata, "status" => status });
+
+#[derive(Default)]
 struct PodStatus<'a> {
-    #[serde(borrow, default)]
     phase: Option<Str<'a>>,
 }
+
+aigov_sdk::decode_struct!(PodStatus { "phase" => phase });
 
 fn finished(status: Option<&PodStatus<'_>>) -> bool {
     matches!(status.and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
@@ -226,7 +226,7 @@ fn finished(status: Option<&PodStatus<'_>>) -> bool {
 fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<String, Vec<(String, u64)>>, Malformed> {
     let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
     for item in list_items(list)? {
-        let head: PodHead<'_> = decode(item, "a listed Pod")?;
+        let head: PodHead<'_> = decode_model(item, "a listed Pod")?;
         let meta = head.metadata.unwrap_or_default();
         // The host filters with `NOT_FINISHED`; a host that does not is
         // filtered here.
@@ -276,7 +276,7 @@ fn check_namespace(
         return Ok(());
     }
     // A finished pod holds nothing (an UPDATE of one, say a label edit).
-    let status: Option<PodHead<'_>> = req.object_as("the Pod")?;
+    let status: Option<PodHead<'_>> = req.object_text().map(|text| decode_model(text, "the Pod")).transpose()?;
     if finished(status.as_ref().and_then(|h| h.status.as_ref())) {
         return Ok(());
     }

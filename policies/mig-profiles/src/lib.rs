@@ -14,12 +14,11 @@ mod settings;
 use std::collections::BTreeMap;
 
 use aigov_sdk::cluster::list_items;
-use aigov_sdk::request::decode;
+use aigov_sdk::request::decode_model;
 use aigov_sdk::text::{count, quoted};
 use aigov_sdk::{
     Cluster, Glob, GpuResources, Malformed, ObjectMeta, OnLookupError, Policy, PodTemplate, Quantity, Request, Str, Verdict, pod::RawQuantity,
 };
-use serde::Deserialize;
 
 pub use settings::{ProfileSource, Settings, is_profile, profile_of};
 
@@ -153,49 +152,45 @@ struct Quota {
     scopes: Vec<(String, String, Vec<String>)>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct QuotaWire<'a> {
-    #[serde(borrow, default)]
     metadata: Option<ObjectMeta<'a>>,
-    #[serde(borrow, default)]
     spec: Option<QuotaSpecWire<'a>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+aigov_sdk::decode_struct!(QuotaWire { "metadata" => metadata, "spec" => spec });
+
+#[derive(Default)]
 struct QuotaSpecWire<'a> {
-    #[serde(borrow, default)]
     hard: Option<BTreeMap<Str<'a>, RawQuantity<'a>>>,
-    #[serde(borrow, default)]
     scopes: Option<Vec<Str<'a>>>,
-    #[serde(borrow, default)]
     scope_selector: Option<ScopeSelectorWire<'a>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+aigov_sdk::decode_struct!(QuotaSpecWire { "hard" => hard, "scopes" => scopes, "scopeSelector" => scope_selector });
+
+#[derive(Default)]
 struct ScopeSelectorWire<'a> {
-    #[serde(borrow, default)]
     match_expressions: Option<Vec<ScopedRequirementWire<'a>>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+aigov_sdk::decode_struct!(ScopeSelectorWire { "matchExpressions" => match_expressions });
+
+#[derive(Default)]
 struct ScopedRequirementWire<'a> {
-    #[serde(borrow, default)]
     scope_name: Str<'a>,
-    #[serde(borrow, default)]
     operator: Str<'a>,
-    #[serde(borrow, default)]
     values: Option<Vec<Str<'a>>>,
 }
+
+aigov_sdk::decode_struct!(ScopedRequirementWire { "scopeName" => scope_name, "operator" => operator, "values" => values });
 
 /// The namespace's ResourceQuotas; `Err` quotes why they could not be read.
 fn list_quotas(ns: &str, cluster: &dyn Cluster) -> Result<Vec<Quota>, String> {
     let list = cluster.list_resources_by_namespace("v1", "ResourceQuota", ns, None, None).map_err(|e| e.first_line().to_string())?;
     let mut out = Vec::new();
     for item in list_items(&list).map_err(|e| e.0)? {
-        let q: QuotaWire<'_> = decode(item, "a ResourceQuota").map_err(|e| e.0)?;
+        let q: QuotaWire<'_> = decode_model(item, "a ResourceQuota").map_err(|e| e.0)?;
         let name = q.metadata.as_ref().map_or("(unnamed)", ObjectMeta::display_name).to_string();
         let Some(spec) = q.spec else { continue };
         // Quantities in a stored quota are valid; one that is not counts
