@@ -19,7 +19,7 @@ use aigov_sdk::glob::Glob;
 use aigov_sdk::request::decode_model;
 use aigov_sdk::text::count;
 use aigov_sdk::{
-    Cluster, GpuCounts, Malformed, ObjectMeta, OnLookupError, Policy, PodTemplate, Request, Role, Str, Verdict, Workload, WorkloadKind,
+    Cluster, GpuCounts, Malformed, ObjectMeta, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Str, Verdict, Workload, WorkloadKind,
 };
 
 pub use settings::{DEFAULT_LIMIT, Limits, Override, Settings};
@@ -60,10 +60,14 @@ impl Policy for GpuQuota {
             }
         };
         check_workload(workload, &gpus, &caps, namespace, &mut verdict);
+        // Only a new Pod adds GPUs to its namespace: a Pod's extended
+        // resources cannot change once it exists (in-place resize covers
+        // CPU and memory alone), so an UPDATE is not counted again.
         if workload.kind == WorkloadKind::Pod
+            && req.operation() == Operation::Create
             && let Some((_, own)) = gpus.first()
         {
-            check_namespace(req, workload, own, &caps, namespace, settings, cluster, &mut verdict)?;
+            check_namespace(workload, own, &caps, namespace, settings, cluster, &mut verdict)?;
         }
         Ok(verdict)
     }
@@ -221,8 +225,8 @@ fn finished(status: Option<&PodStatus<'_>>) -> bool {
 }
 
 /// GPUs the namespace's unfinished pods hold, per resource name, with the
-/// pods that hold them. `own` (the pod being admitted) is left out, so an
-/// UPDATE does not count it twice.
+/// pods that hold them. A pod named `own` (the pod being created) is left
+/// out: the API server refuses the creation while it exists anyway.
 fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<String, Vec<(String, u64)>>, Malformed> {
     let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
     for item in list_items(list)? {
@@ -258,11 +262,10 @@ fn holders(pods: &[(String, u64)]) -> String {
     }
 }
 
-/// Per namespace, for Pods: the pod's GPUs plus those of the namespace's
-/// unfinished pods, within the namespace cap of each resource name.
-#[allow(clippy::too_many_arguments)]
+/// Per namespace, for new Pods: the pod's GPUs plus those of the
+/// namespace's unfinished pods, within the namespace cap of each resource
+/// name.
 fn check_namespace(
-    req: &Request<'_>,
     w: &Workload<'_>,
     own: &GpuCounts,
     caps: &Caps,
@@ -275,12 +278,7 @@ fn check_namespace(
     if capped.is_empty() {
         return Ok(());
     }
-    // A finished pod holds nothing (an UPDATE of one, say a label edit).
-    let status: Option<PodHead<'_>> = req.object_text().map(|text| decode_model(text, "the Pod")).transpose()?;
-    if finished(status.as_ref().and_then(|h| h.status.as_ref())) {
-        return Ok(());
-    }
-    let name = req.name().or(w.metadata.name.as_deref()).filter(|n| !n.is_empty());
+    let name = w.metadata.name.as_deref().filter(|n| !n.is_empty());
     let held = cluster
         .list_resources_by_namespace("v1", "Pod", ns, None, Some(NOT_FINISHED))
         .map_err(|e| e.first_line().to_string())

@@ -16,6 +16,12 @@
 //! values, `NotIn` holds when the key is absent or has none of them,
 //! `Exists` and `DoesNotExist` test the key alone. An empty selector (`{}`)
 //! matches every object.
+//!
+//! The module stands alone (it needs only [`crate::names`] for label
+//! syntax, [`crate::pod::Labels`] and [`crate::settings::SettingsError`]):
+//! a selector of namespaces by name and labels can embed a
+//! [`LabelSelector`] for its label part, and match labels read from a
+//! lookup with [`LabelSelector::matches_with`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
