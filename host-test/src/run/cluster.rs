@@ -6,6 +6,20 @@
 //! A fixture directory holds YAML or JSON files; each file holds one object,
 //! several YAML documents, or a `List`.
 //!
+//! Lookups are answered as the API server (through Kubewarden) answers them:
+//! - label selectors in `labels.Parse` syntax (`a=b`, `a!=b`, `a in (x,y)`,
+//!   `a notin (x)`, `a`, `!a`, `a>3`), field selectors with `=`, `==` and
+//!   `!=` on the field labels each kind indexes (every kind:
+//!   `metadata.name`, `metadata.namespace`; Pods: `status.phase`,
+//!   `spec.nodeName` and the others the API server indexes); a selector the
+//!   API server would refuse fails the lookup with `invalid`, never a crash;
+//! - a cluster-scoped kind (`Namespace`, `Node`, ...) cannot be listed in a
+//!   namespace (`invalid`), and is found by name whatever namespace a `get`
+//!   passes; a namespaced built-in kind needs one;
+//! - every `v1` Namespace carries the label `kubernetes.io/metadata.name`
+//!   with its name, as the API server sets it;
+//! - a list is a `<Kind>List` of the kind's `apiVersion`.
+//!
 //! A fixture can also make lookups fail, the way a cluster does (the API
 //! server down, RBAC refusing the policy server), so that a rule's
 //! `onLookupError` is tested through the same host-call path:
@@ -68,11 +82,11 @@ impl FixtureCluster {
         Ok(c)
     }
 
-    fn add(&mut self, object: Value) -> Result<()> {
+    fn add(&mut self, mut object: Value) -> Result<()> {
         if object.is_null() {
             return Ok(());
         }
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
         if kind == "List" || kind.ends_with("List") && object.get("items").is_some() {
             for item in object.get("items").and_then(Value::as_array).into_iter().flatten() {
                 self.add(item.clone())?;
@@ -92,6 +106,21 @@ impl FixtureCluster {
             }
             self.failures.push(object);
             return Ok(());
+        }
+        if kind == "Namespace" && object.get("apiVersion").and_then(Value::as_str) == Some("v1") {
+            // The API server labels every Namespace with its name (since
+            // Kubernetes 1.21), overwriting any other value, so that
+            // selectors can pick namespaces by name.
+            let name = meta(&object, "name").unwrap_or_default().to_string();
+            if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                let labels = m.entry("labels").or_insert_with(|| json!({}));
+                if labels.is_null() {
+                    *labels = json!({});
+                }
+                if let Some(l) = labels.as_object_mut() {
+                    l.insert(NAMESPACE_NAME_LABEL.to_string(), Value::String(name));
+                }
+            }
         }
         self.objects.push(object);
         Ok(())
@@ -136,8 +165,18 @@ impl FixtureCluster {
         })
     }
 
-
+    /// `get`: a namespaced kind needs a namespace (Kubewarden refuses the
+    /// lookup without one); a cluster-scoped kind is found by name alone,
+    /// whatever namespace the rule passes (Kubewarden ignores it).
     fn get(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
+        let scope = scope::of(api_version, kind);
+        let namespace = match (scope, namespace) {
+            (scope::Scope::Cluster, _) => None,
+            (scope::Scope::Namespaced, None) => {
+                return Err(LookupError::Invalid(format!("{kind} ({api_version}) is namespaced, but no namespace was given")));
+            }
+            (_, ns) => ns,
+        };
         if let Some(e) = self.failure(api_version, kind, Some(name), namespace) {
             return Err(e);
         }
@@ -152,6 +191,10 @@ impl FixtureCluster {
             })
     }
 
+    /// `list`: filtered by label and field selectors as the API server
+    /// filters (a selector it cannot parse, or a field it does not index
+    /// for the kind, is `invalid`); a cluster-scoped kind cannot be listed
+    /// in a namespace. The answer is a `<Kind>List`, as Kubewarden returns.
     fn list(
         &self,
         api_version: &str,
@@ -160,20 +203,28 @@ impl FixtureCluster {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<String, LookupError> {
+        if namespace.is_some() && scope::of(api_version, kind) == scope::Scope::Cluster {
+            return Err(LookupError::Invalid(format!(
+                "{kind} ({api_version}) is cluster-scoped and cannot be listed in a namespace: list it in the whole cluster"
+            )));
+        }
         if let Some(e) = self.failure(api_version, kind, None, namespace) {
             return Err(e);
         }
         let labels = selector::parse_labels(label_selector.unwrap_or_default()).map_err(LookupError::Invalid)?;
-        let fields = selector::parse_fields(field_selector.unwrap_or_default()).map_err(LookupError::Invalid)?;
+        let fields = selector::parse_fields(field_selector.unwrap_or_default(), api_version, kind).map_err(LookupError::Invalid)?;
         let items: Vec<&Value> = self
             .of_kind(api_version, kind)
             .filter(|o| namespace.is_none() || meta(o, "namespace") == namespace)
             .filter(|o| labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))))
             .filter(|o| fields.iter().all(|r| r.matches(o)))
             .collect();
-        Ok(json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}).to_string())
+        Ok(json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items}).to_string())
     }
 }
+
+/// The label the API server puts on every Namespace: its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 fn meta<'a>(o: &'a Value, field: &str) -> Option<&'a str> {
     o.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
@@ -256,8 +307,85 @@ impl Cluster for Scoped {
     }
 }
 
-/// Kubernetes label and field selectors.
+/// Which kinds are cluster-scoped, for the kinds the fixtures hold. Kinds
+/// of other API groups (custom resources) have an unknown scope: the
+/// fixture then takes the rule's word for it.
+pub mod scope {
+    /// A kind's scope.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Scope {
+        /// Objects live in a namespace.
+        Namespaced,
+        /// Objects live outside namespaces.
+        Cluster,
+        /// Not known to the fixture cluster.
+        Unknown,
+    }
+
+    const CLUSTER: &[(&str, &str)] = &[
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("", "ComponentStatus"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("networking.k8s.io", "IngressClass"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("resource.k8s.io", "DeviceClass"),
+        ("resource.k8s.io", "ResourceSlice"),
+        ("kueue.x-k8s.io", "ClusterQueue"),
+        ("kueue.x-k8s.io", "ResourceFlavor"),
+        ("kueue.x-k8s.io", "Cohort"),
+        ("scheduling.volcano.sh", "Queue"),
+        ("policies.kubewarden.io", "ClusterAdmissionPolicy"),
+    ];
+
+    /// Groups whose every kind the fixture knows: a kind of these groups
+    /// not listed as cluster-scoped is namespaced.
+    const BUILT_IN: &[&str] = &[
+        "",
+        "apps",
+        "batch",
+        "policy",
+        "autoscaling",
+        "rbac.authorization.k8s.io",
+        "scheduling.k8s.io",
+        "node.k8s.io",
+        "storage.k8s.io",
+        "networking.k8s.io",
+        "discovery.k8s.io",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "resource.k8s.io",
+    ];
+
+    /// The scope of `kind` in `api_version` (`v1`, `group/version`).
+    pub fn of(api_version: &str, kind: &str) -> Scope {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        if CLUSTER.iter().any(|(g, k)| *g == group && *k == kind) {
+            Scope::Cluster
+        } else if BUILT_IN.contains(&group) {
+            Scope::Namespaced
+        } else {
+            Scope::Unknown
+        }
+    }
+}
+
+/// Kubernetes label and field selectors, parsed and matched as the API
+/// server does (`labels.Parse`, `fields.ParseSelector` and the field labels
+/// each kind indexes).
 pub mod selector {
+    use aigov_sdk::names::{label_key, label_value};
     use serde_json::Value;
 
     /// One label requirement.
@@ -271,80 +399,229 @@ pub mod selector {
         In(String, Vec<String>),
         /// `key!=v`, `key notin (a,b)`
         NotIn(String, Vec<String>),
+        /// `key>n`
+        Gt(String, i64),
+        /// `key<n`
+        Lt(String, i64),
     }
 
     impl LabelReq {
         /// Whether a `metadata.labels` object satisfies the requirement.
         pub fn matches(&self, labels: Option<&Value>) -> bool {
             let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+            let int = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
             match self {
                 LabelReq::Exists(k) => get(k).is_some(),
                 LabelReq::Absent(k) => get(k).is_none(),
                 LabelReq::In(k, vs) => get(k).is_some_and(|v| vs.iter().any(|x| x == v)),
                 LabelReq::NotIn(k, vs) => get(k).is_none_or(|v| vs.iter().all(|x| x != v)),
+                LabelReq::Gt(k, n) => int(k).is_some_and(|v| v > *n),
+                LabelReq::Lt(k, n) => int(k).is_some_and(|v| v < *n),
             }
         }
     }
 
-    /// Splits on commas outside parentheses.
-    fn split_top(s: &str) -> Vec<&str> {
-        let (mut depth, mut start, mut out) = (0i32, 0usize, Vec::new());
-        for (i, c) in s.char_indices() {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Tok {
+        Id(String),
+        In,
+        NotIn,
+        Eq,
+        DoubleEq,
+        NotEq,
+        Gt,
+        Lt,
+        Not,
+        Open,
+        Close,
+        Comma,
+    }
+
+    impl Tok {
+        fn text(&self) -> String {
+            match self {
+                Tok::Id(s) => s.clone(),
+                Tok::In => "in".into(),
+                Tok::NotIn => "notin".into(),
+                Tok::Eq => "=".into(),
+                Tok::DoubleEq => "==".into(),
+                Tok::NotEq => "!=".into(),
+                Tok::Gt => ">".into(),
+                Tok::Lt => "<".into(),
+                Tok::Not => "!".into(),
+                Tok::Open => "(".into(),
+                Tok::Close => ")".into(),
+                Tok::Comma => ",".into(),
+            }
+        }
+    }
+
+    /// `labels.Parse`'s lexer: identifiers run until whitespace or one of
+    /// `,()=!<>`; `in` and `notin` are keywords.
+    fn lex(s: &str) -> Vec<Tok> {
+        let mut out = Vec::new();
+        let mut chars = s.chars().peekable();
+        while let Some(&c) = chars.peek() {
             match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                ',' if depth == 0 => {
-                    out.push(s.get(start..i).unwrap_or_default());
-                    start = i + 1;
+                c if c.is_whitespace() => {
+                    chars.next();
                 }
-                _ => {}
+                ',' | '(' | ')' | '<' | '>' => {
+                    chars.next();
+                    out.push(match c {
+                        ',' => Tok::Comma,
+                        '(' => Tok::Open,
+                        ')' => Tok::Close,
+                        '<' => Tok::Lt,
+                        _ => Tok::Gt,
+                    });
+                }
+                '=' | '!' => {
+                    chars.next();
+                    let doubled = chars.peek() == Some(&'=');
+                    if doubled {
+                        chars.next();
+                    }
+                    out.push(match (c, doubled) {
+                        ('=', false) => Tok::Eq,
+                        ('=', true) => Tok::DoubleEq,
+                        ('!', true) => Tok::NotEq,
+                        _ => Tok::Not,
+                    });
+                }
+                _ => {
+                    let mut id = String::new();
+                    while let Some(&c) = chars.peek() {
+                        if c.is_whitespace() || ",()=!<>".contains(c) {
+                            break;
+                        }
+                        id.push(c);
+                        chars.next();
+                    }
+                    out.push(match id.as_str() {
+                        "in" => Tok::In,
+                        "notin" => Tok::NotIn,
+                        _ => Tok::Id(id),
+                    });
+                }
             }
         }
-        out.push(s.get(start..).unwrap_or_default());
-        out.into_iter().map(str::trim).filter(|p| !p.is_empty()).collect()
+        out
     }
 
-    fn set(values: &str) -> Result<Vec<String>, String> {
-        let inner = values
-            .trim()
-            .strip_prefix('(')
-            .and_then(|v| v.strip_suffix(')'))
-            .ok_or_else(|| format!("`{values}` is not a parenthesised value list"))?;
-        Ok(inner.split(',').map(|v| v.trim().to_string()).collect())
+    fn key(t: Option<&Tok>) -> Result<String, String> {
+        match t {
+            Some(Tok::Id(k)) => {
+                label_key(k).map_err(|why| format!("invalid label key `{k}`: {why}"))?;
+                Ok(k.clone())
+            }
+            Some(other) => Err(format!("found `{}`, expected a label key", other.text())),
+            None => Err("expected a label key at the end of the selector".into()),
+        }
     }
 
-    /// Parses a label selector (`a=b,c!=d,e in (x,y),f,!g`).
+    fn value(v: &str) -> Result<String, String> {
+        label_value(v).map_err(|why| format!("invalid label value `{v}`: {why}"))?;
+        Ok(v.to_string())
+    }
+
+    /// Parses a label selector (`a=b,c!=d,e in (x,y),f,!g,h>3`): empty is
+    /// no requirement; anything `labels.Parse` refuses is an error.
     pub fn parse_labels(s: &str) -> Result<Vec<LabelReq>, String> {
-        split_top(s)
-            .into_iter()
-            .map(|part| {
-                if let Some(k) = part.strip_prefix('!') {
-                    return Ok(LabelReq::Absent(k.trim().to_string()));
+        let toks = lex(s);
+        let mut out = Vec::new();
+        let mut i = 0;
+        if toks.is_empty() {
+            return Ok(out);
+        }
+        loop {
+            let req = match toks.get(i) {
+                Some(Tok::Not) => {
+                    i += 1;
+                    let k = key(toks.get(i))?;
+                    i += 1;
+                    LabelReq::Absent(k)
                 }
-                if let Some((k, v)) = part.split_once(" notin ") {
-                    return Ok(LabelReq::NotIn(k.trim().to_string(), set(v)?));
+                Some(Tok::Id(_)) => {
+                    let k = key(toks.get(i))?;
+                    i += 1;
+                    match toks.get(i) {
+                        None | Some(Tok::Comma) => LabelReq::Exists(k),
+                        Some(op @ (Tok::Eq | Tok::DoubleEq | Tok::NotEq)) => {
+                            i += 1;
+                            // `key=` is the empty value.
+                            let v = match toks.get(i) {
+                                None | Some(Tok::Comma) => String::new(),
+                                Some(t @ (Tok::Id(_) | Tok::In | Tok::NotIn)) => {
+                                    i += 1;
+                                    value(&t.text())?
+                                }
+                                Some(t) => return Err(format!("found `{}`, expected a value after `{}`", t.text(), op.text())),
+                            };
+                            if *op == Tok::NotEq { LabelReq::NotIn(k, vec![v]) } else { LabelReq::In(k, vec![v]) }
+                        }
+                        Some(op @ (Tok::Gt | Tok::Lt)) => {
+                            i += 1;
+                            let n = match toks.get(i) {
+                                Some(Tok::Id(v)) => v.parse::<i64>().map_err(|_| format!("`{v}` after `{}` is not an integer", op.text()))?,
+                                _ => return Err(format!("expected an integer after `{}`", op.text())),
+                            };
+                            i += 1;
+                            if *op == Tok::Gt { LabelReq::Gt(k, n) } else { LabelReq::Lt(k, n) }
+                        }
+                        Some(op @ (Tok::In | Tok::NotIn)) => {
+                            i += 1;
+                            if toks.get(i) != Some(&Tok::Open) {
+                                return Err(format!("expected `(` after `{}`", op.text()));
+                            }
+                            i += 1;
+                            let mut values = Vec::new();
+                            loop {
+                                match toks.get(i) {
+                                    Some(t @ (Tok::Id(_) | Tok::In | Tok::NotIn)) => {
+                                        values.push(value(&t.text())?);
+                                        i += 1;
+                                        match toks.get(i) {
+                                            Some(Tok::Comma) => i += 1,
+                                            Some(Tok::Close) => {
+                                                i += 1;
+                                                break;
+                                            }
+                                            _ => return Err(format!("`{k} {}`: expected `,` or `)` after a value", op.text())),
+                                        }
+                                    }
+                                    Some(Tok::Close) => {
+                                        i += 1;
+                                        break;
+                                    }
+                                    _ => return Err(format!("`{k} {}`: expected a value or `)`", op.text())),
+                                }
+                            }
+                            if values.is_empty() {
+                                return Err(format!("`{k} {}`: the set of values must not be empty", op.text()));
+                            }
+                            if *op == Tok::In { LabelReq::In(k, values) } else { LabelReq::NotIn(k, values) }
+                        }
+                        Some(t) => return Err(format!("found `{}` after `{k}`, expected an operator, `,` or the end", t.text())),
+                    }
                 }
-                if let Some((k, v)) = part.split_once(" in ") {
-                    return Ok(LabelReq::In(k.trim().to_string(), set(v)?));
-                }
-                if let Some((k, v)) = part.split_once("!=") {
-                    return Ok(LabelReq::NotIn(k.trim().to_string(), vec![v.trim().to_string()]));
-                }
-                if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                    return Ok(LabelReq::In(k.trim().to_string(), vec![v.trim().to_string()]));
-                }
-                if part.contains(char::is_whitespace) || part.contains(['(', ')']) {
-                    return Err(format!("cannot parse label selector requirement `{part}`"));
-                }
-                Ok(LabelReq::Exists(part.to_string()))
-            })
-            .collect()
+                Some(t) => return Err(format!("found `{}`, expected `!` or a label key", t.text())),
+                None => return Err("expected a requirement after `,`".into()),
+            };
+            out.push(req);
+            match toks.get(i) {
+                None => return Ok(out),
+                Some(Tok::Comma) => i += 1,
+                Some(t) => return Err(format!("found `{}`, expected `,` or the end of the selector", t.text())),
+            }
+        }
     }
 
-    /// One field requirement: a dotted path equal (or not) to a value.
+    /// One field requirement: a field label equal (or not) to a value.
     #[derive(Debug, PartialEq, Eq)]
     pub struct FieldReq {
-        path: String,
+        pointer: String,
+        absent: &'static str,
         value: String,
         equal: bool,
     }
@@ -352,35 +629,115 @@ pub mod selector {
     impl FieldReq {
         /// Whether an object satisfies the requirement.
         pub fn matches(&self, object: &Value) -> bool {
-            let pointer = format!("/{}", self.path.replace('.', "/"));
-            let actual = match object.pointer(&pointer) {
+            let actual = match object.pointer(&self.pointer) {
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
+                Some(Value::Null) | None => self.absent.to_string(),
                 Some(other) => other.to_string(),
             };
             (actual == self.value) == self.equal
         }
     }
 
-    /// Parses a field selector (`metadata.name=x,status.phase!=Running`).
-    pub fn parse_fields(s: &str) -> Result<Vec<FieldReq>, String> {
-        split_top(s)
-            .into_iter()
-            .map(|part| {
-                let (path, value, equal) = if let Some((p, v)) = part.split_once("!=") {
-                    (p, v, false)
-                } else if let Some((p, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                    (p, v, true)
-                } else {
-                    return Err(format!("cannot parse field selector requirement `{part}`"));
-                };
-                Ok(FieldReq {
-                    path: path.trim().to_string(),
-                    value: value.trim().to_string(),
-                    equal,
-                })
-            })
-            .collect()
+    /// The field labels the API server indexes for a kind, with where each
+    /// lives in the object and what it reads as when absent. Every kind has
+    /// `metadata.name` and `metadata.namespace`.
+    fn field(api_version: &str, kind: &str, label: &str) -> Option<(String, &'static str)> {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let at = |p: &str| Some((p.to_string(), ""));
+        match (group, kind, label) {
+            (_, _, "metadata.name") => at("/metadata/name"),
+            (_, _, "metadata.namespace") => at("/metadata/namespace"),
+            ("", "Pod", "spec.nodeName" | "spec.restartPolicy" | "spec.schedulerName" | "spec.serviceAccountName" | "status.phase" | "status.podIP" | "status.nominatedNodeName") => {
+                at(&format!("/{}", label.replace('.', "/")))
+            }
+            ("", "Pod", "spec.hostNetwork") => Some(("/spec/hostNetwork".into(), "false")),
+            ("", "Namespace", "status.phase") => at("/status/phase"),
+            ("", "Node", "spec.unschedulable") => Some(("/spec/unschedulable".into(), "false")),
+            ("", "Secret", "type") => at("/type"),
+            ("", "ReplicationController", "status.replicas") | ("apps", "ReplicaSet", "status.replicas") => Some(("/status/replicas".into(), "0")),
+            ("batch", "Job", "status.successful") => Some(("/status/succeeded".into(), "0")),
+            ("", "Event", l) if l.starts_with("involvedObject.") => at(&format!("/{}", l.replace('.', "/"))),
+            ("", "Event", "reason" | "type" | "reportingComponent") => at(&format!("/{label}")),
+            ("", "Event", "source") => at("/source/component"),
+            // Custom resources index what their definition's
+            // `selectableFields` name, which the fixture cannot know: any
+            // path is taken as one.
+            (g, _, l) if g.contains('.') && !g.ends_with(".k8s.io") => at(&format!("/{}", l.replace('.', "/"))),
+            _ => None,
+        }
+    }
+
+    /// Splits on commas not escaped with `\`.
+    fn split_terms(s: &str) -> Vec<String> {
+        let (mut out, mut cur, mut escaped) = (Vec::new(), String::new(), false);
+        for c in s.chars() {
+            match (escaped, c) {
+                (true, _) => {
+                    cur.push(c);
+                    escaped = false;
+                }
+                (false, '\\') => {
+                    cur.push(c);
+                    escaped = true;
+                }
+                (false, ',') => out.push(std::mem::take(&mut cur)),
+                _ => cur.push(c),
+            }
+        }
+        out.push(cur);
+        out
+    }
+
+    /// Removes `\` escapes from a field value (`\,` `\=` `\\`); a lone `\`
+    /// or an escape of anything else is an error, as in `fields.UnescapeValue`.
+    fn unescape(v: &str) -> Result<String, String> {
+        let (mut out, mut chars) = (String::new(), v.chars());
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some(e @ ('\\' | ',' | '=')) => out.push(e),
+                Some(e) => return Err(format!("invalid escape sequence `\\{e}` in `{v}`")),
+                None => return Err(format!("`{v}` ends with an unescaped `\\`")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The operator of a term: the first `!=`, `==` or `=` not escaped.
+    fn split_term(term: &str) -> Option<(&str, &str, bool)> {
+        let bytes = term.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes.get(i) {
+                Some(b'\\') => i += 2,
+                Some(b'!') if bytes.get(i + 1) == Some(&b'=') => return Some((term.get(..i)?, term.get(i + 2..)?, false)),
+                Some(b'=') if bytes.get(i + 1) == Some(&b'=') => return Some((term.get(..i)?, term.get(i + 2..)?, true)),
+                Some(b'=') => return Some((term.get(..i)?, term.get(i + 1..)?, true)),
+                _ => i += 1,
+            }
+        }
+        None
+    }
+
+    /// Parses a field selector for `kind` (`metadata.name=x,status.phase!=Running`):
+    /// only `=`, `==` and `!=`, and only the field labels the kind
+    /// indexes (the API server refuses others with `field label not
+    /// supported`).
+    pub fn parse_fields(s: &str, api_version: &str, kind: &str) -> Result<Vec<FieldReq>, String> {
+        let mut out = Vec::new();
+        for part in split_terms(s) {
+            if part.is_empty() {
+                continue;
+            }
+            let (label, value, equal) = split_term(&part).ok_or_else(|| format!("invalid field selector: cannot understand `{part}`"))?;
+            let (pointer, absent) =
+                field(api_version, kind, label).ok_or_else(|| format!("field label not supported: `{label}` (for {kind} {api_version})"))?;
+            out.push(FieldReq { pointer, absent, value: unescape(value)?, equal });
+        }
+        Ok(out)
     }
 }
 
@@ -427,6 +784,75 @@ mod tests {
         assert_eq!(names(&c.list("v1", "Pod", None, None, Some("metadata.namespace=other")).unwrap()), ["a"]);
         assert!(matches!(c.list("v1", "Pod", None, Some("team in x"), None), Err(LookupError::Invalid(_))));
         assert!(matches!(c.list("v1", "Pod", None, None, Some("nonsense")), Err(LookupError::Invalid(_))));
+    }
+
+    #[test]
+    fn label_selectors_parse_like_the_api_server() {
+        use selector::{LabelReq, parse_labels};
+        assert_eq!(parse_labels("").unwrap(), []);
+        assert_eq!(parse_labels("  ").unwrap(), []);
+        assert_eq!(
+            parse_labels("a=b,c==d,e!=f,g in(x, y),h notin (z),i,!j,k>3,l<-1,m=").unwrap(),
+            [
+                LabelReq::In("a".into(), vec!["b".into()]),
+                LabelReq::In("c".into(), vec!["d".into()]),
+                LabelReq::NotIn("e".into(), vec!["f".into()]),
+                LabelReq::In("g".into(), vec!["x".into(), "y".into()]),
+                LabelReq::NotIn("h".into(), vec!["z".into()]),
+                LabelReq::Exists("i".into()),
+                LabelReq::Absent("j".into()),
+                LabelReq::Gt("k".into(), 3),
+                LabelReq::Lt("l".into(), -1),
+                LabelReq::In("m".into(), vec![String::new()]),
+            ]
+        );
+        assert_eq!(parse_labels("example.com/team = ml").unwrap(), [LabelReq::In("example.com/team".into(), vec!["ml".into()])]);
+        for bad in ["a=b,", ",a", "a in ()", "a in x", "a b", "a=b c", "=x", "a=-b", "a b=c", "!a=b", "a>x", "Example.com/a=b", "a in (b", "a,,b", "!"] {
+            assert!(parse_labels(bad).is_err(), "`{bad}` must be refused");
+        }
+    }
+
+    #[test]
+    fn field_selectors_are_the_kinds_own() {
+        let c = FixtureCluster::from_objects([
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "run", "namespace": "ml"}, "status": {"phase": "Running"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "done", "namespace": "ml"}, "status": {"phase": "Succeeded"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "failed", "namespace": "ml"}, "spec": {"hostNetwork": true}, "status": {"phase": "Failed"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a,b=c", "namespace": "ml"}, "status": {"phase": "Pending"}}),
+        ])
+        .unwrap();
+        let list = |f: &str| c.list("v1", "Pod", Some("ml"), None, Some(f));
+        assert_eq!(names(&list("status.phase!=Succeeded,status.phase!=Failed").unwrap()), ["run", "a,b=c"]);
+        assert_eq!(names(&list("status.phase==Failed").unwrap()), ["failed"]);
+        assert_eq!(names(&list("spec.hostNetwork=false").unwrap()), ["run", "done", "a,b=c"], "an absent bool reads as false");
+        assert_eq!(names(&list(r"metadata.name=a\,b\=c").unwrap()), ["a,b=c"]);
+        assert_eq!(names(&list("").unwrap()).len(), 4);
+        assert!(matches!(list("status.reason=x"), Err(LookupError::Invalid(m)) if m.starts_with("field label not supported: `status.reason`")));
+        assert!(matches!(list("status.phase in (Running)"), Err(LookupError::Invalid(_))));
+        assert!(matches!(list(r"metadata.name=a\x"), Err(LookupError::Invalid(_))));
+        let list = c.list("v1", "Pod", Some("ml"), None, None).unwrap();
+        let v: Value = serde_json::from_str(&list).unwrap();
+        assert_eq!((v["apiVersion"].as_str(), v["kind"].as_str()), (Some("v1"), Some("PodList")));
+    }
+
+    #[test]
+    fn namespaces_as_the_api_server_keeps_them() {
+        let c = FixtureCluster::from_objects([
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"tier": "gold"}}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dev"}}),
+            json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "ml"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}),
+        ])
+        .unwrap();
+        let ns: Value = serde_json::from_str(&c.get("v1", "Namespace", "dev", None).unwrap()).unwrap();
+        assert_eq!(ns["metadata"]["labels"][NAMESPACE_NAME_LABEL], "dev", "every Namespace carries its name as a label");
+        assert!(c.get("v1", "Namespace", "ml", Some("ml")).is_ok(), "a cluster-scoped get ignores the namespace");
+        assert_eq!(names(&c.list("v1", "Namespace", None, Some("kubernetes.io/metadata.name in (ml,x)"), None).unwrap()), ["ml"]);
+        assert_eq!(names(&c.list("v1", "Namespace", None, Some("tier"), Some("metadata.name!=dev")).unwrap()), ["ml"]);
+        assert!(matches!(c.list("v1", "Namespace", Some("ml"), None, None), Err(LookupError::Invalid(_))));
+        assert!(c.get("v1", "ResourceQuota", "gpus", Some("ml")).is_ok());
+        assert!(matches!(c.get("v1", "ResourceQuota", "gpus", None), Err(LookupError::Invalid(_))));
+        assert_eq!(names(&c.list("v1", "ResourceQuota", Some("ml"), None, None).unwrap()), ["gpus"]);
+        assert!(matches!(c.list("v1", "Namespace", None, Some("tier in (gold"), None), Err(LookupError::Invalid(_))));
     }
 
     #[test]

@@ -24,7 +24,8 @@
 //! runs the rule, drops violations an UPDATE's old object already had,
 //! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
 //! response ([`verdict`]). [`gpu`], [`gpu_runtime`], [`scheduling`], [`labels`],
-//! [`names`], [`namespaces`], [`image`] and [`quantity`] hold what rules share.
+//! [`label_selector`], [`names`], [`namespaces`], [`image`] and [`quantity`]
+//! hold what rules share.
 
 extern crate self as aigov_sdk;
 
@@ -39,6 +40,7 @@ pub mod gpu;
 pub mod gpu_runtime;
 pub mod image;
 pub mod json;
+pub mod label_selector;
 pub mod labels;
 pub mod metadata;
 pub mod mutate;
@@ -78,6 +80,7 @@ pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use glob::Glob;
 pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
 pub use json::{Edit, Path};
+pub use label_selector::LabelSelector;
 pub use labels::RequiredLabels;
 pub use metadata::PolicyMetadata;
 pub use namespaces::{Namespace, NamespaceSelector};

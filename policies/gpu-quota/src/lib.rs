@@ -1,0 +1,351 @@
+//! `gpu-quota`: no workload may hold more GPUs at full scale than its
+//! namespace allows one workload, and no Pod may take a namespace's
+//! unfinished pods past the GPUs the namespace may hold. Caps are per GPU
+//! resource name (`nvidia.com/gpu` and each MIG profile apart), with a
+//! default and overrides chosen by namespace name or Namespace labels.
+//!
+//! ResourceQuota counts GPUs per namespace too, but only when pods are
+//! created: a Deployment of 40 GPUs is admitted and then fails to create
+//! its pods, where nobody looks. This rule refuses the Deployment itself,
+//! saying how its replicas add up, and refuses the Pod with the pods that
+//! already hold the namespace's GPUs.
+
+mod settings;
+
+use std::collections::BTreeMap;
+
+use aigov_sdk::cluster::{list_items, object_meta};
+use aigov_sdk::glob::Glob;
+use aigov_sdk::request::decode_model;
+use aigov_sdk::text::count;
+use aigov_sdk::{
+    Cluster, GpuCounts, Malformed, ObjectMeta, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Str, Verdict, Workload, WorkloadKind,
+};
+
+pub use settings::{DEFAULT_LIMIT, Limits, Override, Settings};
+
+/// The rule.
+pub struct GpuQuota;
+
+/// The field selector that lists the pods still holding resources, as
+/// ResourceQuota counts them: every phase but `Succeeded` and `Failed`.
+pub const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+impl Policy for GpuQuota {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut verdict = Verdict::accept();
+        let Some(workload) = req.workload() else {
+            return Ok(verdict);
+        };
+        // GPUs per pod of each template, before any lookup: a workload
+        // without GPUs costs no host call.
+        let mut gpus: Vec<(&PodTemplate<'_>, GpuCounts)> = Vec::new();
+        for t in workload.templates() {
+            let per_pod = t.gpus_per_pod(&settings.gpu_resource_names)?;
+            if !per_pod.is_empty() {
+                gpus.push((t, per_pod));
+            }
+        }
+        if gpus.is_empty() {
+            return Ok(verdict);
+        }
+        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
+        let caps = match Caps::of(settings, namespace, cluster) {
+            Ok(c) => c,
+            Err(why) => {
+                lookup_failed(&mut verdict, settings, format!("the Namespace `{namespace}` could not be read ({why}), so the GPU limits that apply to it are unknown"));
+                return Ok(verdict);
+            }
+        };
+        check_workload(workload, &gpus, &caps, namespace, &mut verdict);
+        // Only a new Pod adds GPUs to its namespace: a Pod's extended
+        // resources cannot change once it exists (in-place resize covers
+        // CPU and memory alone), so an UPDATE is not counted again.
+        if workload.kind == WorkloadKind::Pod
+            && req.operation() == Operation::Create
+            && let Some((_, own)) = gpus.first()
+        {
+            check_namespace(workload, own, &caps, namespace, settings, cluster, &mut verdict)?;
+        }
+        Ok(verdict)
+    }
+}
+
+/// The limits that apply in one namespace: the defaults, with the first
+/// matching override's keys replacing theirs.
+#[derive(Debug)]
+struct Caps {
+    workload: Limits,
+    namespace: Limits,
+}
+
+impl Caps {
+    /// The caps of `namespace`. The Namespace is read only when an override
+    /// whose names match it selects by labels; `Err` quotes why it could
+    /// not be.
+    fn of(s: &Settings, namespace: &str, cluster: &dyn Cluster) -> Result<Caps, String> {
+        let mut labels: Option<BTreeMap<String, String>> = None;
+        for o in &s.overrides {
+            if !o.matches_name(namespace) {
+                continue;
+            }
+            if let Some(selector) = &o.namespace_selector {
+                if labels.is_none() {
+                    labels = Some(namespace_labels(namespace, cluster)?);
+                }
+                let Some(l) = &labels else { continue };
+                if !selector.matches_with(&|k| l.get(k).map(String::as_str)) {
+                    continue;
+                }
+            }
+            return Ok(Caps { workload: merged(&s.workload_limits, &o.workload_limits), namespace: merged(&s.namespace_limits, &o.namespace_limits) });
+        }
+        Ok(Caps { workload: s.workload_limits.clone(), namespace: s.namespace_limits.clone() })
+    }
+}
+
+/// The Namespace's labels, read through the cluster interface.
+fn namespace_labels(namespace: &str, cluster: &dyn Cluster) -> Result<BTreeMap<String, String>, String> {
+    let json = cluster.get_resource("v1", "Namespace", namespace, None).map_err(|e| e.first_line().to_string())?;
+    let meta = object_meta(&json, "the Namespace").map_err(|e| e.0)?;
+    Ok(meta.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+}
+
+fn merged(defaults: &Limits, over: &Limits) -> Limits {
+    let mut out = defaults.clone();
+    out.extend(over.iter().map(|(k, v)| (k.clone(), *v)));
+    out
+}
+
+/// The cap on GPU resource `name`: the smallest of the caps whose key
+/// matches it; `None` when none does.
+fn cap(limits: &Limits, name: &str) -> Option<u64> {
+    limits
+        .iter()
+        .filter_map(|(k, v)| v.filter(|_| k == name || Glob::new(k.clone()).matches(name)))
+        .min()
+}
+
+/// Denies or warns about a failed lookup, as `onLookupError` says.
+fn lookup_failed(v: &mut Verdict, s: &Settings, what: String) {
+    match s.on_lookup_error {
+        OnLookupError::Deny => v.violation(format!("{what}; try again, or ask your cluster administrators")),
+        OnLookupError::Allow => v.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
+    }
+}
+
+/// One template's share of a workload's GPUs of one resource name.
+struct Part {
+    what: String,
+    per_pod: u64,
+    pods: u64,
+    why: String,
+}
+
+/// Per workload: GPUs per pod × pods at full scale, summed over the
+/// templates, within the workload cap of each resource name.
+fn check_workload(w: &Workload<'_>, gpus: &[(&PodTemplate<'_>, GpuCounts)], caps: &Caps, ns: &str, v: &mut Verdict) {
+    let mut totals: BTreeMap<&str, (u64, Vec<Part>)> = BTreeMap::new();
+    let mut unbounded: Vec<&str> = Vec::new();
+    for (t, per_pod) in gpus {
+        for (name, n) in per_pod {
+            let Some(limit) = cap(&caps.workload, name) else { continue };
+            match t.scale.pods {
+                None => {
+                    unbounded.push(name);
+                    v.violation(format!(
+                        "{} requests {n} `{name}` per pod with no upper bound on its pods ({}), but one workload may hold at most {limit} `{name}` in namespace `{ns}`; {}",
+                        t.describe(),
+                        t.scale.why,
+                        bound_hint(w, t)
+                    ));
+                }
+                Some(0) => {}
+                Some(pods) => {
+                    let e = totals.entry(name).or_default();
+                    e.0 = e.0.saturating_add(n.saturating_mul(pods));
+                    e.1.push(Part { what: t.describe(), per_pod: *n, pods, why: t.scale.why.clone() });
+                }
+            }
+        }
+    }
+    for (name, (total, parts)) in totals {
+        let Some(limit) = cap(&caps.workload, name) else { continue };
+        if total <= limit || unbounded.contains(&name) {
+            continue;
+        }
+        if w.kind == WorkloadKind::Pod {
+            v.violation(format!(
+                "the pod requests {total} `{name}`, more than the {limit} one workload may hold in namespace `{ns}`; request at most {limit}, or ask your cluster administrators to raise the limit"
+            ));
+            continue;
+        }
+        let shares: Vec<String> = parts
+            .iter()
+            .map(|p| format!("{}: {} per pod × {} ({})", p.what, p.per_pod, count(p.pods, "pod"), p.why))
+            .collect();
+        v.violation(format!(
+            "{} would hold {total} `{name}` at full scale, more than the {limit} one workload may hold in namespace `{ns}` ({}); lower the replicas or the GPUs per pod, or ask your cluster administrators to raise the limit",
+            w.describe(),
+            shares.join("; ")
+        ));
+    }
+}
+
+/// What to write so that a template's pods are bounded.
+fn bound_hint(w: &Workload<'_>, t: &PodTemplate<'_>) -> &'static str {
+    match (w.kind, t.role) {
+        (_, Role::RayWorker) => "set the worker group's `maxReplicas`",
+        (_, Role::Predictor | Role::Transformer | Role::Explainer) => "set `maxReplicas`",
+        (WorkloadKind::DaemonSet, _) => "run it as a Deployment or StatefulSet with a fixed number of replicas",
+        _ => "bound the number of its pods",
+    }
+}
+
+/// A listed pod's name, deletion and phase, read before its spec.
+#[derive(Default)]
+struct PodHead<'a> {
+    metadata: Option<ObjectMeta<'a>>,
+    status: Option<PodStatus<'a>>,
+}
+
+aigov_sdk::decode_struct!(PodHead { "metadata" => metadata, "status" => status });
+
+#[derive(Default)]
+struct PodStatus<'a> {
+    phase: Option<Str<'a>>,
+}
+
+aigov_sdk::decode_struct!(PodStatus { "phase" => phase });
+
+fn finished(status: Option<&PodStatus<'_>>) -> bool {
+    matches!(status.and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+}
+
+/// GPUs the namespace's unfinished pods hold, per resource name, with the
+/// pods that hold them. A pod named `own` (the pod being created) is left
+/// out: the API server refuses the creation while it exists anyway.
+fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<String, Vec<(String, u64)>>, Malformed> {
+    let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    for item in list_items(list)? {
+        let head: PodHead<'_> = decode_model(item, "a listed Pod")?;
+        let meta = head.metadata.unwrap_or_default();
+        // The host filters with `NOT_FINISHED`; a host that does not is
+        // filtered here.
+        if finished(head.status.as_ref())
+            || (own.is_some() && meta.name.as_deref() == own)
+            || (meta.being_deleted && !s.count_terminating_pods)
+        {
+            continue;
+        }
+        let pod = Workload::parse(WorkloadKind::Pod, item)?;
+        for t in pod.templates() {
+            for (name, n) in t.gpus_per_pod(&s.gpu_resource_names)? {
+                out.entry(name).or_default().push((meta.display_name().to_string(), n));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `` `a`: 8, `b`: 4 and 3 more pods ``: the biggest holders first.
+fn holders(pods: &[(String, u64)]) -> String {
+    let mut sorted: Vec<&(String, u64)> = pods.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    const SHOWN: usize = 5;
+    let shown: Vec<String> = sorted.iter().take(SHOWN).map(|(p, n)| format!("`{p}`: {n}")).collect();
+    match sorted.len().saturating_sub(SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{} and {}", shown.join(", "), count(more as u64, "more pod")),
+    }
+}
+
+/// Per namespace, for new Pods: the pod's GPUs plus those of the
+/// namespace's unfinished pods, within the namespace cap of each resource
+/// name.
+fn check_namespace(
+    w: &Workload<'_>,
+    own: &GpuCounts,
+    caps: &Caps,
+    ns: &str,
+    s: &Settings,
+    cluster: &dyn Cluster,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
+    let capped: Vec<(&str, u64, u64)> = own.iter().filter_map(|(name, n)| cap(&caps.namespace, name).map(|c| (name.as_str(), *n, c))).collect();
+    if capped.is_empty() {
+        return Ok(());
+    }
+    let name = w.metadata.name.as_deref().filter(|n| !n.is_empty());
+    let held = cluster
+        .list_resources_by_namespace("v1", "Pod", ns, None, Some(NOT_FINISHED))
+        .map_err(|e| e.first_line().to_string())
+        .and_then(|list| held_gpus(&list, name, s).map_err(|e| e.0));
+    let held = match held {
+        Ok(h) => h,
+        Err(why) => {
+            lookup_failed(v, s, format!("the pods of namespace `{ns}` could not be listed ({why}), so the GPUs it already holds are unknown"));
+            return Ok(());
+        }
+    };
+    for (resource, n, limit) in capped {
+        let pods = held.get(resource).map(Vec::as_slice).unwrap_or_default();
+        let used = pods.iter().fold(0u64, |a, (_, g)| a.saturating_add(*g));
+        if used.saturating_add(n) <= limit {
+            continue;
+        }
+        if used == 0 {
+            v.violation(format!(
+                "the pod requests {n} `{resource}`, more than the {limit} the pods of namespace `{ns}` may hold together; request at most {limit}, or ask your cluster administrators to raise the limit"
+            ));
+            continue;
+        }
+        let left = limit.saturating_sub(used);
+        v.violation(format!(
+            "the pod requests {n} `{resource}`, but the pods of namespace `{ns}` may hold at most {limit} together and its unfinished pods already hold {used} ({}), so {} left; wait for some of them to finish, delete pods you no longer need, or ask your cluster administrators to raise the limit",
+            holders(pods),
+            match left {
+                0 => "none is".to_string(),
+                1 => "only 1 is".to_string(),
+                more => format!("only {more} are"),
+            }
+        ));
+    }
+    Ok(())
+}
+
+aigov_sdk::export_policy!(GpuQuota);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn the_smallest_matching_cap_applies() {
+        let l: Limits = [("nvidia.com/mig-*".to_string(), Some(14)), ("nvidia.com/mig-7g.80gb".to_string(), Some(2)), ("nvidia.com/gpu".to_string(), None)]
+            .into_iter()
+            .collect();
+        assert_eq!(cap(&l, "nvidia.com/mig-1g.10gb"), Some(14));
+        assert_eq!(cap(&l, "nvidia.com/mig-7g.80gb"), Some(2));
+        assert_eq!(cap(&l, "nvidia.com/gpu"), None, "`null` lifts the cap");
+        assert_eq!(cap(&l, "amd.com/gpu"), None);
+    }
+
+    #[test]
+    fn overrides_replace_keys() {
+        let d: Limits = [("nvidia.com/gpu".to_string(), Some(16)), ("nvidia.com/mig-*".to_string(), Some(7))].into_iter().collect();
+        let o: Limits = [("nvidia.com/gpu".to_string(), Some(64))].into_iter().collect();
+        let m = merged(&d, &o);
+        assert_eq!((cap(&m, "nvidia.com/gpu"), cap(&m, "nvidia.com/mig-1g.10gb")), (Some(64), Some(7)));
+    }
+
+    #[test]
+    fn holders_are_listed_biggest_first() {
+        let pods: Vec<(String, u64)> = (1..=7).map(|i| (format!("p{i}"), i)).collect();
+        assert_eq!(holders(&pods), "`p7`: 7, `p6`: 6, `p5`: 5, `p4`: 4, `p3`: 3 and 2 more pods");
+        assert_eq!(holders(&pods[..1]), "`p1`: 1");
+    }
+}
