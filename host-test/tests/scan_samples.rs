@@ -48,6 +48,7 @@ const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
     ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
     ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
     ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+    ("40-rayservice-mig-slices.yaml", 1, [Admit, Admit, Skip, Admit]),
 ];
 
 fn root() -> PathBuf {
