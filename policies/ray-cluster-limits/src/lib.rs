@@ -577,17 +577,17 @@ fn worker_cap(g: &WorkerGroup<'_>, gpu: bool, s: &Settings, who: &str, out: &mut
             }
             let message = if hosts == 1 {
                 format!(
-                    "{who} has `maxReplicas: {n}`, but {kind} may scale to at most {}: set `maxReplicas` to {limit} or less",
+                    "{who} has `maxReplicas: {n}`, but {kind} may scale to at most {}: set `maxReplicas` to at most {limit}",
                     count(limit.unsigned_abs(), "worker")
                 )
             } else if per_replica >= 1 {
                 format!(
-                    "{who} can scale to {workers} workers (`maxReplicas: {n}` × `numOfHosts: {hosts}`), but {kind} may scale to at most {}: set `maxReplicas` to {per_replica} or less",
+                    "{who} can scale to {workers} workers (`maxReplicas: {n}` × `numOfHosts: {hosts}`), but {kind} may scale to at most {}: set `maxReplicas` to at most {per_replica}",
                     count(limit.unsigned_abs(), "worker")
                 )
             } else {
                 format!(
-                    "{who} can scale to {workers} workers (`maxReplicas: {n}` × `numOfHosts: {hosts}`), but {kind} may scale to at most {}: lower `numOfHosts` to {limit} or less (one replica is already {hosts} workers)",
+                    "{who} can scale to {workers} workers (`maxReplicas: {n}` × `numOfHosts: {hosts}`), but {kind} may scale to at most {}: lower `numOfHosts` to at most {limit} (one replica is already {hosts} workers)",
                     count(limit.unsigned_abs(), "worker")
                 )
             };

@@ -260,11 +260,11 @@ fn the_head_is_capped_like_a_worker_by_default() {
 fn max_replicas_limit_depends_on_gpus() {
     assert_eq!(
         one_group(r#""maxReplicas":9,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to 8 or less"]
+        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 8"]
     );
     assert_eq!(
         one_group(r#""maxReplicas":21,"#, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 21`, but a worker group without GPUs may scale to at most 20 workers: set `maxReplicas` to 20 or less"]
+        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 21`, but a worker group without GPUs may scale to at most 20 workers: set `maxReplicas` to at most 20"]
     );
     // A GPU of zero is no GPU.
     assert!(one_group(r#""maxReplicas":12,"#, &gpu(0)).is_empty());
@@ -275,14 +275,14 @@ fn multi_host_groups_count_every_pod() {
     // 8 replicas of 4 hosts are 32 workers.
     assert_eq!(
         one_group(r#""maxReplicas":8,"numOfHosts":4,"#, &gpu(4)),
-        ["`spec.workerGroupSpecs[0]` (`g`) can scale to 32 workers (`maxReplicas: 8` × `numOfHosts: 4`), but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to 2 or less"]
+        ["`spec.workerGroupSpecs[0]` (`g`) can scale to 32 workers (`maxReplicas: 8` × `numOfHosts: 4`), but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 2"]
     );
     assert!(one_group(r#""maxReplicas":2,"numOfHosts":4,"#, &gpu(4)).is_empty());
     assert!(one_group(r#""maxReplicas":5,"numOfHosts":4,"#, CPU).is_empty(), "20 CPU workers");
     // One replica larger than the cap: only `numOfHosts` can fix it.
     assert_eq!(
         one_group(r#""maxReplicas":1,"numOfHosts":16,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) can scale to 16 workers (`maxReplicas: 1` × `numOfHosts: 16`), but a worker group that requests GPUs may scale to at most 8 workers: lower `numOfHosts` to 8 or less (one replica is already 16 workers)"]
+        ["`spec.workerGroupSpecs[0]` (`g`) can scale to 16 workers (`maxReplicas: 1` × `numOfHosts: 16`), but a worker group that requests GPUs may scale to at most 8 workers: lower `numOfHosts` to at most 8 (one replica is already 16 workers)"]
     );
     assert_eq!(
         one_group(r#""numOfHosts":4,"#, &gpu(1)),
@@ -516,7 +516,7 @@ fn labels_come_first_then_the_cluster() {
         [
             "labels `cost-center`, `workload-type` are missing from `metadata.labels`",
             "label `compute-type` in `metadata.labels` is `cpu`, but `spec.workerGroupSpecs[0]` (`g`) requests GPUs: set it to `gpu` or `mixed`",
-            "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to 8 or less",
+            "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 8",
         ]
     );
     let no_labels = Settings {
