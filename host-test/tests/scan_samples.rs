@@ -35,6 +35,7 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     ("33-sec-notebook-root-untrusted.yaml", 1, &["trusted-sources", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
     ("34-sec-embeddings-job-latest.yaml", 1, &["trusted-sources"], &["gpu-node-avoidance", "owner-label"]),
     ("40-gpu-quota-pod-namespace-full.yaml", 1, &["gpu-access", "gpu-quota", "workload-security"], &["owner-label"]),
+    ("40-rayservice-mig-slices.yaml", 1, &[], &[]),
     ("41-mig-profiles-mixed-container.yaml", 1, &["gpu-access", "mig-profiles", "trusted-sources", "workload-security"], &["owner-label"]),
     ("42-mig-profiles-inference-slices.yaml", 1, &["gpu-access", "trusted-sources", "workload-security"], &["owner-label"]),
     ("50-mut-cpu-etl-deployment.yaml", 1, &["gpu-access", "trusted-sources", "workload-security"], &["gpu-node-avoidance", "owner-label"]),

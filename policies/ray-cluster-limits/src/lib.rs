@@ -1,7 +1,7 @@
 //! `ray-cluster-limits`: Ray clusters (RayCluster, and the cluster embedded in
-//! a RayJob or RayService) stay within per-group GPU and replica limits, an
-//! optional cap on the cluster's GPUs at maximum scale, and carry the
-//! governance labels.
+//! a RayJob or RayService) stay within per-group GPU and worker limits, a cap
+//! on the head's GPUs, an optional cap on the cluster's GPUs at maximum
+//! scale, and carry the governance labels.
 //!
 //! A Ray autoscaler scales each worker group up to its `maxReplicas` with
 //! nobody in the loop, and KubeRay's default `maxReplicas` is 2147483647. One
@@ -9,20 +9,27 @@
 //! autoscaler, buy one; even 8 workers of 4 GPUs left at maximum scale for a
 //! month cost about $70,000 at $3 per GPU-hour. So the bounds are checked when
 //! the cluster is submitted, not on the invoice.
+//!
+//! GPUs are counted per family (`nvidia.com/gpu` with its MIG slices weighed
+//! by their share of a GPU, `amd.com/gpu`, ...): two NVIDIA and three AMD GPUs
+//! are never "5 GPUs". Replica fields are read as KubeRay reads them
+//! (`ray-operator/controllers/ray/utils/util.go`, `GetWorkerGroupDesiredReplicas`):
+//! a `replicas` outside `[minReplicas, maxReplicas]` is clamped, so it is a
+//! warning; a worker group's size is `maxReplicas × numOfHosts` pods.
 
 mod settings;
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use aigov_sdk::gpu::GpuCounts;
 use aigov_sdk::text::count;
+use aigov_sdk::workload::KUBERAY_UNBOUNDED;
 use aigov_sdk::{
-    Cluster, GpuRequest, GpuResources, Malformed, ObjectMeta, Operation, Policy, RayCluster, Request, Verdict,
-    WorkerGroup, Workload, WorkloadKind,
+    Cluster, ContainerList, ContainerRef, GpuAmount, GpuFamilies, GpuResources, Malformed, MigWeights, ObjectMeta,
+    Operation, Policy, PodTemplate, RayCluster, Request, Verdict, WorkerGroup, Workload,
 };
 
 pub use settings::{COMPUTE_TYPE_LABEL, Settings};
-
-/// KubeRay's default `maxReplicas` (the largest int32), which the API server
-/// fills in when the field is absent: no limit.
-const KUBERAY_UNBOUNDED: i64 = 2_147_483_647;
 
 /// The rule.
 pub struct RayClusterLimits;
@@ -37,67 +44,368 @@ impl Policy for RayClusterLimits {
         if !matches!(req.operation(), Operation::Create | Operation::Update) {
             return Ok(verdict);
         }
-        // Decide on the kind before decoding: other kinds are not read at all.
-        let kind = req.kind();
-        if !matches!(
-            WorkloadKind::of(&kind.group, &kind.kind),
-            Some(WorkloadKind::RayCluster | WorkloadKind::RayJob | WorkloadKind::RayService)
-        ) {
-            return Ok(verdict);
-        }
-        let Some(workload) = req.workload() else {
+        let Some(workload) = req.workload().filter(|w| w.kind.is_ray()) else {
             return Ok(verdict);
         };
-        for p in check(workload, settings)? {
-            verdict.violation(p);
+        let found = evaluate(workload, settings)?;
+        // On UPDATE, a limit the old object already exceeded by as much or
+        // more is the old object's violation: keyed alike, so that
+        // `allowExistingViolations` lets an admin rein a cluster in step by
+        // step, while an update that makes it worse is refused.
+        let old = if req.operation() == Operation::Update && found.violations.iter().any(|v| v.measure.is_some()) {
+            req.old_object_text()
+                .and_then(|text| Workload::parse(workload.kind, text).ok())
+                .and_then(|old| evaluate(&old, settings).ok())
+        } else {
+            None
+        };
+        for v in found.violations {
+            match (v.measure, &old) {
+                (Some((what, value)), Some(old)) if old.exceeded(&what).is_some_and(|before| before >= value) => {
+                    verdict.violation_keyed(what, v.message);
+                }
+                _ => verdict.violation(v.message),
+            }
+        }
+        for w in found.warnings {
+            verdict.warn(w);
         }
         Ok(verdict)
     }
 }
 
-/// Every problem of a Ray workload, in document order: the object's labels,
-/// the `compute-type` label against the GPUs requested, each worker group,
-/// then the cluster's total.
+/// A problem that refuses the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The message.
+    pub message: String,
+    /// For a limit: what exceeds it (`workers:gpu-workers`,
+    /// `worker-gpus:gpu-workers:nvidia.com/gpu`) and its amount.
+    pub measure: Option<(String, u128)>,
+}
+
+/// What the rule finds in one Ray workload.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Violations, in document order.
+    pub violations: Vec<Violation>,
+    /// Warnings (what KubeRay will do differently from what the spec says).
+    pub warnings: Vec<String>,
+}
+
+impl Findings {
+    fn violation(&mut self, message: String) {
+        self.violations.push(Violation { message, measure: None });
+    }
+
+    fn over_limit(&mut self, what: String, value: u128, message: String) {
+        self.violations.push(Violation { message, measure: Some((what, value)) });
+    }
+
+    /// How far `what` exceeded its limit, if it did.
+    fn exceeded(&self, what: &str) -> Option<u128> {
+        self.violations.iter().find_map(|v| match &v.measure {
+            Some((w, value)) if w == what => Some(*value),
+            _ => None,
+        })
+    }
+}
+
+/// Every violation message of a Ray workload, in document order (see
+/// [`evaluate`]).
 pub fn check(w: &Workload<'_>, s: &Settings) -> Result<Vec<String>, Malformed> {
-    let mut out = s.required_labels.check(&w.metadata.labels, "metadata.labels");
+    Ok(evaluate(w, s)?.violations.into_iter().map(|v| v.message).collect())
+}
+
+/// Every problem of a Ray workload, in document order: the object's labels,
+/// the `compute-type` label against the GPUs requested, the head, each
+/// worker group, then the cluster's total.
+pub fn evaluate(w: &Workload<'_>, s: &Settings) -> Result<Findings, Malformed> {
+    let mut out = Findings::default();
+    for m in s.required_labels.check(&w.metadata.labels, "metadata.labels") {
+        out.violation(m);
+    }
     // A RayJob that runs on an existing cluster (`clusterSelector`) embeds no
     // cluster spec: only its labels are checked.
     let Some(ray) = &w.ray else { return Ok(out) };
-    let gpus = ClusterGpus::of(ray, &s.gpu_resource_names)?;
-    if s.check_compute_type {
-        out.extend(compute_type(&w.metadata, ray, &gpus));
+    int32_fields(w, ray)?;
+    let head = ray.head.as_ref().map(|t| PodGpus::of(t, &s.gpu_resource_names)).transpose()?;
+    let workers = ray
+        .worker_groups
+        .iter()
+        .map(|g| PodGpus::of(&g.template, &s.gpu_resource_names))
+        .collect::<Result<Vec<_>, _>>()?;
+    if s.check_compute_type
+        && let Some(m) = compute_type(&w.metadata, ray, head.as_ref(), &workers)
+    {
+        out.violation(m);
     }
-    for (group, &per_worker) in ray.worker_groups.iter().zip(&gpus.workers) {
-        check_group(group, per_worker, s, &mut out)?;
+    if let Some(head) = &head {
+        check_head(ray, head, s, &mut out);
+    }
+    for (group, pod) in ray.worker_groups.iter().zip(&workers) {
+        check_group(group, pod, s, &mut out);
     }
     if let Some(limit) = s.max_total_gpus {
-        out.extend(total(ray, &gpus, limit));
+        total(ray, head.as_ref(), &workers, s, limit, &mut out);
     }
     Ok(out)
 }
 
-/// GPUs one pod of each part of a cluster holds, as the scheduler counts
-/// them (all containers, init and sidecar containers included).
-struct ClusterGpus {
-    head: u64,
-    /// Per worker group, in order.
-    workers: Vec<u64>,
+/// KubeRay's replica fields are `int32`: a value beyond cannot be read by
+/// the operator, and is malformed input here rather than a number to
+/// multiply.
+fn int32_fields(w: &Workload<'_>, ray: &RayCluster<'_>) -> Result<(), Malformed> {
+    for g in &ray.worker_groups {
+        for (field, value) in [
+            ("replicas", g.replicas),
+            ("minReplicas", g.min_replicas),
+            ("maxReplicas", g.max_replicas),
+            ("numOfHosts", g.num_of_hosts),
+        ] {
+            if let Some(v) = value
+                && i32::try_from(v).is_err()
+            {
+                return Err(Malformed(format!(
+                    "the {} is malformed: `{}`: invalid value: integer `{v}`, expected a whole number that fits in 32 bits (KubeRay's `int32`)",
+                    w.kind.kind(),
+                    g.path.key(field)
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
-impl ClusterGpus {
-    fn of(ray: &RayCluster<'_>, names: &GpuResources) -> Result<ClusterGpus, Malformed> {
-        let head = match &ray.head {
-            Some(t) => t.gpu_units_per_pod(names)?,
-            None => 0,
-        };
-        let workers = ray
-            .worker_groups
-            .iter()
-            .map(|g| g.template.gpu_units_per_pod(names))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ClusterGpus { head, workers })
+// ---------------------------------------------------------------- GPUs
+
+/// GPU amounts in 1/420ths of a GPU ([`GpuAmount::ONE`]), wide enough that
+/// a cluster's total never wraps.
+type Amount = u128;
+const ONE: Amount = GpuAmount::ONE as Amount;
+
+/// `4`, `1.43` (two decimals at most).
+fn amount(a: Amount) -> String {
+    let whole = a / ONE;
+    let hundredths = ((a % ONE) * 100 + ONE / 2) / ONE;
+    let (whole, hundredths) = if hundredths == 100 { (whole.saturating_add(1), 0) } else { (whole, hundredths) };
+    if hundredths == 0 {
+        return whole.to_string();
+    }
+    let s = format!("{whole}.{hundredths:02}");
+    s.trim_end_matches('0').to_string()
+}
+
+/// `` 4 `nvidia.com/gpu` GPUs ``, `` 1 `amd.com/gpu` GPU ``.
+fn gpus(a: Amount, family: &str) -> String {
+    let noun = if a == ONE { "GPU" } else { "GPUs" };
+    format!("{} `{family}` {noun}", amount(a))
+}
+
+/// A limit as an amount.
+fn cap(limit: i64) -> Amount {
+    Amount::try_from(limit).unwrap_or(0).saturating_mul(ONE)
+}
+
+/// Amounts per GPU family, in family order.
+fn families(counts: &GpuCounts, w: &MigWeights) -> BTreeMap<String, Amount> {
+    let mut out: BTreeMap<String, Amount> = BTreeMap::new();
+    for (name, n) in counts {
+        let (family, unit) = w.family(name);
+        let e = out.entry(family.to_string()).or_default();
+        *e = e.saturating_add(Amount::from(unit.0).saturating_mul(Amount::from(*n)));
+    }
+    out
+}
+
+/// Where a container's GPUs sit in the pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Main,
+    Sidecar,
+    Init,
+}
+
+/// One container's part of what a pod holds.
+#[derive(Clone, Debug)]
+struct Share {
+    place: Place,
+    /// `` `ray-worker` ``, or the container's path when it has no name.
+    name: String,
+    counts: GpuCounts,
+}
+
+impl Share {
+    fn label(&self) -> String {
+        match self.place {
+            Place::Main => self.name.clone(),
+            Place::Sidecar => format!("sidecar {}", self.name),
+            Place::Init => format!("init container {}", self.name),
+        }
     }
 }
+
+/// GPUs one pod of a template holds, per resource name, as the scheduler
+/// counts them (the same numbers as `PodTemplate::gpus_per_pod`), and the
+/// containers they come from, so that a breakdown adds up to its total.
+#[derive(Clone, Debug, Default)]
+struct PodGpus {
+    counts: GpuCounts,
+    /// The containers counted, in container order.
+    shares: Vec<Share>,
+    /// Resource names plain init containers request: those are a maximum
+    /// over init containers, not a sum.
+    init_names: BTreeSet<String>,
+}
+
+/// A counted part: container order, place, name, resource, count.
+type Part = (usize, Place, String, String, u64);
+
+/// The most a pod's count of one resource may be: Kubernetes adds
+/// quantities in an int64.
+const MAX_UNITS: u64 = i64::MAX as u64;
+
+impl PodGpus {
+    fn of(t: &PodTemplate<'_>, names: &GpuResources) -> Result<PodGpus, Malformed> {
+        let too_many = || {
+            Malformed(format!(
+                "`{}`: the GPUs of its containers add up to more than a Kubernetes quantity can hold",
+                t.spec_path()
+            ))
+        };
+        let add = |a: u64, b: u64| a.checked_add(b).filter(|n| *n <= MAX_UNITS).ok_or_else(too_many);
+        // Regular containers and sidecars run together: their GPUs add up.
+        let mut running: Vec<Part> = Vec::new();
+        let mut sidecars: Vec<Part> = Vec::new();
+        // Plain init containers run one at a time, each beside the sidecars
+        // started before it: per resource, the largest of those counts.
+        let mut init_peak: BTreeMap<String, (u64, Vec<Part>)> = BTreeMap::new();
+        let mut init_names = BTreeSet::new();
+        for (i, c) in t.containers().enumerate() {
+            let counts = t.container_gpus(&c, names)?;
+            if counts.is_empty() {
+                continue;
+            }
+            let name = container_name(t, &c);
+            match c.list {
+                ContainerList::Containers | ContainerList::Model => {
+                    running.extend(counts.into_iter().map(|(r, n)| (i, Place::Main, name.clone(), r, n)));
+                }
+                ContainerList::InitContainers if c.is_sidecar() => {
+                    for (r, n) in counts {
+                        let part = (i, Place::Sidecar, name.clone(), r, n);
+                        running.push(part.clone());
+                        sidecars.push(part);
+                    }
+                }
+                ContainerList::InitContainers => {
+                    for (r, n) in counts {
+                        let mut from: Vec<Part> = sidecars.iter().filter(|p| p.3 == r).cloned().collect();
+                        let mut with = n;
+                        for p in &from {
+                            with = add(with, p.4)?;
+                        }
+                        from.push((i, Place::Init, name.clone(), r.clone(), n));
+                        init_names.insert(r.clone());
+                        if init_peak.get(&r).is_none_or(|(peak, _)| with > *peak) {
+                            init_peak.insert(r, (with, from));
+                        }
+                    }
+                }
+                // Ephemeral containers cannot hold resources.
+                ContainerList::EphemeralContainers => {}
+            }
+        }
+        let resources: BTreeSet<String> = running.iter().map(|p| p.3.clone()).chain(init_peak.keys().cloned()).collect();
+        let mut counts = GpuCounts::new();
+        let mut chosen: Vec<Part> = Vec::new();
+        for r in resources {
+            let mut sum = 0u64;
+            for p in running.iter().filter(|p| p.3 == r) {
+                sum = add(sum, p.4)?;
+            }
+            match init_peak.remove(&r) {
+                Some((peak, from)) if peak > sum => {
+                    chosen.extend(from);
+                    counts.insert(r, peak);
+                }
+                _ => {
+                    chosen.extend(running.iter().filter(|p| p.3 == r).cloned());
+                    counts.insert(r, sum);
+                }
+            }
+        }
+        chosen.sort_by_key(|p| p.0);
+        let mut shares: Vec<(usize, Share)> = Vec::new();
+        for (i, place, name, r, n) in chosen {
+            match shares.last_mut() {
+                Some((j, s)) if *j == i => {
+                    s.counts.insert(r, n);
+                }
+                _ => shares.push((i, Share { place, name, counts: [(r, n)].into_iter().collect() })),
+            }
+        }
+        Ok(PodGpus { counts, shares: shares.into_iter().map(|(_, s)| s).collect(), init_names })
+    }
+
+    fn requests_gpus(&self) -> bool {
+        !self.counts.is_empty()
+    }
+
+    /// How the pod's GPUs of `family` add up, container by container:
+    /// `` in container `ray-worker` ``, `` 2 in `ray-worker` + 1 in sidecar
+    /// `profiler` ``, or with resource names where the family has several
+    /// (MIG slices with their weight).
+    fn breakdown(&self, family: &str, w: &MigWeights) -> String {
+        let in_family = |r: &str| w.family(r).0 == family;
+        let resources: Vec<&String> = self.counts.keys().filter(|r| in_family(r)).collect();
+        // One resource named like its family: no need to name it again.
+        let plain = matches!(resources.as_slice(), [only] if only.as_str() == family);
+        // (its GPUs of the family, how many resources that is, the container)
+        let mut pieces: Vec<(String, usize, &Share)> = Vec::new();
+        for share in &self.shares {
+            let mine: GpuCounts = share.counts.iter().filter(|(r, _)| in_family(r)).map(|(r, n)| (r.clone(), *n)).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let what = if plain {
+                mine.values().fold(0u64, |a, n| a.saturating_add(*n)).to_string()
+            } else {
+                GpuFamilies::of(&mine, w).breakdown(family, w)
+            };
+            pieces.push((what, mine.len(), share));
+        }
+        let place = |share: &Share| match share.place {
+            Place::Main => format!("container {}", share.name),
+            _ => share.label(),
+        };
+        let mut out = match pieces.as_slice() {
+            [(_, _, share)] if plain => format!("in {}", place(share)),
+            [(what, 1, share)] => format!("{what} in {}", place(share)),
+            [(what, _, share)] => format!("{what}, all in {}", place(share)),
+            _ => pieces
+                .iter()
+                .map(|(what, n, share)| if *n > 1 { format!("({what}) in {}", share.label()) } else { format!("{what} in {}", share.label()) })
+                .collect::<Vec<_>>()
+                .join(" + "),
+        };
+        if self.init_names.iter().any(|r| in_family(r)) {
+            out.push_str("; init containers run one at a time, before the others, so their GPUs count as a maximum, not a sum");
+        }
+        out
+    }
+}
+
+/// `` `ray-worker` ``, or the container's path when it has no name.
+fn container_name(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>) -> String {
+    if c.container.name.trim().is_empty() {
+        format!("`{}`", t.container_path(c))
+    } else {
+        format!("`{}`", c.container.name)
+    }
+}
+
+// ---------------------------------------------------------------- groups
 
 /// `` `spec.workerGroupSpecs[1]` (`gpu-workers`) ``, or the path alone for a
 /// group without a name.
@@ -116,64 +424,105 @@ fn group_short(g: &WorkerGroup<'_>) -> String {
     }
 }
 
-fn check_group(g: &WorkerGroup<'_>, gpus: u64, s: &Settings, out: &mut Vec<String>) -> Result<(), Malformed> {
-    let who = group_ref(g);
-    for (field, value) in [("replicas", g.replicas), ("minReplicas", g.min_replicas)] {
-        if let Some(n) = value
-            && n < 0
-        {
-            out.push(format!("{who} has `{field}: {n}`: set `{field}` to 0 or more"));
-        }
+/// What identifies a group across an UPDATE: its name, or its path.
+fn group_id(g: &WorkerGroup<'_>) -> String {
+    match g.name.as_deref() {
+        Some(name) if !name.trim().is_empty() => name.to_string(),
+        _ => g.path.to_string(),
     }
-    out.extend(replica_range(g, &who));
-    let (limit, kind) = if gpus > 0 {
-        (s.max_gpu_worker_replicas, "a worker group that requests GPUs")
-    } else {
-        (s.max_cpu_worker_replicas, "a worker group without GPUs")
-    };
-    out.extend(max_replicas(g.max_replicas, limit, kind, &who));
-    if let Some(hosts) = g.num_of_hosts
-        && hosts < 1
+}
+
+/// Pods per replica, as KubeRay creates them: `numOfHosts`, 1 when absent.
+/// A value below 1 is reported on its own; counted as 1 here.
+fn hosts(g: &WorkerGroup<'_>) -> i64 {
+    g.num_of_hosts.unwrap_or(1).max(1)
+}
+
+/// The head pod's GPUs, per family, against `maxGpusPerHead`.
+fn check_head(ray: &RayCluster<'_>, head: &PodGpus, s: &Settings, out: &mut Findings) {
+    let limit = s.head_limit();
+    let who = format!("the head group (`{}.headGroupSpec`)", ray.path);
+    for (family, a) in families(&head.counts, &s.mig_weights) {
+        if a <= cap(limit) {
+            continue;
+        }
+        let parts = head.breakdown(&family, &s.mig_weights);
+        let message = if limit == 0 {
+            format!(
+                "{who} requests {} ({parts}), but the head may not request GPUs (`maxGpusPerHead: 0`): remove them from the head and run GPU work on a worker group",
+                gpus(a, &family)
+            )
+        } else {
+            format!(
+                "{who} requests {} ({parts}), but the head may have at most {limit}: request at most {limit} in the head pod and run the rest on worker groups",
+                gpus(a, &family)
+            )
+        };
+        out.over_limit(format!("head-gpus:{family}"), a, message);
+    }
+}
+
+fn check_group(g: &WorkerGroup<'_>, pod: &PodGpus, s: &Settings, out: &mut Findings) {
+    let who = group_ref(g);
+    replica_range(g, &who, out);
+    worker_cap(g, pod.requests_gpus(), s, &who, out);
+    if let Some(h) = g.num_of_hosts
+        && h < 1
     {
-        out.push(format!(
-            "{who} has `numOfHosts: {hosts}`: set `numOfHosts` to 1 or more (the pods of each worker replica), or leave it out for 1"
+        out.violation(format!(
+            "{who} has `numOfHosts: {h}`, so KubeRay starts no worker for it: set `numOfHosts` to 1 or more (the pods of each replica), or leave it out for 1"
         ));
     }
     let max = s.max_gpus_per_worker;
-    if gpus > u64::from(max) {
-        let containers = g.template.gpu_requests(&s.gpu_resource_names)?;
-        out.push(format!(
-            "{who} requests {} per worker ({}), but a worker may have at most {max}: request at most {} in each worker pod",
-            count(gpus, "GPU"),
-            breakdown(&containers),
-            count(u64::from(max), "GPU"),
-        ));
+    for (family, a) in families(&pod.counts, &s.mig_weights) {
+        if a > cap(max) {
+            out.over_limit(
+                format!("worker-gpus:{}:{family}", group_id(g)),
+                a,
+                format!(
+                    "{who} requests {} per worker ({}), but a worker may have at most {max}: request at most {max} in each worker pod",
+                    gpus(a, &family),
+                    pod.breakdown(&family, &s.mig_weights),
+                ),
+            );
+        }
     }
-    Ok(())
 }
 
-/// `minReplicas <= replicas <= maxReplicas`, with KubeRay's defaults for
-/// absent fields (0, 0, unbounded), as the API server applies them before
-/// admission. Negative values are reported on their own, not here.
-fn replica_range(g: &WorkerGroup<'_>, who: &str) -> Option<String> {
+/// `minReplicas` and `maxReplicas` as KubeRay validates them (negative
+/// values, or `minReplicas > maxReplicas`, stop it from reconciling the
+/// cluster: violations), and `replicas` as it reads it: absent (or 0, what
+/// the API server writes for an absent value) starts `minReplicas`, and a
+/// value outside `[minReplicas, maxReplicas]` is clamped into it: a warning.
+fn replica_range(g: &WorkerGroup<'_>, who: &str, out: &mut Findings) {
     let min = g.min_replicas.unwrap_or(0);
     let max = g.max_replicas.unwrap_or(KUBERAY_UNBOUNDED);
-    if min < 0 || max < 0 {
-        return None;
-    }
-    if min > max {
-        return Some(format!(
-            "{who} has `minReplicas: {min}` above `maxReplicas: {max}`: set them so that `minReplicas <= replicas <= maxReplicas`"
+    if min < 0 {
+        out.violation(format!(
+            "{who} has `minReplicas: {min}`, which KubeRay refuses: set `minReplicas` to 0 or more"
         ));
     }
-    let replicas = match g.replicas {
-        Some(r) if r < 0 => return None,
-        Some(r) => r,
-        None => 0,
-    };
-    let stated = match g.replicas {
-        Some(r) => format!("has `replicas: {r}`"),
-        None => "has no `replicas`, which KubeRay defaults to 0,".into(),
+    if min < 0 || max < 0 {
+        return;
+    }
+    if min > max {
+        out.violation(format!(
+            "{who} has `minReplicas: {min}` above `maxReplicas: {max}`, which KubeRay refuses: set `minReplicas` to at most `maxReplicas`"
+        ));
+        return;
+    }
+    let Some(replicas) = g.replicas else { return };
+    if replicas == 0 && min > 0 {
+        return;
+    }
+    let hosts = hosts(g);
+    let runs = |n: i64| {
+        let n = u64::try_from(n).unwrap_or(0);
+        if hosts == 1 {
+            count(n, "worker")
+        } else {
+            format!("{} ({})", count(n, "replica"), count(n.saturating_mul(hosts.unsigned_abs()), "worker"))
+        }
     };
     let range = if max == KUBERAY_UNBOUNDED {
         format!("to {min} or more")
@@ -181,65 +530,84 @@ fn replica_range(g: &WorkerGroup<'_>, who: &str) -> Option<String> {
         format!("between {min} and {max}")
     };
     if replicas < min {
-        Some(format!("{who} {stated} below `minReplicas: {min}`: set `replicas` {range}"))
+        out.warnings.push(format!(
+            "{who} has `replicas: {replicas}` below `minReplicas: {min}`, so KubeRay runs {}: set `replicas` {range} to say what runs",
+            runs(min)
+        ));
     } else if replicas > max {
-        Some(format!("{who} {stated} above `maxReplicas: {max}`: set `replicas` {range}"))
-    } else {
-        None
+        out.warnings.push(format!(
+            "{who} has `replicas: {replicas}` above `maxReplicas: {max}`, so KubeRay runs {}: set `replicas` {range} to say what runs",
+            runs(max)
+        ));
     }
 }
 
-/// `maxReplicas` against the group's limit; absent (or KubeRay's default,
-/// which is what an absent value becomes) is unbounded.
-fn max_replicas(max: Option<i64>, limit: u32, kind: &str, who: &str) -> Option<String> {
-    let fix = format!("set `maxReplicas` to at most {limit} (the limit for {kind})");
-    match max {
-        None => Some(format!("{who} has no `maxReplicas`, so KubeRay lets it scale without limit: {fix}")),
-        Some(KUBERAY_UNBOUNDED) => Some(format!(
+/// The group's worker pods at maximum scale, `maxReplicas × numOfHosts`,
+/// against its cap; an absent `maxReplicas` (or KubeRay's default, which is
+/// what an absent value becomes) is unbounded.
+fn worker_cap(g: &WorkerGroup<'_>, gpu: bool, s: &Settings, who: &str, out: &mut Findings) {
+    let (limit, kind) = if gpu {
+        (s.max_gpu_worker_replicas, "a worker group that requests GPUs")
+    } else {
+        (s.max_cpu_worker_replicas, "a worker group without GPUs")
+    };
+    let hosts = hosts(g);
+    let per_replica = limit / hosts;
+    let fix = if hosts == 1 {
+        format!("set `maxReplicas` to at most {limit} (the limit for {kind})")
+    } else if per_replica >= 1 {
+        format!(
+            "set `maxReplicas` to at most {per_replica} ({per_replica} × `numOfHosts: {hosts}` = {} workers; {kind} may have at most {limit})",
+            per_replica * hosts
+        )
+    } else {
+        format!("lower `numOfHosts` to at most {limit}: one replica is already {hosts} workers, and {kind} may have at most {limit}")
+    };
+    match g.max_replicas {
+        None => out.violation(format!("{who} has no `maxReplicas`, so KubeRay lets it scale without limit: {fix}")),
+        Some(KUBERAY_UNBOUNDED) => out.violation(format!(
             "{who} has `maxReplicas: {KUBERAY_UNBOUNDED}`, KubeRay's default for no limit: {fix}"
         )),
-        Some(n) if n < 0 => Some(format!(
-            "{who} has `maxReplicas: {n}`: set `maxReplicas` between 0 and {limit} (the limit for {kind})"
-        )),
-        Some(n) if n > i64::from(limit) => Some(format!(
-            "{who} has `maxReplicas: {n}`, but {kind} may scale to at most {}: set `maxReplicas` to {limit} or less",
-            count(u64::from(limit), "worker")
-        )),
-        Some(_) => None,
-    }
-}
-
-/// `in container `ray-worker``, or `4 in `ray-worker`, 2 in `profiler``.
-fn breakdown(containers: &[GpuRequest]) -> String {
-    let name = |c: &GpuRequest| {
-        if c.container_name.is_empty() {
-            format!("`{}`", c.container_path)
-        } else {
-            format!("`{}`", c.container_name)
+        Some(n) if n < 0 => out.violation(format!("{who} has `maxReplicas: {n}`, which KubeRay refuses: {fix}")),
+        Some(n) => {
+            // Both are int32 (checked before): the product fits.
+            let workers = n.saturating_mul(hosts);
+            if workers <= limit {
+                return;
+            }
+            let message = if hosts == 1 {
+                format!(
+                    "{who} has `maxReplicas: {n}`, but {kind} may scale to at most {}: set `maxReplicas` to at most {limit}",
+                    count(limit.unsigned_abs(), "worker")
+                )
+            } else if per_replica >= 1 {
+                format!(
+                    "{who} can scale to {workers} workers (`maxReplicas: {n}` × `numOfHosts: {hosts}`), but {kind} may scale to at most {}: set `maxReplicas` to at most {per_replica}",
+                    count(limit.unsigned_abs(), "worker")
+                )
+            } else {
+                format!(
+                    "{who} can scale to {workers} workers (`maxReplicas: {n}` × `numOfHosts: {hosts}`), but {kind} may scale to at most {}: lower `numOfHosts` to at most {limit} (one replica is already {hosts} workers)",
+                    count(limit.unsigned_abs(), "worker")
+                )
+            };
+            out.over_limit(format!("workers:{}", group_id(g)), Amount::from(workers.unsigned_abs()), message);
         }
-    };
-    match containers {
-        [one] => format!("in container {}", name(one)),
-        many => many
-            .iter()
-            .map(|c| format!("{} in {}", c.total(), name(c)))
-            .collect::<Vec<_>>()
-            .join(", "),
     }
 }
 
 /// The `compute-type` label against the GPUs the cluster requests: `cpu`
 /// with GPUs, or `gpu`/`mixed` without, is a mislabelled cluster. Other
 /// values are left to the label check.
-fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, gpus: &ClusterGpus) -> Option<String> {
+fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus]) -> Option<String> {
     let value = meta.label(COMPUTE_TYPE_LABEL)?;
-    let first_gpu_user = if gpus.head > 0 {
+    let first_gpu_user = if head.is_some_and(PodGpus::requests_gpus) {
         Some(format!("the head group (`{}.headGroupSpec`)", ray.path))
     } else {
         ray.worker_groups
             .iter()
-            .zip(&gpus.workers)
-            .find(|(_, n)| **n > 0)
+            .zip(workers)
+            .find(|(_, p)| p.requests_gpus())
             .map(|(g, _)| group_ref(g))
     };
     let at = format!("label `{COMPUTE_TYPE_LABEL}` in `metadata.labels` is `{value}`");
@@ -253,61 +621,78 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, gpus: &ClusterGpus)
     }
 }
 
-/// The cluster's GPUs at maximum scale against `limit`: the head, plus each
-/// worker group at `maxReplicas` (KubeRay never runs more) times `numOfHosts`
-/// pods per replica.
-fn total(ray: &RayCluster<'_>, gpus: &ClusterGpus, limit: u32) -> Option<String> {
-    let mut sum = gpus.head;
-    let mut parts = Vec::new();
-    if gpus.head > 0 {
-        parts.push(format!("head: {}", gpus.head));
+/// The cluster's GPUs at maximum scale, per family, against `limit`: the
+/// head, plus each worker group at `maxReplicas` (KubeRay never runs more)
+/// times `numOfHosts` pods per replica.
+fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &Settings, limit: i64, out: &mut Findings) {
+    let w = &s.mig_weights;
+    let mut sums: BTreeMap<String, (Amount, Vec<String>)> = BTreeMap::new();
+    if let Some(head) = head {
+        let f = GpuFamilies::of(&head.counts, w);
+        for (family, a) in families(&head.counts, w) {
+            let e = sums.entry(family.clone()).or_default();
+            e.0 = e.0.saturating_add(a);
+            e.1.push(format!("head: {}", f.breakdown(&family, w)));
+        }
     }
     let mut unbounded = Vec::new();
-    for (g, &per_worker) in ray.worker_groups.iter().zip(&gpus.workers) {
-        if per_worker == 0 {
+    let mut unbounded_families = BTreeSet::new();
+    for (g, pod) in ray.worker_groups.iter().zip(workers) {
+        if !pod.requests_gpus() {
             continue;
         }
+        let per_worker = families(&pod.counts, w);
         let replicas = match g.max_replicas {
             None | Some(KUBERAY_UNBOUNDED) => {
                 unbounded.push(group_ref(g));
+                unbounded_families.extend(per_worker.into_keys());
                 continue;
             }
             Some(n) => u64::try_from(n).unwrap_or(0),
         };
-        let hosts = u64::try_from(g.num_of_hosts.unwrap_or(1)).unwrap_or(0);
-        let n = per_worker.saturating_mul(replicas).saturating_mul(hosts);
-        if n == 0 {
+        if replicas == 0 {
             continue;
         }
-        sum = sum.saturating_add(n);
-        let hosts_factor = if hosts == 1 {
-            String::new()
+        let hosts = hosts(g).unsigned_abs();
+        let scale = if hosts == 1 {
+            format!("{} × ", count(replicas, "worker"))
         } else {
-            format!(" × {hosts} hosts")
+            format!("{} × {hosts} hosts × ", count(replicas, "replica"))
         };
-        let workers = if hosts == 1 { count(replicas, "worker") } else { count(replicas, "replica") };
-        parts.push(format!(
-            "{}: {workers}{hosts_factor} × {} = {n}",
-            group_short(g),
-            count(per_worker, "GPU")
-        ));
+        let f = GpuFamilies::of(&pod.counts, w);
+        for (family, a) in per_worker {
+            let n = a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts));
+            let b = f.breakdown(&family, w);
+            let each = if b.contains(" + ") { format!("({b})") } else { b };
+            let e = sums.entry(family).or_default();
+            e.0 = e.0.saturating_add(n);
+            e.1.push(format!("{}: {scale}{each} = {}", group_short(g), amount(n)));
+        }
     }
-    let cap = count(u64::from(limit), "GPU");
     if !unbounded.is_empty() {
-        return Some(format!(
-            "the Ray cluster in `{}` has no upper bound on GPUs at maximum scale, but a Ray cluster may use at most {cap}: set `maxReplicas` on {}",
+        out.violation(format!(
+            "the Ray cluster in `{}` has no upper bound on GPUs at maximum scale, but a Ray cluster may use at most {} of each family: set `maxReplicas` on {}",
             ray.path,
+            count(limit.unsigned_abs(), "GPU"),
             unbounded.join(", ")
         ));
     }
-    (sum > u64::from(limit)).then(|| {
-        format!(
-            "the Ray cluster in `{}` can grow to {} at maximum scale ({}), but a Ray cluster may use at most {cap}: lower `maxReplicas` or the GPUs per worker",
-            ray.path,
-            count(sum, "GPU"),
-            parts.join(", ")
-        )
-    })
+    for (family, (sum, parts)) in sums {
+        if unbounded_families.contains(&family) || sum <= cap(limit) {
+            continue;
+        }
+        let at_least = if sum == Amount::MAX { "at least " } else { "" };
+        out.over_limit(
+            format!("total-gpus:{family}"),
+            sum,
+            format!(
+                "the Ray cluster in `{}` can grow to {at_least}{} at maximum scale ({}), but a Ray cluster may use at most {limit}: lower `maxReplicas` or the GPUs per worker",
+                ray.path,
+                gpus(sum, &family),
+                parts.join(", ")
+            ),
+        );
+    }
 }
 
 aigov_sdk::export_policy!(RayClusterLimits);

@@ -1,25 +1,35 @@
 //! Settings of `ray-cluster-limits`.
 
-use aigov_sdk::{GpuResources, RequiredLabels, RuleSettings, SettingsError};
+use aigov_sdk::{GpuResources, MigWeights, RequiredLabels, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The label that says what a Ray cluster computes on.
 pub const COMPUTE_TYPE_LABEL: &str = "compute-type";
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Limits are whole numbers. They are read as signed numbers so that every
+/// value out of range (`0`, `-1`) gets the same refusal from
+/// [`RuleSettings::validate`], naming the key and the range.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
-    /// GPUs one worker pod of a worker group may request, counted over all
-    /// its containers. Default 4.
-    pub max_gpus_per_worker: u32,
-    /// `maxReplicas` of a worker group that requests GPUs. Default 8.
-    pub max_gpu_worker_replicas: u32,
-    /// `maxReplicas` of a worker group without GPUs. Default 20.
-    pub max_cpu_worker_replicas: u32,
-    /// GPUs a whole Ray cluster (head and every worker group at
-    /// `maxReplicas`, times `numOfHosts`) may use. Default `null`: no cap.
-    pub max_total_gpus: Option<u32>,
+    /// GPUs of one family (`nvidia.com/gpu` with its MIG slices,
+    /// `amd.com/gpu`, ...) one worker pod may request, counted over all its
+    /// containers as the scheduler counts them. Default 4.
+    pub max_gpus_per_worker: i64,
+    /// GPUs of one family the head pod may request. Default `null`: the
+    /// same as `maxGpusPerWorker`. `0`: the head may not request GPUs.
+    pub max_gpus_per_head: Option<i64>,
+    /// Worker pods (`maxReplicas` × `numOfHosts`) of a worker group that
+    /// requests GPUs. Default 8.
+    pub max_gpu_worker_replicas: i64,
+    /// Worker pods (`maxReplicas` × `numOfHosts`) of a worker group without
+    /// GPUs. Default 20.
+    pub max_cpu_worker_replicas: i64,
+    /// GPUs of one family a whole Ray cluster (head and every worker group
+    /// at `maxReplicas` × `numOfHosts`) may use. Default `null`: no cap.
+    pub max_total_gpus: Option<i64>,
     /// Labels the RayCluster, RayJob or RayService must carry, each with its
     /// allowed values (`[]`: any non-empty value). Default: `team`,
     /// `cost-center`, `workload-type` in `[training, inference,
@@ -32,12 +42,17 @@ pub struct Settings {
     pub check_compute_type: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
+    /// What one MIG slice is worth, as a fraction of a GPU, for profiles
+    /// whose compute share is not `<g>` of 7 (A30: `nvidia.com/mig-1g.6gb:
+    /// 0.25`). Default `{}`: every profile by its name.
+    pub mig_weights: MigWeights,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             max_gpus_per_worker: 4,
+            max_gpus_per_head: None,
             max_gpu_worker_replicas: 8,
             max_cpu_worker_replicas: 20,
             max_total_gpus: None,
@@ -49,43 +64,80 @@ impl Default for Settings {
             ]),
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),
+            mig_weights: MigWeights::default(),
         }
     }
 }
 
+impl Settings {
+    /// The head's cap: `maxGpusPerHead`, or `maxGpusPerWorker` when unset.
+    pub fn head_limit(&self) -> i64 {
+        self.max_gpus_per_head.unwrap_or(self.max_gpus_per_worker)
+    }
+}
+
+/// Refuses a limit below `min`, always in the same words: the range, the
+/// value, and for a value that is in the wrong range only by being zero,
+/// what zero would do.
+fn at_least(key: &str, value: i64, min: i64, zero_would: &str) -> Result<(), SettingsError> {
+    if value >= min {
+        return Ok(());
+    }
+    let range = if min == 0 { "0 or more" } else { "1 or more" };
+    let why = if value == 0 { format!(": {zero_would}") } else { String::new() };
+    Err(SettingsError::new(key, format!("must be a whole number, {range}, not `{value}`{why}")))
+}
+
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
-        let at_least_one = |key: &str, value: u32, why: &str| {
-            if value == 0 {
-                Err(SettingsError::new(key, format!("must be at least 1, or {why}")))
-            } else {
-                Ok(())
-            }
-        };
-        at_least_one(
+        at_least(
             "maxGpusPerWorker",
             self.max_gpus_per_worker,
-            "every worker group that requests GPUs would be rejected",
+            1,
+            "0 would reject every worker group that requests GPUs",
         )?;
-        at_least_one(
+        if let Some(head) = self.max_gpus_per_head {
+            at_least("maxGpusPerHead", head, 0, "")?;
+        }
+        at_least(
             "maxGpuWorkerReplicas",
             self.max_gpu_worker_replicas,
-            "no worker group that requests GPUs could ever start a worker",
+            1,
+            "0 would reject every worker group that requests GPUs",
         )?;
-        at_least_one(
+        at_least(
             "maxCpuWorkerReplicas",
             self.max_cpu_worker_replicas,
-            "no worker group without GPUs could ever start a worker",
+            1,
+            "0 would reject every worker group without GPUs",
         )?;
         if let Some(total) = self.max_total_gpus {
-            at_least_one(
+            at_least(
                 "maxTotalGpus",
                 total,
-                "every Ray cluster that requests GPUs would be rejected; use `null` for no cap",
+                1,
+                "0 would reject every Ray cluster that requests GPUs; use `null` for no cap",
             )?;
         }
         self.required_labels.validate("requiredLabels")?;
-        self.gpu_resource_names.validate("gpuResourceNames")
+        self.gpu_resource_names.validate("gpuResourceNames")?;
+        self.mig_weights.validate("migWeights")?;
+        for name in self.mig_weights.0.keys() {
+            let key = format!("migWeights.{name}");
+            if !name.starts_with("nvidia.com/mig-") {
+                return Err(SettingsError::new(
+                    key,
+                    "only MIG profiles (`nvidia.com/mig-<g>g.<memory>gb`) take a weight; every other GPU resource counts one GPU per unit",
+                ));
+            }
+            if !self.gpu_resource_names.is_gpu(name) {
+                return Err(SettingsError::new(
+                    key,
+                    format!("`{name}` is not a GPU by `gpuResourceNames`, so this weight would never apply"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -111,8 +163,12 @@ mod tests {
         assert_eq!(s, Settings::default());
         assert_eq!((s.max_gpus_per_worker, s.max_gpu_worker_replicas, s.max_cpu_worker_replicas), (4, 8, 20));
         assert_eq!(s.max_total_gpus, None);
+        assert_eq!(s.max_gpus_per_head, None);
+        assert_eq!(s.head_limit(), 4, "the head's cap defaults to the worker's");
         let json = Full::<Settings>::default().to_json();
         assert!(json["maxTotalGpus"].is_null());
+        assert!(json["maxGpusPerHead"].is_null());
+        assert_eq!(json["migWeights"].to_string(), "{}");
         assert_eq!(
             json["requiredLabels"].to_string(),
             r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["training","inference","development"]}"#
@@ -124,38 +180,46 @@ mod tests {
     fn custom_values() {
         let s = ok(r#"{"maxGpusPerWorker":8,"maxTotalGpus":64,"requiredLabels":{},"checkComputeType":false,"maxCpuWorkerReplicas":100}"#);
         assert_eq!(s.max_gpus_per_worker, 8);
+        assert_eq!(s.head_limit(), 8);
         assert_eq!(s.max_total_gpus, Some(64));
         assert!(s.required_labels.0.is_empty(), "an empty map checks no labels");
         assert!(!s.check_compute_type);
         assert_eq!(s.max_gpu_worker_replicas, 8, "keys left out keep their defaults");
         assert_eq!(ok(r#"{"maxTotalGpus":null}"#).max_total_gpus, None);
+        assert_eq!(ok(r#"{"maxGpusPerHead":0}"#).head_limit(), 0, "a head without GPUs is a policy, not a contradiction");
+        assert_eq!(ok(r#"{"maxGpusPerHead":1,"maxGpusPerWorker":8}"#).head_limit(), 1);
     }
 
     #[test]
-    fn negatives_and_wrong_types_are_refused_by_parsing() {
-        assert_eq!(
-            err(r#"{"maxGpuWorkerReplicas":-1}"#),
-            "setting `maxGpuWorkerReplicas`: invalid value: integer `-1`, expected a whole number, zero or more"
-        );
-        assert_eq!(
-            err(r#"{"maxTotalGpus":-8}"#),
-            "setting `maxTotalGpus`: invalid value: integer `-8`, expected a whole number, zero or more"
-        );
-        assert!(err(r#"{"maxGpusPerWorker":"4"}"#).starts_with("setting `maxGpusPerWorker`: invalid type: string \"4\""));
-        assert!(err(r#"{"maxGpusPerWorker":2.5}"#).starts_with("setting `maxGpusPerWorker`: invalid type: floating point"));
-        assert!(err(r#"{"requiredLabels":["team"]}"#).starts_with("setting `requiredLabels`: invalid type: list"));
-        assert!(err(r#"{"maxGpuPerWorker":4}"#).starts_with("setting `maxGpuPerWorker`: unknown setting"));
-    }
-
-    #[test]
-    fn zero_limits_are_contradictions() {
+    fn every_limit_is_refused_in_the_same_words() {
         assert_eq!(
             err(r#"{"maxGpusPerWorker":0}"#),
-            "setting `maxGpusPerWorker`: must be at least 1, or every worker group that requests GPUs would be rejected"
+            "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group that requests GPUs"
         );
-        assert!(err(r#"{"maxGpuWorkerReplicas":0}"#).starts_with("setting `maxGpuWorkerReplicas`: must be at least 1"));
-        assert!(err(r#"{"maxCpuWorkerReplicas":0}"#).starts_with("setting `maxCpuWorkerReplicas`: must be at least 1"));
+        assert_eq!(err(r#"{"maxGpusPerWorker":-1}"#), "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `-1`");
+        assert_eq!(err(r#"{"maxGpuWorkerReplicas":-1}"#), "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `-1`");
+        assert_eq!(
+            err(r#"{"maxGpuWorkerReplicas":0}"#),
+            "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group that requests GPUs"
+        );
+        assert_eq!(
+            err(r#"{"maxCpuWorkerReplicas":0}"#),
+            "setting `maxCpuWorkerReplicas`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group without GPUs"
+        );
+        assert_eq!(err(r#"{"maxTotalGpus":-8}"#), "setting `maxTotalGpus`: must be a whole number, 1 or more, not `-8`");
         assert!(err(r#"{"maxTotalGpus":0}"#).ends_with("use `null` for no cap"));
+        assert_eq!(err(r#"{"maxGpusPerHead":-1}"#), "setting `maxGpusPerHead`: must be a whole number, 0 or more, not `-1`");
+        // Wrong types say the same: a whole number.
+        assert_eq!(err(r#"{"maxGpusPerWorker":"4"}"#), "setting `maxGpusPerWorker`: invalid type: string \"4\", expected a whole number");
+        assert!(err(r#"{"maxGpusPerWorker":2.5}"#).starts_with("setting `maxGpusPerWorker`: invalid type: floating point `2.5`, expected a whole number"));
+        assert!(err(r#"{"maxTotalGpus":18446744073709551615}"#).starts_with("setting `maxTotalGpus`: invalid value: integer `18446744073709551615`, expected a whole number"));
+    }
+
+    #[test]
+    fn other_wrong_types_are_refused_by_parsing() {
+        assert!(err(r#"{"requiredLabels":["team"]}"#).starts_with("setting `requiredLabels`: invalid type: list"));
+        assert!(err(r#"{"maxGpuPerWorker":4}"#).starts_with("setting `maxGpuPerWorker`: unknown setting"));
+        assert!(err(r#"{"migWeights":[]}"#).starts_with("setting `migWeights`: invalid type: list"));
     }
 
     #[test]
@@ -178,5 +242,25 @@ mod tests {
     fn gpu_resource_names_are_checked() {
         assert!(err(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
         assert_eq!(ok(r#"{"gpuResourceNames":["habana.ai/gaudi"]}"#).gpu_resource_names.0.len(), 1);
+    }
+
+    #[test]
+    fn mig_weights_are_checked() {
+        let s = ok(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":0.25,"nvidia.com/mig-2g.12gb":0.5}}"#);
+        assert_eq!(s.mig_weights.0.len(), 2);
+        assert_eq!(
+            err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":0}}"#),
+            "setting `migWeights.nvidia.com/mig-1g.6gb`: `0` is not a fraction of a GPU: use a number above 0 and at most 1"
+        );
+        assert!(err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":1.5}}"#).contains("is not a fraction of a GPU"));
+        assert!(err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":"a quarter"}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`: invalid type: string"));
+        assert_eq!(
+            err(r#"{"migWeights":{"nvidia.com/gpu":0.5}}"#),
+            "setting `migWeights.nvidia.com/gpu`: only MIG profiles (`nvidia.com/mig-<g>g.<memory>gb`) take a weight; every other GPU resource counts one GPU per unit"
+        );
+        assert_eq!(
+            err(r#"{"gpuResourceNames":["nvidia.com/gpu"],"migWeights":{"nvidia.com/mig-1g.6gb":0.25}}"#),
+            "setting `migWeights.nvidia.com/mig-1g.6gb`: `nvidia.com/mig-1g.6gb` is not a GPU by `gpuResourceNames`, so this weight would never apply"
+        );
     }
 }
