@@ -64,6 +64,12 @@ impl ObjectMeta<'_> {
         self.annotations.get(key).map(|v| &**v)
     }
 
+    /// The managing controller's owner reference (`controller: true`), if
+    /// any: a Pod made by a ReplicaSet or a Job, a Job made by a CronJob.
+    pub fn controller(&self) -> Option<&OwnerReference<'_>> {
+        self.owner_references.iter().find(|o| o.controller == Some(true))
+    }
+
     /// `name`, else `generateName`, else `(unnamed)`.
     pub fn display_name(&self) -> &str {
         self.name
