@@ -34,27 +34,29 @@ fn class(o: Outcome) -> Option<Expect> {
     }
 }
 
-const RULES: [&str; 5] = [
+const RULES: [&str; 6] = [
     "gpu-runtime-class",
     "ray-cluster-limits",
     "exec-guard",
     "opencost-labels",
     "idle-gpu-pods",
+    "distributed-training",
 ];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 5])] = &[
-    //                                          gpu-rc  ray    exec   opencost idle
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Admit]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Admit]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip]),
-    ("30-idle-gpu-devbox.yaml", 1, [Admit, Skip, Skip, Admit, Deny]),
+const EXPECTED: &[(&str, usize, [Expect; 6])] = &[
+    //                                          gpu-rc  ray    exec   opencost idle   dist
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Skip]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit, Skip]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Admit, Skip]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Admit, Admit]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Admit, Admit]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip]),
+    ("30-idle-gpu-devbox.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Skip]),
+    ("31-distributed-training-pytorchjob-mismatched.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Deny]),
 ];
 
 fn root() -> PathBuf {
