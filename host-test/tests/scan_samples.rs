@@ -34,29 +34,31 @@ fn class(o: Outcome) -> Option<Expect> {
     }
 }
 
-const RULES: [&str; 6] = [
+const RULES: [&str; 7] = [
     "gpu-runtime-class",
     "ray-cluster-limits",
     "exec-guard",
     "opencost-labels",
     "idle-gpu-pods",
     "distributed-training",
+    "queue-admission",
 ];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 6])] = &[
-    //                                          gpu-rc  ray    exec   opencost idle   dist
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Skip]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit, Skip]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Admit, Skip]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Admit, Admit]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Admit, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip]),
-    ("30-idle-gpu-devbox.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Skip]),
-    ("31-distributed-training-pytorchjob-mismatched.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Deny]),
+const EXPECTED: &[(&str, usize, [Expect; 7])] = &[
+    //                                          gpu-rc  ray    exec   opencost idle   dist   queue
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Skip, Skip]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Admit, Skip, Skip]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Admit, Skip, Skip]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Admit, Admit, Skip]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Admit, Admit, Skip]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit, Admit]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip, Skip]),
+    ("30-idle-gpu-devbox.yaml", 1, [Admit, Skip, Skip, Admit, Deny, Skip, Skip]),
+    ("31-distributed-training-pytorchjob-mismatched.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Deny, Admit]),
+    ("32-queue-admission-job-without-queue.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Skip, Deny]),
 ];
 
 fn root() -> PathBuf {
