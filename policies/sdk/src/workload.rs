@@ -265,6 +265,11 @@ impl Role {
     /// Whether pods of this role are the workers of a distributed job: Ray
     /// worker groups, Kubeflow replicas other than launchers and parameter
     /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes.
+    ///
+    /// A role alone cannot tell a Kubeflow launcher or parameter server
+    /// from a worker, so every `Replica` counts here; for the answer per
+    /// kind and replica type use [`PodTemplate::is_training_worker`] or
+    /// [`Workload::training_workers`].
     pub fn is_worker(self) -> bool {
         matches!(
             self,
@@ -512,6 +517,26 @@ impl<'a> PodTemplate<'a> {
         self.metadata.as_ref().map(|m| &m.labels)
     }
 
+    /// Whether this template runs processes of a distributed job of `kind`
+    /// (see [`Workload::training_workers`]); `launcher_as_worker` is an
+    /// MPIJob's `runLauncherAsWorker`.
+    pub fn is_training_worker(&self, kind: WorkloadKind, launcher_as_worker: bool) -> bool {
+        match self.role {
+            Role::RayWorker | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer => true,
+            Role::Replica => {
+                let name = self.name.as_deref().unwrap_or("").to_ascii_lowercase();
+                match kind {
+                    WorkloadKind::PyTorchJob | WorkloadKind::XgBoostJob | WorkloadKind::PaddleJob => matches!(name.as_str(), "master" | "worker"),
+                    WorkloadKind::TfJob => matches!(name.as_str(), "chief" | "master" | "worker"),
+                    WorkloadKind::JaxJob => name == "worker",
+                    WorkloadKind::MpiJob => name == "worker" || (launcher_as_worker && name == "launcher"),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
     /// A short name for messages: `` worker group `gpu` ``,
     /// `` replica type `Worker` ``, or the template's path.
     pub fn describe(&self) -> String {
@@ -598,6 +623,10 @@ pub struct KubeflowJob<'a> {
     pub queue: Option<Str<'a>>,
     /// `runPolicy.schedulingPolicy.minAvailable`.
     pub min_available: Option<i64>,
+    /// MPIJob `slotsPerWorker`: MPI ranks (slots) per worker pod.
+    pub slots_per_worker: Option<i64>,
+    /// MPIJob `runLauncherAsWorker`: the launcher pod runs a rank too.
+    pub run_launcher_as_worker: Option<bool>,
 }
 
 /// A Volcano Job's gang-scheduling settings.
@@ -680,6 +709,26 @@ impl<'a> Workload<'a> {
                 .chain(r.worker_groups.iter().map(|g| &g.template))
         });
         ray.chain(self.others.iter())
+    }
+
+    /// The templates whose pods run the processes of a distributed job,
+    /// in document order: what "every worker" means for that kind.
+    ///
+    /// - Kubeflow jobs: the replica types that join the training
+    ///   collective: PyTorchJob `Master` and `Worker`; TFJob `Chief`,
+    ///   `Master` and `Worker` (not `PS` or `Evaluator`); JAXJob `Worker`;
+    ///   XGBoostJob and PaddleJob `Master` and `Worker`; MPIJob `Worker`,
+    ///   and `Launcher` only with `runLauncherAsWorker: true` (otherwise it
+    ///   only runs `mpirun`). Replica types are matched ignoring case.
+    /// - Ray: the worker groups (not the head, nor a RayJob's submitter).
+    /// - Volcano Job tasks, JobSet replicated jobs, both LeaderWorkerSet
+    ///   templates, a TrainJob's trainer: all of them (these kinds do not
+    ///   say which template runs what).
+    /// - Every other kind: none, it is not a distributed job.
+    pub fn training_workers(&self) -> impl Iterator<Item = &PodTemplate<'a>> {
+        let kind = self.kind;
+        let launcher = self.kubeflow.as_ref().and_then(|k| k.run_launcher_as_worker).unwrap_or(false);
+        self.templates().filter(move |t| t.is_training_worker(kind, launcher))
     }
 
     /// A short description for messages: `` RayCluster `train` ``.
@@ -796,6 +845,8 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                     suspend: run.suspend,
                     queue: sched.queue,
                     min_available: sched.min_available,
+                    slots_per_worker: o.spec.slots_per_worker,
+                    run_launcher_as_worker: o.spec.run_launcher_as_worker,
                 });
                 w
             }
@@ -1053,6 +1104,8 @@ struct KubeflowSpec<'a> {
     nproc_per_node: Option<NumOrStr<'a>>,
     elastic_policy: Option<ElasticPolicy<'a>>,
     run_policy: Option<RunPolicy<'a>>,
+    slots_per_worker: Option<i64>,
+    run_launcher_as_worker: Option<bool>,
 }
 
 #[derive(Default)]
@@ -1377,6 +1430,8 @@ impl<'a> Decode<'a> for KubeflowSpec<'a> {
                 "nprocPerNode" => out.nproc_per_node = Decode::decode(d)?,
                 "elasticPolicy" => out.elastic_policy = Decode::decode(d)?,
                 "runPolicy" => out.run_policy = Decode::decode(d)?,
+                "slotsPerWorker" => out.slots_per_worker = Decode::decode(d)?,
+                "runLauncherAsWorker" => out.run_launcher_as_worker = Decode::decode(d)?,
                 _ => d.skip()?,
             }
             Ok(())

@@ -371,3 +371,42 @@ fn job_templates_and_suspend() {
         assert_eq!(w.job_templates[0].metadata.label("a"), Some("b"));
     });
 }
+
+/// Names of the templates [`Workload::training_workers`] picks.
+fn training_workers(group: &str, kind: &str, object: &str) -> Vec<String> {
+    workload_of(group, kind, object, |w| w.training_workers().map(|t| t.describe()).collect())
+}
+
+#[test]
+fn training_workers_per_kind() {
+    let pj = format!(r#"{{"spec":{{"pytorchReplicaSpecs":{{"Master":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#);
+    assert_eq!(training_workers("kubeflow.org", "PyTorchJob", &pj), ["replica type `Master`", "replica type `Worker`"]);
+    let tf = format!(r#"{{"spec":{{"tfReplicaSpecs":{{"Chief":{{"template":{T}}},"PS":{{"template":{T}}},"Evaluator":{{"template":{T}}},"worker":{{"template":{T}}}}}}}}}"#);
+    assert_eq!(training_workers("kubeflow.org", "TFJob", &tf), ["replica type `Chief`", "replica type `worker`"], "PS and Evaluator are not workers; case is ignored");
+    let mpi = format!(r#"{{"spec":{{"slotsPerWorker":8,"mpiReplicaSpecs":{{"Launcher":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#);
+    assert_eq!(training_workers("kubeflow.org", "MPIJob", &mpi), ["replica type `Worker`"], "the launcher only runs mpirun");
+    workload_of("kubeflow.org", "MPIJob", &mpi, |w| {
+        let k = w.kubeflow.as_ref().unwrap();
+        assert_eq!((k.slots_per_worker, k.run_launcher_as_worker), (Some(8), None));
+    });
+    let mpi = format!(r#"{{"spec":{{"runLauncherAsWorker":true,"mpiReplicaSpecs":{{"Launcher":{{"template":{T}}},"Worker":{{"template":{T}}}}}}}}}"#);
+    assert_eq!(training_workers("kubeflow.org", "MPIJob", &mpi), ["replica type `Launcher`", "replica type `Worker`"]);
+    let rc = format!(r#"{{"spec":{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"gpu","template":{T}}}]}}}}"#);
+    assert_eq!(training_workers("ray.io", "RayCluster", &rc), ["worker group `gpu`"], "not the head");
+    let lws = format!(r#"{{"spec":{{"leaderWorkerTemplate":{{"size":2,"leaderTemplate":{T},"workerTemplate":{T}}}}}}}"#);
+    assert_eq!(training_workers("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws), ["the leader template", "the worker template"]);
+    let d = format!(r#"{{"spec":{{"template":{T}}}}}"#);
+    assert!(training_workers("apps", "Deployment", &d).is_empty(), "not a distributed job");
+    assert!(training_workers("", "Pod", T).is_empty());
+}
+
+#[test]
+fn the_controller_owner_reference() {
+    let pod = r#"{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x"},{"apiVersion":"batch/v1","kind":"Job","name":"train","controller":true}]},"spec":{"containers":[]}}"#;
+    workload_of("", "Pod", pod, |w| {
+        let c = w.metadata.controller().unwrap();
+        assert_eq!((&*c.kind, &*c.name), ("Job", "train"));
+    });
+    let bare = r#"{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","controller":false}]},"spec":{"containers":[]}}"#;
+    workload_of("", "Pod", bare, |w| assert!(w.metadata.controller().is_none(), "an owner that is not the controller"));
+}

@@ -1,0 +1,282 @@
+//! `idle-gpu-pods`: a pod template that requests GPUs must not hold them
+//! with a command that only waits (`sleep infinity`, `tail -f /dev/null`,
+//! `while true; do sleep 60; done`, a shell waiting on a terminal), and a
+//! GPU Pod created on its own may be required to set a deadline.
+//!
+//! Pods kept alive with `sleep infinity` and used over SSH or `kubectl exec`
+//! as personal machines hold their GPUs for days while doing nothing. The
+//! command is read the way the shell reads it (see [`shell`] and [`idle`]),
+//! never by searching for a substring, so `echo "sleep infinity"` is not
+//! idle and `sh -c 'trap : TERM; sleep infinity & wait'` is.
+
+mod idle;
+mod settings;
+mod shell;
+
+use std::collections::BTreeMap;
+
+use aigov_sdk::gpu::ClaimError;
+use aigov_sdk::pod::EnvVar;
+use aigov_sdk::{Cluster, ContainerList, ContainerRef, Malformed, OnLookupError, Path, Policy, PodTemplate, Request, Role, Verdict, WorkloadKind};
+
+pub use idle::{Dur, Finding};
+pub use settings::Settings;
+
+/// The rule.
+pub struct IdleGpuPods;
+
+impl Policy for IdleGpuPods {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut verdict = Verdict::accept();
+        let Some(workload) = req.workload() else {
+            return Ok(verdict);
+        };
+        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
+        for template in workload.templates() {
+            let claimed = claimed(template, namespace, cluster, settings, &mut verdict)?;
+            let mut holders = Vec::new();
+            for c in template.containers() {
+                let gpus = template.container_gpus(&c, &settings.gpu_resource_names)?;
+                let claims: Vec<&str> = c
+                    .container
+                    .resources
+                    .claims
+                    .iter()
+                    .map(|cl| &*cl.name)
+                    .filter(|n| claimed.iter().any(|x| x == n))
+                    .collect();
+                holders.push((c, describe_gpus(&gpus, &claims)));
+            }
+            if holders.iter().all(|(_, g)| g.is_none()) {
+                continue;
+            }
+            for (c, gpus) in &holders {
+                check_container(template, c, gpus.as_ref(), settings, &mut verdict);
+            }
+            let bare_pod = workload.kind == WorkloadKind::Pod && template.role == Role::Pod && workload.metadata.controller().is_none();
+            if bare_pod && let Some(max) = settings.max_active_deadline_seconds {
+                check_deadline(template, max, &mut verdict);
+            }
+        }
+        Ok(verdict)
+    }
+}
+
+/// The names of the template's pod-level claims that bring GPUs (with
+/// `resourceClaims.resolve`); a failed lookup denies or warns, as
+/// `onLookupError` says.
+fn claimed(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<String>, Malformed> {
+    match t.claimed_gpus(ns, cluster, &s.resource_claims) {
+        Ok(c) => Ok(c.into_iter().map(|c| c.claim).collect()),
+        Err(ClaimError::Malformed(e)) => Err(e),
+        Err(ClaimError::Lookup(e)) => {
+            let what = format!("the resource claims of `{}` could not be read ({})", t.spec_path().key("resourceClaims"), e.first_line());
+            match s.on_lookup_error {
+                OnLookupError::Deny => v.violation(format!("{what}, so whether its GPUs sit idle cannot be checked; try again, or ask your cluster administrators")),
+                OnLookupError::Allow => v.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// What a container holds: `1 `nvidia.com/gpu``, `the GPUs of resource
+/// claim `gpu``; `None` for no GPU. The flag: more than one GPU.
+fn describe_gpus(gpus: &[(String, u64)], claims: &[&str]) -> Option<(String, bool)> {
+    let mut parts: Vec<String> = gpus.iter().map(|(name, n)| format!("{n} `{name}`")).collect();
+    parts.extend(claims.iter().map(|c| format!("the GPUs of resource claim `{c}`")));
+    if parts.is_empty() {
+        return None;
+    }
+    let total: u64 = gpus.iter().map(|(_, n)| *n).sum();
+    Some((parts.join(" and "), total > 1 || !claims.is_empty()))
+}
+
+/// The command line a container runs, after the kubelet's `$(VAR)`
+/// expansion, and the field it comes from; `None` when the image's own
+/// command runs (not in the request).
+fn command_line(c: &ContainerRef<'_, '_>, env: &BTreeMap<String, Option<String>>, args_as_command: bool) -> Option<(Vec<Option<String>>, &'static str)> {
+    let k = c.container;
+    let field = if !k.command.is_empty() {
+        "command"
+    } else if args_as_command && k.args.first().is_some_and(|a| !a.starts_with('-')) {
+        "args"
+    } else {
+        return None;
+    };
+    let words = k.command.iter().chain(k.args.iter()).map(|w| kube_expand(w, env)).collect();
+    Some((words, field))
+}
+
+/// The kubelet's expansion of `$(VAR)` in `command`, `args` and env
+/// values: a defined variable is replaced (`None` when its value is not
+/// known at admission), `$$` is a `$`, anything else stays as written.
+fn kube_expand(s: &str, env: &BTreeMap<String, Option<String>>) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        out.push_str(rest.get(..i).unwrap_or(""));
+        let after = rest.get(i + 1..).unwrap_or("");
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(inner) = after.strip_prefix('(')
+            && let Some(close) = inner.find(')')
+        {
+            let name = inner.get(..close).unwrap_or("");
+            match env.get(name) {
+                Some(Some(v)) => out.push_str(v),
+                Some(None) => return None,
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = inner.get(close + 1..).unwrap_or("");
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// The container's environment as known at admission: literal values
+/// (expanded against the variables before them, as the kubelet does),
+/// `None` for values from Secrets, ConfigMaps and fields.
+fn environment(env: &[EnvVar<'_>]) -> BTreeMap<String, Option<String>> {
+    let mut out = BTreeMap::new();
+    for e in env {
+        let value = if e.from_source {
+            None
+        } else {
+            kube_expand(e.value.as_deref().unwrap_or(""), &out)
+        };
+        out.insert(e.name.to_string(), value);
+    }
+    out
+}
+
+/// `1d`, `36h`, `90m`, `45s`.
+fn human(secs: f64) -> String {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let s = secs.ceil().max(0.0) as u64;
+    match s {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// `` `sleep infinity` ``, or `` `sleep 30m` and `sleep 40m` ``.
+fn quoted_waits(waits: &[String]) -> String {
+    waits.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(" and ")
+}
+
+fn check_container(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, gpus: Option<&(String, bool)>, s: &Settings, v: &mut Verdict) {
+    let init = c.list == ContainerList::InitContainers && !c.is_sidecar();
+    let runs_alongside = c.is_main() || c.is_sidecar();
+    // Ephemeral containers hold no resources; other containers matter only
+    // when they hold GPUs, init containers whenever the pod does.
+    if c.list == ContainerList::EphemeralContainers || (runs_alongside && gpus.is_none()) {
+        return;
+    }
+    let env = environment(&c.container.env);
+    let Some((argv, field)) = command_line(c, &env, s.args_as_command) else { return };
+    let facts = idle::Container { env, stdin_open: c.container.stdin == Some(true) };
+    #[allow(clippy::cast_precision_loss)]
+    let long = s.long_sleep_seconds as f64;
+    let Some(finding) = idle::judge(&argv, &facts, idle::Extra(&s.waiting_commands), long) else { return };
+    let path = t.container_path(c).key(field);
+    let from_args = if field == "args" { " (its `args`, run by the image's entrypoint)" } else { "" };
+    let who = c.describe();
+    if init {
+        if let Finding::Idle { waits, total: Dur::Forever } = &finding {
+            v.violation(format!(
+                "{who} never finishes ({} never ends), so the pod never starts and holds its GPUs while it waits: make the init container's command (`{path}`) end, or remove the init container",
+                quoted_waits(waits)
+            ));
+        }
+        return;
+    }
+    let Some((held, many)) = gpus else { return };
+    let (the_gpus, sit) = if *many { ("the GPUs", "sit") } else { ("the GPU", "sits") };
+    match finding {
+        Finding::Idle { waits, total } => {
+            let (what, how_long) = match total {
+                Dur::Finite(secs) => (format!("{} takes {}", quoted_waits(&waits), human(secs)), format!("for {}", human(secs))),
+                _ => (format!("{} never ends", quoted_waits(&waits)), "for as long as the pod runs".to_string()),
+            };
+            v.violation(format!(
+                "{who} requests {held} but its command{from_args} only waits ({what}), so {the_gpus} {sit} idle {how_long}: make `{path}` run the work itself, as a Job that ends and releases {the_gpus} when it is done, or use a Notebook for interactive work"
+            ));
+        }
+        Finding::WorkThenWait { work, waits, total, maybe } => {
+            if !s.warn_wait_after_work {
+                return;
+            }
+            let may = if maybe { "may then wait" } else { "then waits" };
+            let how = match total {
+                Dur::Finite(secs) => format!("for {}", human(secs)),
+                _ => "forever".to_string(),
+            };
+            v.warn(format!(
+                "{who} requests {held}; its command{from_args} runs `{work}` and {may} {how} ({}), holding {the_gpus} after the work is done: let `{path}` end when the work ends, and run it as a Job",
+                quoted_waits(&waits)
+            ));
+        }
+    }
+}
+
+fn check_deadline(t: &PodTemplate<'_>, max: u64, v: &mut Verdict) {
+    let field: Path = t.spec_path().key("activeDeadlineSeconds");
+    #[allow(clippy::cast_precision_loss)]
+    let limit = format!("{max} ({})", human(max as f64));
+    match t.spec.active_deadline_seconds {
+        None => v.violation(format!(
+            "`{field}` is not set, but a Pod that requests GPUs and has no controller must set it, to at most {limit}, so that its GPUs are released even if nobody deletes it: set it, or run the work as a Job"
+        )),
+        Some(n) if u64::try_from(n).is_ok_and(|n| n > max) => {
+            #[allow(clippy::cast_precision_loss)]
+            let shown = human(n as f64);
+            v.violation(format!(
+                "`{field}` is {n} ({shown}), above the {limit} a Pod that requests GPUs may run: lower it to at most {max}, or run the work as a Job"
+            ));
+        }
+        Some(_) => {}
+    }
+}
+
+aigov_sdk::export_policy!(IdleGpuPods);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn kubelet_expansion() {
+        let env: BTreeMap<String, Option<String>> = [("D".to_string(), Some("infinity".to_string())), ("S".to_string(), None)].into();
+        assert_eq!(kube_expand("$(D)", &env).as_deref(), Some("infinity"));
+        assert_eq!(kube_expand("x$(D)y", &env).as_deref(), Some("xinfinityy"));
+        assert_eq!(kube_expand("$$(D)", &env).as_deref(), Some("$(D)"), "escaped");
+        assert_eq!(kube_expand("$(NOPE)", &env).as_deref(), Some("$(NOPE)"), "undefined: left as written");
+        assert_eq!(kube_expand("$(S)", &env), None, "from a Secret: unknown");
+        assert_eq!(kube_expand("$D $(D", &env).as_deref(), Some("$D $(D"), "shell syntax and an unclosed reference stay");
+        assert_eq!(kube_expand("", &env).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(86_400.0), "1d");
+        assert_eq!(human(129_600.0), "36h");
+        assert_eq!(human(5400.0), "90m");
+        assert_eq!(human(3601.0), "3601s");
+        assert_eq!(human(0.5), "1s");
+    }
+}
