@@ -75,7 +75,7 @@ pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use glob::Glob;
 pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
 pub use json::{Edit, Path};
-pub use labels::RequiredLabels;
+pub use labels::{LabelScope, LabelSet, LabelSite, RequiredLabels, label_sets};
 pub use metadata::PolicyMetadata;
 pub use pod::{Container, Labels, ObjectMeta, PodSpec, StrMap};
 pub use quantity::Quantity;
