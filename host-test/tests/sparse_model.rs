@@ -235,6 +235,15 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
                 assert_eq!(s.restart_policy.as_deref(), ty.restart_policy.as_deref(), "{file}");
             }
             assert_eq!(sparse.runtime_class_name.as_deref(), typed.runtime_class_name.as_deref(), "{file}");
+            let pod_limits = |limits: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+                limits.map(|l| l.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect::<BTreeMap<_, _>>())
+            };
+            assert_eq!(
+                sparse.resources.as_ref().map(|r| r.limits.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect::<BTreeMap<_, _>>()),
+                typed.resources.as_ref().map(|r| pod_limits(r.limits.as_ref()).unwrap_or_default()),
+                "{file} {} pod-level limits",
+                t.spec_path()
+            );
             let tols = |t: &PodSpec| {
                 t.tolerations
                     .iter()
