@@ -34,20 +34,32 @@ fn class(o: Outcome) -> Option<Expect> {
     }
 }
 
-const RULES: [&str; 4] = ["gpu-runtime-class", "ray-cluster-limits", "exec-guard", "opencost-labels"];
+const RULES: [&str; 7] = [
+    "gpu-runtime-class",
+    "ray-cluster-limits",
+    "exec-guard",
+    "opencost-labels",
+    "model-provenance",
+    "resource-limits",
+    "workload-classification",
+];
 
 /// (file, document number) and the verdicts in [`RULES`] order.
-const EXPECTED: &[(&str, usize, [Expect; 4])] = &[
-    //                                          gpu-rc  ray    exec   opencost
-    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit]),
-    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny]),
-    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny]),
-    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit]),
-    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit]),
-    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip]),
-    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip]),
+const EXPECTED: &[(&str, usize, [Expect; 7])] = &[
+    //                                          gpu-rc  ray    exec   opencost prov  limits classif
+    ("01-gpu-training-pod.yaml", 1, [Admit, Skip, Skip, Admit, Skip, Admit, Admit]),
+    ("02-gpu-training-pod-broken.yaml", 1, [Deny, Skip, Skip, Deny, Skip, Admit, Deny]),
+    ("03-inference-deployment-unlabelled.yaml", 1, [Admit, Skip, Skip, Deny, Deny, Admit, Deny]),
+    ("03-inference-deployment-unlabelled.yaml", 2, [Skip, Skip, Skip, Skip, Skip, Skip, Skip]),
+    ("04-raycluster-seed-mixed-compute.yaml", 1, [Deny, Admit, Skip, Deny, Skip, Admit, Deny]),
+    ("05-raycluster-oversized.yaml", 1, [Admit, Deny, Skip, Admit, Skip, Admit, Deny]),
+    ("06-rayjob-compliant.yaml", 1, [Admit, Admit, Skip, Admit, Admit, Admit, Deny]),
+    ("07-exec-into-gpu-pod.yaml", 1, [Skip, Skip, Deny, Skip, Skip, Skip, Skip]),
+    ("08-exec-into-cpu-notebook.yaml", 1, [Skip, Skip, Admit, Skip, Skip, Skip, Skip]),
+    ("40-prov-raycluster-gpu-request-only.yaml", 1, [Admit, Admit, Skip, Admit, Skip, Deny, Deny]),
+    ("41-prov-inferenceservice-documented.yaml", 1, [Admit, Skip, Skip, Admit, Admit, Admit, Admit]),
+    ("42-prov-etl-cronjob-gpu-labelled.yaml", 1, [Admit, Skip, Skip, Deny, Skip, Admit, Deny]),
+    ("43-prov-deployment-undocumented-model.yaml", 1, [Admit, Skip, Skip, Deny, Deny, Admit, Deny]),
 ];
 
 fn root() -> PathBuf {
