@@ -266,16 +266,14 @@ fn memory_guaranteed(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings
     let limit_at = field(&rpath, "limits", "memory");
     let request_at = field(&rpath, "requests", "memory");
     match (res.limits.get("memory"), res.requests.get("memory")) {
-        (Some(l), Some(r)) => {
-            if quantity(l, &limit_at)?.ceil_millis() != quantity(r, &request_at)?.ceil_millis() {
-                v.violation(format!(
-                    "{} of a GPU pod requests `memory: {}` but its limit is `{}`: set `{request_at}` to `{}` (or leave it out), so that the node cannot overcommit the memory a GPU job needs",
-                    who(c, t),
-                    r.0,
-                    l.0,
-                    l.0
-                ));
-            }
+        (Some(l), Some(r)) if quantity(l, &limit_at)?.ceil_millis() != quantity(r, &request_at)?.ceil_millis() => {
+            v.violation(format!(
+                "{} of a GPU pod requests `memory: {}` but its limit is `{}`: set `{request_at}` to `{}` (or leave it out), so that the node cannot overcommit the memory a GPU job needs",
+                who(c, t),
+                r.0,
+                l.0,
+                l.0
+            ));
         }
         (None, Some(r)) => v.violation(format!(
             "{} of a GPU pod requests `memory: {}` without a limit: set `{limit_at}` to `{}`, so that the node cannot overcommit the memory a GPU job needs",
