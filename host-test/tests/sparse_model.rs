@@ -363,6 +363,15 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
                 .collect();
                 assert_eq!(sparse_list, typed_list, "{file} {} {list}", t.spec_path());
             }
+            let pod_limits = |limits: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+                limits.map(|l| l.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect::<BTreeMap<_, _>>())
+            };
+            assert_eq!(
+                sparse.resources.as_ref().map(|r| r.limits.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect::<BTreeMap<_, _>>()),
+                typed.resources.as_ref().map(|r| pod_limits(r.limits.as_ref()).unwrap_or_default()),
+                "{file} {} pod-level limits",
+                t.spec_path()
+            );
             let tols = |t: &PodSpec| {
                 t.tolerations
                     .iter()

@@ -14,9 +14,7 @@
 
 mod settings;
 
-use aigov_sdk::text::quoted;
-use aigov_sdk::workload::JobTemplate;
-use aigov_sdk::{Cluster, Labels, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload};
+use aigov_sdk::{Cluster, LabelScope, Malformed, Operation, Policy, Request, Verdict, Workload};
 
 pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
 
@@ -43,99 +41,20 @@ impl Policy for OpencostLabels {
     }
 }
 
-/// Where a set of labels sits, and what becomes of it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// The object's own `metadata.labels`.
-    Object,
-    /// A job template's metadata: the labels of the Jobs created from it.
-    JobTemplate,
-    /// A pod template's metadata: the labels of the pods.
-    PodTemplate,
-}
-
-/// One set of labels to check.
-struct Location<'l, 'a> {
-    path: String,
-    labels: &'l Labels<'a>,
-    role: Role,
-}
+/// Why pod labels matter to this rule, for the hint on a template missing
+/// labels the object has.
+const PODS_WHY: &str = "OpenCost attributes cost by the labels of the pods";
 
 /// Every problem, in document order: what it is (for telling whether an
-/// UPDATE's old object had it), and the message with its hint.
+/// UPDATE's old object had it), and the message with its hint. The label
+/// sets (the object, CronJob and JobSet job templates, pod templates) and
+/// the copy hints are the SDK's, shared with `workload-classification`.
 fn check(workload: &Workload<'_>, settings: &Settings) -> Vec<(String, String)> {
-    let own = &workload.metadata.labels;
-    let pods_only = settings.pod_templates_only;
-    let mut locations = Vec::new();
-    // A bare Pod is its own template: its labels are `metadata.labels`.
-    if !pods_only || !workload.kind.owns_templates() {
-        locations.push(Location { path: "metadata.labels".into(), labels: own, role: Role::Object });
-    }
-    // A TrainJob's trainer is completed by its training runtime and has no
-    // metadata of its own.
-    let templates = workload
-        .templates()
-        .filter(|t| workload.kind.owns_templates() && !t.is_partial());
-    // Job templates (the Jobs' own labels) come before the pod template
-    // inside them; with `podTemplatesOnly` they are not checked.
-    let jobs: &[JobTemplate<'_>] = if pods_only { &[] } else { &workload.job_templates };
-    let mut jobs_done = 0;
-    for t in templates {
-        if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
-            let upto = jobs_done + i + 1;
-            locations.extend(jobs.iter().take(upto).skip(jobs_done).map(job_location));
-            jobs_done = upto;
-        }
-        if settings.require_on_pod_templates
-            && let Some(labels) = t.labels()
-        {
-            locations.push(Location { path: t.labels_path().to_string(), labels, role: Role::PodTemplate });
-        }
-    }
-    locations.extend(jobs.iter().skip(jobs_done).map(job_location));
-
-    let reqs = &settings.required_labels;
-    let mut problems = Vec::new();
-    for loc in &locations {
-        let mut found: Vec<(String, String)> = reqs.check(loc.labels, &loc.path).into_iter().map(|p| (p.clone(), p)).collect();
-        if let Some(hint) = copy_hint(reqs, loc, own)
-            && let Some((_, first)) = found.first_mut()
-        {
-            first.push_str(&hint);
-        }
-        problems.extend(found);
-    }
-    problems
-}
-
-fn job_location<'l, 'a>(j: &'l JobTemplate<'a>) -> Location<'l, 'a> {
-    Location { path: j.path.key("metadata").key("labels").to_string(), labels: &j.metadata.labels, role: Role::JobTemplate }
-}
-
-/// For labels missing from a template that the object itself carries with
-/// an allowed value (the most common mistake: labels on the Deployment, none
-/// on its pods), what to copy where. `RequiredLabels::check` reports missing
-/// labels first, so the hint goes on its first message.
-fn copy_hint(reqs: &RequiredLabels, loc: &Location<'_, '_>, own: &Labels<'_>) -> Option<String> {
-    let why = match loc.role {
-        Role::Object => return None,
-        Role::JobTemplate => "the Jobs created from this template get their labels from it",
-        Role::PodTemplate => "OpenCost attributes cost by the labels of the pods",
+    let scope = LabelScope {
+        object: !settings.pod_templates_only,
+        pod_templates: settings.require_on_pod_templates,
     };
-    let copy: Vec<String> = reqs
-        .0
-        .iter()
-        .filter(|(key, _)| !loc.labels.contains_key(key.as_str()))
-        .filter_map(|(key, allowed)| {
-            let value = own.get(key.as_str())?;
-            let ok = !value.trim().is_empty() && (allowed.is_empty() || allowed.iter().any(|a| a == &**value));
-            ok.then(|| format!("{key}: {value}"))
-        })
-        .collect();
-    if copy.is_empty() {
-        return None;
-    }
-    Some(format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)))
+    settings.required_labels.check_workload(workload, scope, PODS_WHY)
 }
 
 aigov_sdk::export_policy!(OpencostLabels);
@@ -238,7 +157,7 @@ mod tests {
     #[test]
     fn missing_labels_come_first_from_the_sdk() {
         // `copy_hint` relies on it: the hint goes on the first message.
-        let labels: Labels<'_> = [(aigov_sdk::Str::from(CATEGORY_LABEL), aigov_sdk::Str::from("batch"))].into_iter().collect();
+        let labels: aigov_sdk::Labels<'_> = [(aigov_sdk::Str::from(CATEGORY_LABEL), aigov_sdk::Str::from("batch"))].into_iter().collect();
         let found = Settings::default().required_labels.check(&labels, "x");
         assert!(found.first().unwrap().starts_with("label `opencost.io/team` is missing"), "{found:?}");
     }

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::json::Path;
 use crate::names::{label_key, name_part};
 use crate::pod::Labels;
 use crate::settings::SettingsError;
 use crate::text::quoted;
+use crate::workload::Workload;
 
 /// Label keys mapped to their allowed values; an empty list means any
 /// non-empty value. In settings:
@@ -97,6 +99,158 @@ impl RequiredLabels {
             _ => String::new(),
         }
     }
+
+    /// [`RequiredLabels::check`] on one label set of a workload. When
+    /// labels are missing from a job or pod template and the object itself
+    /// (`own`) carries them with an allowed value (the most common mistake:
+    /// labels on the Deployment, none on its pods), the first message says
+    /// what to copy where; `pods_why` says why pod labels matter to the
+    /// rule (`OpenCost attributes cost by the labels of the pods`).
+    ///
+    /// Each problem comes as `(identity, message)`: the identity is the
+    /// message without the hint, which depends on the rest of the object;
+    /// record it with [`crate::Verdict::violation_keyed`] so that an
+    /// UPDATE's old object with the same problem is recognised.
+    pub fn check_set(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Vec<(String, String)> {
+        let path = set.path.to_string();
+        let mut found: Vec<(String, String)> = self.check(set.labels, &path).into_iter().map(|p| (p.clone(), p)).collect();
+        if let Some(hint) = self.copy_hint(set, own, pods_why)
+            && let Some((_, first)) = found.first_mut()
+        {
+            first.push_str(&hint);
+        }
+        found
+    }
+
+    /// Every label problem of a workload, in document order, as
+    /// `(identity, message)`: each label set [`label_sets`] finds for
+    /// `scope`, checked with [`RequiredLabels::check_set`].
+    pub fn check_workload(&self, workload: &Workload<'_>, scope: LabelScope, pods_why: &str) -> Vec<(String, String)> {
+        label_sets(workload, scope)
+            .iter()
+            .flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why))
+            .collect()
+    }
+
+    /// What to copy from the object's labels to a template missing them.
+    /// `check` reports missing labels first, so the hint goes on its first
+    /// message.
+    fn copy_hint(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Option<String> {
+        let why = match set.site {
+            LabelSite::Object => return None,
+            LabelSite::JobTemplate => "the Jobs created from this template get their labels from it",
+            LabelSite::PodTemplate => pods_why,
+        };
+        let copy: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(key, _)| !set.labels.contains_key(key.as_str()))
+            .filter_map(|(key, allowed)| {
+                let value = own.get(key.as_str())?;
+                let ok = !value.trim().is_empty() && (allowed.is_empty() || allowed.iter().any(|a| a == &**value));
+                ok.then(|| format!("{key}: {value}"))
+            })
+            .collect();
+        if copy.is_empty() {
+            return None;
+        }
+        Some(format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)))
+    }
+}
+
+/// Which label sets of a workload a rule checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LabelScope {
+    /// The object's own `metadata.labels` and, for CronJobs and JobSets,
+    /// their job templates' (the labels of the Jobs they create). A bare
+    /// Pod's own labels are its pod labels and are always checked.
+    pub object: bool,
+    /// The pod templates of kinds that own them.
+    pub pod_templates: bool,
+}
+
+impl LabelScope {
+    /// The object, its job templates and its pod templates.
+    pub const ALL: LabelScope = LabelScope { object: true, pod_templates: true };
+
+    /// What becomes pod labels only: a Pod's own labels, and the pod
+    /// templates of every other kind (the `podTemplatesOnly` setting).
+    pub const POD_TEMPLATES_ONLY: LabelScope = LabelScope { object: false, pod_templates: true };
+}
+
+/// Where a set of labels sits in a workload, and what becomes of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelSite {
+    /// The object's own `metadata.labels` (a bare Pod's are its pod labels).
+    Object,
+    /// A job template's metadata: the labels of the Jobs created from it.
+    JobTemplate,
+    /// A pod template's metadata: the labels of the pods.
+    PodTemplate,
+}
+
+/// One set of labels in a workload.
+#[derive(Clone, Debug)]
+pub struct LabelSet<'w, 'a> {
+    /// Where the labels are (`metadata.labels`,
+    /// `spec.template.metadata.labels`, `spec.predictor.labels`).
+    pub path: Path,
+    /// The labels.
+    pub labels: &'w Labels<'a>,
+    /// What they are the labels of.
+    pub site: LabelSite,
+    /// The part of the workload they describe, as a path prefix: the root
+    /// for the object, the job template, or the pod template. The pod
+    /// templates whose [`crate::PodTemplate::path`] starts with it are the
+    /// pods these labels speak for.
+    pub scope: Path,
+}
+
+impl LabelSet<'_, '_> {
+    /// Whether a pod template at `template` is covered by these labels.
+    pub fn covers(&self, template: &Path) -> bool {
+        template.0.starts_with(&self.scope.0)
+    }
+}
+
+/// Every label set of `workload` that `scope` asks for, in document order:
+/// the object's labels, then each job template (CronJob, JobSet) before the
+/// pod template inside it, then the pod templates. A TrainJob's trainer,
+/// completed by its training runtime, has no labels of its own and is left
+/// out.
+pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope) -> Vec<LabelSet<'w, 'a>> {
+    let owns = workload.kind.owns_templates();
+    let mut sets = Vec::new();
+    if scope.object || !owns {
+        sets.push(LabelSet {
+            path: Path::root().keys(&["metadata", "labels"]),
+            labels: &workload.metadata.labels,
+            site: LabelSite::Object,
+            scope: Path::root(),
+        });
+    }
+    let job = |j: &'w crate::workload::JobTemplate<'a>| LabelSet {
+        path: j.path.keys(&["metadata", "labels"]),
+        labels: &j.metadata.labels,
+        site: LabelSite::JobTemplate,
+        scope: j.path.clone(),
+    };
+    let jobs: &[crate::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
+    let mut jobs_done = 0;
+    for t in workload.templates().filter(|t| owns && !t.is_partial()) {
+        if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
+            let upto = jobs_done + i + 1;
+            sets.extend(jobs.iter().take(upto).skip(jobs_done).map(job));
+            jobs_done = upto;
+        }
+        if scope.pod_templates
+            && let Some(labels) = t.labels()
+        {
+            sets.push(LabelSet { path: t.labels_path(), labels, site: LabelSite::PodTemplate, scope: t.path().clone() });
+        }
+    }
+    sets.extend(jobs.iter().skip(jobs_done).map(job));
+    sets
 }
 
 #[cfg(test)]
@@ -140,6 +294,67 @@ mod tests {
             [
                 "label `team` in `metadata.labels` is empty",
                 "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`",
+            ]
+        );
+    }
+
+    fn workload(kind: crate::WorkloadKind, json: &'static str) -> Workload<'static> {
+        Workload::parse(kind, json).unwrap()
+    }
+
+    fn paths(sets: &[LabelSet<'_, '_>]) -> Vec<(String, LabelSite, String)> {
+        sets.iter().map(|s| (s.path.to_string(), s.site, s.scope.to_string())).collect()
+    }
+
+    #[test]
+    fn label_sets_in_document_order() {
+        use crate::WorkloadKind;
+        let pod = workload(WorkloadKind::Pod, r#"{"metadata":{"labels":{"a":"b"}},"spec":{}}"#);
+        for scope in [LabelScope::ALL, LabelScope::POD_TEMPLATES_ONLY, LabelScope { object: true, pod_templates: false }] {
+            assert_eq!(paths(&label_sets(&pod, scope)), [("metadata.labels".into(), LabelSite::Object, String::new())], "a Pod's labels are its pod labels");
+        }
+        let js = workload(
+            WorkloadKind::JobSet,
+            r#"{"spec":{"replicatedJobs":[{"name":"a","template":{"spec":{"template":{"spec":{}}}}},{"name":"b","template":{"metadata":{},"spec":{}}}]}}"#,
+        );
+        let all = label_sets(&js, LabelScope::ALL);
+        assert_eq!(
+            paths(&all),
+            [
+                ("metadata.labels".into(), LabelSite::Object, String::new()),
+                ("spec.replicatedJobs[0].template.metadata.labels".into(), LabelSite::JobTemplate, "spec.replicatedJobs[0].template".into()),
+                ("spec.replicatedJobs[0].template.spec.template.metadata.labels".into(), LabelSite::PodTemplate, "spec.replicatedJobs[0].template.spec.template".into()),
+                ("spec.replicatedJobs[1].template.metadata.labels".into(), LabelSite::JobTemplate, "spec.replicatedJobs[1].template".into()),
+            ]
+        );
+        let t = js.templates().next().unwrap();
+        assert!(all[0].covers(t.path()) && all[1].covers(t.path()) && all[2].covers(t.path()) && !all[3].covers(t.path()));
+        assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY)).len(), 1, "no job templates with pod templates only");
+        assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false })).len(), 3);
+        let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
+        assert_eq!(paths(&label_sets(&tj, LabelScope::ALL)).len(), 1, "a trainer has no labels of its own");
+        assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY).is_empty());
+    }
+
+    #[test]
+    fn copy_hints_name_what_the_object_has_right() {
+        use crate::WorkloadKind;
+        let d = workload(
+            WorkloadKind::Deployment,
+            r#"{"metadata":{"labels":{"team":"ml","workload-type":"batch"}},"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{}}}}"#,
+        );
+        let found = reqs().check_workload(&d, LabelScope::ALL, "cost tools read pod labels");
+        assert_eq!(
+            found,
+            [
+                (
+                    "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`".to_string(),
+                    "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`".to_string()
+                ),
+                (
+                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels`".to_string(),
+                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels`: cost tools read pod labels, so copy `team: ml` from `metadata.labels`".to_string()
+                ),
             ]
         );
     }

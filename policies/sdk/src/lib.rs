@@ -81,7 +81,7 @@ pub use glob::Glob;
 pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
 pub use json::{Edit, Path};
 pub use label_selector::LabelSelector;
-pub use labels::RequiredLabels;
+pub use labels::{LabelScope, LabelSet, LabelSite, RequiredLabels, label_sets};
 pub use metadata::PolicyMetadata;
 pub use namespaces::{Namespace, NamespaceSelector};
 pub use pod::{Container, Labels, ObjectMeta, PodSpec, StrMap};

@@ -393,6 +393,10 @@ pub struct PodSpec<'a> {
     pub priority_class_name: Option<Str<'a>>,
     /// `restartPolicy`.
     pub restart_policy: Option<Str<'a>>,
+    /// Pod-level `resources` (Kubernetes 1.32+, `PodLevelResources`, beta
+    /// and on by default since 1.34): CPU and memory for the pod as a
+    /// whole, shared by containers without their own limits.
+    pub resources: Option<Resources<'a>>,
 }
 
 impl PodSpec<'_> {
@@ -523,4 +527,4 @@ decode_struct!(Volume { "name" => name, "hostPath" => host_path, "emptyDir" => e
 
 decode_struct!(PodResourceClaim { "name" => name, "resourceClaimName" => resource_claim_name, "resourceClaimTemplateName" => resource_claim_template_name });
 
-decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "hostUsers" => host_users, "os" => os, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy });
+decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "hostUsers" => host_users, "os" => os, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy, "resources" => resources });

@@ -1,0 +1,168 @@
+//! Settings of `model-provenance`.
+
+use std::collections::BTreeMap;
+
+use aigov_sdk::names::label_key;
+use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::{Exported, Glob, RequiredLabels, RuleSettings, SettingsError, WorkloadKind};
+use serde::{Deserialize, Serialize};
+
+/// The label that classifies the data a workload touches.
+pub const CLASSIFICATION_LABEL: &str = "data-classification";
+
+/// The classifications allowed by default.
+pub const CLASSIFICATIONS: [&str; 4] = ["public", "internal", "confidential", "restricted"];
+
+/// The kinds governed by default: model serving (`InferenceService`, and
+/// the `Deployment`s and `StatefulSet`s model servers run as) and the
+/// training kinds (Kubeflow's training operator and Trainer).
+pub const DEFAULT_KINDS: [&str; 10] = [
+    "InferenceService",
+    "Deployment",
+    "StatefulSet",
+    "PyTorchJob",
+    "MPIJob",
+    "TFJob",
+    "JAXJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "TrainJob",
+];
+
+/// The rule's own settings (the shared `mode`, exemptions and
+/// `allowExistingViolations` come on top).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// The workload kinds that must document their model, by kind name.
+    /// Default: `InferenceService`, `Deployment`, `StatefulSet` and the
+    /// training kinds. May also name `LeaderWorkerSet`, `RayService`,
+    /// `RayJob` and `JobSet` (the other kinds the webhook rules send).
+    pub kinds: Vec<String>,
+    /// Annotations the workload's own `metadata.annotations` must carry,
+    /// each with the wildcard patterns its value must match (`[]`: any
+    /// non-empty value). Default: the seed's `ai/version: v*` and
+    /// `ai/dataset: *-vault`.
+    pub required_annotations: BTreeMap<String, Vec<Glob>>,
+    /// Labels the workload (and, with `requireOnPodTemplates`, its pod
+    /// templates) must carry, each with its allowed values (`[]`: any
+    /// non-empty value). Default: `data-classification` in `public`,
+    /// `internal`, `confidential`, `restricted`.
+    pub required_labels: RequiredLabels,
+    /// Whether the pod templates must carry the labels too, with the same
+    /// value as the workload. Default `true`: network policies and data
+    /// loss prevention tools select pods, not their controllers.
+    pub require_on_pod_templates: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            kinds: DEFAULT_KINDS.iter().map(|k| k.to_string()).collect(),
+            required_annotations: [("ai/version", "v*"), ("ai/dataset", "*-vault")]
+                .into_iter()
+                .map(|(k, p)| (k.to_string(), vec![Glob::new(p)]))
+                .collect(),
+            required_labels: RequiredLabels::new([(CLASSIFICATION_LABEL, &CLASSIFICATIONS[..])]),
+            require_on_pod_templates: true,
+        }
+    }
+}
+
+/// The kinds the rule's webhook rules send it, and so the kinds `kinds` may
+/// name, in the SDK's order.
+pub fn governable() -> impl Iterator<Item = WorkloadKind> {
+    let metadata = <crate::ModelProvenance as Exported>::METADATA;
+    WorkloadKind::ALL.into_iter().filter(|k| metadata.lists(k.group(), k.resource()))
+}
+
+impl Settings {
+    /// Whether workloads of `kind` are governed.
+    pub fn governs(&self, kind: WorkloadKind) -> bool {
+        self.kinds.iter().any(|k| k == kind.kind())
+    }
+}
+
+impl RuleSettings for Settings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        if self.kinds.is_empty() {
+            return Err(SettingsError::new("kinds", "must list at least one kind, or the rule would check nothing"));
+        }
+        for (i, kind) in self.kinds.iter().enumerate() {
+            if !governable().any(|k| k.kind() == kind) {
+                let known: Vec<&str> = governable().map(WorkloadKind::kind).collect();
+                return Err(SettingsError::new(
+                    format!("kinds[{i}]"),
+                    format!("`{kind}` is not a kind this rule receives; use {}", aigov_sdk::text::quoted(&known)),
+                ));
+            }
+        }
+        if self.required_annotations.is_empty() && self.required_labels.0.is_empty() {
+            return Err(SettingsError::new(
+                "requiredAnnotations",
+                "and `requiredLabels` are both empty, so the rule would check nothing",
+            ));
+        }
+        for (key, patterns) in &self.required_annotations {
+            if let Err(why) = label_key(key) {
+                return Err(SettingsError::new("requiredAnnotations", format!("`{key}` is not a valid annotation key: {why}")));
+            }
+            // An empty value is reported as empty, so an empty pattern
+            // could never be met.
+            non_empty_patterns(&format!("requiredAnnotations.{key}"), patterns)?;
+        }
+        self.required_labels.validate("requiredLabels")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::settings::Settings as Full;
+
+    fn err(json: &str) -> String {
+        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
+    }
+
+    fn ok(json: &str) -> Settings {
+        Full::<Settings>::parse_valid(json).unwrap().rule
+    }
+
+    #[test]
+    fn defaults_are_the_seeds() {
+        let s = ok("{}");
+        assert_eq!(s, Settings::default());
+        let json = Full::<Settings>::default().to_json();
+        assert_eq!(json["requiredAnnotations"].to_string(), r#"{"ai/dataset":["*-vault"],"ai/version":["v*"]}"#);
+        assert_eq!(json["requiredLabels"].to_string(), r#"{"data-classification":["public","internal","confidential","restricted"]}"#);
+        assert_eq!(json["kinds"].as_array().unwrap().len(), 10);
+        assert!(s.governs(WorkloadKind::InferenceService) && s.governs(WorkloadKind::TrainJob));
+        assert!(!s.governs(WorkloadKind::Pod) && !s.governs(WorkloadKind::RayJob) && !s.governs(WorkloadKind::Job));
+    }
+
+    #[test]
+    fn every_default_kind_and_the_optional_ones_are_governable() {
+        let g: Vec<&str> = governable().map(WorkloadKind::kind).collect();
+        for k in DEFAULT_KINDS.iter().chain(&["LeaderWorkerSet", "RayService", "RayJob", "JobSet"]) {
+            assert!(g.contains(k), "{k}");
+        }
+        assert!(!g.contains(&"Pod") && !g.contains(&"Job") && !g.contains(&"Notebook"));
+        let s = ok(r#"{"kinds":["LeaderWorkerSet","RayService"]}"#);
+        assert!(s.governs(WorkloadKind::LeaderWorkerSet) && !s.governs(WorkloadKind::Deployment));
+    }
+
+    #[test]
+    fn settings_that_can_never_match_are_refused() {
+        assert!(err(r#"{"kinds":["Deployment","Pod"]}"#).starts_with("setting `kinds[1]`: `Pod` is not a kind this rule receives; use `Deployment`"));
+        assert!(err(r#"{"kinds":["deployment"]}"#).starts_with("setting `kinds[0]`: `deployment` is not a kind"));
+        assert!(err(r#"{"kinds":[]}"#).starts_with("setting `kinds`: must list at least one kind"));
+        assert!(err(r#"{"requiredAnnotations":{},"requiredLabels":{}}"#).starts_with("setting `requiredAnnotations`: and `requiredLabels` are both empty"));
+        assert!(ok(r#"{"requiredLabels":{}}"#).required_labels.0.is_empty(), "annotations alone");
+        assert!(err(r#"{"requiredAnnotations":{"ai version":[]}}"#).starts_with("setting `requiredAnnotations`: `ai version` is not a valid annotation key"));
+        assert_eq!(err(r#"{"requiredAnnotations":{"ai/version":["v*",""]}}"#), "setting `requiredAnnotations.ai/version[1]`: must not be empty");
+        assert!(err(r#"{"requiredLabels":{"data-classification":["top secret"]}}"#).starts_with("setting `requiredLabels.data-classification[0]`: `top secret` is not a valid label value"));
+        assert!(err(r#"{"requiredAnnotations":{"ai/version":"v*"}}"#).starts_with("setting `requiredAnnotations.ai/version`: invalid type: string"));
+        assert!(err(r#"{"requiredAnnotation":{}}"#).starts_with("setting `requiredAnnotation`: unknown setting"));
+    }
+}

@@ -1,0 +1,133 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use super::*;
+use aigov_sdk::WorkloadKind;
+
+const ANN: &str = r#"{"ai/version":"v2.1.0","ai/dataset":"support-tickets-vault"}"#;
+const LABELS: &str = r#"{"data-classification":"confidential"}"#;
+
+fn problems_with(kind: WorkloadKind, json: &str, s: &Settings) -> Vec<String> {
+    let w = Workload::parse(kind, json).unwrap();
+    check(&w, s).into_iter().map(|(_, m)| m).collect()
+}
+
+fn problems(kind: WorkloadKind, json: &str) -> Vec<String> {
+    problems_with(kind, json, &Settings::default())
+}
+
+fn deployment(ann: &str, labels: &str, tpl_ann: &str, tpl_labels: &str) -> String {
+    format!(
+        r#"{{"metadata":{{"name":"d","annotations":{ann},"labels":{labels}}},"spec":{{"template":{{"metadata":{{"annotations":{tpl_ann},"labels":{tpl_labels}}},"spec":{{"containers":[{{"name":"c"}}]}}}}}}}}"#
+    )
+}
+
+#[test]
+fn documented_workloads_pass() {
+    assert!(problems(WorkloadKind::Deployment, &deployment(ANN, LABELS, "{}", LABELS)).is_empty());
+}
+
+#[test]
+fn missing_annotations_are_one_message_with_their_patterns() {
+    assert_eq!(
+        problems(WorkloadKind::Deployment, &deployment("null", LABELS, "{}", LABELS)),
+        ["annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*`"]
+    );
+    let s = Settings { required_annotations: [("example.com/model-card".to_string(), vec![])].into_iter().collect(), ..Settings::default() };
+    assert_eq!(
+        problems_with(WorkloadKind::Deployment, &deployment("{}", LABELS, "{}", LABELS), &s),
+        ["annotation `example.com/model-card` is missing from `metadata.annotations`: add `example.com/model-card` with a value"]
+    );
+}
+
+#[test]
+fn annotations_on_the_pods_only_get_a_hint() {
+    assert_eq!(
+        problems(WorkloadKind::Deployment, &deployment("{}", LABELS, ANN, LABELS)),
+        ["annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*` \
+          (`spec.template.metadata.annotations` has `ai/dataset`, `ai/version`: provenance is read from the workload's own `metadata.annotations`, so copy them there)"]
+    );
+    let one = r#"{"ai/version":"v2.1.0"}"#;
+    let found = problems(WorkloadKind::Deployment, &deployment(r#"{"ai/dataset":"x-vault"}"#, LABELS, one, LABELS));
+    assert!(found[0].ends_with("(`spec.template.metadata.annotations` has `ai/version`: provenance is read from the workload's own `metadata.annotations`, so copy it there)"), "{found:?}");
+}
+
+#[test]
+fn values_must_match_a_pattern() {
+    let bad = r#"{"ai/version":"2.1.0","ai/dataset":" "}"#;
+    assert_eq!(
+        problems(WorkloadKind::Deployment, &deployment(bad, LABELS, "{}", LABELS)),
+        [
+            "annotation `ai/dataset` in `metadata.annotations` is empty: set a value matching `*-vault`",
+            "annotation `ai/version` in `metadata.annotations` is `2.1.0`, which does not match `v*`: set a value matching `v*`",
+        ]
+    );
+    let s = Settings {
+        required_annotations: [("ai/version".to_string(), vec![Glob::new("v*"), Glob::new("release-*")])].into_iter().collect(),
+        ..Settings::default()
+    };
+    let found = problems_with(WorkloadKind::Deployment, &deployment(r#"{"ai/version":"2"}"#, LABELS, "{}", LABELS), &s);
+    assert_eq!(found, ["annotation `ai/version` in `metadata.annotations` is `2`, which does not match any of `v*`, `release-*`: set a value matching any of `v*`, `release-*`"]);
+    assert!(problems_with(WorkloadKind::Deployment, &deployment(r#"{"ai/version":"release-7"}"#, LABELS, "{}", LABELS), &s).is_empty());
+}
+
+#[test]
+fn classification_on_the_workload_and_its_pods() {
+    assert_eq!(
+        problems(WorkloadKind::Deployment, &deployment(ANN, LABELS, "{}", "{}")),
+        ["label `data-classification` is missing from `spec.template.metadata.labels` (allowed: `public`, `internal`, `confidential`, `restricted`): \
+          network policies and data tools select pods by their labels, so copy `data-classification: confidential` from `metadata.labels`"]
+    );
+    assert_eq!(
+        problems(WorkloadKind::Deployment, &deployment(ANN, r#"{"data-classification":"secret"}"#, "{}", r#"{"data-classification":"public"}"#)),
+        ["label `data-classification` in `metadata.labels` is `secret`; allowed: `public`, `internal`, `confidential`, `restricted`"]
+    );
+    assert_eq!(
+        problems(WorkloadKind::Deployment, &deployment(ANN, r#"{"data-classification":"restricted"}"#, "{}", r#"{"data-classification":"public"}"#)),
+        ["label `data-classification` in `spec.template.metadata.labels` is `public`, but the workload's `metadata.labels` says `restricted`: set it to `restricted` here too, or classify the workload as `public`"]
+    );
+    let s = Settings { require_on_pod_templates: false, ..Settings::default() };
+    assert!(problems_with(WorkloadKind::Deployment, &deployment(ANN, LABELS, "{}", "{}"), &s).is_empty());
+}
+
+#[test]
+fn kubeflow_jobs_check_every_replica_template_and_trainjobs_the_top() {
+    let t = |labels: &str| format!(r#"{{"replicas":1,"template":{{"metadata":{{"labels":{labels}}},"spec":{{"containers":[{{"name":"pytorch"}}]}}}}}}"#);
+    let job = format!(
+        r#"{{"metadata":{{"annotations":{ANN},"labels":{LABELS}}},"spec":{{"pytorchReplicaSpecs":{{"Master":{},"Worker":{}}}}}}}"#,
+        t(LABELS),
+        t("{}")
+    );
+    let found = problems(WorkloadKind::PyTorchJob, &job);
+    assert_eq!(found.len(), 1);
+    assert!(found[0].starts_with("label `data-classification` is missing from `spec.pytorchReplicaSpecs.Worker.template.metadata.labels`"));
+    let tj = r#"{"metadata":{"name":"sft"},"spec":{"runtimeRef":{"name":"torch"},"trainer":{"numNodes":2}}}"#;
+    assert_eq!(
+        problems(WorkloadKind::TrainJob, tj),
+        [
+            "annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*`",
+            "label `data-classification` is missing from `metadata.labels` (allowed: `public`, `internal`, `confidential`, `restricted`)",
+        ]
+    );
+}
+
+#[test]
+fn inference_services_use_the_components_labels() {
+    let isvc = format!(
+        r#"{{"metadata":{{"annotations":{ANN},"labels":{LABELS}}},"spec":{{"predictor":{{"model":{{"modelFormat":{{"name":"sklearn"}},"storageUri":"gs://m"}}}}}}}}"#
+    );
+    let found = problems(WorkloadKind::InferenceService, &isvc);
+    assert_eq!(found.len(), 1);
+    assert!(found[0].starts_with("label `data-classification` is missing from `spec.predictor.labels`"), "{found:?}");
+}
+
+#[test]
+fn metadata_lists_what_settings_may_name() {
+    let m = AIGOV_POLICY.metadata;
+    for k in DEFAULT_KINDS {
+        let kind = WorkloadKind::ALL.into_iter().find(|w| w.kind() == k).unwrap();
+        assert!(m.governs(kind.group(), "v1", kind.resource(), None, "CREATE"), "{k}");
+    }
+    assert!(!m.governs("", "v1", "pods", None, "CREATE"), "pods carry their controller's provenance");
+    assert!(!m.governs("batch", "v1", "jobs", None, "CREATE"));
+    assert!(!m.governs("apps", "v1", "deployments", None, "DELETE"));
+}

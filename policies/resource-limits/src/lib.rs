@@ -1,0 +1,300 @@
+//! `resource-limits`: every container of every pod template sets CPU and
+//! memory limits (which resources is a setting); GPUs are requested the way
+//! Kubernetes accepts them (a whole number, the request equal to the limit);
+//! optionally, the containers of GPU pods request as much memory as their
+//! limit, and no container or pod holds more GPUs than a cap.
+//!
+//! A container without a memory limit can take a node's memory until the
+//! kernel kills something, often the training job next to it; without a CPU
+//! limit it can starve the data loaders of the GPU job sharing its node.
+//! GPUs cannot be overcommitted, so Kubernetes refuses a GPU request that
+//! differs from its limit, but only when it validates a pod: for a
+//! RayCluster, a PyTorchJob or an InferenceService the mistake surfaces when
+//! the operator fails to create the pods, minutes later and in its logs, not
+//! the user's terminal.
+
+mod settings;
+
+use aigov_sdk::gpu::GpuFamilies;
+use aigov_sdk::json::Path;
+use aigov_sdk::pod::{RawQuantity, ResourceList};
+use aigov_sdk::text::{count, quoted};
+use aigov_sdk::workload::ContainerList;
+use aigov_sdk::{Cluster, ContainerRef, GpuCounts, Malformed, Operation, Policy, PodTemplate, Quantity, Request, Role, Verdict};
+
+pub use settings::Settings;
+
+/// The rule.
+pub struct ResourceLimits;
+
+impl Policy for ResourceLimits {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut verdict = Verdict::accept();
+        // Subresources and objects being deleted never reach the rule (the
+        // SDK admits them); DELETE carries no workload.
+        if !matches!(req.operation(), Operation::Create | Operation::Update) {
+            return Ok(verdict);
+        }
+        let Some(workload) = req.workload() else {
+            return Ok(verdict);
+        };
+        for template in workload.templates() {
+            check_template(template, settings, &mut verdict)?;
+        }
+        Ok(verdict)
+    }
+}
+
+/// `spec.containers[0].resources.limits.cpu`, or
+/// `...limits[nvidia.com/gpu]` for names with dots or slashes.
+fn field(resources: &Path, list: &str, name: &str) -> String {
+    if name.contains(['/', '.']) {
+        format!("{resources}.{list}[{name}]")
+    } else {
+        format!("{resources}.{list}.{name}")
+    }
+}
+
+/// A parsed quantity, or a 400 naming the field.
+fn quantity(raw: &RawQuantity<'_>, at: &str) -> Result<Quantity, Malformed> {
+    raw.parse().map_err(|e| Malformed(format!("`{at}`: {e}")))
+}
+
+/// `` container `trainer` ``, or the path for a container without a name.
+fn who(c: &ContainerRef<'_, '_>, t: &PodTemplate<'_>) -> String {
+    if c.container.name.trim().is_empty() {
+        format!("the container at `{}`", t.container_path(c))
+    } else {
+        c.describe()
+    }
+}
+
+/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => format!("`{one}`"),
+        [rest @ .., last] => format!("{} or `{last}`", quoted(rest)),
+    }
+}
+
+/// `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => format!("`{one}`"),
+        [rest @ .., last] => format!("{} and `{last}`", quoted(rest)),
+    }
+}
+
+fn check_template(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    let names = &s.gpu_resource_names;
+    let gpu_pod = t.requests_gpu(names)?;
+    let pod_limits = t.spec.resources.as_ref().map(|r| &r.limits);
+    for c in t.containers() {
+        // Kubernetes refuses resources on ephemeral containers: they take
+        // whatever the pod has.
+        if c.list == ContainerList::EphemeralContainers {
+            continue;
+        }
+        let limits_required = c.list != ContainerList::InitContainers || s.check_init_containers;
+        if limits_required {
+            required_limits(t, &c, s, pod_limits, v)?;
+        }
+        gpu_quantities(t, &c, s, v)?;
+        if gpu_pod && s.gpu_memory_request_equals_limit && limits_required {
+            memory_guaranteed(t, &c, s, pod_limits, v)?;
+        }
+        if let Some(max) = s.max_gpus_per_container {
+            let counts: GpuCounts = t.container_gpus(&c, names)?.into_iter().collect();
+            for excess in over_cap(&counts, max, s) {
+                v.violation(format!(
+                    "{} requests {excess}, but a container may have at most {}: request fewer GPUs, or spread the work over more containers or pods",
+                    who(&c, t),
+                    count(u64::from(max), "GPU")
+                ));
+            }
+        }
+    }
+    if let Some(max) = s.max_gpus_per_pod {
+        let counts = t.gpus_per_pod(names)?;
+        for excess in over_cap(&counts, max, s) {
+            let at = if t.role == Role::Pod { "the pod holds".to_string() } else { format!("each pod of {} holds", where_(t)) };
+            v.violation(format!(
+                "{at} {excess}, but a pod may hold at most {}: request fewer GPUs, or spread the work over more pods",
+                count(u64::from(max), "GPU")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `` `spec.template` ``, or `` worker group `gpu` (`spec.workerGroupSpecs[0].template`) ``.
+fn where_(t: &PodTemplate<'_>) -> String {
+    let d = t.describe();
+    let path = format!("`{}`", t.path());
+    if d == path { d } else { format!("{d} ({path})") }
+}
+
+/// Each GPU family over `max`, described: `16 `nvidia.com/gpu``, or
+/// `2 `nvidia.com/gpu` + 3 `nvidia.com/mig-3g.40gb` (3/7 GPU each), 3.29 GPUs in all`.
+fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
+    let families = GpuFamilies::of(counts, &s.mig_weights);
+    families
+        .0
+        .iter()
+        .filter(|(_, (amount, _))| amount.exceeds(u64::from(max)))
+        .map(|(family, (amount, by_name))| {
+            let breakdown = families.breakdown(family, &s.mig_weights);
+            let whole_units_of_one_name = by_name.len() == 1 && by_name.keys().all(|n| s.mig_weights.family(n).1 == aigov_sdk::GpuAmount::whole(1));
+            if whole_units_of_one_name { breakdown } else { format!("{breakdown}, {amount} GPUs in all") }
+        })
+        .collect()
+}
+
+/// Every resource of `requiredLimits` has a limit above zero, on the
+/// container or, for CPU and memory, on the pod as a whole.
+fn required_limits(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
+    let res = &c.container.resources;
+    let rpath = t.resources_path(c);
+    let mut missing: Vec<&str> = Vec::new();
+    for name in &s.required_limits {
+        match res.limits.get(name.as_str()) {
+            Some(raw) => {
+                let at = field(&rpath, "limits", name);
+                if quantity(raw, &at)?.is_zero() {
+                    v.violation(format!(
+                        "{} has `{name}` limit `{}`, which Kubernetes treats as no limit at all: set `{at}` above zero",
+                        who(c, t),
+                        raw.0
+                    ));
+                }
+            }
+            None if pod_level_limit(t, pod_limits, name)? => {}
+            None => missing.push(name),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let fields: Vec<String> = missing.iter().map(|n| field(&rpath, "limits", n)).collect();
+    let message = format!("{} has no {} limit: set {}", who(c, t), or_list(&missing), and_list(&fields));
+    if t.is_partial() {
+        // A TrainJob's trainer is completed by its training runtime, whose
+        // container may set the limits; the request does not show it.
+        v.warn(format!("{message}, unless the training runtime sets them (this rule does not see it)"));
+    } else {
+        v.violation(message);
+    }
+    Ok(())
+}
+
+/// Whether the pod as a whole limits `name` (pod-level resources support
+/// CPU and memory; a container without its own limit shares the pod's).
+fn pod_level_limit(t: &PodTemplate<'_>, pod_limits: Option<&ResourceList<'_>>, name: &str) -> Result<bool, Malformed> {
+    if !matches!(name, "cpu" | "memory") {
+        return Ok(false);
+    }
+    let Some(raw) = pod_limits.and_then(|l| l.get(name)) else { return Ok(false) };
+    let at = field(&t.spec_path().key("resources"), "limits", name);
+    Ok(quantity(raw, &at)?.is_positive())
+}
+
+/// GPUs as Kubernetes accepts them: whole numbers, and a request only with
+/// an equal limit (extended resources cannot be overcommitted; a limit
+/// alone sets the request).
+fn gpu_quantities(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    let res = &c.container.resources;
+    let rpath = t.resources_path(c);
+    let gpu_names = res.limits.keys().chain(res.requests.keys()).filter(|n| s.gpu_resource_names.is_gpu(n));
+    let mut seen: Vec<&str> = Vec::new();
+    for name in gpu_names {
+        if seen.contains(&&**name) {
+            continue;
+        }
+        seen.push(name);
+        let limit = match res.limits.get(name) {
+            Some(raw) => Some((raw, quantity(raw, &field(&rpath, "limits", name))?)),
+            None => None,
+        };
+        let request = match res.requests.get(name) {
+            Some(raw) => Some((raw, quantity(raw, &field(&rpath, "requests", name))?)),
+            None => None,
+        };
+        let fraction = [("limits", limit), ("requests", request)]
+            .into_iter()
+            .find_map(|(list, q)| q.filter(|(_, q)| !q.ceil_millis().is_multiple_of(1000)).map(|(raw, _)| (list, raw)));
+        if let Some((list, raw)) = fraction {
+            v.violation(format!(
+                "{} asks for `{}` `{name}` in `{}`: a GPU is a whole device, so use a whole number (a share of a GPU is a resource of its own, such as a MIG slice `nvidia.com/mig-1g.10gb`)",
+                who(c, t),
+                raw.0,
+                field(&rpath, list, name)
+            ));
+            continue;
+        }
+        match (limit, request) {
+            (None, Some((raw, _))) => v.violation(format!(
+                "{} requests `{}` `{name}` without a limit: GPUs cannot be overcommitted, so Kubernetes requires a limit equal to the request; set `{}` to `{}` (the request can then be left out)",
+                who(c, t),
+                raw.0,
+                field(&rpath, "limits", name),
+                raw.0
+            )),
+            (Some((lraw, l)), Some((rraw, r))) if l.ceil_millis() != r.ceil_millis() => v.violation(format!(
+                "{} requests `{}` `{name}` but its limit is `{}`: GPUs cannot be overcommitted, so Kubernetes requires the request to equal the limit; set `{}` to `{}`, or leave it out (it defaults to the limit)",
+                who(c, t),
+                rraw.0,
+                lraw.0,
+                field(&rpath, "requests", name),
+                lraw.0
+            )),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// In a GPU pod, each container's memory request equals its memory limit
+/// (a request left out defaults to the limit), so the node never
+/// overcommits the memory a GPU job counts on.
+fn memory_guaranteed(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
+    let res = &c.container.resources;
+    let rpath = t.resources_path(c);
+    let limit_at = field(&rpath, "limits", "memory");
+    let request_at = field(&rpath, "requests", "memory");
+    match (res.limits.get("memory"), res.requests.get("memory")) {
+        (Some(l), Some(r)) if quantity(l, &limit_at)?.ceil_millis() != quantity(r, &request_at)?.ceil_millis() => {
+            v.violation(format!(
+                "{} of a GPU pod requests `memory: {}` but its limit is `{}`: set `{request_at}` to `{}` (or leave it out), so that the node cannot overcommit the memory a GPU job needs",
+                who(c, t),
+                r.0,
+                l.0,
+                l.0
+            ));
+        }
+        (None, Some(r)) => v.violation(format!(
+            "{} of a GPU pod requests `memory: {}` without a limit: set `{limit_at}` to `{}`, so that the node cannot overcommit the memory a GPU job needs",
+            who(c, t),
+            r.0,
+            r.0
+        )),
+        // Without a memory limit: reported as missing when `memory` is a
+        // required limit; a pod-level limit bounds the pod as a whole.
+        (None, None) if !s.required_limits.iter().any(|n| n == "memory") && !pod_level_limit(t, pod_limits, "memory")? => {
+            v.violation(format!(
+                "{} of a GPU pod has no `memory` limit: set `{limit_at}`, and leave the request out or equal to it, so that the node cannot overcommit the memory a GPU job needs",
+                who(c, t)
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+aigov_sdk::export_policy!(ResourceLimits);
+
+#[cfg(test)]
+mod tests;

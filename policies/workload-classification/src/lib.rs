@@ -1,0 +1,118 @@
+//! `workload-classification`: every workload, and every pod template inside
+//! it, carries the seed's data platform classification: `team`,
+//! `cost-center`, `workload-type` (`jupyter-notebook`, `ml-training`,
+//! `data-processing`, `model-inference`, `report-generation`) and
+//! `compute-type` (`gpu`, `cpu`, `mixed`); and `compute-type` tells the
+//! truth about the GPUs requested.
+//!
+//! The labels are how a shared data platform attributes cost, schedules by
+//! kind of work, and reports who runs what. Cost tools read the labels of
+//! pods, which come from the pod templates, not from the Deployment or
+//! RayCluster around them, so both are checked (or, with
+//! `podTemplatesOnly`, the pod templates alone). Where labels sit, and the
+//! hint to copy the object's labels to a template that lacks them, are the
+//! SDK's ([`aigov_sdk::label_sets`]), shared with `opencost-labels`.
+
+mod settings;
+
+use aigov_sdk::{
+    Cluster, LabelScope, LabelSet, Malformed, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload, label_sets,
+};
+
+pub use settings::{COMPUTE_TYPES, COMPUTE_TYPE_LABEL, Settings, WORKLOAD_TYPES};
+
+/// The rule.
+pub struct WorkloadClassification;
+
+impl Policy for WorkloadClassification {
+    type Settings = Settings;
+
+    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+        let mut verdict = Verdict::accept();
+        // Subresources and objects being deleted never reach the rule (the
+        // SDK admits them); DELETE carries no workload.
+        if !matches!(req.operation(), Operation::Create | Operation::Update) {
+            return Ok(verdict);
+        }
+        let Some(workload) = req.workload() else {
+            return Ok(verdict);
+        };
+        for (key, message) in check(workload, settings)? {
+            verdict.violation_keyed(key, message);
+        }
+        Ok(verdict)
+    }
+}
+
+/// Why pod labels matter here, for the hint on a template missing labels.
+const PODS_WHY: &str = "cost tools attribute cost by the labels of the pods";
+
+/// What each pod template requests: the first container with GPUs
+/// (`container `w` in worker group `gpu` requests 1 `nvidia.com/gpu``),
+/// and whether it has resource claims, which may bring GPUs unseen.
+struct Compute<'t, 'a> {
+    template: &'t PodTemplate<'a>,
+    gpu_user: Option<String>,
+    claims: bool,
+}
+
+fn compute<'t, 'a>(w: &'t Workload<'a>, s: &Settings) -> Result<Vec<Compute<'t, 'a>>, Malformed> {
+    w.templates()
+        .map(|t| {
+            let gpu_user = t.gpu_requests(&s.gpu_resource_names)?.into_iter().next().map(|g| {
+                let who = if g.container_name.is_empty() { format!("the container at `{}`", g.container_path) } else { format!("container `{}`", g.container_name) };
+                let at = if t.role == Role::Pod { String::new() } else { format!(" in {}", t.describe()) };
+                let what = g.resources.iter().map(|(name, n)| format!("{n} `{name}`")).collect::<Vec<_>>().join(" and ");
+                format!("{who}{at} requests {what}")
+            });
+            Ok(Compute { template: t, gpu_user, claims: !t.spec.resource_claims.is_empty() })
+        })
+        .collect()
+}
+
+/// Every problem, in document order, as `(identity, message)`: for each
+/// label set, its labels, then its `compute-type` against the GPUs.
+pub fn check(w: &Workload<'_>, s: &Settings) -> Result<Vec<(String, String)>, Malformed> {
+    let scope = LabelScope { object: !s.pod_templates_only, pod_templates: s.require_on_pod_templates };
+    let pods = if s.check_compute_type { compute(w, s)? } else { Vec::new() };
+    let mut out = Vec::new();
+    for set in label_sets(w, scope) {
+        out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
+        if s.check_compute_type
+            && let Some(m) = compute_type(w, &set, &pods)
+        {
+            out.push((m.clone(), m));
+        }
+    }
+    Ok(out)
+}
+
+/// A `compute-type` that contradicts the GPUs: `cpu` on labels covering a
+/// pod that requests GPUs, or `gpu`/`mixed` on a workload none of whose
+/// pods does. A pod template may carry its workload's `gpu` or `mixed`
+/// (the RayCluster's head, say, is part of a GPU cluster), and a template
+/// with resource claims may get GPUs this rule does not look up. Other
+/// values are left to the label check.
+fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>]) -> Option<String> {
+    let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
+    let at = format!("label `{COMPUTE_TYPE_LABEL}` in `{}` is `{value}`", set.path);
+    match &**value {
+        "cpu" => {
+            let user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_ref())?;
+            Some(format!("{at}, but {user}: set it to `gpu` or `mixed`"))
+        }
+        "gpu" | "mixed" => {
+            if pods.iter().any(|p| p.gpu_user.is_some() || p.claims) {
+                return None;
+            }
+            let none = if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() };
+            Some(format!("{at}, but {none}: set it to `cpu`"))
+        }
+        _ => None,
+    }
+}
+
+aigov_sdk::export_policy!(WorkloadClassification);
+
+#[cfg(test)]
+mod tests;

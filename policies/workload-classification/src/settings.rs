@@ -1,0 +1,109 @@
+//! Settings of `workload-classification`.
+
+use aigov_sdk::{GpuResources, RequiredLabels, RuleSettings, SettingsError};
+use serde::{Deserialize, Serialize};
+
+/// The label that says what a workload computes on.
+pub const COMPUTE_TYPE_LABEL: &str = "compute-type";
+
+/// The workload types of the seed's data platform.
+pub const WORKLOAD_TYPES: [&str; 5] = ["jupyter-notebook", "ml-training", "data-processing", "model-inference", "report-generation"];
+
+/// The compute types.
+pub const COMPUTE_TYPES: [&str; 3] = ["gpu", "cpu", "mixed"];
+
+/// The rule's own settings (the shared `mode`, exemptions and
+/// `allowExistingViolations` come on top).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// The labels every workload (and its templates) must carry, each with
+    /// its allowed values (`[]`: any non-empty value). Default: `team`,
+    /// `cost-center`, `workload-type` in the seed's five types,
+    /// `compute-type` in `gpu`, `cpu`, `mixed`. A value given here replaces
+    /// the default as a whole.
+    pub required_labels: RequiredLabels,
+    /// Whether the pod templates of controllers must carry the labels too.
+    /// Default `true`: the labels pods inherit are what cost tools read.
+    pub require_on_pod_templates: bool,
+    /// Whether to check only what becomes pod labels: a Pod's own labels
+    /// and controllers' pod templates, not the controller's own metadata
+    /// (nor a CronJob's or JobSet's job templates). Default `false`.
+    pub pod_templates_only: bool,
+    /// Whether a `compute-type` label must agree with the GPUs requested
+    /// (`cpu` only where no pod requests GPUs; `gpu` and `mixed` only where
+    /// some pod does). Default `true`.
+    pub check_compute_type: bool,
+    /// Extended resources that count as GPUs (wildcards allowed).
+    pub gpu_resource_names: GpuResources,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            required_labels: RequiredLabels::new([
+                ("team", &[][..]),
+                ("cost-center", &[][..]),
+                ("workload-type", &WORKLOAD_TYPES[..]),
+                (COMPUTE_TYPE_LABEL, &COMPUTE_TYPES[..]),
+            ]),
+            require_on_pod_templates: true,
+            pod_templates_only: false,
+            check_compute_type: true,
+            gpu_resource_names: GpuResources::default(),
+        }
+    }
+}
+
+impl RuleSettings for Settings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        const KEY: &str = "requiredLabels";
+        if self.required_labels.0.is_empty() && !self.check_compute_type {
+            return Err(SettingsError::new(
+                KEY,
+                "must list at least one label when `checkComputeType` is off, or the rule would check nothing",
+            ));
+        }
+        if self.pod_templates_only && !self.require_on_pod_templates {
+            return Err(SettingsError::new(
+                "podTemplatesOnly",
+                "cannot be `true` with `requireOnPodTemplates: false`: controllers would not be checked at all",
+            ));
+        }
+        self.required_labels.validate(KEY)?;
+        self.gpu_resource_names.validate("gpuResourceNames")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::settings::Settings as Full;
+
+    fn err(json: &str) -> String {
+        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
+    }
+
+    #[test]
+    fn defaults_are_the_seeds() {
+        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        assert_eq!(s, Settings::default());
+        let json = Full::<Settings>::default().to_json();
+        assert_eq!(
+            json["requiredLabels"].to_string(),
+            r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["jupyter-notebook","ml-training","data-processing","model-inference","report-generation"]}"#
+        );
+        assert_eq!((json["requireOnPodTemplates"].as_bool(), json["podTemplatesOnly"].as_bool()), (Some(true), Some(false)));
+    }
+
+    #[test]
+    fn contradictions_are_refused() {
+        assert!(err(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
+        assert!(err(r#"{"requiredLabels":{},"checkComputeType":false}"#).starts_with("setting `requiredLabels`: must list at least one label"));
+        assert!(Full::<Settings>::parse_valid(r#"{"requiredLabels":{}}"#).is_ok(), "the compute-type check alone");
+        assert!(err(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#).starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value"));
+        assert!(err(r#"{"requiredLabel":{}}"#).starts_with("setting `requiredLabel`: unknown setting"));
+        assert!(err(r#"{"gpuResourceNames":[""]}"#).starts_with("setting `gpuResourceNames[0]`: must not be empty"));
+    }
+}
