@@ -203,7 +203,7 @@ fuzz: artifacts fuzz-deps
 	  mkdir -p $(FUZZ_DIR)/found-$$t; \
 	  echo "== fuzzing $$t for $(FUZZ_SECONDS) s"; \
 	  AIGOV_FUZZ_DIR=$(FUZZ_DIR) $(CARGO_FUZZ) run --fuzz-dir host-test/fuzz --sanitizer none $$features $$t \
-	    $(FUZZ_DIR)/found-$$t $(FUZZ_DIR)/corpus -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 2>&1 \
+	    $(FUZZ_DIR)/found-$$t $(FUZZ_DIR)/corpus host-test/fuzz/regressions -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 2>&1 \
 	    | grep -E "^(INFO: Running|#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+== ERROR|SUMMARY)|panicked|Done [0-9]+ runs" ; \
 	  test "$${PIPESTATUS[0]}" = 0 || { echo "fuzzing $$t found a problem: see host-test/fuzz/artifacts/$$t/"; exit 1; }; \
 	done

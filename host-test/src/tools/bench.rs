@@ -452,14 +452,18 @@ struct Forms {
 }
 
 /// The cluster the benchmark's lookups see: the Pod of [`POD_REQUEST`],
-/// named as [`EXEC_REQUEST`] targets it.
+/// named as [`EXEC_REQUEST`] targets it (also what a namespace listing of
+/// `ml-training` returns), and the requests' two Namespaces, so that the
+/// context-aware rules are timed with their lookups answered, not failing.
 fn bench_cluster() -> Result<FixtureCluster> {
     let request: serde_json::Value = serde_json::from_str(POD_REQUEST).context("the bench Pod is not JSON")?;
     let mut pod = request.get("object").cloned().context("the bench Pod request has no object")?;
     if let Some(meta) = pod.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
         meta.insert("name".into(), serde_json::json!("llm-finetune-worker-0"));
+        meta.insert("namespace".into(), serde_json::json!("ml-training"));
     }
-    FixtureCluster::from_objects([pod])
+    let namespace = |name: &str| serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": "ml"}}});
+    FixtureCluster::from_objects([pod, namespace("ml-training"), namespace("ml-platform")])
 }
 
 /// Settings of the bundle with every rule on, each with the settings a

@@ -140,6 +140,25 @@ mod tests {
         }
     }
 
+    /// Every input a fuzz target once failed on (`host-test/fuzz/regressions`).
+    #[test]
+    fn past_findings_hold_the_properties() {
+        let subjects = subjects(&policies());
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                continue;
+            }
+            let data = std::fs::read(&path).unwrap();
+            check_rules(&subjects, &data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            check_differential(&subjects, &data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            n += 1;
+        }
+        assert!(n > 0, "no regression inputs in {}", dir.display());
+    }
+
     #[test]
     fn the_view_tells_objects_apart() {
         let a = Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"name":"a"}}}"#).unwrap();
