@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aigov::tools::bench::{Config, Measurement, Plan, bench, render_markdown, render_text, requests};
+use aigov::tools::bench::{BUNDLE_NAME, Config, Measurement, Plan, bench, render_markdown, render_text, requests};
 use aigov::tools::scan::Target;
 
 #[test]
@@ -30,8 +30,13 @@ fn every_row_is_present_and_positive() {
             .filter(|r| target.governed_by(r.metadata))
             .map(|r| r.metadata.name)
             .collect();
-        assert!(governing.contains(&"gpu-runtime-class"), "{name}: gpu-runtime-class governs every workload");
-        for rule in governing {
+        if name == "exec" {
+            assert_eq!(governing, ["exec-guard"], "{name}: only exec-guard governs `pods/exec`");
+        } else {
+            assert!(governing.contains(&"gpu-runtime-class"), "{name}: gpu-runtime-class governs every workload");
+        }
+        // Every governing rule, then the bundle with every rule on.
+        for rule in governing.into_iter().chain([BUNDLE_NAME]) {
             for m in Measurement::RULE {
                 let found = report
                     .rows
@@ -62,7 +67,14 @@ fn every_row_is_present_and_positive() {
     assert!(!report.notes.iter().any(|n| n.contains("disagree")), "the three forms agree: {:?}", report.notes);
 
     let markdown = render_markdown(&report);
-    let table_rows = markdown.lines().filter(|l| l.starts_with("| pod") || l.starts_with("| raycluster")).count();
+    // The first table: one line per row, after its header and rule line.
+    let table_rows = markdown
+        .lines()
+        .skip_while(|l| !l.starts_with("| request | rule | measurement"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .count();
     assert_eq!(table_rows, report.rows.len(), "{markdown}");
+    assert!(markdown.contains("| bundle ÷ cheapest |"), "the bundle against the single rules: {markdown}");
     assert!(render_text(&report).contains("native JSON skim (floor)"));
 }

@@ -58,7 +58,7 @@ pub const RAYCLUSTER_REQUEST: &str = include_str!("../../bench/raycluster-reques
 pub const EXEC_REQUEST: &str = include_str!("../../bench/exec-request.json");
 
 /// The name of the bundle in the report.
-const BUNDLE_NAME: &str = "bundle (every rule)";
+pub const BUNDLE_NAME: &str = "bundle (every rule)";
 
 /// Arguments of `aigov bench`.
 #[derive(clap::Args, Debug)]
