@@ -69,7 +69,7 @@ fn violations_point_at_the_fields_they_name() {
     let first = find("05-raycluster-oversized.yaml", "groupName: a100-workers", 0);
     assert_eq!(at("05-raycluster-oversized.yaml", "`spec.workerGroupSpecs[0]` (`a100-workers`) has `maxReplicas"), first);
     let second = find("05-raycluster-oversized.yaml", "groupName: preprocess-workers", 0);
-    assert_eq!(at("05-raycluster-oversized.yaml", "`spec.workerGroupSpecs[1]` (`preprocess-workers`) has `replicas"), second);
+    assert_eq!(at("05-raycluster-oversized.yaml", "`spec.workerGroupSpecs[1]` (`preprocess-workers`) has `maxReplicas"), second);
 }
 
 #[test]

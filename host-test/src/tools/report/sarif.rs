@@ -64,7 +64,13 @@ pub fn render(report: &Report) -> Value {
             let items: Vec<(&str, String)> = match r.outcome {
                 // A mutation admits the object; `scan` shows the change.
                 Outcome::NotGoverned | Outcome::Pass | Outcome::Mutate => Vec::new(),
-                Outcome::Deny => r.violations().into_iter().map(|v| ("error", v.to_string())).collect(),
+                // A rejection's warnings too: they say what else to fix.
+                Outcome::Deny => r
+                    .violations()
+                    .into_iter()
+                    .map(|v| ("error", v.to_string()))
+                    .chain(r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())))
+                    .collect(),
                 Outcome::Warn => r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())).collect(),
                 Outcome::Error => vec![("error", format!("the rule could not be evaluated: {}", super::message(r)))],
             };
