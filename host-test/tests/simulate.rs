@@ -80,10 +80,17 @@ fn simulating_a_large_dump_agrees_with_scanning_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let n = write_dump(&dir);
     assert!(n >= 10_000);
+    // simulate answers the rules' lookups from the dump itself (gpu-quota
+    // lists each namespace's pods); the scan gets the same cluster, from a
+    // copy, since it never scans its own --cluster directory.
+    let state = std::env::temp_dir().join(format!("aigov-simulate-state-{}", std::process::id()));
+    std::fs::create_dir_all(&state).unwrap();
+    write_dump(&state);
     let d = dir.to_str().unwrap();
     let sim = aigov(&["simulate", "--native", "--cluster", d, "--format", "json"]);
-    let scan = aigov(&["scan", "--native", "--fail-on", "none", "--format", "json", d]);
+    let scan = aigov(&["scan", "--native", "--fail-on", "none", "--format", "json", "--cluster", state.to_str().unwrap(), d]);
     std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&state).unwrap();
 
     assert_eq!(sim["objects"], json!(n));
     for key in ["documents", "denied", "warned", "passed", "mutated", "errors", "skipped"] {
