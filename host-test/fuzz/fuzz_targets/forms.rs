@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use aigov::tools::fuzzing::{Forms, subjects};
-use aigov_sdk::fuzzing::mutate;
+use aigov_sdk::fuzzing::mutate_in_place;
 use libfuzzer_sys::{fuzz_mutator, fuzz_target, fuzzer_mutate};
 
 static FORMS: LazyLock<Forms> = LazyLock::new(|| {
@@ -24,12 +24,5 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
-    if seed % 2 == 0
-        && let Some(m) = mutate(&data[..size], seed)
-        && m.len() <= max_size
-    {
-        data[..m.len()].copy_from_slice(&m);
-        return m.len();
-    }
-    fuzzer_mutate(data, size, max_size)
+    mutate_in_place(data, size, max_size, seed, |d, s, m| fuzzer_mutate(d, s, m))
 });

@@ -284,6 +284,31 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at);
 }
 
+/// Every rule of the bundle with the settings `aigov fuzz-corpus` wrote
+/// (`$AIGOV_FUZZ_DIR/settings.json`, default `target/fuzz`; each rule's
+/// defaults without it): what the fuzz targets test.
+pub fn subjects_from_env(rules: &'static [NativePolicy], bundle: &'static NativePolicy) -> Subjects {
+    let dir = std::env::var("AIGOV_FUZZ_DIR").unwrap_or_else(|_| "target/fuzz".into());
+    let text = std::fs::read_to_string(format!("{dir}/settings.json")).unwrap_or_else(|_| "{}".into());
+    let settings: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Subjects::new(rules, bundle, |name| settings.get(name).map(Value::to_string))
+}
+
+/// The fuzz targets' custom mutator: on every other seed a [`mutate`]
+/// of the input written over `data` (when it fits `max_size`), else
+/// libFuzzer's own mutation (`fallback`). Returns the new size.
+pub fn mutate_in_place(data: &mut [u8], size: usize, max_size: usize, seed: u32, fallback: impl FnOnce(&mut [u8], usize, usize) -> usize) -> usize {
+    if seed.is_multiple_of(2)
+        && let Some(m) = data.get(..size).and_then(|d| mutate(d, seed))
+        && m.len() <= max_size
+        && let Some(out) = data.get_mut(..m.len())
+    {
+        out.copy_from_slice(&m);
+        return m.len();
+    }
+    fallback(data, size, max_size)
+}
+
 /// One structure-aware mutation of a JSON document; `None` when the input
 /// is not JSON (the byte-level mutators handle it).
 pub fn mutate(data: &[u8], seed: u32) -> Option<Vec<u8>> {
