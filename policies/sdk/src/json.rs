@@ -127,49 +127,58 @@ impl<'t> Cursor<'t> {
         }
     }
 
-    /// Skips a string whose opening quote is at the cursor; returns its raw
-    /// contents (escapes not decoded).
-    fn string(&mut self) -> Option<&'t str> {
+    /// Skips a string whose opening quote is at the cursor; returns the
+    /// byte range of its raw contents (escapes not decoded).
+    fn skip_string(&mut self) -> Option<(usize, usize)> {
         if self.peek() != Some(b'"') {
             return None;
         }
         let start = self.i + 1;
         let mut j = start;
         loop {
+            // Straight to the next quote or backslash: strings are most of
+            // a Kubernetes object's bytes.
+            j += memchr::memchr2(b'"', b'\\', self.b.get(j..)?)?;
             match self.b.get(j)? {
                 b'"' => break,
-                b'\\' => j += 2,
-                _ => j += 1,
+                _ => j += 2,
             }
         }
         self.i = j + 1;
-        std::str::from_utf8(self.b.get(start..j)?).ok()
+        Some((start, j))
+    }
+
+    /// [`Self::skip_string`], as text.
+    fn string(&mut self) -> Option<&'t str> {
+        let (start, end) = self.skip_string()?;
+        std::str::from_utf8(self.b.get(start..end)?).ok()
     }
 
     /// Skips one value; `None` if the text ends or is not JSON.
     fn value(&mut self) -> Option<()> {
         self.ws();
         match self.peek()? {
-            b'"' => self.string().map(drop),
+            b'"' => self.skip_string().map(drop),
             b'{' | b'[' => {
-                // Containers are skipped by depth; strings are skipped whole
-                // so their brackets do not count.
+                // Containers are skipped by depth, jumping from one bracket
+                // or quote to the next; strings are skipped whole so their
+                // brackets do not count.
                 let mut depth = 0usize;
                 loop {
+                    self.i += self.b.get(self.i..)?.iter().position(|&c| matches!(c, b'"' | b'{' | b'[' | b'}' | b']'))?;
                     match self.peek()? {
                         b'"' => {
-                            self.string()?;
+                            self.skip_string()?;
                             continue;
                         }
                         b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
+                        _ => {
+                            depth = depth.checked_sub(1)?;
                             if depth == 0 {
                                 self.i += 1;
                                 return Some(());
                             }
                         }
-                        _ => {}
                     }
                     self.i += 1;
                 }
@@ -330,25 +339,87 @@ enum Found {
     Missing { depth: usize, start: usize, end: usize },
 }
 
-/// The span of a value at the cursor.
-fn span(c: &mut Cursor<'_>) -> Option<(usize, usize)> {
-    c.ws();
-    let start = c.i;
+/// The end of the value starting at `start`.
+fn end_of(text: &str, start: usize) -> Option<usize> {
+    let mut c = Cursor { b: text.as_bytes(), i: start };
     c.value()?;
-    Some((start, c.i))
+    Some(c.i)
 }
 
-/// Finds `path` in `text`.
-fn locate(text: &str, path: &Path) -> Result<Found, EditError> {
+/// The ends of the values a walk skipped, by where they start, kept while
+/// one document is edited several times: each edit walks from the root
+/// again, and a long value before its target (a `kubectl apply` annotation
+/// of several KiB, `managedFields`) is read once, not once per edit.
+#[derive(Default)]
+struct Skips {
+    ends: std::collections::BTreeMap<usize, usize>,
+    keep: bool,
+}
+
+impl Skips {
+    /// Skips that remember nothing: for a single lookup.
+    fn none() -> Skips {
+        Skips::default()
+    }
+
+    /// Skips that remember, for a sequence of edits.
+    fn kept() -> Skips {
+        Skips { keep: true, ..Skips::default() }
+    }
+
+    /// The end of the value starting at `start`.
+    fn end(&mut self, text: &str, start: usize) -> Option<usize> {
+        if let Some(&end) = self.ends.get(&start) {
+            return Some(end);
+        }
+        let end = end_of(text, start)?;
+        if self.keep {
+            self.ends.insert(start, end);
+        }
+        Some(end)
+    }
+
+    /// Follows a splice that replaced `removed` bytes at `at` with `added`
+    /// bytes: values after it move, values around it grow or shrink,
+    /// values it touched are forgotten.
+    fn spliced(&mut self, at: usize, removed: usize, added: usize) {
+        if self.ends.is_empty() {
+            return;
+        }
+        let cut = at + removed;
+        let moved = |x: usize| x - removed + added;
+        self.ends = std::mem::take(&mut self.ends)
+            .into_iter()
+            .filter_map(|(s, e)| {
+                if e <= at {
+                    Some((s, e))
+                } else if s >= cut {
+                    Some((moved(s), moved(e)))
+                } else if s < at && e >= cut {
+                    Some((s, moved(e)))
+                } else {
+                    None
+                }
+            })
+            .collect();
+    }
+}
+
+/// Finds `path` in `text`. Only the values on the way are entered, and only
+/// the last one is skipped to its end: the members before each step are
+/// skipped, the rest of the document is never read.
+fn locate(text: &str, path: &Path, skips: &mut Skips) -> Result<Found, EditError> {
     let bad = |p: &[Seg]| EditError(format!("the object is not valid JSON at `{}`", Path(p.to_vec())));
     let mut c = Cursor::new(text);
-    let (mut start, mut end) = span(&mut c).ok_or_else(|| bad(&[]))?;
+    c.ws();
+    let mut start = c.i;
     for (depth, seg) in path.0.iter().enumerate() {
         let here = path.0.get(..depth).unwrap_or_default();
         let found = match (seg, text.as_bytes().get(start)) {
-            (Seg::Key(key), Some(b'{')) => member(text, start, key).map_err(|()| bad(here))?,
-            (Seg::Index(i), Some(b'[')) => element(text, start, *i).map_err(|()| bad(here))?,
+            (Seg::Key(key), Some(b'{')) => member(text, start, key, skips).map_err(|()| bad(here))?,
+            (Seg::Index(i), Some(b'[')) => element(text, start, *i, skips).map_err(|()| bad(here))?,
             (_, Some(b'n')) => None,
+            (_, None) => return Err(bad(here)),
             (Seg::Key(_), _) => {
                 return Err(EditError(format!("`{}` is not an object", Path(here.to_vec()))));
             }
@@ -357,15 +428,19 @@ fn locate(text: &str, path: &Path) -> Result<Found, EditError> {
             }
         };
         match found {
-            Some((s, e)) => (start, end) = (s, e),
-            None => return Ok(Found::Missing { depth, start, end }),
+            Some(s) => start = s,
+            None => {
+                let end = skips.end(text, start).ok_or_else(|| bad(here))?;
+                return Ok(Found::Missing { depth, start, end });
+            }
         }
     }
+    let end = skips.end(text, start).ok_or_else(|| bad(&path.0))?;
     Ok(Found::Value(start, end))
 }
 
-/// The span of member `key` of the object starting at `start`.
-fn member(text: &str, start: usize, key: &str) -> Result<Option<(usize, usize)>, ()> {
+/// Where the value of member `key` of the object starting at `start` starts.
+fn member(text: &str, start: usize, key: &str, skips: &mut Skips) -> Result<Option<usize>, ()> {
     let mut c = Cursor { b: text.as_bytes(), i: start + 1 };
     loop {
         c.ws();
@@ -378,21 +453,25 @@ fn member(text: &str, start: usize, key: &str) -> Result<Option<(usize, usize)>,
             b'"' => {}
             _ => return Err(()),
         }
-        let k = c.string().ok_or(())?;
+        let (ks, ke) = c.skip_string().ok_or(())?;
+        let k = text.as_bytes().get(ks..ke).ok_or(())?;
         c.ws();
         if c.peek() != Some(b':') {
             return Err(());
         }
         c.i += 1;
-        let v = span(&mut c).ok_or(())?;
-        if k == key || (k.contains('\\') && unescape(k) == key) {
-            return Ok(Some(v));
+        c.ws();
+        let matches = k == key.as_bytes()
+            || (k.contains(&b'\\') && std::str::from_utf8(k).is_ok_and(|k| unescape(k) == key));
+        if matches {
+            return Ok(Some(c.i));
         }
+        c.i = skips.end(text, c.i).ok_or(())?;
     }
 }
 
-/// The span of element `index` of the array starting at `start`.
-fn element(text: &str, start: usize, index: usize) -> Result<Option<(usize, usize)>, ()> {
+/// Where element `index` of the array starting at `start` starts.
+fn element(text: &str, start: usize, index: usize, skips: &mut Skips) -> Result<Option<usize>, ()> {
     let mut c = Cursor { b: text.as_bytes(), i: start + 1 };
     let mut n = 0usize;
     loop {
@@ -405,17 +484,17 @@ fn element(text: &str, start: usize, index: usize) -> Result<Option<(usize, usiz
             }
             _ => {}
         }
-        let v = span(&mut c).ok_or(())?;
         if n == index {
-            return Ok(Some(v));
+            return Ok(Some(c.i));
         }
+        c.i = skips.end(text, c.i).ok_or(())?;
         n += 1;
     }
 }
 
 /// The text of the value at `path`, if the document has one there.
 pub fn find<'t>(text: &'t str, path: &Path) -> Option<&'t str> {
-    match locate(text, path).ok()? {
+    match locate(text, path, &mut Skips::none()).ok()? {
         Found::Value(s, e) => text.get(s..e),
         Found::Missing { .. } => None,
     }
@@ -444,67 +523,74 @@ fn nest(rest: &[Seg], value: &str) -> Result<String, EditError> {
     Ok(out)
 }
 
-/// Inserts `"key": value` into the object spanning `start..end`, or
-/// `value` into the array spanning `start..end`, as its last member.
-fn insert(text: &str, start: usize, end: usize, member: &str) -> String {
-    let inner = text.get(start + 1..end - 1).unwrap_or_default();
-    let sep = if inner.trim().is_empty() { "" } else { "," };
-    let mut out = String::with_capacity(text.len() + member.len() + 1);
-    out.push_str(text.get(..end - 1).unwrap_or_default());
-    out.push_str(sep);
-    out.push_str(member);
-    out.push_str(text.get(end - 1..).unwrap_or_default());
-    out
+/// A document being edited, with what its walks have learnt.
+struct Doc {
+    text: String,
+    skips: Skips,
 }
 
-fn replace(text: &str, start: usize, end: usize, value: &str) -> String {
-    let mut out = String::with_capacity(text.len() + value.len());
-    out.push_str(text.get(..start).unwrap_or_default());
-    out.push_str(value);
-    out.push_str(text.get(end..).unwrap_or_default());
-    out
-}
+impl Doc {
+    /// Replaces `start..end` with `value`.
+    fn replace(&mut self, start: usize, end: usize, value: &str) {
+        self.text.replace_range(start..end, value);
+        self.skips.spliced(start, end - start, value.len());
+    }
 
-/// Puts `value` at `path`, creating what is missing.
-fn put(text: &str, path: &Path, value: &str, only_if_absent: bool) -> Result<String, EditError> {
-    match locate(text, path)? {
-        Found::Value(s, e) => {
-            let is_null = text.get(s..e) == Some("null");
-            if only_if_absent && !is_null {
-                Ok(text.to_string())
-            } else {
-                Ok(replace(text, s, e, value))
-            }
-        }
-        Found::Missing { depth, start, end } => {
-            let rest = path.0.get(depth..).unwrap_or_default();
-            match (text.as_bytes().get(start), rest.split_first()) {
-                (Some(b'n'), _) => Ok(replace(text, start, end, &nest(rest, value)?)),
-                (Some(b'{'), Some((Seg::Key(k), more))) => {
-                    Ok(insert(text, start, end, &format!("{}:{}", quote(k), nest(more, value)?)))
+    /// Inserts `"key": value` into the object spanning `start..end`, or
+    /// `value` into the array spanning `start..end`, as its last member.
+    fn insert(&mut self, start: usize, end: usize, member: &str) {
+        let empty = self.text.get(start + 1..end - 1).unwrap_or_default().trim().is_empty();
+        let piece = if empty { member.to_string() } else { format!(",{member}") };
+        self.replace(end - 1, end - 1, &piece);
+    }
+
+    /// Puts `value` at `path`, creating what is missing.
+    fn put(&mut self, path: &Path, value: &str, only_if_absent: bool) -> Result<(), EditError> {
+        match locate(&self.text, path, &mut self.skips)? {
+            Found::Value(s, e) => {
+                let is_null = self.text.get(s..e) == Some("null");
+                if !only_if_absent || is_null {
+                    self.replace(s, e, value);
                 }
-                _ => Err(EditError(format!("`{path}` cannot be created"))),
+                Ok(())
+            }
+            Found::Missing { depth, start, end } => {
+                let rest = path.0.get(depth..).unwrap_or_default();
+                match (self.text.as_bytes().get(start), rest.split_first()) {
+                    (Some(b'n'), _) => self.replace(start, end, &nest(rest, value)?),
+                    (Some(b'{'), Some((Seg::Key(k), more))) => {
+                        self.insert(start, end, &format!("{}:{}", quote(k), nest(more, value)?));
+                    }
+                    _ => return Err(EditError(format!("`{path}` cannot be created"))),
+                }
+                Ok(())
             }
         }
+    }
+
+    /// Appends `value` to the list at `path`, creating it if absent or null.
+    fn append(&mut self, path: &Path, value: &str) -> Result<(), EditError> {
+        match locate(&self.text, path, &mut self.skips)? {
+            Found::Value(s, e) if self.text.as_bytes().get(s) == Some(&b'[') => self.insert(s, e, value),
+            Found::Value(s, e) if self.text.get(s..e) == Some("null") => self.replace(s, e, &format!("[{value}]")),
+            Found::Value(..) => return Err(EditError(format!("`{path}` is not a list"))),
+            Found::Missing { .. } => self.put(path, &format!("[{value}]"), false)?,
+        }
+        Ok(())
     }
 }
 
 /// Applies edits in order, each to the result of the one before.
 pub fn apply(text: &str, edits: &[Edit]) -> Result<String, EditError> {
-    let mut doc = text.to_string();
+    let mut doc = Doc { text: text.to_string(), skips: Skips::kept() };
     for edit in edits {
-        doc = match edit {
-            Edit::Set { path, value } => put(&doc, path, value, false)?,
-            Edit::SetIfAbsent { path, value } => put(&doc, path, value, true)?,
-            Edit::Append { path, value } => match locate(&doc, path)? {
-                Found::Value(s, e) if doc.as_bytes().get(s) == Some(&b'[') => insert(&doc, s, e, value),
-                Found::Value(s, e) if doc.get(s..e) == Some("null") => replace(&doc, s, e, &format!("[{value}]")),
-                Found::Value(..) => return Err(EditError(format!("`{path}` is not a list"))),
-                Found::Missing { .. } => put(&doc, path, &format!("[{value}]"), false)?,
-            },
-        };
+        match edit {
+            Edit::Set { path, value } => doc.put(path, value, false)?,
+            Edit::SetIfAbsent { path, value } => doc.put(path, value, true)?,
+            Edit::Append { path, value } => doc.append(path, value)?,
+        }
     }
-    Ok(doc)
+    Ok(doc.text)
 }
 
 #[cfg(test)]
@@ -565,6 +651,65 @@ mod tests {
         assert_eq!(out, r#"{"metadata":{"labels":{"owner":"j"}}}"#);
         let out = apply("{ }", &[Edit::Set { path: Path::root().key("a"), value: "1".into() }]).unwrap();
         assert_eq!(out, r#"{ "a":1}"#);
+    }
+
+    #[test]
+    fn edits_in_a_row_agree_with_edits_one_at_a_time() {
+        // Each edit of a row reuses what the walks before it learnt (where
+        // values end); one edit at a time, nothing is reused.
+        let long = "x\\\"y".repeat(200);
+        let doc = format!(
+            r#"{{"metadata":{{"annotations":{{"last":"{long}","b":[1,{{"c":"}}]"}}]}},"labels":{{}}}},"spec":{{"a":[{{"m":{{}}}},{{"m":null}}],"z":"{long}","t":{{"metadata":{{"labels":{{"k":"v"}}}}}}}}}}"#
+        );
+        let root = Path::root();
+        let edits = vec![
+            Edit::Set { path: root.keys(&["metadata", "labels", "owner"]), value: quote("jane") },
+            Edit::Set { path: root.keys(&["metadata", "annotations", "owner"]), value: quote("jane@x") },
+            Edit::Append { path: root.keys(&["spec", "a"]).index(0).keys(&["m", "l"]), value: "1".into() },
+            Edit::Set { path: root.keys(&["spec", "a"]).index(1).keys(&["m", "k"]), value: "true".into() },
+            Edit::Set { path: root.keys(&["metadata", "annotations", "last"]), value: quote("short") },
+            Edit::Append { path: root.keys(&["spec", "a"]).index(0).keys(&["m", "l"]), value: "{\"x\":[]}".into() },
+            Edit::SetIfAbsent { path: root.keys(&["spec", "t", "metadata", "labels", "k"]), value: quote("w") },
+            Edit::Set { path: root.keys(&["spec", "t", "metadata", "labels", "owner"]), value: quote("jane") },
+            // Shorter, before values the walks to `spec.t` skipped: they move.
+            Edit::Set { path: root.keys(&["metadata", "annotations", "last"]), value: quote("again") },
+            Edit::Set { path: root.keys(&["spec", "t", "metadata", "labels", "team"]), value: quote("ml") },
+            Edit::Append { path: root.keys(&["spec", "tolerations"]), value: "{}".into() },
+            Edit::Set { path: root.keys(&["spec", "z"]), value: "0".into() },
+            Edit::Set { path: root.keys(&["status"]), value: "{}".into() },
+        ];
+        let together = apply(&doc, &edits).unwrap();
+        // What the walks remember stays true after every splice.
+        let mut d = Doc { text: doc.clone(), skips: Skips::kept() };
+        let mut remembered = 0;
+        for e in &edits {
+            match e {
+                Edit::Set { path, value } => d.put(path, value, false).unwrap(),
+                Edit::SetIfAbsent { path, value } => d.put(path, value, true).unwrap(),
+                Edit::Append { path, value } => d.append(path, value).unwrap(),
+            }
+            for (&start, &end) in &d.skips.ends {
+                assert_eq!(end_of(&d.text, start), Some(end), "after {e:?}: the value at {start}");
+            }
+            remembered += d.skips.ends.len();
+        }
+        assert!(remembered > 20, "the walks remembered {remembered} values");
+        assert_eq!(d.text, together);
+        let mut one_by_one = doc.clone();
+        for e in &edits {
+            one_by_one = apply(&one_by_one, std::slice::from_ref(e)).unwrap();
+        }
+        assert_eq!(together, one_by_one);
+        let v: serde_json::Value = serde_json::from_str(&together).unwrap();
+        assert_eq!(v["metadata"]["labels"]["owner"], "jane");
+        assert_eq!(v["metadata"]["annotations"]["last"], "again");
+        assert_eq!(v["metadata"]["annotations"]["b"][1]["c"], "}]");
+        assert_eq!(v["spec"]["a"][0]["m"]["l"], serde_json::json!([1, {"x": []}]));
+        assert_eq!(v["spec"]["a"][1]["m"]["k"], true);
+        assert_eq!(v["spec"]["t"]["metadata"]["labels"], serde_json::json!({"k": "v", "owner": "jane", "team": "ml"}));
+        assert_eq!(v["spec"]["z"], 0);
+        assert_eq!(v["spec"]["tolerations"], serde_json::json!([{}]));
+        assert_eq!(v["status"], serde_json::json!({}));
     }
 
     #[test]
