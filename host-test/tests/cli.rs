@@ -5,12 +5,15 @@
 //! - `aigov eval` applies `--user` and `--group` to a verbatim
 //!   AdmissionRequest or AdmissionReview (and says so on stderr), and
 //!   refuses `--operation`, `--namespace` and `--name` with one;
+//! - `aigov test` runs a rule's cases six ways and exits 0, and names a
+//!   case whose expectation the rule does not meet and exits 1 (`make
+//!   test` runs every case through the same code as the `cases` test);
 //! - `aigov manifests` leaves a file edited since it wrote it alone, names
 //!   it and exits with status 1, and overwrites it with `--force`; without
 //!   `--enable`, it keeps the rules the overlay turns on.
 //!
-//! Most run the natively linked rules; the `manifests` test needs `make
-//! artifacts` first (like the case tests).
+//! Most run the natively linked rules; the `test` and `manifests` tests need
+//! `make artifacts` first (like the case tests).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -30,18 +33,19 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// Runs aigov with standard output a pipe whose reader is closed before
-/// aigov writes anything.
+/// aigov starts (closed after the spawn, it raced aigov's first write on a
+/// busy machine).
 fn with_reader_gone(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_aigov"))
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_aigov"))
         .args(args)
         .current_dir(root())
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    child.wait_with_output().unwrap()
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -167,4 +171,31 @@ fn manifests_never_overwrite_an_edited_file() {
     let now = std::fs::read_to_string(&overlay).unwrap();
     assert!(now.contains("\n- ../opencost-labels ") && now.contains("# - ../exec-guard"), "{now}");
     std::fs::remove_dir_all(&dest).unwrap();
+}
+
+#[test]
+fn test_passes_met_expectations_and_names_unmet_ones() {
+    let out = aigov(&["test", "gpu-runtime-class"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let summary = stdout.lines().last().unwrap();
+    let passed: usize = summary.split(' ').next().unwrap().parse().unwrap();
+    assert!(passed > 20 && summary.ends_with(" passed, 0 failed"), "{summary}");
+    assert!(stdout.contains("ok     gpu-runtime-class/audit-mode ("), "{stdout}");
+
+    // The same rule, one case expecting the opposite of what it gets.
+    let policies = std::env::temp_dir().join(format!("aigov-cli-policies-{}", std::process::id()));
+    let cases = policies.join("gpu-runtime-class/tests/cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let good = std::fs::read_to_string(root().join("policies/gpu-runtime-class/tests/cases/amd-pod-default-settings.yaml")).unwrap();
+    assert!(good.contains("accepted: true"));
+    std::fs::write(cases.join("amd-pod-default-settings.yaml"), &good).unwrap();
+    std::fs::write(cases.join("amd-pod-wrongly-expected.yaml"), good.replace("accepted: true", "accepted: false\n  message: refused")).unwrap();
+    let out = aigov(&["test", "gpu-runtime-class", "--policies", policies.to_str().unwrap()]);
+    std::fs::remove_dir_all(&policies).unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("ok     gpu-runtime-class/amd-pod-default-settings ("), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("FAILED") && l.contains("gpu-runtime-class/amd-pod-wrongly-expected")), "{stdout}");
+    assert!(stdout.lines().last().unwrap().ends_with("1 passed, 1 failed"), "{stdout}");
 }
