@@ -1,17 +1,56 @@
 //! What a pod that requests a vendor's GPUs needs to run: the runtime class
 //! that gives its containers the driver, and a toleration of the taint the
-//! vendor's GPU nodes carry. The `requirements` setting of
-//! `gpu-runtime-class` (which checks them) and `gpu-runtime-defaults` (which
-//! fills them in), so one settings block serves both.
+//! vendor's GPU nodes carry. The [`Settings`] of `gpu-runtime-class` (which
+//! checks them) and `gpu-runtime-defaults` (which fills them in): one
+//! settings block serves both.
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::OnLookupError;
 use crate::glob::Glob;
-use crate::gpu::GpuRequest;
+use crate::gpu::{GpuRequest, GpuResources, ResourceClaims};
 use crate::names::{dns_subdomain, label_key, label_value};
 use crate::scheduling;
-use crate::settings::{SettingsError, non_empty_patterns};
+use crate::settings::{RuleSettings, SettingsError, non_empty_patterns};
 use crate::text::count;
+
+/// The settings of `gpu-runtime-class` and `gpu-runtime-defaults` (the
+/// shared `mode`, exemptions and `allowExistingViolations` come on top).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// What pods that request each kind of GPU need, in order; a GPU
+    /// resource no entry matches needs nothing. Default: NVIDIA's
+    /// (`nvidia.com/*` needs runtime class `nvidia` and a toleration of the
+    /// `nvidia.com/gpu:NoSchedule` taint).
+    pub requirements: Vec<Requirement>,
+    /// Extended resources that count as GPUs (wildcards allowed).
+    pub gpu_resource_names: GpuResources,
+    /// GPUs claimed through Dynamic Resource Allocation. Default off: the
+    /// rule then reads nothing from the cluster.
+    pub resource_claims: ResourceClaims,
+    /// What a failed claim lookup does: `deny` (default) or `allow`.
+    pub on_lookup_error: OnLookupError,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            requirements: vec![Requirement::nvidia()],
+            gpu_resource_names: GpuResources::default(),
+            resource_claims: ResourceClaims::default(),
+            on_lookup_error: OnLookupError::Deny,
+        }
+    }
+}
+
+impl RuleSettings for Settings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        validate("requirements", &self.requirements)?;
+        self.gpu_resource_names.validate("gpuResourceNames")?;
+        self.resource_claims.validate("resourceClaims")
+    }
+}
 
 /// What pods that request one kind of GPU need.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,7 +216,7 @@ pub fn applicable<'r>(requirements: &'r [Requirement], gpus: &[GpuRequest], clai
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use crate::json::Path;
     use crate::workload::ContainerList;
@@ -216,5 +255,47 @@ mod tests {
         assert!(applicable(&reqs, &[], &[]).is_empty());
         assert!(validate("requirements", &reqs).is_ok());
         assert!(validate("requirements", &[]).unwrap_err().to_string().starts_with("setting `requirements`: must list"));
+    }
+
+    fn err(json: &str) -> String {
+        crate::settings::Settings::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
+    }
+
+    #[test]
+    fn settings_default_to_nvidias() {
+        let s = crate::settings::Settings::<Settings>::parse_valid("{}").unwrap().rule;
+        assert_eq!(s, Settings::default());
+        let t = s.requirements[0].taint.as_ref().unwrap();
+        assert_eq!((t.key.as_str(), t.effect.as_str()), ("nvidia.com/gpu", "NoSchedule"));
+        // The example of gpu-runtime-class's README.
+        let shared = r#"{"requirements":[{"vendor":"NVIDIA","resources":["nvidia.com/*"],"deviceClasses":["gpu.nvidia.com"],"runtimeClasses":["nvidia","nvidia-cdi"],"taint":{"key":"nvidia.com/gpu"}}],"exemptNamespaces":["gpu-operator"],"resourceClaims":{"resolve":true}}"#;
+        let s = crate::settings::Settings::<Settings>::parse_valid(shared).unwrap();
+        assert_eq!(s.rule.requirements.first().map(|r| r.runtime_classes.len()), Some(2));
+    }
+
+    #[test]
+    fn vendors_without_a_runtime_class_or_taint() {
+        let s = crate::settings::Settings::<Settings>::parse_valid(
+            r#"{"requirements":[{"vendor":"AMD","resources":["amd.com/gpu"],"taint":{"key":"amd.com/gpu"}},{"vendor":"Intel","resources":["gpu.intel.com/*"]}]}"#,
+        )
+        .unwrap()
+        .rule;
+        assert!(s.requirements[0].runtime_classes.is_empty());
+        assert_eq!(s.requirements[0].taint.as_ref().unwrap().effect, "NoSchedule", "effect defaults to NoSchedule");
+        assert!(s.requirements[1].taint.is_none());
+    }
+
+    #[test]
+    fn settings_that_can_never_match_are_refused() {
+        assert!(err(r#"{"requirements":[{"vendor":"NVIDIA","resources":["nvidia.com/*"],"runtimeClasses":["NVIDIA "]}]}"#)
+            .starts_with("setting `requirements[0].runtimeClasses[0]`: `NVIDIA ` can never match a RuntimeClass"));
+        assert!(err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a b"}}]}"#).starts_with("setting `requirements[0].taint.key`"));
+        assert!(err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a","effect":"NoScheduled"}}]}"#)
+            .starts_with("setting `requirements[0].taint.effect`: `NoScheduled` is not one of"));
+        assert!(err(r#"{"requirements":[]}"#).starts_with("setting `requirements`: must list at least one"));
+        assert!(err(r#"{"requirements":[{"vendor":"x","resources":[]}]}"#).starts_with("setting `requirements[0].resources`"));
+        assert!(err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a","operator":"Exists"}}]}"#)
+            .starts_with("setting `requirements[0].taint.operator`: unknown setting"));
+        assert!(err(r#"{"requiredToleration":{"key":"a"}}"#).starts_with("setting `requiredToleration`: unknown setting"));
     }
 }
