@@ -47,7 +47,7 @@ INSECURE   ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: fuzz fuzz-deps fuzz-smoke reports-check help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -57,6 +57,7 @@ help:
 	@echo "                   deployment manifests into dir; files edited there are left alone"
 	@echo "make push REGISTRY=host:port/prefix [INSECURE=1]   push every rule in both forms"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
+	@echo "make jco-check     every component under Node.js (jco transpile) answers every case as the harness does"
 
 ## Toolchain: the two wasm targets (rustup fetches them once).
 setup:
@@ -222,7 +223,39 @@ fuzz-smoke:
 reports-check: aigov
 	AIGOV=$(AIGOV) host-test/tests/reports/validate.sh
 
-test: lint unit reports-check e2e reproducible fuzz-smoke
+## Every component (each rule's and the bundle's) under Node.js: transpiled
+## with jco (npm @bytecodealliance/jco, pinned by host-test/tests/jco's
+## package-lock.json and installed once into target/tools/jco; `npm install`
+## with that lockfile, not `npm ci`: the registry lacks some of jco's
+## optional native packages for other platforms, so no lockfile `npm ci`
+## accepts can be written here; run.mjs checks the version), then every
+## call the harness makes of it over the whole case corpus, recorded by
+## `aigov export-cases` with each cluster lookup and the fixture cluster's
+## answer, is made again under Node with a JavaScript `cluster` import
+## replaying those answers. Every answer must equal the harness's.
+JCO_TOOLS := $(CURDIR)/target/tools/jco
+JCO_OUT   := $(CURDIR)/target/jco
+jco-deps:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	  echo "installing nodejs npm (apt)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; \
+	fi
+	@if ! cmp -s host-test/tests/jco/package-lock.json $(JCO_TOOLS)/installed.lock; then \
+	  rm -rf $(JCO_TOOLS) && mkdir -p $(JCO_TOOLS); \
+	  cp host-test/tests/jco/package.json host-test/tests/jco/package-lock.json $(JCO_TOOLS)/; \
+	  echo "installing jco into $(JCO_TOOLS) (npm, from the committed lockfile)"; \
+	  npm install --prefix $(JCO_TOOLS) --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	  cp host-test/tests/jco/package-lock.json $(JCO_TOOLS)/installed.lock; \
+	fi
+
+jco-check: artifacts jco-deps
+	rm -rf $(JCO_OUT)/records
+	$(AIGOV) export-cases --artifacts $(ARTIFACTS) --out $(JCO_OUT)/records
+	node host-test/tests/jco/run.mjs --jco $(JCO_TOOLS) --policies policies --artifacts $(ARTIFACTS) \
+	  --records $(JCO_OUT)/records --out $(JCO_OUT)/transpiled
+
+test: lint unit jco-check reports-check e2e reproducible fuzz-smoke
 
 clean:
 	$(CARGO) clean

@@ -10,7 +10,8 @@
 //! - [`dist`]: distributing them. OCI artifacts, the image layout on disk,
 //!   registries, and the deployment manifests.
 //! - [`tools`]: what people run. Test cases three ways, the offline scan,
-//!   the benchmark, reports in other tools' formats.
+//!   the benchmark, reports in other tools' formats, the case corpus as the
+//!   component host answers it, for other hosts to replay.
 
 pub mod run {
     //! Running artifacts.
@@ -35,6 +36,7 @@ pub mod tools {
     //! Tools for people.
     pub mod bench;
     pub mod cases;
+    pub mod export_cases;
     pub mod fuzzing;
     pub mod report;
     pub mod scan;

@@ -91,6 +91,22 @@ enum Command {
         #[arg(long)]
         native: bool,
     },
+    /// Run every case of every rule on the rule's component and on the
+    /// bundle's, and write down each call as the component host made it:
+    /// arguments, answer, and every cluster lookup with the fixture
+    /// cluster's answer (`<out>/<rule>.json`, `<out>/bundle.json`). Another host replays
+    /// them and must answer the same: `make jco-check` does, under Node.js.
+    ExportCases {
+        /// Where `make artifacts` put the artifacts.
+        #[arg(long, default_value = "artifacts")]
+        artifacts: PathBuf,
+        /// The policies directory.
+        #[arg(long, default_value = "policies")]
+        policies: PathBuf,
+        /// The directory to write the records to.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Embed a rule's metadata.yml in its waPC module as the
     /// io.kubewarden.metadata custom section (as `kwctl annotate`).
     Annotate {
@@ -358,6 +374,21 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Componentize { module, output } => {
             let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
             write(&output, &artifact::componentize(&bytes)?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ExportCases { artifacts, policies, out: dir } => {
+            let rules: Vec<&str> = native::names().collect();
+            let s = aigov::tools::export_cases::export(&artifacts, &policies, &rules, &dir)?;
+            writeln!(
+                out,
+                "wrote {} components, {} cases ({} case runs, {} calls, {} lookups) to {}",
+                s.components,
+                s.cases,
+                s.runs,
+                s.calls,
+                s.lookups,
+                dir.display()
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { artifact } => inspect(&artifact, out),

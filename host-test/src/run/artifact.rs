@@ -273,7 +273,16 @@ impl Evaluator {
         self.name == BUNDLE
     }
 
-    fn scoped(&self, cluster: &Arc<FixtureCluster>) -> Scoped {
+    /// The component, when this is one.
+    pub fn component(&self) -> Option<&PolicyComponent> {
+        match &self.inner {
+            Inner::Component(c) => Some(c),
+            Inner::Native(_) | Inner::Module(_) => None,
+        }
+    }
+
+    /// `cluster` as this rule may see it: only the kinds it declares.
+    pub fn scoped(&self, cluster: &Arc<FixtureCluster>) -> Scoped {
         Scoped::new(cluster.clone(), &self.name, self.allowed.clone())
     }
 

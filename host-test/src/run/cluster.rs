@@ -307,6 +307,104 @@ impl Cluster for Scoped {
     }
 }
 
+/// One lookup a rule made, as it crossed the host-call boundary: the
+/// `cluster` function (its WIT name), its arguments in WIT order (an absent
+/// option is `None`), and what the cluster answered.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Lookup {
+    /// `get-resource`, `list-resources-by-namespace` or `list-resources-all`.
+    pub function: &'static str,
+    /// The arguments, in the order the WIT function takes them.
+    pub args: Vec<Option<String>>,
+    /// The answer.
+    pub answer: LookupAnswer,
+}
+
+/// What a lookup returned: `{"ok": json}` or `{"err": {"tag", "val"}}`, the
+/// error as the WIT `lookup-error` variant (`tag` its case name).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LookupAnswer {
+    /// The object or list, as JSON.
+    Ok(String),
+    /// The failure.
+    Err {
+        /// `not-found`, `forbidden`, `invalid` or `unavailable`.
+        tag: &'static str,
+        /// The explanation.
+        val: String,
+    },
+}
+
+impl LookupAnswer {
+    fn of(answer: &Result<String, LookupError>) -> LookupAnswer {
+        match answer {
+            Ok(json) => LookupAnswer::Ok(json.clone()),
+            Err(e) => LookupAnswer::Err { tag: e.tag(), val: e.message().to_string() },
+        }
+    }
+}
+
+/// A cluster that answers through another and keeps every lookup with its
+/// answer, in order: what a host must replay to give a rule the same
+/// cluster (`aigov export-cases`).
+pub struct Recording<C> {
+    inner: C,
+    lookups: std::sync::Mutex<Vec<Lookup>>,
+}
+
+impl<C: Cluster> Recording<C> {
+    /// Records the lookups `inner` answers.
+    pub fn new(inner: C) -> Recording<C> {
+        Recording { inner, lookups: std::sync::Mutex::new(Vec::new()) }
+    }
+
+    /// The lookups so far, in the order they were made.
+    pub fn lookups(&self) -> Vec<Lookup> {
+        self.lookups.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    fn keep(&self, function: &'static str, args: &[Option<&str>], answer: Result<String, LookupError>) -> Result<String, LookupError> {
+        let lookup = Lookup { function, args: args.iter().map(|a| a.map(str::to_string)).collect(), answer: LookupAnswer::of(&answer) };
+        self.lookups.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(lookup);
+        answer
+    }
+}
+
+impl<C: Cluster> Cluster for Recording<C> {
+    fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
+        let answer = self.inner.get_resource(api_version, kind, name, namespace);
+        self.keep("get-resource", &[Some(api_version), Some(kind), Some(name), namespace], answer)
+    }
+
+    fn list_resources_by_namespace(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError> {
+        let answer = self.inner.list_resources_by_namespace(api_version, kind, namespace, label_selector, field_selector);
+        self.keep(
+            "list-resources-by-namespace",
+            &[Some(api_version), Some(kind), Some(namespace), label_selector, field_selector],
+            answer,
+        )
+    }
+
+    fn list_resources_all(
+        &self,
+        api_version: &str,
+        kind: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError> {
+        let answer = self.inner.list_resources_all(api_version, kind, label_selector, field_selector);
+        self.keep("list-resources-all", &[Some(api_version), Some(kind), label_selector, field_selector], answer)
+    }
+}
+
 /// Which kinds are cluster-scoped, for the kinds the fixtures hold. Kinds
 /// of other API groups (custom resources) have an unknown scope: the
 /// fixture then takes the rule's word for it.
@@ -877,6 +975,28 @@ mod tests {
         assert!(c.get("v1", "Pod", "a", Some("other")).is_err_and(|e| matches!(e, LookupError::NotFound(_))));
         assert_eq!(c.len(), 1, "failures are not objects");
         assert!(FixtureCluster::from_objects([json!({"apiVersion": "x", "kind": "LookupFailure", "match": {"kind": "Pod"}, "error": "boom"})]).is_err());
+    }
+
+    #[test]
+    fn recording_keeps_each_lookup_and_its_answer_in_order() {
+        let scoped = Scoped::new(Arc::new(cluster()), "r", vec![("v1".to_string(), "Pod".to_string())].into());
+        let r = Recording::new(scoped);
+        let pod = r.get_resource("v1", "Pod", "a", Some("ml")).unwrap();
+        assert!(r.list_resources_by_namespace("v1", "Pod", "ml", Some("team=x"), None).is_ok());
+        assert!(r.list_resources_all("v1", "Namespace", None, Some("metadata.name=ml")).is_err());
+        let got = r.lookups();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], Lookup {
+            function: "get-resource",
+            args: vec![Some("v1".into()), Some("Pod".into()), Some("a".into()), Some("ml".into())],
+            answer: LookupAnswer::Ok(pod),
+        });
+        assert_eq!(got[1].args, [Some("v1".into()), Some("Pod".into()), Some("ml".into()), Some("team=x".into()), None]);
+        assert_eq!(got[2].function, "list-resources-all");
+        assert!(matches!(&got[2].answer, LookupAnswer::Err { tag: "forbidden", val } if val.contains("does not declare Namespace")));
+        let json = serde_json::to_value(&got[2]).unwrap();
+        assert_eq!(json["args"], json!(["v1", "Namespace", null, "metadata.name=ml"]));
+        assert_eq!(json["answer"]["err"]["tag"], "forbidden", "{json}");
     }
 
     #[test]

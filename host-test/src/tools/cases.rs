@@ -300,12 +300,8 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
 
 /// A mutating rule run on its own output changes nothing more, and admits it.
 fn idempotent(forms: &Forms, request: &str, mutated: &str, settings: &str, cluster: &Arc<FixtureCluster>, problems: &mut Vec<String>) {
-    let again = match (serde_json::from_str::<Value>(request), serde_json::from_str::<Value>(mutated)) {
-        (Ok(Value::Object(mut r)), Ok(m)) => {
-            r.insert("object".into(), m);
-            Value::Object(r).to_string()
-        }
-        _ => return problems.push("the mutated object is not JSON".into()),
+    let Some(again) = resubmitted(request, mutated) else {
+        return problems.push("the mutated object is not JSON".into());
     };
     for e in &forms.evaluators {
         match e.validate(&again, settings, cluster) {
@@ -320,8 +316,20 @@ fn idempotent(forms: &Forms, request: &str, mutated: &str, settings: &str, clust
     }
 }
 
+/// `request` with its object replaced by `mutated`: a mutating rule's
+/// output submitted again. `None` when either is not JSON.
+pub fn resubmitted(request: &str, mutated: &str) -> Option<String> {
+    match (serde_json::from_str::<Value>(request), serde_json::from_str::<Value>(mutated)) {
+        (Ok(Value::Object(mut r)), Ok(m)) => {
+            r.insert("object".into(), m);
+            Some(Value::Object(r).to_string())
+        }
+        _ => None,
+    }
+}
+
 /// The bundle's settings with only `rule` enabled.
-fn bundle_settings(rule: &str, settings: &str) -> String {
+pub fn bundle_settings(rule: &str, settings: &str) -> String {
     format!("{{\"rules\":{{{}:{settings}}}}}", serde_json::to_string(rule).unwrap_or_default())
 }
 
