@@ -96,7 +96,7 @@ impl LabelSelector {
 
     /// Whether an object is selected, `get` reading its labels.
     pub fn matches_with<'v>(&self, get: &dyn Fn(&str) -> Option<&'v str>) -> bool {
-        self.match_labels.iter().all(|(k, v)| get(k) == Some(v.as_str())) && self.match_expressions.iter().all(|r| r.holds(get))
+        selects(&self.match_labels, &self.match_expressions, get)
     }
 
     /// The selector in the query syntax of a list lookup and of `kubectl -l`
@@ -121,40 +121,46 @@ impl LabelSelector {
     }
 
     /// Checks the selector under its settings key the way the API server
-    /// validates one: label keys and values in Kubernetes syntax, `In` and
-    /// `NotIn` with at least one value, `Exists` and `DoesNotExist` with
-    /// none.
+    /// validates one (see [`validate_parts`]).
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
-        for (k, v) in &self.match_labels {
-            if let Err(why) = label_key(k) {
-                return Err(SettingsError::new(format!("{key}.matchLabels"), format!("`{k}` is not a label key: {why}")));
-            }
-            if let Err(why) = label_value(v) {
-                return Err(SettingsError::new(format!("{key}.matchLabels.{k}"), format!("`{v}` is not a label value: {why}")));
-            }
-        }
-        for (i, r) in self.match_expressions.iter().enumerate() {
-            let at = format!("{key}.matchExpressions[{i}]");
-            if let Err(why) = label_key(&r.key) {
-                return Err(SettingsError::new(format!("{at}.key"), format!("`{}` is not a label key: {why}", r.key)));
-            }
-            match (r.operator, r.values.is_empty()) {
-                (SelectorOperator::In | SelectorOperator::NotIn, true) => {
-                    return Err(SettingsError::new(format!("{at}.values"), "must list at least one value for `In` and `NotIn`"));
-                }
-                (SelectorOperator::Exists | SelectorOperator::DoesNotExist, false) => {
-                    return Err(SettingsError::new(format!("{at}.values"), "must be empty for `Exists` and `DoesNotExist`"));
-                }
-                _ => {}
-            }
-            for (j, v) in r.values.iter().enumerate() {
-                if let Err(why) = label_value(v) {
-                    return Err(SettingsError::new(format!("{at}.values[{j}]"), format!("`{v}` is not a label value: {why}")));
-                }
-            }
-        }
-        Ok(())
+        validate_parts(key, &self.match_labels, &self.match_expressions)
     }
+}
+
+/// Whether labels (`get` reading one) satisfy `matchLabels` and every
+/// `matchExpressions` requirement: Kubernetes' label selector semantics,
+/// for [`LabelSelector`] and the label part of a namespace selector.
+pub fn selects<'v>(match_labels: &BTreeMap<String, String>, match_expressions: &[LabelSelectorRequirement], get: &dyn Fn(&str) -> Option<&'v str>) -> bool {
+    match_labels.iter().all(|(k, v)| get(k) == Some(v.as_str())) && match_expressions.iter().all(|r| r.holds(get))
+}
+
+/// Checks `matchLabels` and `matchExpressions` under settings key `key` the
+/// way the API server validates a selector: label keys and values in
+/// Kubernetes syntax, `In` and `NotIn` with at least one value, `Exists` and
+/// `DoesNotExist` with none.
+pub fn validate_parts(key: &str, match_labels: &BTreeMap<String, String>, match_expressions: &[LabelSelectorRequirement]) -> Result<(), SettingsError> {
+    for (k, v) in match_labels {
+        let at = format!("{key}.matchLabels");
+        label_key(k).map_err(|why| SettingsError::new(&at, format!("`{k}` is not a valid label key: {why}")))?;
+        label_value(v).map_err(|why| SettingsError::new(format!("{at}.{k}"), format!("`{v}` is not a valid label value: {why}")))?;
+    }
+    for (i, r) in match_expressions.iter().enumerate() {
+        let at = format!("{key}.matchExpressions[{i}]");
+        label_key(&r.key).map_err(|why| SettingsError::new(format!("{at}.key"), format!("`{}` is not a valid label key: {why}", r.key)))?;
+        match r.operator {
+            SelectorOperator::In | SelectorOperator::NotIn if r.values.is_empty() => {
+                return Err(SettingsError::new(format!("{at}.values"), format!("`{:?}` needs at least one value", r.operator)));
+            }
+            SelectorOperator::Exists | SelectorOperator::DoesNotExist if !r.values.is_empty() => {
+                return Err(SettingsError::new(format!("{at}.values"), format!("must be empty with `{:?}`", r.operator)));
+            }
+            _ => {}
+        }
+        for (j, v) in r.values.iter().enumerate() {
+            label_value(v).map_err(|why| SettingsError::new(format!("{at}.values[{j}]"), format!("`{v}` is not a valid label value: {why}")))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -198,9 +204,9 @@ mod tests {
     fn validation_names_the_key() {
         let err = |json: &str| sel(json).validate("overrides[0].namespaceSelector").unwrap_err().to_string();
         assert!(err(r#"{"matchExpressions":[{"key":"a","operator":"In"}]}"#)
-            .starts_with("setting `overrides[0].namespaceSelector.matchExpressions[0].values`: must list at least one value"));
-        assert!(err(r#"{"matchExpressions":[{"key":"a","operator":"Exists","values":["x"]}]}"#).contains("must be empty"));
-        assert!(err(r#"{"matchLabels":{"a b":"c"}}"#).contains("`a b` is not a label key"));
+            .starts_with("setting `overrides[0].namespaceSelector.matchExpressions[0].values`: `In` needs at least one value"));
+        assert!(err(r#"{"matchExpressions":[{"key":"a","operator":"Exists","values":["x"]}]}"#).contains("must be empty with `Exists`"));
+        assert!(err(r#"{"matchLabels":{"a b":"c"}}"#).contains("`a b` is not a valid label key"));
         assert!(err(r#"{"matchLabels":{"a":"-c"}}"#).starts_with("setting `overrides[0].namespaceSelector.matchLabels.a`"));
         assert!(serde_json::from_str::<LabelSelector>(r#"{"matchExpressions":[{"key":"a","operator":"in","values":["x"]}]}"#).is_err());
         assert!(serde_json::from_str::<LabelSelector>(r#"{"matchLabel":{}}"#).is_err());

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, LookupError, OnLookupError};
 use crate::glob::{Glob, any_match};
-use crate::names::{label_key, label_value};
+use crate::label_selector::{self, LabelSelectorRequirement};
 use crate::request::Request;
 use crate::settings::{SettingsError, non_empty_patterns};
 use crate::verdict::Verdict;
@@ -46,46 +46,6 @@ use crate::verdict::Verdict;
 /// The label the API server puts on every Namespace, holding its name
 /// (Kubernetes 1.21+; it cannot be removed or changed).
 pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// A label selector operator, as Kubernetes spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Operator {
-    /// The label is present with one of the values.
-    In,
-    /// The label is absent, or present with none of the values.
-    NotIn,
-    /// The label is present (any value).
-    Exists,
-    /// The label is absent.
-    DoesNotExist,
-}
-
-/// One requirement of a label selector (`matchExpressions[i]`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LabelRequirement {
-    /// Label key.
-    pub key: String,
-    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
-    pub operator: Operator,
-    /// Values: at least one for `In` and `NotIn`, none otherwise.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub values: Vec<String>,
-}
-
-impl LabelRequirement {
-    /// Whether labels satisfy the requirement, as Kubernetes'
-    /// `labels.Selector` decides.
-    pub fn matches<'l>(&self, labels: &dyn Fn(&str) -> Option<&'l str>) -> bool {
-        let have = labels(&self.key);
-        match self.operator {
-            Operator::In => have.is_some_and(|h| self.values.iter().any(|v| v == h)),
-            Operator::NotIn => !have.is_some_and(|h| self.values.iter().any(|v| v == h)),
-            Operator::Exists => have.is_some(),
-            Operator::DoesNotExist => have.is_none(),
-        }
-    }
-}
 
 /// Which namespaces a setting applies to: a namespace is selected when its
 /// name matches one of `names` (any name when `names` is empty) and its
@@ -103,7 +63,7 @@ pub struct NamespaceSelector {
     pub match_labels: BTreeMap<String, String>,
     /// Further label requirements, all of which must hold.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub match_expressions: Vec<LabelRequirement>,
+    pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
 impl NamespaceSelector {
@@ -128,28 +88,7 @@ impl NamespaceSelector {
     /// operators with the values they need.
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
         non_empty_patterns(&format!("{key}.names"), &self.names)?;
-        for (k, v) in &self.match_labels {
-            let at = format!("{key}.matchLabels");
-            label_key(k).map_err(|why| SettingsError::new(&at, format!("`{k}` is not a valid label key: {why}")))?;
-            label_value(v).map_err(|why| SettingsError::new(format!("{at}.{k}"), format!("`{v}` is not a valid label value: {why}")))?;
-        }
-        for (i, r) in self.match_expressions.iter().enumerate() {
-            let at = format!("{key}.matchExpressions[{i}]");
-            label_key(&r.key).map_err(|why| SettingsError::new(format!("{at}.key"), format!("`{}` is not a valid label key: {why}", r.key)))?;
-            match r.operator {
-                Operator::In | Operator::NotIn if r.values.is_empty() => {
-                    return Err(SettingsError::new(format!("{at}.values"), format!("`{:?}` needs at least one value", r.operator)));
-                }
-                Operator::Exists | Operator::DoesNotExist if !r.values.is_empty() => {
-                    return Err(SettingsError::new(format!("{at}.values"), format!("must be empty with `{:?}`", r.operator)));
-                }
-                _ => {}
-            }
-            for (j, v) in r.values.iter().enumerate() {
-                label_value(v).map_err(|why| SettingsError::new(format!("{at}.values[{j}]"), format!("`{v}` is not a valid label value: {why}")))?;
-            }
-        }
-        Ok(())
+        label_selector::validate_parts(key, &self.match_labels, &self.match_expressions)
     }
 
     /// Whether the selector reads labels at all (by name only: no lookup).
@@ -166,7 +105,7 @@ impl NamespaceSelector {
 
     /// Whether labels satisfy the label part (names not considered).
     pub fn matches_labels<'l>(&self, labels: &dyn Fn(&str) -> Option<&'l str>) -> bool {
-        self.match_labels.iter().all(|(k, v)| labels(k) == Some(v.as_str())) && self.match_expressions.iter().all(|r| r.matches(labels))
+        label_selector::selects(&self.match_labels, &self.match_expressions, labels)
     }
 }
 
