@@ -21,6 +21,7 @@ mod settings;
 use aigov_sdk::gpu::GpuRequest;
 use aigov_sdk::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
 use aigov_sdk::text::{count, one_of, quoted};
+use aigov_sdk::namespaces::Reported;
 use aigov_sdk::{Cluster, Malformed, Namespace, ObjectMeta, Path, Policy, PodTemplate, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings};
@@ -39,8 +40,8 @@ impl Policy for GpuAccess {
         let namespace = Namespace::of_request(req, cluster);
         let node_agent = is_node_agent(workload) && !settings.check_daemon_sets;
         // The service-account entry that applies: found when the first GPU
-        // template needs it; `Err(())` once a failed lookup is reported.
-        let mut accounts: Option<Result<Option<&ServiceAccounts>, ()>> = None;
+        // template needs it; `Err(Reported)` once a failed lookup is reported.
+        let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
         for template in workload.templates() {
             let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
@@ -57,19 +58,9 @@ impl Policy for GpuAccess {
                 }
                 continue;
             }
-            let entry = match accounts {
-                Some(e) => e,
-                None => {
-                    let e = match namespace.first_match(&settings.service_accounts, |a| &a.namespaces) {
-                        Ok(i) => Ok(i.and_then(|i| settings.service_accounts.get(i))),
-                        Err(e) => {
-                            namespace.lookup_failed(e, settings.on_lookup_error, "which service accounts may use GPUs there", &mut verdict);
-                            Err(())
-                        }
-                    };
-                    *accounts.insert(e)
-                }
-            };
+            let entry = *accounts.get_or_insert_with(|| {
+                namespace.entry(&settings.service_accounts, |a| &a.namespaces, settings.on_lookup_error, "which service accounts may use GPUs there", &mut verdict)
+            });
             if let Ok(Some(entry)) = entry {
                 check_service_account(template, &gpus, entry, namespace.name(), &mut verdict);
             }

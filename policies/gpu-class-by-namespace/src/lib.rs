@@ -16,6 +16,7 @@ mod settings;
 use aigov_sdk::gpu::GpuRequest;
 use aigov_sdk::scheduling::{LabelDemand, demand_field, label_demand};
 use aigov_sdk::text::{count, one_of, quoted};
+use aigov_sdk::namespaces::Reported;
 use aigov_sdk::{Cluster, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{GFD_PRODUCT_LABEL, Products, Settings};
@@ -33,23 +34,16 @@ impl Policy for GpuClassByNamespace {
         };
         let namespace = Namespace::of_request(req, cluster);
         // Which entry applies, found when the first GPU template needs it.
-        let mut entry: Option<Option<&Products>> = None;
+        let mut entry: Option<Result<Option<&Products>, Reported>> = None;
         for template in workload.templates() {
             let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
             if gpus.is_empty() {
                 continue;
             }
-            let products = match entry {
-                Some(e) => e,
-                None => match namespace.first_match(&settings.products, |p| &p.namespaces) {
-                    Ok(i) => *entry.insert(i.and_then(|i| settings.products.get(i))),
-                    Err(e) => {
-                        namespace.lookup_failed(e, settings.on_lookup_error, "which GPU products its pods may use", &mut verdict);
-                        return Ok(verdict);
-                    }
-                },
-            };
-            let Some(products) = products else {
+            let products = *entry.get_or_insert_with(|| {
+                namespace.entry(&settings.products, |p| &p.namespaces, settings.on_lookup_error, "which GPU products its pods may use", &mut verdict)
+            });
+            let Ok(Some(products)) = products else {
                 return Ok(verdict);
             };
             check(template, &gpus, products, settings, namespace.name(), &mut verdict);

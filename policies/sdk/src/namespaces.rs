@@ -109,6 +109,10 @@ impl NamespaceSelector {
     }
 }
 
+/// A failed lookup, already reported on the verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reported;
+
 /// The request's namespace, its labels read from the cluster at most once.
 pub struct Namespace<'c> {
     name: String,
@@ -207,6 +211,27 @@ impl<'c> Namespace<'c> {
             )),
         }
     }
+
+    /// The first of `entries` whose selector matches the namespace, as
+    /// [`Self::first_match`]; a failed label lookup is reported on `verdict`
+    /// ([`Self::lookup_failed`]) and gives [`Reported`]: the caller stops
+    /// deciding what the entry would have told it.
+    pub fn entry<'e, T>(
+        &self,
+        entries: &'e [T],
+        selector: impl Fn(&T) -> &NamespaceSelector,
+        on: OnLookupError,
+        needed_for: &str,
+        verdict: &mut Verdict,
+    ) -> Result<Option<&'e T>, Reported> {
+        match self.first_match(entries, selector) {
+            Ok(i) => Ok(i.and_then(|i| entries.get(i))),
+            Err(e) => {
+                self.lookup_failed(e, on, needed_for, verdict);
+                Err(Reported)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +317,13 @@ mod tests {
         ns.lookup_failed(&e, OnLookupError::Allow, "which GPUs pods may use", &mut v);
         assert!(v.is_accepted());
         assert!(v.warnings()[0].ends_with("admitted because `onLookupError` is `allow`"));
+        let mut v = Verdict::accept();
+        assert_eq!(ns.entry(&entries, |s| s, OnLookupError::Deny, "which GPUs pods may use", &mut v), Err(Reported));
+        assert_eq!(v.violations().len(), 1, "the failed lookup is reported");
+        let ns = Namespace::new("dev-alice", &c);
+        let mut v = Verdict::accept();
+        assert_eq!(ns.entry(&entries, |s| s, OnLookupError::Deny, "x", &mut v), Ok(entries.get(1)));
+        assert!(v.is_accepted() && v.warnings().is_empty());
     }
 
     #[test]
