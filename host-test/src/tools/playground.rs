@@ -105,7 +105,8 @@ pub fn data(samples: &Path) -> Result<Value> {
     }))
 }
 
-/// The first paragraph of a sample's leading comment, as one line.
+/// The first paragraph of a sample's leading comment, as one line, without
+/// a last sentence that only introduces a list (`Expected:`).
 fn summary(text: &str) -> String {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -116,7 +117,13 @@ fn summary(text: &str) -> String {
         }
         out.push(comment);
     }
-    out.join(" ")
+    let mut summary = out.join(" ");
+    if summary.ends_with(':')
+        && let Some(end) = summary.rfind(". ")
+    {
+        summary.truncate(end + 1);
+    }
+    summary
 }
 
 /// Arguments of `aigov playground`.
@@ -369,5 +376,6 @@ mod tests {
     fn sample_summaries_are_their_first_comment_paragraph() {
         assert_eq!(summary("# A GPU pod\n# that works.\n#\n# more\napiVersion: v1\n"), "A GPU pod that works.");
         assert_eq!(summary("apiVersion: v1\n"), "");
+        assert_eq!(summary("# A pod with mistakes. Expected:\n#\n# - DENY\n"), "A pod with mistakes.");
     }
 }
