@@ -201,6 +201,20 @@ async function checkPage(page, screenshot) {
   });
   check(selected === "spec:", `clicking the message selects ${JSON.stringify(selected)}, not the line \`spec:\``);
 
+  // In audit mode the rule admits and warns: the warning is shown, and its
+  // line highlighted as a warning.
+  const settings = '.rule[data-rule="gpu-runtime-class"] .settings';
+  await page.click('.rule[data-rule="gpu-runtime-class"] .row button');
+  await page.fill(`${settings} textarea`, "mode: audit\n");
+  await settle(page);
+  check((await page.locator(".verdict").getAttribute("data-verdict")) === "warned", "gpu-runtime-class in audit mode is not shown as admitted with warnings");
+  const warning = page.locator('.card[data-rule="gpu-runtime-class"] .messages li.warning').first();
+  check(((await warning.textContent()) ?? "").includes("spec.runtimeClassName"), "the audit warning does not name spec.runtimeClassName");
+  check((await page.locator(`.mark-line.warning[data-line="${spec}"]`).count()) === 1, `the warning's line ${spec} is not highlighted`);
+  await page.click(`${settings} .from button`);
+  await page.click('.rule[data-rule="gpu-runtime-class"] .row button');
+  await settle(page);
+
   // The same pod, fixed: admitted.
   await type(page, COMPLIANT);
   check((await page.locator(".verdict").getAttribute("data-verdict")) === "admitted", "the compliant GPU pod is not shown as admitted");
@@ -304,7 +318,8 @@ async function runInPage(page, calls) {
 /** Problems of one call: the page's answer and lookups against the harness's. */
 function compare(call, got, where) {
   if (got.error) return [`${where} ${call.function} failed in the browser: ${got.error}`];
-  const out = differences(call.answer, got.answer).map((d) => `${where} ${call.function}: ${d}`);
+  // run.mjs names the other side "node"; here it is the browser.
+  const out = differences(call.answer, got.answer).map((d) => `${where} ${call.function}: ${d.replace(", node ", ", browser ")}`);
   const want = call.lookups.map((l) => JSON.stringify([l.function, l.args]));
   const made = got.lookups.map((l) => JSON.stringify([l.function, l.args]));
   if (want.join("\n") !== made.join("\n")) out.push(`${where} ${call.function}: the page made lookups ${made.join(", ") || "none"}, the harness ${want.join(", ") || "none"}`);
