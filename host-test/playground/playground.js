@@ -754,17 +754,16 @@ function renderSamples() {
 
 // ---- start ------------------------------------------------------------------
 
+/** Binds the fields to the state, once. */
 function bindFields() {
   for (const id of ["user", "groups", "namespace", "operation"]) {
     const field = $(id);
-    field.value = state[id];
     field.addEventListener(field.tagName === "SELECT" ? "change" : "input", () => {
       state[id] = field.value;
       schedule();
     });
   }
   const cluster = $("cluster");
-  cluster.value = state.cluster;
   cluster.addEventListener("input", () => {
     state.cluster = cluster.value;
     schedule();
@@ -793,9 +792,10 @@ function bindFields() {
   $("context-rules").textContent = data.rules.filter((r) => r.contextAwareResources.length).map((r) => r.name).join(", ");
 }
 
+/** Shows the state: rules, fields, manifest; then evaluates. */
 function start() {
   renderRules();
-  bindFields();
+  for (const id of ["user", "groups", "namespace", "operation", "cluster"]) $(id).value = state[id];
   editor.set(state.manifest);
   const sample = data.samples.find((s) => s.file === state.sample && s.text === state.manifest);
   $("samples").value = sample ? sample.file : "";
@@ -818,6 +818,7 @@ async function main() {
   renderSamples();
   if (!restore()) reset();
   for (const rule of data.rules) state.settings[rule.name] ??= defaultSettingsText(rule);
+  bindFields();
   start();
   window.aigov = {
     data,

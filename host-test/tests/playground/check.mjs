@@ -22,7 +22,7 @@
 
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { connect } from "node:net";
 import { join, resolve } from "node:path";
@@ -277,16 +277,44 @@ async function checkPage(page, screenshot) {
   await page.selectOption("#samples", "02-gpu-training-pod-broken.yaml");
   await settle(page);
   check((await page.locator(".verdict").getAttribute("data-verdict")) === "denied", "sample 02 is not denied");
-  // The same picture every run (the file is committed): no timing, no
-  // focus, no hover, every pane scrolled to the top.
+  // The same picture every run (the file is committed): the page as it
+  // loads with this state (kept in localStorage), the mouse away from it,
+  // no timing.
   await page.mouse.move(0, 0);
+  await page.reload();
+  await page.waitForSelector("body[data-state=ready]");
   await page.evaluate(() => {
     document.getElementById("timing").textContent = "";
     document.activeElement?.blur();
     for (const id of ["rules", "manifest", "results"]) document.getElementById(id).scrollTop = 0;
   });
   mkdirSync(resolve(screenshot, ".."), { recursive: true });
-  await page.screenshot({ path: screenshot, animations: "disabled", caret: "hide" });
+  // Taken until two in a row agree (nothing still settling).
+  const options = { animations: "disabled", caret: "hide" };
+  let shot = await page.screenshot(options);
+  for (let i = 0; i < 5; i += 1) {
+    await page.waitForTimeout(150);
+    const again = await page.screenshot(options);
+    if (again.equals(shot)) break;
+    shot = again;
+  }
+  writeFileSync(screenshot, shot);
+
+  // The page keeps its state in this browser across a reload, and "Reset
+  // the page" brings back the first visit's.
+  const mine = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mine, namespace: ml}\n";
+  await page.click("#rules-none");
+  await type(page, mine);
+  await page.reload();
+  await page.waitForSelector("body[data-state=ready]");
+  check((await page.inputValue("#manifest")) === mine, "the manifest is not kept across a reload");
+  check(((await page.textContent("#rules-count")) ?? "").startsWith("0 of"), "the rules switched off are not kept across a reload");
+  await page.click("#reset");
+  await settle(page);
+  const sample = await page.evaluate(() => window.aigov.data.samples.find((s) => s.file === "02-gpu-training-pod-broken.yaml").text);
+  check((await page.inputValue("#manifest")) === sample, "Reset the page does not bring back the first sample");
+  check(((await page.textContent("#rules-count")) ?? "").startsWith("20 of 20"), "Reset the page does not switch every rule on");
+  check((await page.locator(".verdict").getAttribute("data-verdict")) === "denied", "after Reset the page, the first sample is not denied");
   return checks;
 }
 
