@@ -47,7 +47,7 @@ INSECURE   ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -58,6 +58,8 @@ help:
 	@echo "make push REGISTRY=host:port/prefix [INSECURE=1]   push every rule in both forms"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
 	@echo "make jco-check     every component under Node.js (jco transpile) answers every case as the harness does"
+	@echo "make playground    the browser playground (artifacts/playground); serve it with target/release/aigov playground"
+	@echo "make playground-check  the playground in headless Chromium: verdicts, highlighting, diffs, the whole case corpus"
 
 ## Toolchain: the two wasm targets (rustup fetches them once).
 setup:
@@ -255,7 +257,61 @@ jco-check: artifacts jco-deps
 	node host-test/tests/jco/run.mjs --jco $(JCO_TOOLS) --policies policies --artifacts $(ARTIFACTS) \
 	  --records $(JCO_OUT)/records --out $(JCO_OUT)/transpiled
 
-test: lint unit jco-check reports-check e2e reproducible fuzz-smoke
+## The playground: a static page where a manifest is checked as you type
+## (sources in host-test/playground/). It runs the bundle component itself,
+## transpiled by jco for the browser (async instantiation, core modules
+## fetched), with the npm package `yaml`'s browser build for parsing and
+## locating fields; data.json (rules, settings, samples, sample cluster) is
+## written by aigov. npm packages are pinned by host-test/playground's
+## package-lock.json and installed into target/tools/playground (`npm
+## install` with the lockfile, as jco-deps). `aigov playground` serves it.
+PLAYGROUND       := $(ARTIFACTS)/playground
+PLAYGROUND_TOOLS := $(CURDIR)/target/tools/playground
+PLAYGROUND_OUT   := $(CURDIR)/target/playground
+PLAYGROUND_PAGE  := index.html playground.css playground.js aigov.js
+playground-deps: jco-deps
+	@if ! cmp -s host-test/playground/package-lock.json $(PLAYGROUND_TOOLS)/installed.lock; then \
+	  rm -rf $(PLAYGROUND_TOOLS) && mkdir -p $(PLAYGROUND_TOOLS); \
+	  cp host-test/playground/package.json host-test/playground/package-lock.json $(PLAYGROUND_TOOLS)/; \
+	  echo "installing yaml and playwright-core into $(PLAYGROUND_TOOLS) (npm, from the committed lockfile)"; \
+	  npm install --prefix $(PLAYGROUND_TOOLS) --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	  cp host-test/playground/package-lock.json $(PLAYGROUND_TOOLS)/installed.lock; \
+	fi
+
+playground: artifacts playground-deps
+	rm -rf $(PLAYGROUND) && mkdir -p $(PLAYGROUND)/vendor/yaml
+	cp $(PLAYGROUND_PAGE:%=host-test/playground/%) $(PLAYGROUND)/
+	cp -R $(PLAYGROUND_TOOLS)/node_modules/yaml/browser/dist/. $(PLAYGROUND)/vendor/yaml/
+	cp $(PLAYGROUND_TOOLS)/node_modules/yaml/LICENSE $(PLAYGROUND)/vendor/yaml/LICENSE
+	node $(JCO_TOOLS)/node_modules/@bytecodealliance/jco/dist/jco.js transpile $(ARTIFACTS)/bundle/policy.component.wasm \
+	  --name aigov-bundle --instantiation async --no-nodejs-compat --no-typescript --quiet -o $(PLAYGROUND)/bundle
+	rm -rf $(PLAYGROUND)/bundle/interfaces $(PLAYGROUND)/bundle/*.d.ts
+	sha256sum $(ARTIFACTS)/bundle/policy.component.wasm | cut -d' ' -f1 > $(PLAYGROUND)/bundle/transpiled-from.sha256
+	$(AIGOV) playground-data -o $(PLAYGROUND)/data.json
+	@echo "the playground is in $(PLAYGROUND)/: serve it with $(AIGOV) playground"
+
+## The playground test needs a browser: Debian's chromium (apt, with sudo
+## unless root), driven by playwright-core (which downloads nothing).
+chromium-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	  echo "installing chromium (apt)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	fi
+
+## The page in headless Chromium, served by `aigov playground`: a denied,
+## a compliant and a mutated manifest (verdicts, messages, the highlighted
+## line, the diff), then every bundle call of the case corpus (`aigov
+## export-cases`) made through the page's own evaluation function, lookups
+## replayed, each answer equal to the harness's; writes docs/playground.png.
+playground-check: playground chromium-deps
+	rm -rf $(PLAYGROUND_OUT)/records
+	$(AIGOV) export-cases --artifacts $(ARTIFACTS) --out $(PLAYGROUND_OUT)/records
+	node host-test/tests/playground/check.mjs --tools $(PLAYGROUND_TOOLS) --aigov $(AIGOV) --page $(PLAYGROUND) \
+	  --policies policies --artifacts $(ARTIFACTS) --records $(PLAYGROUND_OUT)/records --out $(PLAYGROUND_OUT) \
+	  --screenshot docs/playground.png
+
+test: lint unit jco-check playground-check reports-check e2e reproducible fuzz-smoke
 
 clean:
 	$(CARGO) clean

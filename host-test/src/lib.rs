@@ -11,7 +11,8 @@
 //!   registries, and the deployment manifests.
 //! - [`tools`]: what people run. Test cases three ways, the offline scan,
 //!   the benchmark, reports in other tools' formats, the case corpus as the
-//!   component host answers it, for other hosts to replay.
+//!   component host answers it, for other hosts to replay, and the
+//!   playground's data and local server.
 
 pub mod run {
     //! Running artifacts.
@@ -38,6 +39,7 @@ pub mod tools {
     pub mod cases;
     pub mod export_cases;
     pub mod fuzzing;
+    pub mod playground;
     pub mod report;
     pub mod scan;
     pub mod simulate;

@@ -171,6 +171,21 @@ enum Command {
     Simulate(aigov::tools::simulate::Args),
     /// Time requests natively, as modules and as components.
     Bench(aigov::tools::bench::Args),
+    /// Serve the playground (`make playground` builds it) on 127.0.0.1: a
+    /// page where a manifest is checked against the rules as you type, by
+    /// the bundle component running in the browser. Nothing leaves the page.
+    Playground(aigov::tools::playground::ServeArgs),
+    /// Write the playground's data (what `make playground` runs): every
+    /// rule's name, description and settings, the sample workloads and
+    /// cluster, and how a plain object becomes an AdmissionRequest, as JSON.
+    PlaygroundData {
+        /// The sample workloads (their `cluster/` is the sample cluster).
+        #[arg(long, default_value = "host-test/samples")]
+        samples: PathBuf,
+        /// Where to write the JSON.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
     Oci(aigov::dist::registry::Command),
@@ -416,6 +431,12 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Scan(args) => aigov::tools::scan::run(&args, out),
         Command::Simulate(args) => aigov::tools::simulate::run(&args, out),
         Command::Bench(args) => bench(&args, out),
+        Command::Playground(args) => aigov::tools::playground::serve(&args, out),
+        Command::PlaygroundData { samples, output } => {
+            let data = aigov::tools::playground::data(&samples)?;
+            write(&output, serde_json::to_string(&data)?.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Oci(command) => aigov::dist::registry::run(&command, out),
         Command::Package(args) => aigov::dist::package::run(&args, out),
         Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),

@@ -10,7 +10,11 @@
 //!   test` runs every case through the same code as the `cases` test);
 //! - `aigov manifests` leaves a file edited since it wrote it alone, names
 //!   it and exits with status 1, and overwrites it with `--force`; without
-//!   `--enable`, it keeps the rules the overlay turns on.
+//!   `--enable`, it keeps the rules the overlay turns on;
+//! - `aigov playground` serves a directory on 127.0.0.1 with the right
+//!   `Content-Type` (`application/wasm`, `text/javascript`) and nothing
+//!   outside it (`..`, encoded or not, is refused), and `aigov
+//!   playground-data` writes every rule and sample the page needs.
 //!
 //! Most run the natively linked rules; the `test` and `manifests` tests need
 //! `make artifacts` first (like the case tests).
@@ -198,4 +202,84 @@ fn test_passes_met_expectations_and_names_unmet_ones() {
     assert!(stdout.contains("ok     gpu-runtime-class/amd-pod-default-settings ("), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("FAILED") && l.contains("gpu-runtime-class/amd-pod-wrongly-expected")), "{stdout}");
     assert!(stdout.lines().last().unwrap().ends_with("1 passed, 1 failed"), "{stdout}");
+}
+
+/// One raw HTTP request (no client normalises `..` away): status and Content-Type.
+fn http(port: u16, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = text(&answer);
+    let head = answer.split("\r\n\r\n").next().unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let kind = head.lines().find_map(|l| l.strip_prefix("Content-Type: ")).unwrap_or_default().to_string();
+    (status, kind)
+}
+
+#[test]
+fn playground_serves_the_page_and_nothing_outside_it() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("aigov-cli-playground-{}", std::process::id()));
+    let site = dir.join("site");
+    std::fs::create_dir_all(site.join("bundle")).unwrap();
+    std::fs::write(site.join("index.html"), "<!doctype html><title>t</title>").unwrap();
+    std::fs::write(site.join("playground.js"), "export {};").unwrap();
+    std::fs::write(site.join("bundle/aigov-bundle.core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    std::fs::write(dir.join("secret.txt"), "not for the browser").unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(["playground", "--port", "0", "--dir"])
+        .arg(&site)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line.split("http://127.0.0.1:").nth(1).and_then(|r| r.split('/').next()).unwrap().parse().unwrap();
+    let get = |target: &str| http(port, &format!("GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"));
+
+    assert_eq!(get("/"), (200, "text/html; charset=utf-8".into()));
+    assert_eq!(get("/playground.js"), (200, "text/javascript; charset=utf-8".into()));
+    assert_eq!(get("/bundle/aigov-bundle.core.wasm"), (200, "application/wasm".into()));
+    for escape in ["/../secret.txt", "/bundle/../../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/bundle/..%2f..%2fsecret.txt"] {
+        assert_eq!(get(escape).0, 403, "{escape}");
+    }
+    assert_eq!(get("/secret.txt").0, 404);
+    assert_eq!(http(port, &format!("POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")).0, 405);
+    assert_eq!(http(port, "GET / HTTP/1.1\r\nHost: attacker.example\r\n\r\n").0, 421, "a foreign Host (DNS rebinding) is refused");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Without a built page, it says what to run.
+    let out = aigov(&["playground", "--port", "0", "--dir", dir.join("nothing").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("make playground"), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn playground_data_holds_every_rule_and_sample() {
+    let file = std::env::temp_dir().join(format!("aigov-cli-playground-data-{}.json", std::process::id()));
+    let out = aigov(&["playground-data", "-o", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let data: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let rules: Vec<&str> = data["rules"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(rules, aigov::run::native::names().collect::<Vec<_>>());
+    for rule in data["rules"].as_array().unwrap() {
+        let name = rule["name"].as_str().unwrap();
+        let native = aigov::run::native::rule(name).unwrap();
+        assert!((native.validate_settings)(rule["settings"].to_string().as_bytes()).valid, "{name}: the page's settings are refused");
+        assert!(!rule["description"].as_str().unwrap().is_empty(), "{name}");
+    }
+    let samples = std::fs::read_dir(root().join("host-test/samples")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "yaml")).count();
+    assert_eq!(data["samples"].as_array().unwrap().len(), samples);
+    for s in data["samples"].as_array().unwrap() {
+        assert!(!s["requests"].as_array().unwrap().is_empty(), "{}", s["file"]);
+        assert!(!s["summary"].as_str().unwrap().is_empty(), "{}: no leading comment", s["file"]);
+    }
+    assert!(data["sampleCluster"].as_str().unwrap().contains("kind: Namespace"));
+    let _ = std::fs::remove_file(&file);
 }

@@ -84,18 +84,19 @@ pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<Value> {
     to_admission_request(docs.remove(0), how)
 }
 
+/// The `uid` of the AdmissionRequest built for a plain object.
+pub const REQUEST_UID: &str = "00000000-0000-4000-8000-000000000000";
+
 /// `CONNECT` option kinds and the subresource each stands for.
+pub const CONNECT_KINDS: [(&str, &str); 3] = [("PodExecOptions", "exec"), ("PodAttachOptions", "attach"), ("PodPortForwardOptions", "portforward")];
+
 fn connect_subresource(kind: &str) -> Option<&'static str> {
-    match kind {
-        "PodExecOptions" => Some("exec"),
-        "PodAttachOptions" => Some("attach"),
-        "PodPortForwardOptions" => Some("portforward"),
-        _ => None,
-    }
+    CONNECT_KINDS.iter().find(|(k, _)| *k == kind).map(|(_, s)| *s)
 }
 
-/// Kinds that live outside namespaces.
-const CLUSTER_SCOPED: [&str; 12] = [
+/// Kinds that live outside namespaces: a plain object of one of them is
+/// submitted without a namespace.
+pub const CLUSTER_SCOPED: [&str; 12] = [
     "Namespace",
     "Node",
     "PersistentVolume",
@@ -165,7 +166,7 @@ pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": resource});
     let mut req = Map::new();
-    req.insert("uid".into(), json!("00000000-0000-4000-8000-000000000000"));
+    req.insert("uid".into(), json!(REQUEST_UID));
     req.insert("kind".into(), gvk.clone());
     req.insert("resource".into(), gvr.clone());
     req.insert("requestKind".into(), gvk);

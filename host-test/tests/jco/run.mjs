@@ -50,7 +50,7 @@ function usage(why) {
 // ---- the corpus -----------------------------------------------------------
 
 /** Every rule: each directory under policies/ with a metadata.yml (as the Makefile's RULES). */
-function rules(policies) {
+export function rules(policies) {
   return readdirSync(policies, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(join(policies, d.name, "metadata.yml")))
     .map((d) => d.name)
@@ -58,7 +58,7 @@ function rules(policies) {
 }
 
 /** The case names of a rule: its tests/cases/*.yaml and *.yml, without extension. */
-function caseNames(policies, rule) {
+export function caseNames(policies, rule) {
   const dir = join(policies, rule, "tests", "cases");
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
