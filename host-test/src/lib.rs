@@ -38,5 +38,6 @@ pub mod tools {
     pub mod fuzzing;
     pub mod report;
     pub mod scan;
+    pub mod scanbench;
     pub mod simulate;
 }

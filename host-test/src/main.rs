@@ -155,6 +155,16 @@ enum Command {
     Simulate(aigov::tools::simulate::Args),
     /// Time requests natively, as modules and as components.
     Bench(aigov::tools::bench::Args),
+    /// Write N Pod manifests of about 4.5 KiB (for measuring `aigov scan`).
+    #[command(hide = true)]
+    GenManifests {
+        /// How many.
+        #[arg(long)]
+        count: usize,
+        /// The directory to write them to.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
     Oci(aigov::dist::registry::Command),
@@ -385,6 +395,11 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Scan(args) => aigov::tools::scan::run(&args, out),
         Command::Simulate(args) => aigov::tools::simulate::run(&args, out),
         Command::Bench(args) => bench(&args, out),
+        Command::GenManifests { count, out: dir } => {
+            let files = aigov::tools::scanbench::write_manifests(&dir, count)?;
+            writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Oci(command) => aigov::dist::registry::run(&command, out),
         Command::Package(args) => aigov::dist::package::run(&args, out),
         Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),

@@ -69,6 +69,7 @@ fn run(form: Form) -> Report {
         settings: BTreeMap::new(),
         form,
         identity: Identity::default(),
+        ..Config::default()
     };
     scan(&config).unwrap_or_else(|e| panic!("aigov scan ({}) could not run: {e:#}\n(run `make artifacts` first)", form.name()))
 }
