@@ -417,6 +417,11 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
 /// `out` rather than printed.
 fn bench(args: &aigov::tools::bench::Args, out: &mut dyn Write) -> Result<ExitCode> {
     use aigov::tools::bench::{self, Plan};
+    if let Some(n) = args.scan {
+        let b = aigov::tools::scanbench::bench_scan(&args.artifacts, n)?;
+        out.write_all(aigov::tools::scanbench::render_scan(&b, args.markdown).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = match (args.iterations, args.quick) {
         (Some(n), _) => Plan::exact(n as usize),
         (None, true) => Plan::quick(),

@@ -32,7 +32,7 @@ use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::run::admission::{Submission, parse_documents, plural, read_settings, to_admission_request};
+use crate::run::admission::{Submission, parse_manifests, plural, read_settings, to_admission_request};
 use crate::run::artifact::{self, Evaluator, Warm};
 use crate::run::cluster::FixtureCluster;
 use crate::run::{engine, native};
@@ -173,13 +173,32 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
         None => FixtureCluster::empty(),
     });
     let scanner = Scanner::new(&config, cluster)?;
-    let mut overridden = Vec::new();
     let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
-    let summary = match args.format {
+    let (summary, overridden) = write_report(&scanner, args.format, args.fail_on, &mut out)?;
+    out.flush()?;
+    if !overridden.is_empty() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "aigov scan: {} applied to {} AdmissionRequest/AdmissionReview document(s) used verbatim: {}",
+            config.identity.flags(),
+            overridden.len(),
+            overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(ExitCode::from(u8::from(fails(&summary, args.fail_on))))
+}
+
+/// Runs a scan and writes its report in `format` to `out` as it goes
+/// (table and JSON as the documents are decided; the other formats once
+/// every result is in). Returns the summary and the verbatim requests
+/// whose `userInfo` `--user`/`--group` replaced.
+pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mut dyn Write) -> Result<(Summary, Vec<Source>)> {
+    let mut overridden = Vec::new();
+    let summary = match format {
         // Written as the documents are decided: memory does not grow with
         // their number.
         Format::Table => {
-            let mut w = TableWriter::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, args.fail_on, &Spill::file)?;
+            let mut w = TableWriter::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, fail_on, &Spill::file)?;
             scanner.run(&mut |_, _| {}, &mut |item| {
                 if let Item::Overridden(s) = &item {
                     overridden.push(s.clone());
@@ -187,12 +206,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
                 w.add(item)
             })?;
             let s = w.tally.0;
-            w.finish(&mut out)?;
+            w.finish(out)?;
             s
         }
         Format::Json => {
             let mut w = JsonWriter {
-                out: &mut out,
+                out,
                 form: scanner.form(),
                 rules: scanner.rules(),
                 files: scanner.files(),
@@ -226,7 +245,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
                 report.add(item);
                 Ok(())
             })?;
-            match args.format {
+            match format {
                 Format::Policyreport => write!(out, "{}", crate::tools::report::policyreport::render(&report, &chrono::Utc::now())?)?,
                 Format::Junit => write!(out, "{}", crate::tools::report::junit::render(&report))?,
                 _ => writeln!(out, "{}", serde_json::to_string_pretty(&crate::tools::report::sarif::render(&report))?)?,
@@ -235,17 +254,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
             report.summary()
         }
     };
-    out.flush()?;
-    if !overridden.is_empty() {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "aigov scan: {} applied to {} AdmissionRequest/AdmissionReview document(s) used verbatim: {}",
-            config.identity.flags(),
-            overridden.len(),
-            overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(ExitCode::from(u8::from(fails(&summary, args.fail_on))))
+    Ok((summary, overridden))
 }
 
 // ------------------------------------------------------------------ model
@@ -677,7 +686,7 @@ fn walk(dir: &Path, exclude: Option<&Path>, out: &mut Vec<PathBuf>) -> Result<()
 
 /// The documents of one file's text; `List`s are expanded into their items.
 pub fn documents(file: &str, text: &str) -> Result<Vec<Input>> {
-    let docs = parse_documents(text)?;
+    let docs = parse_manifests(text)?;
     let multi = docs.len() > 1;
     let mut out = Vec::new();
     for (i, value) in docs.into_iter().enumerate() {
@@ -2471,6 +2480,39 @@ mod tests {
             v["summary"],
             json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "mutated": 0, "passed": 0, "errors": 1, "skipped": 1, "violations": 3})
         );
+    }
+
+    #[test]
+    fn the_bundles_answer_splits_into_each_rules_own() {
+        // The bench Pod, which most validating rules deny or warn about,
+        // through the native bundle with every validating rule on.
+        let request = crate::tools::bench::POD_REQUEST;
+        let cluster = aigov_sdk::NoCluster;
+        let (mut rules, mut members) = (serde_json::Map::new(), Vec::new());
+        for (i, r) in native::RULES.iter().enumerate().filter(|(_, r)| !r.metadata.mutating) {
+            let settings = native::deployable_settings(r).unwrap();
+            rules.insert(r.metadata.name.into(), settings);
+            members.push((i, r.metadata.name));
+        }
+        let settings = json!({"rules": rules}).to_string();
+        let merged = (native::BUNDLE.validate_request)(request, &settings, &cluster);
+        assert!(!merged.accepted);
+        let parts = split_bundle_answer(merged, &members).expect("the answer splits");
+        assert_eq!(parts.len(), members.len());
+        let mut denied = 0;
+        for (i, part) in parts {
+            let rule = &native::RULES[i];
+            let own = (rule.validate_request)(request, &rules[rule.metadata.name].to_string(), &cluster);
+            assert_eq!(part, own, "{}", rule.metadata.name);
+            denied += usize::from(!own.accepted);
+        }
+        assert!(denied >= 3, "several rules deny the bench Pod");
+        // What cannot be split is not.
+        let mut coded = ValidationResponse::reject("gpu-quota: x", Some(400));
+        assert!(split_bundle_answer(coded.clone(), &members).is_none());
+        coded.code = None;
+        coded.message = Some("nobody: x".into());
+        assert!(split_bundle_answer(coded, &members).is_none());
     }
 
     #[test]

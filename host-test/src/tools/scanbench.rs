@@ -79,3 +79,184 @@ mod tests {
         assert_eq!(b["metadata"]["namespace"], "ml-platform");
     }
 }
+
+// ------------------------------------------------------------ aigov bench --scan
+
+/// One form's scan of the manifests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanRow {
+    /// `native`, `module` or `component`.
+    pub form: &'static str,
+    /// How the documents were evaluated.
+    pub how: String,
+    /// Workers.
+    pub jobs: usize,
+    /// Loading the rules (compiling the artifacts the scan needs).
+    pub startup: std::time::Duration,
+    /// Reading, evaluating and writing the JSON report of every manifest.
+    pub scan: std::time::Duration,
+    /// Manifests.
+    pub documents: usize,
+}
+
+impl ScanRow {
+    /// Manifests per second, startup excluded.
+    pub fn rate(&self) -> f64 {
+        self.documents as f64 / self.scan.as_secs_f64().max(1e-9)
+    }
+
+    /// Wall-clock time per manifest, startup excluded.
+    pub fn per_document(&self) -> std::time::Duration {
+        self.scan / u32::try_from(self.documents.max(1)).unwrap_or(u32::MAX)
+    }
+}
+
+/// `aigov bench --scan N`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanBench {
+    /// Manifests.
+    pub documents: usize,
+    /// Cores.
+    pub cpus: usize,
+    /// The native JSON skim of one manifest, one core (the floor).
+    pub floor: std::time::Duration,
+    /// One row per form and worker count.
+    pub rows: Vec<ScanRow>,
+}
+
+/// Writes `count` manifests to a temporary directory, times the floor on
+/// them, then `aigov scan --format json` of them in each form, with every
+/// core and with one worker.
+pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
+    use crate::tools::scan::{self, Config, Form, Scanner, Strategy};
+    use std::time::Instant;
+    let dir = std::env::temp_dir().join(format!("aigov-bench-scan-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    struct Cleanup(PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(dir.clone());
+    let files = write_manifests(&dir, count)?;
+    // The floor: skimming each manifest's JSON, as `aigov bench` does per
+    // request (the texts read first, so the disk is not timed).
+    let texts: Vec<String> = files.iter().map(std::fs::read_to_string).collect::<std::io::Result<_>>()?;
+    let mut best = std::time::Duration::MAX;
+    for _ in 0..3 {
+        let start = Instant::now();
+        for t in &texts {
+            std::hint::black_box(serde_json::from_str::<serde::de::IgnoredAny>(std::hint::black_box(t))?);
+        }
+        best = best.min(start.elapsed());
+    }
+    drop(texts);
+    let floor = best / u32::try_from(count.max(1)).unwrap_or(u32::MAX);
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let mut rows = Vec::new();
+    for form in [Form::Native, Form::Module, Form::Component] {
+        for jobs in [cpus, 1] {
+            let config = Config {
+                paths: vec![dir.clone()],
+                artifacts: artifacts.to_path_buf(),
+                form,
+                strategy: Strategy::Bundle,
+                jobs,
+                ..Config::default()
+            };
+            let start = Instant::now();
+            let scanner = Scanner::new(&config, std::sync::Arc::new(crate::run::cluster::FixtureCluster::empty()))?;
+            let startup = start.elapsed();
+            let start = Instant::now();
+            let (summary, _) = scan::write_report(&scanner, scan::Format::Json, scan::FailOn::None, &mut std::io::sink())?;
+            let elapsed = start.elapsed();
+            if summary.documents != count {
+                anyhow::bail!("the {} scan evaluated {} of {count} manifests", form.name(), summary.documents);
+            }
+            rows.push(ScanRow {
+                form: form.name(),
+                how: "bundle + mutating rules alone, warm instances".into(),
+                jobs,
+                startup,
+                scan: elapsed,
+                documents: count,
+            });
+            if cpus == 1 {
+                break;
+            }
+        }
+    }
+    Ok(ScanBench { documents: count, cpus, floor, rows })
+}
+
+fn micros(d: std::time::Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us >= 100.0 { format!("{us:.0} µs") } else { format!("{us:.1} µs") }
+}
+
+/// The scan benchmark as text, or as a Markdown table.
+pub fn render_scan(b: &ScanBench, markdown: bool) -> String {
+    let mut out = String::new();
+    let floor = b.floor.as_secs_f64().max(1e-12);
+    let head = format!(
+        "aigov scan --format json of {} Pod manifests of {:.1} KiB ({} CPUs). Floor: native JSON skim of one manifest, one core = {}; \
+         × floor = wall time per manifest (all workers together, startup excluded) / floor.\n\n",
+        b.documents,
+        MANIFEST_BYTES as f64 / 1024.0,
+        b.cpus,
+        micros(b.floor)
+    );
+    out.push_str(&head);
+    let rows: Vec<[String; 7]> = b
+        .rows
+        .iter()
+        .map(|r| {
+            [
+                r.form.to_string(),
+                r.jobs.to_string(),
+                format!("{:.0}", r.rate()),
+                micros(r.per_document()),
+                format!("{:.0}×", r.per_document().as_secs_f64() / floor),
+                format!("{:.2} s", r.startup.as_secs_f64()),
+                format!("{:.2} s", r.scan.as_secs_f64()),
+            ]
+        })
+        .collect();
+    let header = ["form", "workers", "manifests/s", "per manifest", "× floor", "startup", "scan"];
+    if markdown {
+        out.push_str(&format!("| {} |\n|---|--:|--:|--:|--:|--:|--:|\n", header.join(" | ")));
+        for r in &rows {
+            out.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+    } else {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for r in &rows {
+            for (w, c) in widths.iter_mut().zip(r.iter()) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let line = |cells: Vec<&str>| -> String {
+            let mut l = String::new();
+            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+                if i > 0 {
+                    l.push_str("  ");
+                }
+                let pad = w.saturating_sub(c.chars().count());
+                if i == 0 {
+                    l.push_str(c);
+                    l.push_str(&" ".repeat(pad));
+                } else {
+                    l.push_str(&" ".repeat(pad));
+                    l.push_str(c);
+                }
+            }
+            l.trim_end().to_string() + "\n"
+        };
+        out.push_str(&line(header.to_vec()));
+        for r in &rows {
+            out.push_str(&line(r.iter().map(String::as_str).collect()));
+        }
+    }
+    out
+}
