@@ -1435,6 +1435,41 @@ impl Scanner {
     }
 }
 
+impl Scanner {
+    /// The cost of one document on one core, warm: the median over
+    /// `iterations` of every rule's evaluation of `manifest` (the worker's
+    /// whole work, splitting and diffs included) and of the guest calls in
+    /// it alone (the bundle's and the mutating rules'), after 20 untimed.
+    pub fn time_document(&self, manifest: &str, iterations: usize) -> Result<(std::time::Duration, std::time::Duration)> {
+        let input = documents("bench", manifest)?.into_iter().next().context("no document")?;
+        let p = prepare(input, &self.config.identity).map_err(|n| anyhow::anyhow!("{}", n.reason))?;
+        let mut worker = Worker::new(&self.rules, &self.engine, &self.cluster);
+        let median = |mut v: Vec<std::time::Duration>| {
+            v.sort();
+            v.get(v.len() / 2).copied().unwrap_or_default()
+        };
+        let (mut whole, mut guest) = (Vec::new(), Vec::new());
+        for i in 0..iterations + 20 {
+            let start = std::time::Instant::now();
+            std::hint::black_box(worker.results(&p));
+            let t = start.elapsed();
+            let start = std::time::Instant::now();
+            if let (Some(b), Some(warm)) = (&self.rules.bundle, worker.bundle.as_mut()) {
+                std::hint::black_box(warm.validate(&p.text, &b.settings)?);
+                for ((_, _, settings), warm) in b.mutating.iter().zip(worker.mutating.iter_mut()) {
+                    std::hint::black_box(warm.validate(&p.text, settings)?);
+                }
+            }
+            let g = start.elapsed();
+            if i >= 20 {
+                whole.push(t);
+                guest.push(g);
+            }
+        }
+        Ok((median(whole), median(guest)))
+    }
+}
+
 /// Scans: reads every file, evaluates every document with every governing
 /// rule. Errors only when the scan cannot run at all; unreadable files are
 /// reported in [`Report::errors`].

@@ -97,6 +97,10 @@ pub struct ScanRow {
     pub scan: std::time::Duration,
     /// Manifests.
     pub documents: usize,
+    /// One manifest on one core, warm, median: the worker's whole work.
+    pub one: std::time::Duration,
+    /// ...and the guest calls in it alone.
+    pub guest: std::time::Duration,
 }
 
 impl ScanRow {
@@ -140,6 +144,7 @@ pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
     }
     let _cleanup = Cleanup(dir.clone());
     let files = write_manifests(&dir, count)?;
+    let manifest = pod_manifest(&template()?, 0)?;
     // The floor: skimming each manifest's JSON, as `aigov bench` does per
     // request (the texts read first, so the disk is not timed).
     let texts: Vec<String> = files.iter().map(std::fs::read_to_string).collect::<std::io::Result<_>>()?;
@@ -171,6 +176,7 @@ pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
             let start = Instant::now();
             let (summary, _) = scan::write_report(&scanner, scan::Format::Json, scan::FailOn::None, &mut std::io::sink())?;
             let elapsed = start.elapsed();
+            let (one, guest) = if jobs == cpus { scanner.time_document(&manifest, 300)? } else { (std::time::Duration::ZERO, std::time::Duration::ZERO) };
             if summary.documents != count {
                 anyhow::bail!("the {} scan evaluated {} of {count} manifests", form.name(), summary.documents);
             }
@@ -181,6 +187,8 @@ pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
                 startup,
                 scan: elapsed,
                 documents: count,
+                one,
+                guest,
             });
             if cpus == 1 {
                 break;
@@ -201,14 +209,16 @@ pub fn render_scan(b: &ScanBench, markdown: bool) -> String {
     let floor = b.floor.as_secs_f64().max(1e-12);
     let head = format!(
         "aigov scan --format json of {} Pod manifests of {:.1} KiB ({} CPUs). Floor: native JSON skim of one manifest, one core = {}; \
-         × floor = wall time per manifest (all workers together, startup excluded) / floor.\n\n",
+         × floor = wall time per manifest (all workers together, startup excluded) / floor. \
+         1 manifest, 1 core: median of one worker's whole work on one manifest, warm; guest calls in it: the bundle's \
+         call and the mutating rules' alone; ceiling: manifests/s the cores could reach if the guest calls were all.\n\n",
         b.documents,
         MANIFEST_BYTES as f64 / 1024.0,
         b.cpus,
         micros(b.floor)
     );
     out.push_str(&head);
-    let rows: Vec<[String; 7]> = b
+    let rows: Vec<[String; 10]> = b
         .rows
         .iter()
         .map(|r| {
@@ -220,12 +230,15 @@ pub fn render_scan(b: &ScanBench, markdown: bool) -> String {
                 format!("{:.0}×", r.per_document().as_secs_f64() / floor),
                 format!("{:.2} s", r.startup.as_secs_f64()),
                 format!("{:.2} s", r.scan.as_secs_f64()),
+                if r.one.is_zero() { "".into() } else { micros(r.one) },
+                if r.guest.is_zero() { "".into() } else { micros(r.guest) },
+                if r.guest.is_zero() { "".into() } else { format!("{:.0}", b.cpus as f64 / r.guest.as_secs_f64().max(1e-12)) },
             ]
         })
         .collect();
-    let header = ["form", "workers", "manifests/s", "per manifest", "× floor", "startup", "scan"];
+    let header = ["form", "workers", "manifests/s", "per manifest", "× floor", "startup", "scan", "1 manifest, 1 core", "guest calls in it", "ceiling (cores / guest)"];
     if markdown {
-        out.push_str(&format!("| {} |\n|---|--:|--:|--:|--:|--:|--:|\n", header.join(" | ")));
+        out.push_str(&format!("| {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n", header.join(" | ")));
         for r in &rows {
             out.push_str(&format!("| {} |\n", r.join(" | ")));
         }
