@@ -1270,6 +1270,18 @@ const WINDOW_PER_WORKER: usize = 4;
 enum Work {
     Input(Input),
     Error(Note),
+    /// A small file's text, parsed by the worker: its name as documents
+    /// name it, as errors name it, and the text.
+    File(String, String, String),
+}
+
+/// Files up to this size are parsed by the workers, in parallel; larger
+/// ones by the reader, which cuts their documents into chunks.
+const SMALL_FILE: usize = 256 << 10;
+
+/// The notes of a file that cannot be read or parsed.
+fn unreadable(shown: String, e: &anyhow::Error) -> Work {
+    Work::Error(Note { source: Source { file: shown, ..Source::default() }, reason: format!("{e:#}") })
 }
 
 /// A scan ready to run: rules loaded, files listed.
@@ -1348,12 +1360,29 @@ impl Scanner {
                     seq += 1;
                     ok
                 };
+                // Small files are gathered, CHUNK at a time, for the
+                // workers to parse; a large one is parsed here and its
+                // documents cut into chunks.
+                let mut small: Vec<Work> = Vec::new();
                 for f in &self.files {
                     let shown = if f.as_os_str() == "-" { "-".to_string() } else { f.display().to_string() };
-                    let entries: Vec<Work> = match read_file(f).and_then(|(name, text)| documents(&name, &text)) {
-                        Ok(docs) => docs.into_iter().map(Work::Input).collect(),
-                        Err(e) => vec![Work::Error(Note { source: Source { file: shown, ..Source::default() }, reason: format!("{e:#}") })],
+                    let entries: Vec<Work> = match read_file(f) {
+                        Ok((name, text)) if text.len() <= SMALL_FILE => {
+                            small.push(Work::File(name, shown, text));
+                            if small.len() >= CHUNK && !send(std::mem::take(&mut small)) {
+                                return;
+                            }
+                            continue;
+                        }
+                        Ok((name, text)) => match documents(&name, &text) {
+                            Ok(docs) => docs.into_iter().map(Work::Input).collect(),
+                            Err(e) => vec![unreadable(shown, &e)],
+                        },
+                        Err(e) => vec![unreadable(shown, &e)],
                     };
+                    if !small.is_empty() && !send(std::mem::take(&mut small)) {
+                        return;
+                    }
                     found.fetch_add(entries.len(), std::sync::atomic::Ordering::Relaxed);
                     let mut entries = entries.into_iter().peekable();
                     while entries.peek().is_some() {
@@ -1362,11 +1391,14 @@ impl Scanner {
                         }
                     }
                 }
+                if !small.is_empty() {
+                    send(small);
+                }
                 drop(work_tx);
             });
             for _ in 0..workers {
                 let done_tx = done_tx.clone();
-                let (work_rx, rules, cluster, identity, engine) = (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine);
+                let (work_rx, rules, cluster, identity, engine, found) = (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found);
                 s.spawn(move || {
                     let mut worker = Worker::new(rules, engine, cluster);
                     loop {
@@ -1376,17 +1408,32 @@ impl Scanner {
                         };
                         let Ok((seq, chunk)) = next else { return };
                         let mut items = Vec::with_capacity(chunk.len());
+                        let mut evaluate = |input: Input, items: &mut Vec<Item>| match prepare(input, identity) {
+                            Err(note) => items.push(Item::Skipped(note)),
+                            Ok(p) => {
+                                if p.overridden {
+                                    items.push(Item::Overridden(p.source.clone()));
+                                }
+                                let results = worker.results(&p);
+                                items.push(Item::Document(DocumentReport { source: p.source, target: p.target, results }));
+                            }
+                        };
                         for work in chunk {
                             match work {
                                 Work::Error(note) => items.push(Item::Error(note)),
-                                Work::Input(input) => match prepare(input, identity) {
-                                    Err(note) => items.push(Item::Skipped(note)),
-                                    Ok(p) => {
-                                        if p.overridden {
-                                            items.push(Item::Overridden(p.source.clone()));
+                                Work::Input(input) => evaluate(input, &mut items),
+                                Work::File(name, shown, text) => match documents(&name, &text) {
+                                    Ok(docs) => {
+                                        found.fetch_add(docs.len(), std::sync::atomic::Ordering::Relaxed);
+                                        for input in docs {
+                                            evaluate(input, &mut items);
                                         }
-                                        let results = worker.results(&p);
-                                        items.push(Item::Document(DocumentReport { source: p.source, target: p.target, results }));
+                                    }
+                                    Err(e) => {
+                                        found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                        if let Work::Error(note) = unreadable(shown, &e) {
+                                            items.push(Item::Error(note));
+                                        }
                                     }
                                 },
                             }
