@@ -1169,6 +1169,10 @@ pub fn split_bundle_answer(merged: ValidationResponse, members: &[(usize, &str)]
     Some(members.iter().map(|(i, _)| *i).zip(parts).collect())
 }
 
+/// One guest call of a document: the rules it answers for (index, name),
+/// the settings, the instance.
+type Call<'a, 'r> = (Vec<(usize, &'a str)>, &'a str, Option<&'a mut Warm<'r>>);
+
 /// One worker's instances: a warm instance of the bundle for the
 /// validating rules and one per mutating rule, and of each rule alone for
 /// the documents the bundle's answer cannot be split for, each made when
@@ -1213,7 +1217,7 @@ impl<'r> Worker<'r> {
         if let Some(b) = &self.rules.bundle
             && !p.verbatim
         {
-            let mut calls: Vec<(Vec<(usize, &str)>, &str, Option<&mut Warm<'r>>)> = Vec::new();
+            let mut calls: Vec<Call<'_, 'r>> = Vec::new();
             let members: Vec<(usize, &str)> = b.members.iter().copied().filter(|(i, _)| is_governed(*i)).collect();
             calls.push((members, &b.settings, self.bundle.as_mut()));
             for ((i, name, settings), warm) in b.mutating.iter().zip(self.mutating.iter_mut()) {
@@ -1246,8 +1250,10 @@ impl<'r> Worker<'r> {
     }
 }
 
-/// What a scan yields, in file and document order.
+/// What a scan yields, in file and document order. (Each item is moved
+/// once, from a worker to the writer: not worth a box.)
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Item {
     /// An evaluated document.
     Document(DocumentReport),
@@ -2579,7 +2585,7 @@ mod tests {
         let settings = json!({"rules": rules}).to_string();
         let merged = (native::BUNDLE.validate_request)(request, &settings, &cluster);
         assert!(!merged.accepted);
-        let parts = split_bundle_answer(merged, &members).expect("the answer splits");
+        let parts = split_bundle_answer(merged, &members).unwrap();
         assert_eq!(parts.len(), members.len());
         let mut denied = 0;
         for (i, part) in parts {
