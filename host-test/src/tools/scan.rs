@@ -1346,6 +1346,7 @@ impl Scanner {
         let emitted = std::sync::Mutex::new((0usize, false));
         let advanced = std::sync::Condvar::new();
         let found = std::sync::atomic::AtomicUsize::new(0);
+        let stopped = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             // The reader: files in order, cut into chunks.
             let reader = s.spawn(|| {
@@ -1404,7 +1405,7 @@ impl Scanner {
             });
             for _ in 0..workers {
                 let done_tx = done_tx.clone();
-                let (work_rx, rules, cluster, identity, engine, found) = (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found);
+                let (work_rx, rules, cluster, identity, engine, found, stopped) = (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found, &stopped);
                 s.spawn(move || {
                     let mut worker = Worker::new(rules, engine, cluster);
                     loop {
@@ -1413,6 +1414,12 @@ impl Scanner {
                             Err(_) => return,
                         };
                         let Ok((seq, chunk)) = next else { return };
+                        // Once the writer has stopped, chunks are drained
+                        // unread, so the reader is never left blocked on a
+                        // full channel.
+                        if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                            continue;
+                        }
                         let mut items = Vec::with_capacity(chunk.len());
                         let mut evaluate = |input: Input, items: &mut Vec<Item>| match prepare(input, identity) {
                             Err(note) => items.push(Item::Skipped(note)),
@@ -1445,7 +1452,7 @@ impl Scanner {
                             }
                         }
                         if done_tx.send((seq, items)).is_err() {
-                            return;
+                            stopped.store(true, std::sync::atomic::Ordering::Relaxed);
                         }
                     }
                 });
@@ -1475,6 +1482,7 @@ impl Scanner {
                     progress(done, found.load(std::sync::atomic::Ordering::Relaxed));
                 }
             }
+            stopped.store(true, std::sync::atomic::Ordering::Relaxed);
             if let Ok(mut state) = emitted.lock() {
                 state.1 = true;
             }
