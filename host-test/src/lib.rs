@@ -42,5 +42,6 @@ pub mod tools {
     pub mod playground;
     pub mod report;
     pub mod scan;
+    pub mod scanbench;
     pub mod simulate;
 }

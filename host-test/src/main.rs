@@ -186,6 +186,16 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Write N Pod manifests of about 4.5 KiB (for measuring `aigov scan`).
+    #[command(hide = true)]
+    GenManifests {
+        /// How many.
+        #[arg(long)]
+        count: usize,
+        /// The directory to write them to.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
     Oci(aigov::dist::registry::Command),
@@ -437,6 +447,11 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             write(&output, serde_json::to_string(&data)?.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::GenManifests { count, out: dir } => {
+            let files = aigov::tools::scanbench::write_manifests(&dir, count)?;
+            writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Oci(command) => aigov::dist::registry::run(&command, out),
         Command::Package(args) => aigov::dist::package::run(&args, out),
         Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),
@@ -454,6 +469,11 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
 /// `out` rather than printed.
 fn bench(args: &aigov::tools::bench::Args, out: &mut dyn Write) -> Result<ExitCode> {
     use aigov::tools::bench::{self, Plan};
+    if let Some(n) = args.scan {
+        let b = aigov::tools::scanbench::bench_scan(&args.artifacts, n)?;
+        out.write_all(aigov::tools::scanbench::render_scan(&b, args.markdown).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = match (args.iterations, args.quick) {
         (Some(n), _) => Plan::exact(n as usize),
         (None, true) => Plan::quick(),

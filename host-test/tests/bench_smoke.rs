@@ -78,3 +78,24 @@ fn every_row_is_present_and_positive() {
     assert!(markdown.contains("| bundle ÷ cheapest |"), "the bundle against the single rules: {markdown}");
     assert!(render_text(&report).contains("native JSON skim (floor)"));
 }
+
+#[test]
+fn the_scan_benchmark_scans_every_manifest_in_every_form() {
+    let artifacts = std::env::var_os("AIGOV_ARTIFACTS")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from);
+    let b = aigov::tools::scanbench::bench_scan(&artifacts, 40).unwrap_or_else(|e| panic!("aigov bench --scan could not run: {e:#}"));
+    assert_eq!(b.documents, 40);
+    assert!(b.floor > Duration::ZERO);
+    let forms: Vec<&str> = b.rows.iter().map(|r| r.form).collect();
+    for form in ["native", "module", "component"] {
+        assert!(forms.contains(&form), "{form}: {forms:?}");
+    }
+    for r in &b.rows {
+        assert_eq!(r.documents, 40);
+        assert!(r.scan > Duration::ZERO && r.rate() > 0.0, "{r:?}");
+    }
+    // The first row of each form times one manifest and its guest calls.
+    assert!(b.rows.iter().filter(|r| r.jobs == b.cpus).all(|r| r.guest > Duration::ZERO && r.one >= r.guest / 2));
+    let md = aigov::tools::scanbench::render_scan(&b, true);
+    assert_eq!(md.lines().filter(|l| l.starts_with("| native") || l.starts_with("| module") || l.starts_with("| component")).count(), b.rows.len());
+}

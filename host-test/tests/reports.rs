@@ -17,6 +17,7 @@ fn samples_sarif() -> Value {
         settings: Default::default(),
         form: Form::Native,
         identity: Identity::default(),
+        ..Config::default()
     };
     sarif::render(&scan::scan(&config).unwrap())
 }

@@ -69,6 +69,7 @@ fn run(form: Form) -> Report {
         settings: BTreeMap::new(),
         form,
         identity: Identity::default(),
+        ..Config::default()
     };
     scan(&config).unwrap_or_else(|e| panic!("aigov scan ({}) could not run: {e:#}\n(run `make artifacts` first)", form.name()))
 }
@@ -176,4 +177,37 @@ fn violation_counts_agree_in_every_output_form() {
     let details = table.split("What the rules said").nth(1).unwrap().split("\nSummary:").next().unwrap();
     let bullets = details.lines().filter(|l| l.starts_with("    - ") && !l.starts_with("    - warning:") && !l.starts_with("    - audit annotation")).count();
     assert_eq!(bullets, summary.violations, "one bullet per violation:\n{details}");
+}
+
+/// The bundle's answer, split per rule, is what each rule answers alone:
+/// the whole report (every response, message, warning and diff) is the
+/// same evaluated either way, in every form, and with one worker or two.
+#[test]
+fn the_bundle_split_per_rule_agrees_with_each_rule_alone() {
+    use aigov::tools::scan::Strategy;
+    for form in [Form::Native, Form::Module, Form::Component] {
+        let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root().join("artifacts"), PathBuf::from);
+        let samples = root().join("host-test/samples");
+        let mut paths = vec![samples.clone()];
+        // The benchmark's requests too (plain objects are made of them).
+        paths.push(root().join("host-test/bench"));
+        let config = |strategy, jobs| Config {
+            paths: paths.clone(),
+            artifacts: artifacts.clone(),
+            cluster: Some(samples.join("cluster")),
+            settings: BTreeMap::new(),
+            form,
+            identity: Identity::default(),
+            strategy,
+            jobs,
+        };
+        let alone = scan(&config(Strategy::PerRule, 1)).unwrap();
+        let bundled = scan(&config(Strategy::Bundle, 2)).unwrap();
+        assert!(alone.documents.len() > 30);
+        assert_eq!(alone.documents.len(), bundled.documents.len());
+        for (a, b) in alone.documents.iter().zip(&bundled.documents) {
+            assert_eq!(a, b, "{}: {} differs", form.name(), a.source);
+        }
+        assert_eq!(alone, bundled);
+    }
 }

@@ -303,6 +303,11 @@ impl Evaluator {
         }
     }
 
+    /// A warm instance of this artifact whose lookups `cluster` answers.
+    pub fn warm(&self, cluster: &Arc<FixtureCluster>) -> Warm<'_> {
+        Warm { evaluator: self, cluster: Arc::new(self.scoped(cluster)), live: None }
+    }
+
     /// Validates a request as policy-server answers it: a trap, a deadline
     /// overrun or an exhausted memory limit in the guest is a rejection with
     /// code 500, and the host carries on.
@@ -346,6 +351,56 @@ impl Evaluator {
                 Ok(SettingsResponse { valid: v.valid, message: v.message })
             }
         }
+    }
+}
+
+/// A live instance of an [`Evaluator`], kept across requests (as `kwctl
+/// bench` and a long-running scan use it): instantiated once, its settings
+/// parsed once by the guest (the SDK caches them per instance), dropped and
+/// made again after a call that failed, so a trap never leaks into the next
+/// request.
+pub struct Warm<'e> {
+    evaluator: &'e Evaluator,
+    cluster: Arc<Scoped>,
+    live: Option<Live>,
+}
+
+enum Live {
+    Native,
+    Module(crate::run::wapc::WapcInstance),
+    Component(crate::run::component::ComponentInstance),
+}
+
+impl Warm<'_> {
+    fn live(&mut self) -> Result<&mut Live> {
+        let live = match self.live.take() {
+            Some(l) => l,
+            None => match &self.evaluator.inner {
+                Inner::Native(_) => Live::Native,
+                Inner::Module(m) => Live::Module(m.instantiate(self.cluster.clone())?),
+                Inner::Component(c) => Live::Component(c.instantiate(self.cluster.clone())?),
+            },
+        };
+        Ok(self.live.insert(live))
+    }
+
+    /// Validates an AdmissionRequest (JSON) with settings (JSON) on the
+    /// live instance (a new one if the last call failed).
+    pub fn validate(&mut self, request: &str, settings: &str) -> Result<ValidationResponse> {
+        let evaluator = self.evaluator;
+        let result = match (self.live()?, &evaluator.inner) {
+            (Live::Native, Inner::Native(rule)) => Ok((rule.validate)(payload(request, settings).as_bytes(), &*self.cluster)),
+            (Live::Module(instance), _) => instance
+                .call("validate", payload(request, settings).as_bytes())
+                .map_err(call_error)
+                .and_then(|out| serde_json::from_slice(&out).context("the module's ValidationResponse is not valid JSON")),
+            (Live::Component(instance), _) => instance.validate(request, settings).and_then(to_response),
+            _ => Err(anyhow::anyhow!("the instance does not match its artifact")),
+        };
+        if result.is_err() {
+            self.live = None;
+        }
+        result
     }
 }
 

@@ -84,10 +84,21 @@ pub struct Args {
     /// Print Markdown tables, for BENCHMARKS.md.
     #[arg(long)]
     pub markdown: bool,
+    /// Instead: the throughput of `aigov scan --format json` over N Pod
+    /// manifests of 4.5 KiB (written to a temporary directory), in each
+    /// form, with every core and with one worker, against the native JSON
+    /// skim of one manifest.
+    #[arg(long, value_name = "N", conflicts_with_all = ["iterations", "quick", "rules"])]
+    pub scan: Option<usize>,
 }
 
 /// Runs `aigov bench`.
 pub fn run(args: &Args) -> Result<ExitCode> {
+    if let Some(n) = args.scan {
+        let b = crate::tools::scanbench::bench_scan(&args.artifacts, n)?;
+        print!("{}", crate::tools::scanbench::render_scan(&b, args.markdown));
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = match (args.iterations, args.quick) {
         (Some(n), _) => Plan::exact(n as usize),
         (None, true) => Plan::quick(),

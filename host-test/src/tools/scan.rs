@@ -32,8 +32,8 @@ use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::run::admission::{Submission, parse_documents, plural, read_settings, to_admission_request};
-use crate::run::artifact::{self, Evaluator};
+use crate::run::admission::{Submission, parse_manifests, plural, read_settings, to_admission_request};
+use crate::run::artifact::{self, Evaluator, Warm};
 use crate::run::cluster::FixtureCluster;
 use crate::run::{engine, native};
 
@@ -144,6 +144,10 @@ pub struct Args {
     /// AdmissionRequests and AdmissionReviews).
     #[arg(long = "group")]
     pub groups: Vec<String>,
+    /// Workers evaluating documents (default: one per core). The output
+    /// is the same whatever the number.
+    #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
+    pub jobs: usize,
 }
 
 /// Runs `aigov scan`, writing the report to `out`.
@@ -161,25 +165,96 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
         settings,
         form,
         identity: Identity { user: args.user.clone(), groups: args.groups.clone() },
+        strategy: Strategy::Bundle,
+        jobs: args.jobs,
     };
-    let report = scan(&config)?;
-    if !report.overridden.is_empty() {
+    let cluster = Arc::new(match &config.cluster {
+        Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
+        None => FixtureCluster::empty(),
+    });
+    let scanner = Scanner::new(&config, cluster)?;
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
+    let (summary, overridden) = write_report(&scanner, args.format, args.fail_on, &mut out)?;
+    out.flush()?;
+    if !overridden.is_empty() {
         let _ = writeln!(
             std::io::stderr().lock(),
             "aigov scan: {} applied to {} AdmissionRequest/AdmissionReview document(s) used verbatim: {}",
             config.identity.flags(),
-            report.overridden.len(),
-            report.overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            overridden.len(),
+            overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         );
     }
-    match args.format {
-        Format::Table => write!(out, "{}", render_table(&report, WRAP_WIDTH, args.fail_on))?,
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&report))?)?,
-        Format::Policyreport => write!(out, "{}", crate::tools::report::policyreport::render(&report, &chrono::Utc::now())?)?,
-        Format::Junit => write!(out, "{}", crate::tools::report::junit::render(&report))?,
-        Format::Sarif => writeln!(out, "{}", serde_json::to_string_pretty(&crate::tools::report::sarif::render(&report))?)?,
-    }
-    Ok(ExitCode::from(exit_status(&report, args.fail_on)))
+    Ok(ExitCode::from(u8::from(fails(&summary, args.fail_on))))
+}
+
+/// Runs a scan and writes its report in `format` to `out` as it goes
+/// (table and JSON as the documents are decided; the other formats once
+/// every result is in). Returns the summary and the verbatim requests
+/// whose `userInfo` `--user`/`--group` replaced.
+pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mut dyn Write) -> Result<(Summary, Vec<Source>)> {
+    let mut overridden = Vec::new();
+    let summary = match format {
+        // Written as the documents are decided: memory does not grow with
+        // their number.
+        Format::Table => {
+            let mut w = TableWriter::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, fail_on, &Spill::file)?;
+            scanner.run(&mut |_, _| {}, &mut |item| {
+                if let Item::Overridden(s) = &item {
+                    overridden.push(s.clone());
+                }
+                w.add(item)
+            })?;
+            let s = w.tally.0;
+            w.finish(out)?;
+            s
+        }
+        Format::Json => {
+            let mut w = JsonWriter {
+                out,
+                form: scanner.form(),
+                rules: scanner.rules(),
+                files: scanner.files(),
+                skipped: Vec::new(),
+                errors: Vec::new(),
+                tally: Tally::default(),
+            };
+            scanner.run(&mut |_, _| {}, &mut |item| {
+                if let Item::Overridden(s) = &item {
+                    overridden.push(s.clone());
+                }
+                w.add(item)
+            })?;
+            let s = w.tally.0;
+            w.finish()?;
+            s
+        }
+        // Reports grouped by rule or namespace, or whose header depends on
+        // every result: the results are kept (not the documents).
+        Format::Policyreport | Format::Junit | Format::Sarif => {
+            let mut report = Report {
+                form: scanner.form(),
+                rules: scanner.rules(),
+                files: scanner.files(),
+                documents: Vec::new(),
+                skipped: Vec::new(),
+                errors: Vec::new(),
+                overridden: Vec::new(),
+            };
+            scanner.run(&mut |_, _| {}, &mut |item| {
+                report.add(item);
+                Ok(())
+            })?;
+            match format {
+                Format::Policyreport => write!(out, "{}", crate::tools::report::policyreport::render(&report, &chrono::Utc::now())?)?,
+                Format::Junit => write!(out, "{}", crate::tools::report::junit::render(&report))?,
+                _ => writeln!(out, "{}", serde_json::to_string_pretty(&crate::tools::report::sarif::render(&report))?)?,
+            }
+            overridden = std::mem::take(&mut report.overridden);
+            report.summary()
+        }
+    };
+    Ok((summary, overridden))
 }
 
 // ------------------------------------------------------------------ model
@@ -382,7 +457,9 @@ impl RuleResult {
     /// the patch a mutation amounts to.
     pub fn evaluated_on(result: Result<ValidationResponse>, original: Option<&Value>) -> RuleResult {
         let mut r = RuleResult::evaluated(result);
-        let mutated = r.response.as_ref().and_then(|resp| resp.mutated_object.as_ref());
+        // The patch is what the report shows; the mutated object itself (a
+        // whole document) is not kept.
+        let mutated = r.response.as_mut().and_then(|resp| resp.mutated_object.take());
         r.patch = mutated.map(|m| match serde_json::from_str::<Value>(m.get()) {
             Ok(m) => serde_json::to_value(json_patch::diff(original.unwrap_or(&Value::Null), &m)).unwrap_or(Value::Null),
             Err(e) => json!([{"op": "replace", "path": "", "value": format!("(the mutated object is not JSON: {e})")}]),
@@ -513,6 +590,16 @@ pub struct Summary {
 }
 
 impl Report {
+    /// Adds what the scan yielded.
+    pub fn add(&mut self, item: Item) {
+        match item {
+            Item::Document(d) => self.documents.push(d),
+            Item::Skipped(n) => self.skipped.push(n),
+            Item::Error(n) => self.errors.push(n),
+            Item::Overridden(s) => self.overridden.push(s),
+        }
+    }
+
     /// The counts.
     pub fn summary(&self) -> Summary {
         let mut s = Summary {
@@ -537,13 +624,7 @@ impl Report {
 
 /// The exit status for a report: 1 when it fails by `fail_on`, else 0.
 pub fn exit_status(report: &Report, fail_on: FailOn) -> u8 {
-    let s = report.summary();
-    let failed = match fail_on {
-        FailOn::None => false,
-        FailOn::Deny => s.denied + s.errors > 0,
-        FailOn::Warn => s.denied + s.errors + s.warned > 0,
-    };
-    u8::from(failed)
+    u8::from(fails(&report.summary(), fail_on))
 }
 
 // ------------------------------------------------------------------ input
@@ -605,7 +686,7 @@ fn walk(dir: &Path, exclude: Option<&Path>, out: &mut Vec<PathBuf>) -> Result<()
 
 /// The documents of one file's text; `List`s are expanded into their items.
 pub fn documents(file: &str, text: &str) -> Result<Vec<Input>> {
-    let docs = parse_documents(text)?;
+    let docs = parse_manifests(text)?;
     let multi = docs.len() > 1;
     let mut out = Vec::new();
     for (i, value) in docs.into_iter().enumerate() {
@@ -685,6 +766,10 @@ pub struct Config {
     pub form: Form,
     /// Who submits (`--user`, `--group`).
     pub identity: Identity,
+    /// How the documents are evaluated.
+    pub strategy: Strategy,
+    /// Workers evaluating documents (0: one per core).
+    pub jobs: usize,
 }
 
 /// Who submits the requests: `--user` and `--group` of `aigov eval` and
@@ -800,41 +885,93 @@ pub fn parse_settings_args(args: &[String]) -> Result<BTreeMap<String, PathBuf>>
     Ok(out)
 }
 
-/// One rule, ready to evaluate.
+/// How the documents are evaluated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// The validating rules in one call of the bundle (one parse of the
+    /// request), each rule's answer read back from the bundle's merged one
+    /// (its lines carry the rule's name); the mutating rules one call each,
+    /// so that each rule's change is its own. A document the bundle's answer
+    /// cannot be split for (a malformed request, a trap, an AdmissionRequest
+    /// or AdmissionReview used verbatim) goes through the rules one by one.
+    #[default]
+    Bundle,
+    /// One call per rule and document (the reference the bundle is checked
+    /// against).
+    PerRule,
+}
+
+/// One rule, ready to evaluate: its artifact is compiled when first
+/// needed (with the bundle, only for documents the bundle's answer cannot
+/// be split for).
 struct Loaded {
     rule: &'static NativePolicy,
-    evaluator: Evaluator,
+    path: Option<PathBuf>,
+    evaluator: std::sync::OnceLock<std::result::Result<Evaluator, String>>,
     settings: String,
 }
 
-fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Vec<Loaded>> {
+impl Loaded {
+    fn evaluator(&self, engine: &wasmtime::Engine) -> Result<&Evaluator> {
+        let e = self.evaluator.get_or_init(|| match &self.path {
+            None => Ok(Evaluator::native(self.rule)),
+            Some(path) => Evaluator::from_file(engine, path).map_err(|e| format!("{e:#}")),
+        });
+        e.as_ref().map_err(|m| anyhow::anyhow!("{m}"))
+    }
+}
+
+/// The bundle, for every rule.
+struct BundleRules {
+    evaluator: Evaluator,
+    /// `{"rules": {...}}`: every validating rule with its settings.
+    settings: String,
+    /// The validating rules, as indices into the rule list, with names.
+    members: Vec<(usize, &'static str)>,
+    /// Each mutating rule alone (index, name, `{"rules": {<rule>: ...}}`),
+    /// so that each rule's change is its own.
+    mutating: Vec<(usize, &'static str, String)>,
+}
+
+/// Every rule of a scan, loaded once and shared by the workers.
+struct Rules {
+    loaded: Vec<Loaded>,
+    bundle: Option<BundleRules>,
+}
+
+fn artifact_path(config: &Config, name: &str) -> PathBuf {
+    if config.form == Form::Module {
+        artifact::module_path(&config.artifacts, name)
+    } else {
+        artifact::component_path(&config.artifacts, name)
+    }
+}
+
+fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Rules> {
     for rule in config.settings.keys() {
         if native::rule(rule).is_none() {
             bail!("no rule named `{rule}`");
         }
     }
-    native::RULES
+    let loaded = native::RULES
         .iter()
         .map(|rule| {
             let name = rule.metadata.name;
-            let evaluator = match config.form {
-                Form::Native => Evaluator::native(rule),
+            let path = match config.form {
+                Form::Native => None,
                 Form::Module | Form::Component => {
-                    let path = if config.form == Form::Module {
-                        artifact::module_path(&config.artifacts, name)
-                    } else {
-                        artifact::component_path(&config.artifacts, name)
-                    };
+                    let path = artifact_path(config, name);
                     if !path.is_file() {
                         bail!("{} is missing: run `make artifacts` first (or scan with --native)", path.display());
                     }
-                    Evaluator::from_file(engine, &path)?
+                    Some(path)
                 }
             };
+            let loaded = Loaded { rule, path, evaluator: std::sync::OnceLock::new(), settings: String::new() };
             let settings = match config.settings.get(name) {
                 Some(path) => {
                     let settings = read_settings(path).with_context(|| format!("the settings of `{name}`"))?;
-                    let answer = evaluator.validate_settings(&settings)?;
+                    let answer = loaded.evaluator(engine)?.validate_settings(&settings)?;
                     if !answer.valid {
                         bail!(
                             "the settings of `{name}` in {} are invalid: {}",
@@ -851,9 +988,79 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Vec<Loaded>>
                     None => "{}".into(),
                 },
             };
-            Ok(Loaded { rule, evaluator, settings })
+            Ok(Loaded { settings, ..loaded })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let bundle = match config.strategy {
+        Strategy::PerRule => None,
+        Strategy::Bundle => load_bundle(engine, config, &loaded)?,
+    };
+    Ok(Rules { loaded, bundle })
+}
+
+/// The bundle with every validating rule on, with the same settings as the
+/// rules alone; `None` (one call per rule) when the artifacts lack it.
+fn load_bundle(engine: &wasmtime::Engine, config: &Config, loaded: &[Loaded]) -> Result<Option<BundleRules>> {
+    let evaluator = match config.form {
+        Form::Native => Evaluator::native(&native::BUNDLE),
+        Form::Module | Form::Component => {
+            let path = artifact_path(config, artifact::BUNDLE);
+            if !path.is_file() {
+                return Ok(None);
+            }
+            Evaluator::from_file(engine, &path)?
+        }
+    };
+    let mut rules = serde_json::Map::new();
+    let (mut members, mut mutating) = (Vec::new(), Vec::new());
+    for (i, l) in loaded.iter().enumerate() {
+        let name = l.rule.metadata.name;
+        let settings: Value = serde_json::from_str(&l.settings).with_context(|| format!("the settings of `{name}`"))?;
+        if l.rule.metadata.mutating {
+            mutating.push((i, name, json!({"rules": {name: settings}}).to_string()));
+        } else {
+            rules.insert(name.to_string(), settings);
+            members.push((i, name));
+        }
+    }
+    let settings = json!({"rules": rules}).to_string();
+    for s in std::iter::once(&settings).chain(mutating.iter().map(|(_, _, s)| s)) {
+        let answer = evaluator.validate_settings(s)?;
+        if !answer.valid {
+            bail!("the bundle refuses the rules' settings: {}", answer.message.unwrap_or_default());
+        }
+    }
+    Ok(Some(BundleRules { evaluator, settings, members, mutating }))
+}
+
+/// A document made ready for the rules: its AdmissionRequest as JSON text,
+/// and what the report needs of it.
+struct Prepared {
+    source: Source,
+    target: Target,
+    text: String,
+    /// The request's object, for the diff of a mutation.
+    original: Option<Value>,
+    /// An AdmissionRequest or AdmissionReview used as it is.
+    verbatim: bool,
+    /// Whether `--user`/`--group` replaced something in it.
+    overridden: bool,
+}
+
+/// A document as a request, or why it is not evaluated.
+fn prepare(input: Input, identity: &Identity) -> std::result::Result<Prepared, Note> {
+    if let Some(reason) = not_an_object(&input.value) {
+        return Err(Note { source: input.source, reason });
+    }
+    let verbatim = is_verbatim(&input.value);
+    let (mut request, changed) = match admission_request(input.value, identity) {
+        Ok(r) => r,
+        Err(e) => return Err(Note { source: input.source, reason: format!("cannot make an admission request of it: {e:#}") }),
+    };
+    let target = Target::of(&request);
+    let text = request.to_string();
+    let original = request.as_object_mut().and_then(|m| m.remove("object")).filter(|o| !o.is_null());
+    Ok(Prepared { source: input.source, target, text, original, verbatim, overridden: !changed.is_empty() })
 }
 
 /// Evaluates documents: every governing rule through `evaluate(rule index,
@@ -869,37 +1076,28 @@ pub fn evaluate_inputs(
     let mut skipped = Vec::new();
     let mut overridden = Vec::new();
     for input in inputs {
-        if let Some(reason) = not_an_object(&input.value) {
-            skipped.push(Note { source: input.source, reason });
-            continue;
-        }
-        let request = match admission_request(input.value, identity) {
-            Ok((r, changed)) => {
-                if !changed.is_empty() {
-                    overridden.push(input.source.clone());
-                }
-                r
-            }
-            Err(e) => {
-                skipped.push(Note { source: input.source, reason: format!("cannot make an admission request of it: {e:#}") });
+        let p = match prepare(input, identity) {
+            Ok(p) => p,
+            Err(note) => {
+                skipped.push(note);
                 continue;
             }
         };
-        let target = Target::of(&request);
-        let text = request.to_string();
-        let original = request.get("object").filter(|o| !o.is_null());
+        if p.overridden {
+            overridden.push(p.source.clone());
+        }
         let results = rules
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                if target.governed_by(m) {
-                    RuleResult::evaluated_on(evaluate(i, &text), original)
+                if p.target.governed_by(m) {
+                    RuleResult::evaluated_on(evaluate(i, &p.text), p.original.as_ref())
                 } else {
                     RuleResult::not_governed()
                 }
             })
             .collect();
-        documents.push(DocumentReport { source: input.source, target, results });
+        documents.push(DocumentReport { source: p.source, target: p.target, results });
     }
     Evaluated { documents, skipped, overridden }
 }
@@ -915,6 +1113,424 @@ pub struct Evaluated {
     pub overridden: Vec<Source>,
 }
 
+/// Splits the bundle's merged answer into the answers of the rules in
+/// `members` (index, name), by the name each line, warning and audit
+/// annotation carries (see `aigov_sdk::bundle::prefixed`). `None` when the
+/// answer cannot be split exactly: a code (a malformed request), a mutated
+/// object of several rules, or a line no member's name starts.
+pub fn split_bundle_answer(merged: ValidationResponse, members: &[(usize, &str)]) -> Option<Vec<(usize, ValidationResponse)>> {
+    // A mutated object is one rule's only when one rule ran.
+    if merged.code.is_some() || (merged.mutated_object.is_some() && members.len() != 1) {
+        return None;
+    }
+    let mutated = merged.mutated_object;
+    let who = |text: &str, sep: &str| {
+        members
+            .iter()
+            .position(|(_, name)| text.strip_prefix(name).is_some_and(|rest| rest.starts_with(sep)))
+    };
+    let mut lines: Vec<Vec<&str>> = vec![Vec::new(); members.len()];
+    let mut parts: Vec<ValidationResponse> = members.iter().map(|_| ValidationResponse::accept()).collect();
+    for line in merged.message.as_deref().unwrap_or_default().lines() {
+        let k = who(line, ": ")?;
+        let name = members.get(k)?.1;
+        lines.get_mut(k)?.push(line.get(name.len() + 2..)?);
+    }
+    for w in merged.warnings {
+        if let Some(k) = who(&w, ": ") {
+            let name = members.get(k)?.1;
+            let own = w.get(name.len() + 2..)?.to_string();
+            parts.get_mut(k)?.warnings.push(own);
+        } else {
+            // A warning that already starts with the rule's name keeps it.
+            let k = who(&w, " ")?;
+            parts.get_mut(k)?.warnings.push(w);
+        }
+    }
+    for (key, value) in merged.audit_annotations {
+        let (name, own) = key.split_once('.')?;
+        let k = members.iter().position(|(_, n)| *n == name)?;
+        parts.get_mut(k)?.audit_annotations.insert(own.to_string(), value);
+    }
+    let mut rejected = false;
+    for (part, lines) in parts.iter_mut().zip(lines) {
+        if !lines.is_empty() {
+            part.accepted = false;
+            part.message = Some(lines.join("\n"));
+            rejected = true;
+        }
+    }
+    if rejected == merged.accepted {
+        return None;
+    }
+    if let Some(only) = parts.first_mut() {
+        only.mutated_object = mutated;
+    }
+    Some(members.iter().map(|(i, _)| *i).zip(parts).collect())
+}
+
+/// One guest call of a document: the rules it answers for (index, name),
+/// the settings, the instance.
+type Call<'a, 'r> = (Vec<(usize, &'a str)>, &'a str, Option<&'a mut Warm<'r>>);
+
+/// One worker's instances: a warm instance of the bundle for the
+/// validating rules and one per mutating rule, and of each rule alone for
+/// the documents the bundle's answer cannot be split for, each made when
+/// first needed and kept for every document the worker sees.
+struct Worker<'r> {
+    rules: &'r Rules,
+    engine: &'r wasmtime::Engine,
+    cluster: &'r Arc<FixtureCluster>,
+    alone: Vec<Option<Warm<'r>>>,
+    bundle: Option<Warm<'r>>,
+    mutating: Vec<Warm<'r>>,
+}
+
+impl<'r> Worker<'r> {
+    fn new(rules: &'r Rules, engine: &'r wasmtime::Engine, cluster: &'r Arc<FixtureCluster>) -> Worker<'r> {
+        Worker {
+            rules,
+            engine,
+            cluster,
+            alone: rules.loaded.iter().map(|_| None).collect(),
+            bundle: rules.bundle.as_ref().map(|b| b.evaluator.warm(cluster)),
+            mutating: rules.bundle.iter().flat_map(|b| b.mutating.iter().map(|_| b.evaluator.warm(cluster))).collect(),
+        }
+    }
+
+    /// Rule `i` alone on a request.
+    fn alone(&mut self, i: usize, request: &str) -> Result<ValidationResponse> {
+        let loaded = self.rules.loaded.get(i).context("rule index out of range")?;
+        let slot = self.alone.get_mut(i).context("rule index out of range")?;
+        let warm = match slot {
+            Some(w) => w,
+            None => slot.insert(loaded.evaluator(self.engine)?.warm(self.cluster)),
+        };
+        warm.validate(request, &loaded.settings)
+    }
+
+    /// Every rule's result on one document, in rule order.
+    fn results(&mut self, p: &Prepared) -> Vec<RuleResult> {
+        let governed: Vec<bool> = self.rules.loaded.iter().map(|l| p.target.governed_by(l.rule.metadata)).collect();
+        let is_governed = |i: usize| governed.get(i).copied().unwrap_or(false);
+        let mut results: Vec<Option<RuleResult>> = governed.iter().map(|g| (!g).then(RuleResult::not_governed)).collect();
+        if let Some(b) = &self.rules.bundle
+            && !p.verbatim
+        {
+            let mut calls: Vec<Call<'_, 'r>> = Vec::new();
+            let members: Vec<(usize, &str)> = b.members.iter().copied().filter(|(i, _)| is_governed(*i)).collect();
+            calls.push((members, &b.settings, self.bundle.as_mut()));
+            for ((i, name, settings), warm) in b.mutating.iter().zip(self.mutating.iter_mut()) {
+                if is_governed(*i) {
+                    calls.push((vec![(*i, *name)], settings, Some(warm)));
+                }
+            }
+            for (members, settings, warm) in calls {
+                if let Some(warm) = warm
+                    && !members.is_empty()
+                    && let Ok(merged) = warm.validate(&p.text, settings)
+                    && let Some(parts) = split_bundle_answer(merged, &members)
+                {
+                    for (i, r) in parts {
+                        if let Some(slot) = results.get_mut(i) {
+                            *slot = Some(RuleResult::evaluated_on(Ok(r), p.original.as_ref()));
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(results.len());
+        for (i, done) in results.into_iter().enumerate() {
+            out.push(match done {
+                Some(r) => r,
+                None => RuleResult::evaluated_on(self.alone(i, &p.text), p.original.as_ref()),
+            });
+        }
+        out
+    }
+}
+
+/// What a scan yields, in file and document order. (Each item is moved
+/// once, from a worker to the writer: not worth a box.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Item {
+    /// An evaluated document.
+    Document(DocumentReport),
+    /// A document that is not evaluated, and why.
+    Skipped(Note),
+    /// A file that could not be read or parsed.
+    Error(Note),
+    /// A verbatim request whose `userInfo` `--user`/`--group` replaced.
+    Overridden(Source),
+}
+
+/// Documents per unit of work handed to a worker.
+const CHUNK: usize = 32;
+
+/// Units of work in flight (read, being evaluated, or waiting to be
+/// written in order) per worker: what bounds the scan's memory.
+const WINDOW_PER_WORKER: usize = 4;
+
+/// A unit of work: the documents (or a file's error) it holds, in order.
+enum Work {
+    Input(Input),
+    Error(Note),
+    /// A small file's text, parsed by the worker: its name as documents
+    /// name it, as errors name it, and the text.
+    File(String, String, String),
+}
+
+/// Files up to this size are parsed by the workers, in parallel; larger
+/// ones by the reader, which cuts their documents into chunks.
+const SMALL_FILE: usize = 256 << 10;
+
+/// The notes of a file that cannot be read or parsed.
+fn unreadable(shown: String, e: &anyhow::Error) -> Work {
+    Work::Error(Note { source: Source { file: shown, ..Source::default() }, reason: format!("{e:#}") })
+}
+
+/// A scan ready to run: rules loaded, files listed.
+pub struct Scanner {
+    config: Config,
+    cluster: Arc<FixtureCluster>,
+    rules: Rules,
+    files: Vec<PathBuf>,
+    engine: wasmtime::Engine,
+}
+
+impl Scanner {
+    /// Loads the rules and lists the files; the cluster lookups are answered
+    /// from `cluster` (whatever `config.cluster` says).
+    pub fn new(config: &Config, cluster: Arc<FixtureCluster>) -> Result<Scanner> {
+        let engine = engine::new_engine()?;
+        let rules = load_rules(&engine, config)?;
+        let files = collect_files(&config.paths, config.cluster.as_deref())?;
+        Ok(Scanner { config: config.clone(), cluster, rules, files, engine })
+    }
+
+    /// Which form answers.
+    pub fn form(&self) -> Form {
+        self.config.form
+    }
+
+    /// The rules, in column order.
+    pub fn rules(&self) -> Vec<RuleInfo> {
+        self.rules.loaded.iter().map(|l| RuleInfo::of(l.rule.metadata)).collect()
+    }
+
+    /// Files to scan.
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    fn workers(&self) -> usize {
+        match self.config.jobs {
+            0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            n => n,
+        }
+    }
+
+    /// Runs the scan: files are read and parsed on one thread, documents
+    /// evaluated by a worker per core (`--jobs`), and every item handed to
+    /// `sink` in file and document order as soon as it and everything
+    /// before it are decided. `progress(documents done, documents found
+    /// so far)` is called as it goes. Stops at the sink's first error.
+    pub fn run(&self, progress: &mut dyn FnMut(usize, usize), sink: &mut dyn FnMut(Item) -> Result<()>) -> Result<()> {
+        let workers = self.workers().max(1);
+        let window = workers * WINDOW_PER_WORKER;
+        let (work_tx, work_rx) = std::sync::mpsc::sync_channel::<(usize, Vec<Work>)>(workers);
+        let work_rx = std::sync::Mutex::new(work_rx);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Vec<Item>)>();
+        // How many chunks the writer has emitted, and whether to stop.
+        let emitted = std::sync::Mutex::new((0usize, false));
+        let advanced = std::sync::Condvar::new();
+        let found = std::sync::atomic::AtomicUsize::new(0);
+        let stopped = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            // The reader: files in order, cut into chunks.
+            let reader = s.spawn(|| {
+                let mut seq = 0usize;
+                let mut send = |chunk: Vec<Work>| -> bool {
+                    let Ok(mut state) = emitted.lock() else { return false };
+                    while !state.1 && seq >= state.0 + window {
+                        state = match advanced.wait(state) {
+                            Ok(s) => s,
+                            Err(_) => return false,
+                        };
+                    }
+                    if state.1 {
+                        return false;
+                    }
+                    drop(state);
+                    let ok = work_tx.send((seq, chunk)).is_ok();
+                    seq += 1;
+                    ok
+                };
+                // Small files are gathered, CHUNK at a time, for the
+                // workers to parse; a large one is parsed here and its
+                // documents cut into chunks.
+                let mut small: Vec<Work> = Vec::new();
+                for f in &self.files {
+                    let shown = if f.as_os_str() == "-" { "-".to_string() } else { f.display().to_string() };
+                    let entries: Vec<Work> = match read_file(f) {
+                        Ok((name, text)) if text.len() <= SMALL_FILE => {
+                            small.push(Work::File(name, shown, text));
+                            if small.len() >= CHUNK && !send(std::mem::take(&mut small)) {
+                                return;
+                            }
+                            continue;
+                        }
+                        Ok((name, text)) => match documents(&name, &text) {
+                            Ok(docs) => docs.into_iter().map(Work::Input).collect(),
+                            Err(e) => vec![unreadable(shown, &e)],
+                        },
+                        Err(e) => vec![unreadable(shown, &e)],
+                    };
+                    if !small.is_empty() && !send(std::mem::take(&mut small)) {
+                        return;
+                    }
+                    found.fetch_add(entries.len(), std::sync::atomic::Ordering::Relaxed);
+                    let mut entries = entries.into_iter().peekable();
+                    while entries.peek().is_some() {
+                        if !send(entries.by_ref().take(CHUNK).collect()) {
+                            return;
+                        }
+                    }
+                }
+                if !small.is_empty() {
+                    send(small);
+                }
+                drop(work_tx);
+            });
+            for _ in 0..workers {
+                let done_tx = done_tx.clone();
+                let (work_rx, rules, cluster, identity, engine, found, stopped) = (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found, &stopped);
+                s.spawn(move || {
+                    let mut worker = Worker::new(rules, engine, cluster);
+                    loop {
+                        let next = match work_rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok((seq, chunk)) = next else { return };
+                        // Once the writer has stopped, chunks are drained
+                        // unread, so the reader is never left blocked on a
+                        // full channel.
+                        if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                            continue;
+                        }
+                        let mut items = Vec::with_capacity(chunk.len());
+                        let mut evaluate = |input: Input, items: &mut Vec<Item>| match prepare(input, identity) {
+                            Err(note) => items.push(Item::Skipped(note)),
+                            Ok(p) => {
+                                if p.overridden {
+                                    items.push(Item::Overridden(p.source.clone()));
+                                }
+                                let results = worker.results(&p);
+                                items.push(Item::Document(DocumentReport { source: p.source, target: p.target, results }));
+                            }
+                        };
+                        for work in chunk {
+                            match work {
+                                Work::Error(note) => items.push(Item::Error(note)),
+                                Work::Input(input) => evaluate(input, &mut items),
+                                Work::File(name, shown, text) => match documents(&name, &text) {
+                                    Ok(docs) => {
+                                        found.fetch_add(docs.len(), std::sync::atomic::Ordering::Relaxed);
+                                        for input in docs {
+                                            evaluate(input, &mut items);
+                                        }
+                                    }
+                                    Err(e) => {
+                                        found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                        if let Work::Error(note) = unreadable(shown, &e) {
+                                            items.push(Item::Error(note));
+                                        }
+                                    }
+                                },
+                            }
+                        }
+                        if done_tx.send((seq, items)).is_err() {
+                            stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            // The writer: chunks back in order.
+            let mut pending: BTreeMap<usize, Vec<Item>> = BTreeMap::new();
+            let (mut next, mut done) = (0usize, 0usize);
+            let mut result = Ok(());
+            'collect: for (seq, items) in &done_rx {
+                pending.insert(seq, items);
+                while let Some(items) = pending.remove(&next) {
+                    for item in items {
+                        if matches!(item, Item::Document(_) | Item::Skipped(_)) {
+                            done += 1;
+                        }
+                        if let Err(e) = sink(item) {
+                            result = Err(e);
+                            break 'collect;
+                        }
+                    }
+                    next += 1;
+                    if let Ok(mut state) = emitted.lock() {
+                        state.0 = next;
+                    }
+                    advanced.notify_all();
+                    progress(done, found.load(std::sync::atomic::Ordering::Relaxed));
+                }
+            }
+            stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Ok(mut state) = emitted.lock() {
+                state.1 = true;
+            }
+            advanced.notify_all();
+            drop(done_rx);
+            if reader.join().is_err() {
+                result = result.and(Err(anyhow::anyhow!("the scan's reader failed")));
+            }
+            result
+        })
+    }
+}
+
+impl Scanner {
+    /// The cost of one document on one core, warm: the median over
+    /// `iterations` of every rule's evaluation of `manifest` (the worker's
+    /// whole work, splitting and diffs included) and of the guest calls in
+    /// it alone (the bundle's and the mutating rules'), after 20 untimed.
+    pub fn time_document(&self, manifest: &str, iterations: usize) -> Result<(std::time::Duration, std::time::Duration)> {
+        let input = documents("bench", manifest)?.into_iter().next().context("no document")?;
+        let p = prepare(input, &self.config.identity).map_err(|n| anyhow::anyhow!("{}", n.reason))?;
+        let mut worker = Worker::new(&self.rules, &self.engine, &self.cluster);
+        let median = |mut v: Vec<std::time::Duration>| {
+            v.sort();
+            v.get(v.len() / 2).copied().unwrap_or_default()
+        };
+        let (mut whole, mut guest) = (Vec::new(), Vec::new());
+        for i in 0..iterations + 20 {
+            let start = std::time::Instant::now();
+            std::hint::black_box(worker.results(&p));
+            let t = start.elapsed();
+            let start = std::time::Instant::now();
+            if let (Some(b), Some(warm)) = (&self.rules.bundle, worker.bundle.as_mut()) {
+                std::hint::black_box(warm.validate(&p.text, &b.settings)?);
+                for ((_, _, settings), warm) in b.mutating.iter().zip(worker.mutating.iter_mut()) {
+                    std::hint::black_box(warm.validate(&p.text, settings)?);
+                }
+            }
+            let g = start.elapsed();
+            if i >= 20 {
+                whole.push(t);
+                guest.push(g);
+            }
+        }
+        Ok((median(whole), median(guest)))
+    }
+}
+
 /// Scans: reads every file, evaluates every document with every governing
 /// rule. Errors only when the scan cannot run at all; unreadable files are
 /// reported in [`Report::errors`].
@@ -926,50 +1542,26 @@ pub fn scan(config: &Config) -> Result<Report> {
     scan_with(config, cluster, &mut |_, _| {})
 }
 
-/// Documents evaluated between two calls of a scan's progress callback.
-const PROGRESS_STEP: usize = 256;
-
 /// [`scan`] with the cluster lookups answered from `cluster` (whatever
-/// `config.cluster` says), calling `progress(documents done, documents in
-/// all)` as it goes.
+/// `config.cluster` says), calling `progress(documents done, documents
+/// found so far)` as it goes. Collects the whole report; `aigov scan`
+/// itself writes as it goes instead ([`Scanner::run`]).
 pub fn scan_with(config: &Config, cluster: Arc<FixtureCluster>, progress: &mut dyn FnMut(usize, usize)) -> Result<Report> {
-    let engine = engine::new_engine()?;
-    let rules = load_rules(&engine, config)?;
-    let files = collect_files(&config.paths, config.cluster.as_deref())?;
-    let mut inputs = Vec::new();
-    let mut errors = Vec::new();
-    for f in &files {
-        let shown = if f.as_os_str() == "-" { "-".to_string() } else { f.display().to_string() };
-        match read_file(f).and_then(|(name, text)| documents(&name, &text)) {
-            Ok(docs) => inputs.extend(docs),
-            Err(e) => errors.push(Note { source: Source { file: shown, ..Source::default() }, reason: format!("{e:#}") }),
-        }
-    }
-    let metadata: Vec<&PolicyMetadata> = rules.iter().map(|r| r.rule.metadata).collect();
-    let mut evaluate = |i: usize, request: &str| -> Result<ValidationResponse> {
-        let r = rules.get(i).context("rule index out of range")?;
-        r.evaluator.validate(request, &r.settings, &cluster)
+    let scanner = Scanner::new(config, cluster)?;
+    let mut report = Report {
+        form: scanner.form(),
+        rules: scanner.rules(),
+        files: scanner.files(),
+        documents: Vec::new(),
+        skipped: Vec::new(),
+        errors: Vec::new(),
+        overridden: Vec::new(),
     };
-    let total = inputs.len();
-    let (mut documents, mut skipped, mut overridden) = (Vec::new(), Vec::new(), Vec::new());
-    let mut inputs = inputs.into_iter().peekable();
-    while inputs.peek().is_some() {
-        let chunk: Vec<Input> = inputs.by_ref().take(PROGRESS_STEP).collect();
-        let e = evaluate_inputs(chunk, &config.identity, &metadata, &mut evaluate);
-        documents.extend(e.documents);
-        skipped.extend(e.skipped);
-        overridden.extend(e.overridden);
-        progress(documents.len() + skipped.len(), total);
-    }
-    Ok(Report {
-        form: config.form,
-        rules: metadata.iter().map(|m| RuleInfo::of(m)).collect(),
-        files: files.len(),
-        documents,
-        skipped,
-        errors,
-        overridden,
-    })
+    scanner.run(progress, &mut |item| {
+        report.add(item);
+        Ok(())
+    })?;
+    Ok(report)
 }
 
 // --------------------------------------------------------------- rendering
@@ -1087,150 +1679,307 @@ fn diff_line(out: &mut String, indent: usize, line: &str, width: usize) {
     }
 }
 
-fn table(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            if c > 0 {
-                line.push_str("  ");
-            }
-            line.push_str(cell);
-            let last = c + 1 == row.len();
-            if !last {
-                let w = widths.get(c).copied().unwrap_or(0);
-                line.push_str(&" ".repeat(w.saturating_sub(cell.chars().count())));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+/// Where a report writer keeps what it writes only at the end: in memory,
+/// or (for `aigov scan`, whose memory must not grow with the number of
+/// documents) in a temporary file, removed when dropped.
+enum Spill {
+    Memory(Vec<u8>),
+    File { path: PathBuf, file: std::io::BufWriter<std::fs::File> },
 }
 
-/// The human report: the verdict table, the messages grouped by document,
-/// skipped documents, and a summary line that says what the exit status
-/// will be.
-pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
-    let mut out = String::new();
-    let form = match report.form {
-        Form::Module => "Kubewarden modules",
-        Form::Component => "components",
-        Form::Native => "natively linked rules",
-    };
-    out.push_str(&format!(
-        "aigov scan: {} document(s) in {} file(s), {} rule(s) ({form})\n\n",
-        report.documents.len(),
-        report.files,
-        report.rules.len()
-    ));
-
-    if !report.documents.is_empty() {
-        let mut rows = vec![{
-            let mut h = vec!["#".to_string(), "KIND".to_string(), "NAMESPACE/NAME".to_string()];
-            h.extend(report.rules.iter().map(|r| r.name.clone()));
-            h.push("SOURCE".to_string());
-            h
-        }];
-        for (i, d) in report.documents.iter().enumerate() {
-            let mut row = vec![(i + 1).to_string(), d.target.what(), d.target.object()];
-            row.extend(d.results.iter().map(|r| r.outcome.cell().to_string()));
-            row.push(d.source.to_string());
-            rows.push(row);
-        }
-        out.push_str(&table(&rows));
-        out.push_str("\npass: admitted   DENY: rejected   warn: admitted with warnings   -: the rule does not govern this kind or operation\n");
-        if report.documents.iter().any(|d| d.results.iter().any(|r| r.outcome == Outcome::Mutate)) {
-            out.push_str("mutate: admitted with changes a mutating rule makes (shown below as a diff)\n");
-        }
+impl Spill {
+    fn file(name: &str) -> Result<Spill> {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("aigov-scan-{}-{n}-{name}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        Ok(Spill::File { path, file: std::io::BufWriter::new(file) })
     }
 
-    let detailed: Vec<(usize, &DocumentReport)> = report
-        .documents
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.results.iter().any(RuleResult::has_details))
-        .collect();
-    if !detailed.is_empty() {
-        out.push_str("\nWhat the rules said\n-------------------\n");
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        match self {
+            Spill::Memory(v) => v.extend_from_slice(bytes),
+            Spill::File { file, .. } => file.write_all(bytes)?,
+        }
+        Ok(())
     }
-    for (i, d) in detailed {
-        out.push_str(&format!("\n[{}] {} {}  ({})\n", i + 1, d.target.what(), d.target.object(), d.source));
-        for (rule, r) in report.rules.iter().zip(&d.results) {
-            if !r.has_details() {
-                continue;
-            }
-            let about = if rule.description.is_empty() { String::new() } else { format!(" ({})", rule.description) };
-            match (&r.response, &r.error) {
-                (_, Some(error)) => {
-                    out.push_str(&format!("  ERROR {} could not evaluate it\n", rule.name));
-                    bullet(&mut out, 4, error, width);
-                }
-                (Some(resp), None) => {
-                    let head = match r.outcome {
-                        Outcome::Deny => "DENY ",
-                        Outcome::Warn => "warn ",
-                        Outcome::Mutate => "mutate ",
-                        _ => "note ",
-                    };
-                    let count = match (r.violations().len(), r.changes().len()) {
-                        (0, 0) => String::new(),
-                        (0, 1) => ": 1 change".to_string(),
-                        (0, n) => format!(": {n} changes"),
-                        (1, _) => ": 1 violation".to_string(),
-                        (n, _) => format!(": {n} violations"),
-                    };
-                    out.push_str(&format!("  {head}{}{about}{count}\n", rule.name));
-                    if let Some(message) = resp.message.as_deref().filter(|_| !resp.accepted) {
-                        let code = match resp.code {
-                            Some(400) => " (the request is malformed, code 400)",
-                            _ => "",
-                        };
-                        if !code.is_empty() {
-                            out.push_str(&format!("    rejected{code}:\n"));
-                        }
-                        for v in violations(message) {
-                            bullet(&mut out, 4, v, width);
-                        }
-                    }
-                    for w in &resp.warnings {
-                        bullet(&mut out, 4, &format!("warning: {w}"), width);
-                    }
-                    for change in r.changes() {
-                        diff_line(&mut out, 4, &change, width);
-                    }
-                    for (k, v) in &resp.audit_annotations {
-                        // The SDK's `violations` annotation holds one per line.
-                        for line in v.split('\n').filter(|l| !l.trim().is_empty()) {
-                            bullet(&mut out, 4, &format!("audit annotation `{k}`: {}", line.trim()), width);
-                        }
-                    }
-                    if !resp.accepted
-                        && let Some(docs) = &rule.docs
-                    {
-                        out.push_str(&format!("    docs (what it checks, how to comply, settings): {docs}\n"));
-                    }
-                }
-                (None, None) => {}
+
+    /// What was written, line by line.
+    fn lines(&mut self) -> Result<Box<dyn Iterator<Item = std::io::Result<String>> + '_>> {
+        use std::io::{BufRead as _, Seek as _};
+        match self {
+            Spill::Memory(v) => Ok(Box::new(v.split(|b| *b == b'\n').map(|l| Ok(String::from_utf8_lossy(l).into_owned())))),
+            Spill::File { file, .. } => {
+                file.flush()?;
+                let f = file.get_mut();
+                f.rewind()?;
+                Ok(Box::new(std::io::BufReader::new(f).lines()))
             }
         }
     }
 
-    if !report.skipped.is_empty() || !report.errors.is_empty() {
-        out.push_str("\nNot evaluated\n-------------\n");
-        for n in &report.errors {
-            bullet(&mut out, 0, &format!("ERROR {}: {}", n.source, n.reason), width);
+    /// Copies what was written to `out`.
+    fn copy_to(&mut self, out: &mut dyn Write) -> Result<()> {
+        use std::io::Seek as _;
+        match self {
+            Spill::Memory(v) => out.write_all(v)?,
+            Spill::File { file, .. } => {
+                file.flush()?;
+                let f = file.get_mut();
+                f.rewind()?;
+                std::io::copy(f, out)?;
+            }
         }
-        for n in &report.skipped {
-            bullet(&mut out, 0, &format!("skipped {}: {}", n.source, n.reason), width);
+        Ok(())
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        if let Spill::File { path, .. } = self {
+            let _ = std::fs::remove_file(path);
         }
     }
+}
 
-    let s = report.summary();
+/// Counts a report's summary as its items arrive.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally(Summary);
+
+impl Tally {
+    fn add(&mut self, item: &Item) {
+        let s = &mut self.0;
+        match item {
+            Item::Document(d) => {
+                s.documents += 1;
+                s.violations += d.results.iter().map(|r| r.violations().len()).sum::<usize>();
+                match d.outcome() {
+                    Outcome::Error => s.errors += 1,
+                    Outcome::Deny => s.denied += 1,
+                    Outcome::Warn => s.warned += 1,
+                    Outcome::Mutate => s.mutated += 1,
+                    Outcome::Pass | Outcome::NotGoverned => s.passed += 1,
+                }
+            }
+            Item::Skipped(_) => s.skipped += 1,
+            Item::Error(_) => s.errors += 1,
+            Item::Overridden(_) => {}
+        }
+    }
+}
+
+/// Whether a summary fails the scan by `fail_on`.
+fn fails(s: &Summary, fail_on: FailOn) -> bool {
+    match fail_on {
+        FailOn::None => false,
+        FailOn::Deny => s.denied + s.errors > 0,
+        FailOn::Warn => s.denied + s.errors + s.warned > 0,
+    }
+}
+
+/// The messages of one document under "What the rules said" (`i` is its
+/// 0-based number in the report).
+fn document_details(out: &mut String, i: usize, d: &DocumentReport, rules: &[RuleInfo], width: usize) {
+    out.push_str(&format!("\n[{}] {} {}  ({})\n", i + 1, d.target.what(), d.target.object(), d.source));
+    for (rule, r) in rules.iter().zip(&d.results) {
+        if !r.has_details() {
+            continue;
+        }
+        let about = if rule.description.is_empty() { String::new() } else { format!(" ({})", rule.description) };
+        match (&r.response, &r.error) {
+            (_, Some(error)) => {
+                out.push_str(&format!("  ERROR {} could not evaluate it\n", rule.name));
+                bullet(out, 4, error, width);
+            }
+            (Some(resp), None) => {
+                let head = match r.outcome {
+                    Outcome::Deny => "DENY ",
+                    Outcome::Warn => "warn ",
+                    Outcome::Mutate => "mutate ",
+                    _ => "note ",
+                };
+                let count = match (r.violations().len(), r.changes().len()) {
+                    (0, 0) => String::new(),
+                    (0, 1) => ": 1 change".to_string(),
+                    (0, n) => format!(": {n} changes"),
+                    (1, _) => ": 1 violation".to_string(),
+                    (n, _) => format!(": {n} violations"),
+                };
+                out.push_str(&format!("  {head}{}{about}{count}\n", rule.name));
+                if let Some(message) = resp.message.as_deref().filter(|_| !resp.accepted) {
+                    let code = match resp.code {
+                        Some(400) => " (the request is malformed, code 400)",
+                        _ => "",
+                    };
+                    if !code.is_empty() {
+                        out.push_str(&format!("    rejected{code}:\n"));
+                    }
+                    for v in violations(message) {
+                        bullet(out, 4, v, width);
+                    }
+                }
+                for w in &resp.warnings {
+                    bullet(out, 4, &format!("warning: {w}"), width);
+                }
+                for change in r.changes() {
+                    diff_line(out, 4, &change, width);
+                }
+                for (k, v) in &resp.audit_annotations {
+                    // The SDK's `violations` annotation holds one per line.
+                    for line in v.split('\n').filter(|l| !l.trim().is_empty()) {
+                        bullet(out, 4, &format!("audit annotation `{k}`: {}", line.trim()), width);
+                    }
+                }
+                if !resp.accepted
+                    && let Some(docs) = &rule.docs
+                {
+                    out.push_str(&format!("    docs (what it checks, how to comply, settings): {docs}\n"));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// The table report, written as the documents arrive: the rows (their
+/// column widths known only at the end) and the messages go to a spill,
+/// and [`TableWriter::finish`] writes the whole report.
+struct TableWriter {
+    form: Form,
+    rules: Vec<RuleInfo>,
+    files: usize,
+    width: usize,
+    fail_on: FailOn,
+    widths: Vec<usize>,
+    rows: Spill,
+    details: Spill,
+    any_detailed: bool,
+    any_mutate: bool,
+    skipped: Vec<Note>,
+    errors: Vec<Note>,
+    tally: Tally,
+}
+
+impl TableWriter {
+    fn new(form: Form, rules: Vec<RuleInfo>, files: usize, width: usize, fail_on: FailOn, spill: &dyn Fn(&str) -> Result<Spill>) -> Result<TableWriter> {
+        let mut header = vec!["#".to_string(), "KIND".to_string(), "NAMESPACE/NAME".to_string()];
+        header.extend(rules.iter().map(|r| r.name.clone()));
+        header.push("SOURCE".to_string());
+        let widths = header.iter().map(|c| c.chars().count()).collect();
+        let mut rows = spill("rows")?;
+        rows.write(serde_json::to_string(&header)?.as_bytes())?;
+        rows.write(b"\n")?;
+        Ok(TableWriter {
+            form,
+            rules,
+            files,
+            width,
+            fail_on,
+            widths,
+            rows,
+            details: spill("details")?,
+            any_detailed: false,
+            any_mutate: false,
+            skipped: Vec::new(),
+            errors: Vec::new(),
+            tally: Tally::default(),
+        })
+    }
+
+    fn add(&mut self, item: Item) -> Result<()> {
+        self.tally.add(&item);
+        match item {
+            Item::Document(d) => {
+                let i = self.tally.0.documents - 1;
+                let mut row = vec![(i + 1).to_string(), d.target.what(), d.target.object()];
+                row.extend(d.results.iter().map(|r| r.outcome.cell().to_string()));
+                row.push(d.source.to_string());
+                for (c, cell) in row.iter().enumerate() {
+                    let n = cell.chars().count();
+                    match self.widths.get_mut(c) {
+                        Some(w) => *w = (*w).max(n),
+                        None => self.widths.push(n),
+                    }
+                }
+                self.rows.write(serde_json::to_string(&row)?.as_bytes())?;
+                self.rows.write(b"\n")?;
+                self.any_mutate |= d.results.iter().any(|r| r.outcome == Outcome::Mutate);
+                if d.results.iter().any(RuleResult::has_details) {
+                    self.any_detailed = true;
+                    let mut text = String::new();
+                    document_details(&mut text, i, &d, &self.rules, self.width);
+                    self.details.write(text.as_bytes())?;
+                }
+            }
+            Item::Skipped(n) => self.skipped.push(n),
+            Item::Error(n) => self.errors.push(n),
+            Item::Overridden(_) => {}
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, out: &mut dyn Write) -> Result<()> {
+        let s = self.tally.0;
+        let form = match self.form {
+            Form::Module => "Kubewarden modules",
+            Form::Component => "components",
+            Form::Native => "natively linked rules",
+        };
+        write!(out, "aigov scan: {} document(s) in {} file(s), {} rule(s) ({form})\n\n", s.documents, self.files, self.rules.len())?;
+        if s.documents > 0 {
+            let widths = self.widths.clone();
+            for line in self.rows.lines()? {
+                let line = line?;
+                if line.is_empty() {
+                    continue;
+                }
+                let row: Vec<String> = serde_json::from_str(&line)?;
+                let mut text = String::new();
+                for (c, cell) in row.iter().enumerate() {
+                    if c > 0 {
+                        text.push_str("  ");
+                    }
+                    text.push_str(cell);
+                    if c + 1 != row.len() {
+                        let w = widths.get(c).copied().unwrap_or(0);
+                        text.push_str(&" ".repeat(w.saturating_sub(cell.chars().count())));
+                    }
+                }
+                out.write_all(text.trim_end().as_bytes())?;
+                out.write_all(b"\n")?;
+            }
+            out.write_all(b"\npass: admitted   DENY: rejected   warn: admitted with warnings   -: the rule does not govern this kind or operation\n")?;
+            if self.any_mutate {
+                out.write_all(b"mutate: admitted with changes a mutating rule makes (shown below as a diff)\n")?;
+            }
+        }
+        if self.any_detailed {
+            out.write_all(b"\nWhat the rules said\n-------------------\n")?;
+            self.details.copy_to(out)?;
+        }
+        let mut text = String::new();
+        if !self.skipped.is_empty() || !self.errors.is_empty() {
+            text.push_str("\nNot evaluated\n-------------\n");
+            for n in &self.errors {
+                bullet(&mut text, 0, &format!("ERROR {}: {}", n.source, n.reason), self.width);
+            }
+            for n in &self.skipped {
+                bullet(&mut text, 0, &format!("skipped {}: {}", n.source, n.reason), self.width);
+            }
+        }
+        text.push_str(&summary_line(&s, self.fail_on));
+        out.write_all(text.as_bytes())?;
+        Ok(())
+    }
+}
+
+/// The last line of the table report.
+fn summary_line(s: &Summary, fail_on: FailOn) -> String {
     let mut parts = vec![match s.violations {
         0 => format!("{} denied", s.denied),
         1 => format!("{} denied (1 violation)", s.denied),
@@ -1249,92 +1998,120 @@ pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
     if s.skipped > 0 {
         parts.push(format!("{} skipped", s.skipped));
     }
-    out.push_str(&format!("\nSummary: {} document(s): {}.", s.documents, parts.join(", ")));
-    let status = exit_status(report, fail_on);
-    let gate = match (status, fail_on) {
-        (1, _) => " Exit status 1 (`--fail-on none` reports without failing).".to_string(),
-        (_, FailOn::None) if s.denied + s.errors + s.warned > 0 => " Exit status 0 (`--fail-on none`).".to_string(),
-        _ => String::new(),
+    let mut out = format!("\nSummary: {} document(s): {}.", s.documents, parts.join(", "));
+    let gate = match (fails(s, fail_on), fail_on) {
+        (true, _) => " Exit status 1 (`--fail-on none` reports without failing).",
+        (_, FailOn::None) if s.denied + s.errors + s.warned > 0 => " Exit status 0 (`--fail-on none`).",
+        _ => "",
     };
-    out.push_str(&gate);
+    out.push_str(gate);
     out.push('\n');
     out
 }
 
-/// The machine-readable report.
-pub fn to_json(report: &Report) -> Value {
-    let source = |s: &Source| {
-        let mut v = json!({"file": s.file, "document": s.document});
-        if let (Some(item), Some(map)) = (s.item, v.as_object_mut()) {
-            map.insert("item".into(), json!(item));
-        }
-        v
-    };
-    let documents: Vec<Value> = report
-        .documents
+/// Feeds a finished report to a writer, items in the order a scan yields
+/// them: each file's notes where the scan would have met them is not
+/// known any more, but every writer keeps notes apart from documents.
+fn replay(report: &Report, add: &mut dyn FnMut(Item) -> Result<()>) -> Result<()> {
+    for d in &report.documents {
+        add(Item::Document(d.clone()))?;
+    }
+    for n in &report.errors {
+        add(Item::Error(n.clone()))?;
+    }
+    for n in &report.skipped {
+        add(Item::Skipped(n.clone()))?;
+    }
+    Ok(())
+}
+
+/// The human report: the verdict table, the messages grouped by document,
+/// skipped documents, and a summary line that says what the exit status
+/// will be.
+pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
+    let mut out = Vec::new();
+    let written = TableWriter::new(report.form, report.rules.clone(), report.files, width, fail_on, &|_| Ok(Spill::Memory(Vec::new())))
+        .and_then(|mut w| {
+            replay(report, &mut |item| w.add(item))?;
+            w.finish(&mut out)
+        });
+    match written {
+        Ok(()) => String::from_utf8_lossy(&out).into_owned(),
+        Err(e) => format!("(the report could not be rendered: {e:#})\n"),
+    }
+}
+
+fn source_json(s: &Source) -> Value {
+    let mut v = json!({"file": s.file, "document": s.document});
+    if let (Some(item), Some(map)) = (s.item, v.as_object_mut()) {
+        map.insert("item".into(), json!(item));
+    }
+    v
+}
+
+/// One document of the machine-readable report.
+fn document_json(rules: &[RuleInfo], d: &DocumentReport) -> Value {
+    let results: serde_json::Map<String, Value> = rules
         .iter()
-        .map(|d| {
-            let results: serde_json::Map<String, Value> = report
-                .rules
-                .iter()
-                .zip(&d.results)
-                .map(|(rule, r)| {
-                    let mut v = json!({"verdict": r.outcome.key()});
-                    if let Some(map) = v.as_object_mut() {
-                        if let Some(resp) = &r.response {
-                            if !resp.accepted {
-                                map.insert("message".into(), json!(resp.message));
-                                map.insert("violations".into(), json!(violations(resp.message.as_deref().unwrap_or_default())));
-                            }
-                            if let Some(code) = resp.code {
-                                map.insert("code".into(), json!(code));
-                            }
-                            if !resp.warnings.is_empty() {
-                                map.insert("warnings".into(), json!(resp.warnings));
-                            }
-                            if !resp.audit_annotations.is_empty() {
-                                map.insert("auditAnnotations".into(), json!(resp.audit_annotations));
-                            }
-                        }
-                        if let Some(e) = &r.error {
-                            map.insert("error".into(), json!(e));
-                        }
-                        if let Some(patch) = &r.patch {
-                            map.insert("patch".into(), patch.clone());
-                        }
+        .zip(&d.results)
+        .map(|(rule, r)| {
+            let mut v = json!({"verdict": r.outcome.key()});
+            if let Some(map) = v.as_object_mut() {
+                if let Some(resp) = &r.response {
+                    if !resp.accepted {
+                        map.insert("message".into(), json!(resp.message));
+                        map.insert("violations".into(), json!(violations(resp.message.as_deref().unwrap_or_default())));
                     }
-                    (rule.name.clone(), v)
-                })
-                .collect();
-            let t = &d.target;
-            json!({
-                "source": source(&d.source),
-                "apiVersion": if t.group.is_empty() { t.version.clone() } else { format!("{}/{}", t.group, t.version) },
-                "kind": t.kind,
-                "resource": t.resource,
-                "subResource": t.sub_resource,
-                "operation": t.operation,
-                "namespace": t.namespace,
-                "name": t.name,
-                "verdict": d.outcome().key(),
-                "results": results,
-            })
+                    if let Some(code) = resp.code {
+                        map.insert("code".into(), json!(code));
+                    }
+                    if !resp.warnings.is_empty() {
+                        map.insert("warnings".into(), json!(resp.warnings));
+                    }
+                    if !resp.audit_annotations.is_empty() {
+                        map.insert("auditAnnotations".into(), json!(resp.audit_annotations));
+                    }
+                }
+                if let Some(e) = &r.error {
+                    map.insert("error".into(), json!(e));
+                }
+                if let Some(patch) = &r.patch {
+                    map.insert("patch".into(), patch.clone());
+                }
+            }
+            (rule.name.clone(), v)
         })
         .collect();
-    let notes = |notes: &[Note]| -> Vec<Value> {
-        notes.iter().map(|n| json!({"source": source(&n.source), "reason": n.reason})).collect()
-    };
-    let s = report.summary();
+    let t = &d.target;
     json!({
-        "form": report.form.name(),
-        "rules": report.rules.iter().map(|r| json!({
-            "name": r.name, "version": r.version, "description": r.description, "docs": r.docs,
-        })).collect::<Vec<_>>(),
-        "documents": documents,
-        "skipped": notes(&report.skipped),
-        "errors": notes(&report.errors),
-        "summary": {
-            "files": report.files,
+        "source": source_json(&d.source),
+        "apiVersion": if t.group.is_empty() { t.version.clone() } else { format!("{}/{}", t.group, t.version) },
+        "kind": t.kind,
+        "resource": t.resource,
+        "subResource": t.sub_resource,
+        "operation": t.operation,
+        "namespace": t.namespace,
+        "name": t.name,
+        "verdict": d.outcome().key(),
+        "results": results,
+    })
+}
+
+/// Everything of the machine-readable report but its documents.
+fn report_tail(form: Form, rules: &[RuleInfo], files: usize, skipped: &[Note], errors: &[Note], s: &Summary) -> serde_json::Map<String, Value> {
+    let notes = |notes: &[Note]| -> Vec<Value> { notes.iter().map(|n| json!({"source": source_json(&n.source), "reason": n.reason})).collect() };
+    let mut m = serde_json::Map::new();
+    m.insert("form".into(), json!(form.name()));
+    m.insert(
+        "rules".into(),
+        json!(rules.iter().map(|r| json!({"name": r.name, "version": r.version, "description": r.description, "docs": r.docs})).collect::<Vec<_>>()),
+    );
+    m.insert("skipped".into(), json!(notes(skipped)));
+    m.insert("errors".into(), json!(notes(errors)));
+    m.insert(
+        "summary".into(),
+        json!({
+            "files": files,
             "documents": s.documents,
             "denied": s.denied,
             "warned": s.warned,
@@ -1343,8 +2120,89 @@ pub fn to_json(report: &Report) -> Value {
             "errors": s.errors,
             "skipped": s.skipped,
             "violations": s.violations,
-        },
-    })
+        }),
+    );
+    m
+}
+
+/// The machine-readable report.
+pub fn to_json(report: &Report) -> Value {
+    let documents: Vec<Value> = report.documents.iter().map(|d| document_json(&report.rules, d)).collect();
+    let mut m = report_tail(report.form, &report.rules, report.files, &report.skipped, &report.errors, &report.summary());
+    m.insert("documents".into(), Value::Array(documents));
+    Value::Object(m)
+}
+
+/// The machine-readable report written as the documents arrive, byte for
+/// byte what `serde_json::to_string_pretty(&to_json(report))` and a newline
+/// give (the report's keys are in name order, `documents` first).
+struct JsonWriter<'o> {
+    out: &'o mut dyn Write,
+    form: Form,
+    rules: Vec<RuleInfo>,
+    files: usize,
+    skipped: Vec<Note>,
+    errors: Vec<Note>,
+    tally: Tally,
+}
+
+impl JsonWriter<'_> {
+    fn add(&mut self, item: Item) -> Result<()> {
+        self.tally.add(&item);
+        match item {
+            Item::Document(d) => {
+                let first = self.tally.0.documents == 1;
+                self.out.write_all(if first { b"{\n  \"documents\": [\n" } else { b",\n" })?;
+                let text = serde_json::to_string_pretty(&document_json(&self.rules, &d))?;
+                let mut indented = String::with_capacity(text.len() + text.len() / 8);
+                for (n, line) in text.split('\n').enumerate() {
+                    if n > 0 {
+                        indented.push('\n');
+                    }
+                    indented.push_str("    ");
+                    indented.push_str(line);
+                }
+                self.out.write_all(indented.as_bytes())?;
+            }
+            Item::Skipped(n) => self.skipped.push(n),
+            Item::Error(n) => self.errors.push(n),
+            Item::Overridden(_) => {}
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<()> {
+        let s = self.tally.0;
+        let tail = report_tail(self.form, &self.rules, self.files, &self.skipped, &self.errors, &s);
+        let text = serde_json::to_string_pretty(&Value::Object(tail))?;
+        // `{\n  "errors": ...}`: the rest of the report after `documents`.
+        let rest = text.strip_prefix("{\n").unwrap_or(&text);
+        if s.documents == 0 {
+            self.out.write_all(b"{\n  \"documents\": [],\n")?;
+        } else {
+            self.out.write_all(b"\n  ],\n")?;
+        }
+        self.out.write_all(rest.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        Ok(())
+    }
+}
+
+/// [`JsonWriter`] over a finished report, as a string.
+pub fn render_json(report: &Report) -> Result<String> {
+    let mut out = Vec::new();
+    let mut w = JsonWriter {
+        out: &mut out,
+        form: report.form,
+        rules: report.rules.clone(),
+        files: report.files,
+        skipped: Vec::new(),
+        errors: Vec::new(),
+        tally: Tally::default(),
+    };
+    replay(report, &mut |item| w.add(item))?;
+    w.finish()?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
@@ -1718,6 +2576,39 @@ mod tests {
             v["summary"],
             json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "mutated": 0, "passed": 0, "errors": 1, "skipped": 1, "violations": 3})
         );
+    }
+
+    #[test]
+    fn the_bundles_answer_splits_into_each_rules_own() {
+        // The bench Pod, which most validating rules deny or warn about,
+        // through the native bundle with every validating rule on.
+        let request = crate::tools::bench::POD_REQUEST;
+        let cluster = aigov_sdk::NoCluster;
+        let (mut rules, mut members) = (serde_json::Map::new(), Vec::new());
+        for (i, r) in native::RULES.iter().enumerate().filter(|(_, r)| !r.metadata.mutating) {
+            let settings = native::deployable_settings(r).unwrap();
+            rules.insert(r.metadata.name.into(), settings);
+            members.push((i, r.metadata.name));
+        }
+        let settings = json!({"rules": rules}).to_string();
+        let merged = (native::BUNDLE.validate_request)(request, &settings, &cluster);
+        assert!(!merged.accepted);
+        let parts = split_bundle_answer(merged, &members).unwrap();
+        assert_eq!(parts.len(), members.len());
+        let mut denied = 0;
+        for (i, part) in parts {
+            let rule = &native::RULES[i];
+            let own = (rule.validate_request)(request, &rules[rule.metadata.name].to_string(), &cluster);
+            assert_eq!(part, own, "{}", rule.metadata.name);
+            denied += usize::from(!own.accepted);
+        }
+        assert!(denied >= 3, "several rules deny the bench Pod");
+        // What cannot be split is not.
+        let mut coded = ValidationResponse::reject("gpu-quota: x", Some(400));
+        assert!(split_bundle_answer(coded.clone(), &members).is_none());
+        coded.code = None;
+        coded.message = Some("nobody: x".into());
+        assert!(split_bundle_answer(coded, &members).is_none());
     }
 
     #[test]

@@ -377,6 +377,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
         settings: scan::parse_settings_args(&args.settings)?,
         form,
         identity: Identity::default(),
+        ..Config::default()
     };
     let cluster = Arc::new(load_cluster(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?);
     let report = scan::scan_with(&config, cluster, &mut progress_bar())?;

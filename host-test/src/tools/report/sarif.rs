@@ -4,8 +4,6 @@
 //! document's first line when the message names no field). Files read from
 //! stdin are named without a region.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
 use super::position::{Located, Position, field_path};
@@ -26,21 +24,20 @@ fn uri(path: &str) -> String {
     out
 }
 
-/// Files read again for positions, once each.
+/// The file last read again for positions: documents come in file order,
+/// so each file is read once and only one is held at a time.
 #[derive(Default)]
-struct Files(BTreeMap<String, Option<Located>>);
+struct Files(Option<(String, Option<Located>)>);
 
 impl Files {
     fn locate(&mut self, doc: &DocumentReport, message: &str) -> Option<Position> {
         let file = &doc.source.file;
-        let located = self.0.entry(file.clone()).or_insert_with(|| {
-            if file == "<stdin>" {
-                return None;
-            }
-            std::fs::read_to_string(file).ok().and_then(|t| Located::parse(&t))
-        });
+        if self.0.as_ref().is_none_or(|(f, _)| f != file) {
+            let located = if file == "<stdin>" { None } else { std::fs::read_to_string(file).ok().and_then(|t| Located::parse(&t)) };
+            self.0 = Some((file.clone(), located));
+        }
         let path = field_path(message).unwrap_or_default();
-        located.as_ref()?.locate(doc.source.document, doc.source.item, &path)
+        self.0.as_ref()?.1.as_ref()?.locate(doc.source.document, doc.source.item, &path)
     }
 }
 
