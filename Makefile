@@ -47,7 +47,7 @@ INSECURE   ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: case-records fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -251,11 +251,17 @@ jco-deps:
 	  cp host-test/tests/jco/package-lock.json $(JCO_TOOLS)/installed.lock; \
 	fi
 
-jco-check: artifacts jco-deps
-	rm -rf $(JCO_OUT)/records
-	$(AIGOV) export-cases --artifacts $(ARTIFACTS) --out $(JCO_OUT)/records
+## Every call the harness makes of every component over the case corpus,
+## with its answer and the lookups it made: what jco-check and
+## playground-check replay (written once per make run).
+CASE_RECORDS := $(CURDIR)/target/case-records
+case-records: artifacts
+	rm -rf $(CASE_RECORDS)
+	$(AIGOV) export-cases --artifacts $(ARTIFACTS) --out $(CASE_RECORDS)
+
+jco-check: case-records jco-deps
 	node host-test/tests/jco/run.mjs --jco $(JCO_TOOLS) --policies policies --artifacts $(ARTIFACTS) \
-	  --records $(JCO_OUT)/records --out $(JCO_OUT)/transpiled
+	  --records $(CASE_RECORDS) --out $(JCO_OUT)/transpiled
 
 ## The playground: a static page where a manifest is checked as you type
 ## (sources in host-test/playground/). It runs the bundle component itself,
@@ -304,11 +310,9 @@ chromium-deps:
 ## line, the diff), then every bundle call of the case corpus (`aigov
 ## export-cases`) made through the page's own evaluation function, lookups
 ## replayed, each answer equal to the harness's; writes docs/playground.png.
-playground-check: playground chromium-deps
-	rm -rf $(PLAYGROUND_OUT)/records
-	$(AIGOV) export-cases --artifacts $(ARTIFACTS) --out $(PLAYGROUND_OUT)/records
+playground-check: playground chromium-deps case-records
 	node host-test/tests/playground/check.mjs --tools $(PLAYGROUND_TOOLS) --aigov $(AIGOV) --page $(PLAYGROUND) \
-	  --policies policies --artifacts $(ARTIFACTS) --records $(PLAYGROUND_OUT)/records --out $(PLAYGROUND_OUT) \
+	  --policies policies --artifacts $(ARTIFACTS) --records $(CASE_RECORDS) --out $(PLAYGROUND_OUT) \
 	  --screenshot docs/playground.png
 
 test: lint unit jco-check playground-check reports-check e2e reproducible fuzz-smoke
