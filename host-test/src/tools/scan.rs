@@ -232,19 +232,7 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mu
         // Reports grouped by rule or namespace, or whose header depends on
         // every result: the results are kept (not the documents).
         Format::Policyreport | Format::Junit | Format::Sarif => {
-            let mut report = Report {
-                form: scanner.form(),
-                rules: scanner.rules(),
-                files: scanner.files(),
-                documents: Vec::new(),
-                skipped: Vec::new(),
-                errors: Vec::new(),
-                overridden: Vec::new(),
-            };
-            scanner.run(&mut |_, _| {}, &mut |item| {
-                report.add(item);
-                Ok(())
-            })?;
+            let mut report = collect(scanner, &mut |_, _| {})?;
             match format {
                 Format::Policyreport => write!(out, "{}", crate::tools::report::policyreport::render(&report, &chrono::Utc::now())?)?,
                 Format::Junit => write!(out, "{}", crate::tools::report::junit::render(&report))?,
@@ -1547,7 +1535,11 @@ pub fn scan(config: &Config) -> Result<Report> {
 /// found so far)` as it goes. Collects the whole report; `aigov scan`
 /// itself writes as it goes instead ([`Scanner::run`]).
 pub fn scan_with(config: &Config, cluster: Arc<FixtureCluster>, progress: &mut dyn FnMut(usize, usize)) -> Result<Report> {
-    let scanner = Scanner::new(config, cluster)?;
+    collect(&Scanner::new(config, cluster)?, progress)
+}
+
+/// Runs `scanner` to the end, keeping every result (not the documents).
+fn collect(scanner: &Scanner, progress: &mut dyn FnMut(usize, usize)) -> Result<Report> {
     let mut report = Report {
         form: scanner.form(),
         rules: scanner.rules(),
