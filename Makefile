@@ -40,6 +40,9 @@ ENABLE     ?=
 FORCE      ?=
 # INSECURE=1: talk plain HTTP to the registry (a lab or loopback registry).
 INSECURE   ?=
+# KEY=cosign.key: `make push` signs what it pushes (`aigov generate-key-pair`
+# writes a key pair; the password comes from COSIGN_PASSWORD).
+KEY        ?=
 # ArtifactHub's `createdAt` in the manifests: the last commit's time. (No OCI
 # artifact records a time: their digests depend on the wasm files alone.)
 # Given to aigov only: exported, it would reach cargo, where the `cc` crate
@@ -47,7 +50,7 @@ INSECURE   ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: case-records fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -55,18 +58,26 @@ help:
 	@echo "make artifacts     modules, components, OCI layout (artifacts/oci), SHA256SUMS"
 	@echo "make manifests DEST=dir [REGISTRY=host/prefix] [ENABLE=rule-a,rule-b] [FORCE=1]"
 	@echo "                   deployment manifests into dir; files edited there are left alone"
-	@echo "make push REGISTRY=host:port/prefix [INSECURE=1]   push every rule in both forms"
+	@echo "make push REGISTRY=host:port/prefix [INSECURE=1] [KEY=cosign.key]   push every rule in both forms, signed with KEY"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
 	@echo "make jco-check     every component under Node.js (jco transpile) answers every case as the harness does"
+	@echo "make wasmtime-check  every import-free component under the wasmtime CLI (run --invoke) answers every case as the harness does"
 	@echo "make playground    the browser playground (artifacts/playground); serve it with target/release/aigov playground"
 	@echo "make playground-check  the playground in headless Chromium: verdicts, highlighting, diffs, the whole case corpus"
 
-## Toolchain: the two wasm targets (rustup fetches them once).
+## Toolchain: the two wasm targets (rustup fetches them once), and OpenSSL's
+## headers for the host (registry TLS and cosign signatures), with apt when
+## pkg-config cannot find them.
 setup:
 	@installed="$$(rustup target list --installed)"; \
 	for t in $(WASM_TARGETS); do \
 	  grep -qx "$$t" <<<"$$installed" || rustup target add "$$t"; \
 	done
+	@if ! pkg-config --exists openssl 2>/dev/null; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	  echo "installing libssl-dev pkg-config (apt)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends libssl-dev pkg-config >/dev/null; \
+	fi
 
 aigov: setup
 	$(CARGO) build --release --locked -p host-test
@@ -129,10 +140,14 @@ bench: artifacts
 
 ## Every rule in both forms to $(REGISTRY): <rule>:v<version> (the
 ## Kubewarden module) and <rule>:v<version>-component. Prints the digests.
+## With KEY=cosign.key, signs each by digest as it goes (the key's password
+## from COSIGN_PASSWORD, as for cosign).
 push: artifacts
 	@for rule in $(RULES); do \
 	  for form in policy.wasm policy.component.wasm; do \
-	    $(AIGOV) push $(ARTIFACTS)/$$rule/$$form $(REGISTRY)/$$rule $(if $(INSECURE),--insecure); \
+	    pinned="$$($(AIGOV) push $(ARTIFACTS)/$$rule/$$form $(REGISTRY)/$$rule $(if $(INSECURE),--insecure))"; \
+	    echo "$$pinned"; \
+	    $(if $(KEY),$(AIGOV) sign "$$pinned" --key $(KEY) $(if $(INSECURE),--insecure) >/dev/null;) \
 	  done; \
 	done
 
@@ -158,6 +173,7 @@ e2e-deps:
 	@missing=""; \
 	command -v docker-registry >/dev/null || missing="$$missing docker-registry"; \
 	command -v skopeo >/dev/null || missing="$$missing skopeo"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	if [ -n "$$missing" ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	  echo "installing$$missing (apt)"; \
@@ -263,6 +279,26 @@ jco-check: case-records jco-deps
 	node host-test/tests/jco/run.mjs --jco $(JCO_TOOLS) --policies policies --artifacts $(ARTIFACTS) \
 	  --records $(CASE_RECORDS) --out $(JCO_OUT)/transpiled
 
+## The plainest host: the wasmtime CLI, the version the harness links,
+## installed once into target/tools (about 5 minutes here). Only what
+## `wasmtime compile` and `wasmtime run --invoke` need, and cranelift itself
+## at opt-level 1: the check compiles each component once, so the CLI's own
+## speed matters less than its build time.
+WASMTIME         := $(CURDIR)/target/tools/bin/wasmtime
+WASMTIME_VERSION := 48.0.8
+wasmtime-cli:
+	@test -x $(WASMTIME) && $(WASMTIME) --version | grep -qx "wasmtime $(WASMTIME_VERSION)" || \
+	  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=0 \
+	  $(CARGO) install --locked wasmtime-cli --version $(WASMTIME_VERSION) \
+	    --no-default-features --features run,compile,cranelift,component-model \
+	    --root $(CURDIR)/target/tools --target-dir $(CURDIR)/target/tools-build
+
+## Every call the harness makes over the case corpus, made again with
+## `wasmtime run --invoke` for each component that imports nothing.
+wasmtime-check: wasmtime-cli case-records
+	AIGOV_WASMTIME=$(WASMTIME) AIGOV_CASE_RECORDS=$(CASE_RECORDS) \
+	  $(CARGO) test --release --locked -p host-test --test wasmtime_cli -- --nocapture
+
 ## The playground: a static page where a manifest is checked as you type
 ## (sources in host-test/playground/). It runs the bundle component itself,
 ## transpiled by jco for the browser (async instantiation, core modules
@@ -315,7 +351,7 @@ playground-check: playground chromium-deps case-records
 	  --policies policies --artifacts $(ARTIFACTS) --records $(CASE_RECORDS) --out $(PLAYGROUND_OUT) \
 	  --screenshot docs/playground.png
 
-test: lint unit jco-check playground-check reports-check e2e reproducible fuzz-smoke
+test: lint unit jco-check wasmtime-check playground-check reports-check e2e reproducible fuzz-smoke
 
 clean:
 	$(CARGO) clean

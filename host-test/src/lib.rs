@@ -8,11 +8,11 @@
 //!   annotating modules, componentizing), the rules linked natively, and
 //!   turning manifests into the AdmissionRequests a policy receives.
 //! - [`dist`]: distributing them. OCI artifacts, the image layout on disk,
-//!   registries, and the deployment manifests.
+//!   registries, cosign signatures, and the deployment manifests.
 //! - [`tools`]: what people run. Test cases three ways, the offline scan,
 //!   the benchmark, reports in other tools' formats, the case corpus as the
-//!   component host answers it, for other hosts to replay, and the
-//!   playground's data and local server.
+//!   component host answers it, for other hosts to replay, a request quoted
+//!   for `wasmtime run --invoke`, and the playground's data and local server.
 
 pub mod run {
     //! Running artifacts.
@@ -31,6 +31,8 @@ pub mod dist {
     pub mod oci;
     pub mod package;
     pub mod registry;
+    #[cfg(feature = "signing")]
+    pub mod sign;
 }
 
 pub mod tools {
@@ -39,6 +41,7 @@ pub mod tools {
     pub mod cases;
     pub mod export_cases;
     pub mod fuzzing;
+    pub mod invoke;
     pub mod playground;
     pub mod report;
     pub mod scan;

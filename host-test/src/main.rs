@@ -186,6 +186,19 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Print the `--invoke` argument with which `wasmtime run` evaluates a
+    /// request with a component that imports nothing:
+    /// `wasmtime run --invoke "$(aigov invoke pod.yaml)" artifacts/owner-label/policy.component.wasm`
+    Invoke {
+        /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
+        /// or JSON), as for `eval`.
+        request: PathBuf,
+        /// Settings file (YAML or JSON); default: `{}`, the rule's defaults.
+        #[arg(long)]
+        settings: Option<PathBuf>,
+        #[command(flatten)]
+        submission: SubmissionArgs,
+    },
     /// Write N Pod manifests of about 4.5 KiB (for measuring `aigov scan`).
     #[command(hide = true)]
     GenManifests {
@@ -199,6 +212,10 @@ enum Command {
     /// Push, pull and package the bundle for registries and clusters.
     #[command(flatten)]
     Oci(aigov::dist::registry::Command),
+    /// Sign pushed artifacts and verify their signatures, as cosign does.
+    #[cfg(feature = "signing")]
+    #[command(flatten)]
+    Signatures(aigov::dist::sign::Command),
     /// Write the OCI image layout of every rule (artifacts/oci) and
     /// artifacts/SHA256SUMS; `make artifacts` runs it. Writes no deployment
     /// manifest (see `aigov manifests`).
@@ -332,7 +349,7 @@ fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
     if docs.len() != 1 {
-        bail!("{} holds {} documents; `eval` takes exactly one (use `aigov scan` for many)", path.display(), docs.len());
+        bail!("{} holds {} documents; a request is one (use `aigov scan` for many)", path.display(), docs.len());
     }
     let doc = docs.remove(0);
     if !is_verbatim(&doc) {
@@ -447,12 +464,23 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             write(&output, serde_json::to_string(&data)?.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Invoke { request, settings, submission } => {
+            let request = eval_request(&request, &submission)?;
+            let settings = match settings {
+                Some(path) => read_settings(&path)?,
+                None => "{}".to_string(),
+            };
+            writeln!(out, "{}", aigov::tools::invoke::call("validate", &[&request.to_string(), &settings])?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::GenManifests { count, out: dir } => {
             let files = aigov::tools::scanbench::write_manifests(&dir, count)?;
             writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Oci(command) => aigov::dist::registry::run(&command, out),
+        #[cfg(feature = "signing")]
+        Command::Signatures(command) => aigov::dist::sign::run(&command, out),
         Command::Package(args) => aigov::dist::package::run(&args, out),
         Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),
         Command::Rules => {

@@ -88,9 +88,19 @@ impl Registry {
     /// A plain HTTP/1.1 GET against the registry API, independent of the
     /// OCI client under test.
     fn get(&self, path: &str, accept: &str) -> std::io::Result<Response> {
+        self.request("GET", path, &[("Accept", accept)], &[])
+    }
+
+    /// A plain HTTP/1.1 request against the registry API.
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<Response> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(stream, "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n", self.host())?;
+        write!(stream, "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n", self.host(), body.len())?;
+        for (name, value) in headers {
+            write!(stream, "{name}: {value}\r\n")?;
+        }
+        stream.write_all(b"\r\n")?;
+        stream.write_all(body)?;
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw)?;
         let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or(std::io::ErrorKind::InvalidData)?;
@@ -315,4 +325,203 @@ fn push_pull_inspect_and_copy_through_a_real_registry() {
         .output()
         .unwrap();
     assert!(!out.status.success() && !work.join("wrong.wasm").exists(), "a pull of a digest the repository does not hold fails");
+}
+
+/// Runs aigov with extra environment variables and no Docker credentials;
+/// the output, whatever the exit status.
+fn aigov_with(args: &[&str], vars: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(args)
+        .envs(vars.iter().copied())
+        .env("DOCKER_CONFIG", std::env::temp_dir().join("aigov-no-docker-config"))
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `aigov verify`'s exit status and report.
+fn verify(args: &[&str]) -> (i32, String) {
+    let out = aigov_with(&[&["verify"], args, &["--insecure"]].concat(), &[]);
+    (out.status.code().unwrap_or(-1), text(&out))
+}
+
+const PASSWORD: (&str, &str) = ("COSIGN_PASSWORD", "correct horse battery staple");
+
+/// Uploads a blob with the registry API (POST, then PUT with the digest).
+fn upload_blob(registry: &Registry, repository: &str, data: &[u8]) -> String {
+    let digest = sha256_digest(data);
+    let started = registry.request("POST", &format!("/v2/{repository}/blobs/uploads/"), &[], &[]).unwrap();
+    assert_eq!(started.status, 202, "starting an upload");
+    let location = started.header("location").unwrap().to_string();
+    let path = location.split_once("://").map_or(location.as_str(), |(_, rest)| &rest[rest.find('/').unwrap()..]);
+    let separator = if path.contains('?') { '&' } else { '?' };
+    let done = registry
+        .request("PUT", &format!("{path}{separator}digest={digest}"), &[("Content-Type", "application/octet-stream")], data)
+        .unwrap();
+    assert_eq!(done.status, 201, "finishing an upload");
+    digest
+}
+
+fn put_manifest(registry: &Registry, repository: &str, tag: &str, manifest: &[u8]) {
+    let put = registry
+        .request("PUT", &format!("/v2/{repository}/manifests/{tag}"), &[("Content-Type", media_types::MANIFEST)], manifest)
+        .unwrap();
+    assert_eq!(put.status, 201, "putting a manifest: {}", String::from_utf8_lossy(&put.body));
+}
+
+#[test]
+fn sign_verify_and_refuse_a_tampered_artifact_or_a_wrong_key() {
+    let registry = Registry::start();
+    let host = registry.host();
+    let keys = registry.dir.join("keys");
+    let key = |name: &str, ext: &str| keys.join(format!("{name}.{ext}")).to_str().unwrap().to_string();
+
+    // The platform team's key pair, with a password, and somebody else's,
+    // without one.
+    for (prefix, password) in [("platform", PASSWORD.1), ("other", "")] {
+        let prefix = keys.join(prefix);
+        let out = aigov_with(&["generate-key-pair", "--output-key-prefix", prefix.to_str().unwrap()], &[("COSIGN_PASSWORD", password)]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let pushed = aigov(&["push", "artifacts/owner-label/policy.wasm", &format!("{host}/signed/owner-label"), "--insecure"], Env::Bare);
+    let (tagged, digest) = pushed.trim().split_once('@').unwrap();
+    let pinned = format!("{host}/signed/owner-label@{digest}");
+    let sig_tag = format!("{}.sig", digest.replace(':', "-"));
+
+    // Nothing is signed yet.
+    let (status, report) = verify(&[tagged, "--key", &key("platform", "pub")]);
+    assert_eq!(status, 1, "{report}");
+    assert!(report.contains("NOT verified (0 signature(s)"), "{report}");
+
+    // A wrong password is refused before anything is written.
+    let out = aigov_with(&["sign", tagged, "--key", &key("platform", "key"), "--insecure"], &[("COSIGN_PASSWORD", "wrong")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("cannot decrypt"), "{}", text(&out));
+    assert_eq!(registry.get(&format!("/v2/signed/owner-label/manifests/{sig_tag}"), media_types::MANIFEST).unwrap().status, 404);
+
+    // Signed by tag: the digest is what is signed, and printed.
+    let out = aigov_with(&["sign", tagged, "--key", &key("platform", "key"), "-a", "env=prod", "--insecure"], &[PASSWORD]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), pinned);
+
+    // Stored as cosign stores it, read over the plain registry API: one
+    // simple-signing layer under REPOSITORY:sha256-<hex>.sig, its payload
+    // naming the repository and the digest, its signature an ECDSA
+    // signature of the payload that OpenSSL (not sigstore) accepts.
+    let manifest = registry.get(&format!("/v2/signed/owner-label/manifests/{sig_tag}"), media_types::MANIFEST).unwrap();
+    assert_eq!(manifest.status, 200);
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest.body).unwrap();
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1);
+    assert_eq!(layers[0]["mediaType"], aigov::dist::sign::SIMPLE_SIGNING);
+    let signature = layers[0]["annotations"][aigov::dist::sign::SIGNATURE_ANNOTATION].as_str().unwrap().to_string();
+    let payload = registry.get(&format!("/v2/signed/owner-label/blobs/{}", layers[0]["digest"].as_str().unwrap()), "*/*").unwrap().body;
+    let claims: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(claims["critical"]["type"], "cosign container image signature");
+    assert_eq!(claims["critical"]["identity"]["docker-reference"], format!("{host}/signed/owner-label"));
+    assert_eq!(claims["critical"]["image"]["docker-manifest-digest"], digest);
+    assert_eq!(claims["optional"]["env"], "prod");
+    let scratch = registry.dir.join("openssl");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::write(scratch.join("payload"), &payload).unwrap();
+    std::fs::write(scratch.join("sig.b64"), &signature).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(&scratch).output().expect("running openssl");
+        (out.status.success(), text(&out))
+    };
+    assert!(openssl(&["base64", "-d", "-A", "-in", "sig.b64", "-out", "sig.der"]).0);
+    let (ok, said) = openssl(&["dgst", "-sha256", "-verify", &key("platform", "pub"), "-signature", "sig.der", "payload"]);
+    assert!(ok && said.contains("Verified OK"), "{said}");
+    let (ok, _) = openssl(&["dgst", "-sha256", "-verify", &key("other", "pub"), "-signature", "sig.der", "payload"]);
+    assert!(!ok, "another key does not verify the signature");
+
+    // Verified with the right key, with and without the annotation; not
+    // with another annotation value or another key.
+    for args in [vec![tagged, "--key", &key("platform", "pub")], vec![&pinned, "--key", &key("platform", "pub"), "-a", "env=prod"]] {
+        let (status, report) = verify(&args);
+        assert_eq!(status, 0, "{report}");
+        assert!(report.starts_with(&format!("{pinned}: verified (1 signature(s)")), "{report}");
+    }
+    let (status, report) = verify(&[tagged, "--key", &key("platform", "pub"), "-a", "env=dev"]);
+    assert_eq!(status, 1, "{report}");
+    assert!(report.contains("no signature by") && report.contains("env=dev"), "{report}");
+    let (status, report) = verify(&[tagged, "--key", &key("other", "pub")]);
+    assert_eq!(status, 1, "a wrong key fails: {report}");
+    assert!(report.contains(&format!("no signature by {}", key("other", "pub"))), "{report}");
+
+    // Kubewarden's verification config, as kwctl and policy-server take it.
+    let indent = |pem: &str, n: usize| pem.lines().map(|l| format!("{}{l}\n", " ".repeat(n))).collect::<String>();
+    let platform_pub = std::fs::read_to_string(key("platform", "pub")).unwrap();
+    let other_pub = std::fs::read_to_string(key("other", "pub")).unwrap();
+    let configs = [
+        (format!("apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: platform-team\n    key: |\n{}    annotations:\n      env: prod\n", indent(&platform_pub, 6)), 0),
+        (format!("apiVersion: v1\nallOf:\n  - kind: pubKey\n    key: |\n{}", indent(&other_pub, 6)), 1),
+        (
+            format!(
+                "apiVersion: v1\nanyOf:\n  minimumMatches: 1\n  signatures:\n    - kind: pubKey\n      key: |\n{}    - kind: pubKey\n      key: |\n{}",
+                indent(&other_pub, 8),
+                indent(&platform_pub, 8)
+            ),
+            0,
+        ),
+    ];
+    for (i, (config, expected)) in configs.iter().enumerate() {
+        let path = registry.dir.join(format!("verification-config-{i}.yml"));
+        std::fs::write(&path, config).unwrap();
+        let (status, report) = verify(&[tagged, "--verification-config", path.to_str().unwrap()]);
+        assert_eq!(status, *expected, "config {i}:\n{config}\n{report}");
+    }
+
+    // Signing again with the same key replaces its signature; another
+    // signer's is appended, and both keys then verify.
+    let out = aigov_with(&["sign", &pinned, "--key", &key("platform", "key"), "-a", "env=prod", "--insecure"], &[PASSWORD]);
+    assert!(out.status.success() && text(&out).contains("replaced"), "{}", text(&out));
+    let out = aigov_with(&["sign", &pinned, "--key", &key("other", "key"), "--insecure"], &[("COSIGN_PASSWORD", "")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (status, report) = verify(&[tagged, "--key", &key("platform", "pub"), "--key", &key("other", "pub")]);
+    assert_eq!(status, 0, "{report}");
+    assert!(report.contains("(2 signature(s)"), "{report}");
+
+    // A tampered artifact: another module pushed over the signed tag has no
+    // signature.
+    let tampered = aigov(&["push", "artifacts/workload-security/policy.wasm", tagged, "--insecure"], Env::Bare);
+    let tampered_digest = tampered.trim().split_once('@').unwrap().1.to_string();
+    assert_ne!(tampered_digest, digest);
+    let (status, report) = verify(&[tagged, "--key", &key("platform", "pub")]);
+    assert_eq!(status, 1, "{report}");
+    assert!(report.contains(&format!("@{tampered_digest}: NOT verified (0 signature(s)")), "{report}");
+
+    // The genuine signatures copied beside the tampered digest: their
+    // payload names the signed digest, so none counts.
+    let original = registry.get(&format!("/v2/signed/owner-label/manifests/{sig_tag}"), media_types::MANIFEST).unwrap().body;
+    let tampered_sig_tag = format!("{}.sig", tampered_digest.replace(':', "-"));
+    put_manifest(&registry, "signed/owner-label", &tampered_sig_tag, &original);
+    let (status, report) = verify(&[tagged, "--key", &key("platform", "pub")]);
+    assert_eq!(status, 1, "{report}");
+    assert!(report.contains("NOT verified (0 signature(s)"), "{report}");
+
+    // A forged payload naming the tampered digest, under the genuine
+    // signature: it claims the digest, and the key does not verify it.
+    let forged = String::from_utf8(payload.clone()).unwrap().replace(digest, &tampered_digest);
+    let forged_digest = upload_blob(&registry, "signed/owner-label", forged.as_bytes());
+    let mut forged_manifest: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    forged_manifest["layers"] = serde_json::json!([{
+        "mediaType": aigov::dist::sign::SIMPLE_SIGNING,
+        "size": forged.len(),
+        "digest": forged_digest,
+        "annotations": { aigov::dist::sign::SIGNATURE_ANNOTATION: signature },
+    }]);
+    put_manifest(&registry, "signed/owner-label", &tampered_sig_tag, &serde_json::to_vec(&forged_manifest).unwrap());
+    let (status, report) = verify(&[tagged, "--key", &key("platform", "pub")]);
+    assert_eq!(status, 1, "{report}");
+    assert!(report.contains("NOT verified (1 signature(s)"), "the forged layer is seen and rejected: {report}");
+
+    // The genuine artifact, by digest, still verifies.
+    let (status, report) = verify(&[&pinned, "--key", &key("platform", "pub")]);
+    assert_eq!(status, 0, "{report}");
 }

@@ -101,18 +101,14 @@ fn without_digest(reference: &Reference) -> String {
     s
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")
 }
 
-fn client(insecure: bool) -> Client {
-    // rustls needs one process-wide crypto provider before any TLS client is
-    // built; installing it twice is harmless (the second call reports the
-    // first).
-    let _ = rustls::crypto::ring::default_provider().install_default();
+pub(crate) fn client(insecure: bool) -> Client {
     Client::new(ClientConfig {
         protocol: if insecure { ClientProtocol::Http } else { ClientProtocol::Https },
         ..ClientConfig::default()
