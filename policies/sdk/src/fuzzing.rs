@@ -416,7 +416,7 @@ mod tests {
         // canonicalizer; the fuzz build does not). So the helper must follow
         // the build, against Rust's own correctly rounded parse.
         let n = "1.11111111111111e+39";
-        let lands_off = serde_json::from_str::<f64>(n).unwrap() != n.parse::<f64>().unwrap();
+        let lands_off = serde_json::from_str::<f64>(n).ok() != n.parse::<f64>().ok();
         assert_eq!(inexact(&format!(r#"{{"nvidia.com/gpu":{n}}}"#)), lands_off);
         assert!(!inexact(r#"{"a":18446744073709551615,"b":-9223372036854775808,"c":1e25,"d":0.000125,"e":-3.5e10,"f":100000000000000000000000}"#));
         assert!(!inexact(r#"{"not a number":"12345678901234567890.5","esc\"aped":"1e999"}"#), "strings are skipped");
