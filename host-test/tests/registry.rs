@@ -41,40 +41,51 @@ struct Registry {
 }
 
 impl Registry {
-    fn start() -> Registry {
+    /// A registry of its own for the test `name`: the tests of this file
+    /// run in parallel, in one process.
+    fn start(name: &str) -> Registry {
         let binary = which("docker-registry").unwrap_or_else(|| {
             panic!("`docker-registry` is not installed: run `make e2e` (it installs Debian's docker-registry and skopeo)")
         });
-        let dir = std::env::temp_dir().join(format!("aigov-registry-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let config = format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            dir.join("data").display()
-        );
-        std::fs::write(dir.join("config.yml"), config).unwrap();
-        let log = std::fs::File::create(dir.join("registry.log")).unwrap();
-        let child = Command::new(binary)
-            .arg("serve")
-            .arg(dir.join("config.yml"))
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("starting docker-registry");
-        let registry = Registry { child, dir, port };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(r) = registry.get("/v2/", "application/json")
-                && r.status == 200
-            {
-                return registry;
+        let dir = std::env::temp_dir().join(format!("aigov-registry-{}-{name}", std::process::id()));
+        // A free port is found by binding to port 0 and letting go; another
+        // process may take it meanwhile, so a registry that cannot bind is
+        // started again on another.
+        for _ in 0..5 {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(dir.join("data")).unwrap();
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let config = format!(
+                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                dir.join("data").display()
+            );
+            std::fs::write(dir.join("config.yml"), config).unwrap();
+            let log = std::fs::File::create(dir.join("registry.log")).unwrap();
+            let child = Command::new(&binary)
+                .arg("serve")
+                .arg(dir.join("config.yml"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("starting docker-registry");
+            let mut registry = Registry { child, dir: dir.clone(), port };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if let Ok(r) = registry.get("/v2/", "application/json")
+                    && r.status == 200
+                {
+                    return registry;
+                }
+                if registry.child.try_wait().unwrap().is_some() && registry.log().contains("address already in use") {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    panic!("the registry did not answer on port {port}; its log:\n{}", registry.log());
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            if Instant::now() > deadline {
-                panic!("the registry did not answer on port {port}; its log:\n{}", registry.log());
-            }
-            std::thread::sleep(Duration::from_millis(100));
         }
+        panic!("the registry found no free port in five tries");
     }
 
     fn host(&self) -> String {
@@ -224,7 +235,7 @@ fn locals(layout: &Layout) -> Vec<Local> {
 fn push_pull_inspect_and_copy_through_a_real_registry() {
     let layout = Layout::open(&root().join("artifacts/oci")).expect("artifacts/oci: run `make artifacts` first");
     let locals = locals(&layout);
-    let registry = Registry::start();
+    let registry = Registry::start("push-pull");
     let host = registry.host();
     let work = registry.dir.join("pulled");
 
@@ -376,7 +387,7 @@ fn put_manifest(registry: &Registry, repository: &str, tag: &str, manifest: &[u8
 
 #[test]
 fn sign_verify_and_refuse_a_tampered_artifact_or_a_wrong_key() {
-    let registry = Registry::start();
+    let registry = Registry::start("signatures");
     let host = registry.host();
     let keys = registry.dir.join("keys");
     let key = |name: &str, ext: &str| keys.join(format!("{name}.{ext}")).to_str().unwrap().to_string();
