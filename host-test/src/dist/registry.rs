@@ -148,7 +148,7 @@ pub fn auth_from(config: impl std::io::Read, registry: &str) -> Result<RegistryA
     }
 }
 
-fn explain(e: oci_client::errors::OciDistributionError, what: &str, registry: &str, insecure: bool) -> anyhow::Error {
+pub(crate) fn explain(e: oci_client::errors::OciDistributionError, what: &str, registry: &str, insecure: bool) -> anyhow::Error {
     let text = e.to_string();
     let hint = if !insecure && (text.contains("http") || text.contains("connect") || text.contains("TLS") || text.contains("tls")) {
         " (for a plain-HTTP registry, pass `--insecure`)"

@@ -277,11 +277,6 @@ pub struct Signed {
     pub replaced: bool,
 }
 
-fn explain(e: OciDistributionError, what: &str, insecure: bool) -> anyhow::Error {
-    let hint = if insecure { "" } else { " (for a plain-HTTP registry, pass `--insecure`)" };
-    anyhow::anyhow!("{what}: {e}{hint}")
-}
-
 fn is_not_found(e: &OciDistributionError) -> bool {
     use oci_client::errors::OciErrorCode;
     match e {
@@ -293,6 +288,35 @@ fn is_not_found(e: &OciDistributionError) -> bool {
     }
 }
 
+/// What a reference names, resolved once: sign and verify act on the digest.
+struct Subject {
+    target: Reference,
+    auth: oci_client::secrets::RegistryAuth,
+    /// `registry/repository`, as cosign's payload names it.
+    repository: String,
+    /// The manifest digest the registry serves for the reference.
+    digest: String,
+}
+
+impl Subject {
+    async fn resolve(client: &oci_client::Client, reference: &str, insecure: bool) -> Result<Subject> {
+        let target = registry::parse_reference(reference)?;
+        let auth = registry::auth(target.resolve_registry())?;
+        client.store_auth_if_needed(target.resolve_registry(), &auth).await;
+        let digest = client
+            .fetch_manifest_digest(&target, &auth)
+            .await
+            .map_err(|e| registry::explain(e, &format!("finding `{reference}`"), target.registry(), insecure))?;
+        if let Some(pinned) = target.digest()
+            && pinned != digest
+        {
+            bail!("`{reference}` pins {pinned} but the registry serves {digest}");
+        }
+        let repository = format!("{}/{}", target.registry(), target.repository());
+        Ok(Subject { target, auth, repository, digest })
+    }
+}
+
 /// The tag cosign stores the signatures of `digest` under.
 pub fn signature_tag(digest: &str) -> String {
     format!("{}.sig", digest.replace(':', "-"))
@@ -301,21 +325,10 @@ pub fn signature_tag(digest: &str) -> String {
 /// Signs the artifact `reference` names, appending the signature to the
 /// `.sig` manifest beside it.
 pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, String>, insecure: bool) -> Result<Signed> {
-    let target = registry::parse_reference(reference)?;
-    let auth = registry::auth(target.resolve_registry())?;
     let client = registry::client(insecure);
-    let repository = format!("{}/{}", target.registry(), target.repository());
     registry::runtime()?.block_on(async {
-        client.store_auth_if_needed(target.resolve_registry(), &auth).await;
-        let digest = client
-            .fetch_manifest_digest(&target, &auth)
-            .await
-            .map_err(|e| explain(e, &format!("finding `{reference}`"), insecure))?;
-        if let Some(pinned) = target.digest()
-            && pinned != digest
-        {
-            bail!("`{reference}` pins {pinned} but the registry serves {digest}");
-        }
+        let Subject { target, auth, repository, digest } = Subject::resolve(&client, reference, insecure).await?;
+        let explain = |e, what: &str| registry::explain(e, what, target.registry(), insecure);
         let pinned = format!("{repository}@{digest}");
 
         // The payload: cosign's simple signing, naming the repository (not
@@ -336,7 +349,7 @@ pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, St
         let existing = match client.pull_manifest_raw(&sig_ref, &auth, &[OCI_MANIFEST]).await {
             Ok((bytes, _)) => Some(serde_json::from_slice::<serde_json::Value>(&bytes).context("the existing signature manifest")?),
             Err(e) if is_not_found(&e) => None,
-            Err(e) => return Err(explain(e, "fetching the existing signatures", insecure)),
+            Err(e) => return Err(explain(e, "fetching the existing signatures")),
         };
 
         let payload_digest = sha256_digest(&payload);
@@ -373,19 +386,19 @@ pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, St
             let present = client
                 .blob_exists(&sig_ref, &digest)
                 .await
-                .map_err(|e| explain(e, "checking for a signature blob", insecure))?;
+                .map_err(|e| explain(e, "checking for a signature blob"))?;
             if !present {
                 client
                     .push_blob(&sig_ref, data, &digest)
                     .await
-                    .map_err(|e| explain(e, "uploading the signature", insecure))?;
+                    .map_err(|e| explain(e, "uploading the signature"))?;
             }
         }
         let body = serde_json::to_vec(&manifest)?;
         client
             .push_manifest_raw(&sig_ref, body, OCI_MANIFEST.parse().context("manifest media type")?)
             .await
-            .map_err(|e| explain(e, "uploading the signature manifest", insecure))?;
+            .map_err(|e| explain(e, "uploading the signature manifest"))?;
         Ok(Signed { pinned, signature_tag: format!("{repository}:{}", signature_tag(&digest)), replaced })
     })
 }
@@ -585,20 +598,10 @@ impl Outcome {
 
 /// Checks the signatures of the artifact `reference` names against `policy`.
 pub fn verify(reference: &str, policy: &Policy, insecure: bool) -> Result<Outcome> {
-    let target = registry::parse_reference(reference)?;
-    let auth = registry::auth(target.resolve_registry())?;
-    let repository = format!("{}/{}", target.registry(), target.repository());
     let runtime = registry::runtime()?;
     // The digest first, so that the signatures checked are that digest's
     // even if the tag moves meanwhile.
-    let digest = runtime
-        .block_on(async { registry::client(insecure).fetch_manifest_digest(&target, &auth).await })
-        .map_err(|e| explain(e, &format!("finding `{reference}`"), insecure))?;
-    if let Some(pinned) = target.digest()
-        && pinned != digest
-    {
-        bail!("`{reference}` pins {pinned} but the registry serves {digest}");
-    }
+    let Subject { auth, repository, digest, .. } = runtime.block_on(Subject::resolve(&registry::client(insecure), reference, insecure))?;
     let pinned = format!("{repository}@{digest}");
     let protocol = if insecure { sigstore::registry::ClientProtocol::Http } else { sigstore::registry::ClientProtocol::Https };
     let mut client = ClientBuilder::default()
