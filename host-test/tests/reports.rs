@@ -1,25 +1,96 @@
 //! The SARIF report locates each violation at the field it names, in the
 //! sample files as they are written: checked against the files' real lines.
+//! And the reports `aigov scan` streams (through temporary files) are the
+//! reports rendered from a finished scan, byte for byte.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::path::PathBuf;
 
-use aigov::tools::report::sarif;
-use aigov::tools::scan::{self, Config, Form, Identity};
+use std::sync::Arc;
+
+use aigov::run::cluster::FixtureCluster;
+use aigov::tools::report::{junit, policyreport, sarif};
+use aigov::tools::scan::{self, Config, FailOn, Form, Format, Identity, Outcome, Scanner};
 use serde_json::Value;
 
-fn samples_sarif() -> Value {
+fn samples_config(extra: &[PathBuf]) -> Config {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
-    let config = Config {
-        paths: vec![root.clone()],
+    let mut paths = vec![root.clone()];
+    paths.extend_from_slice(extra);
+    Config {
+        paths,
         artifacts: PathBuf::from("artifacts"),
         cluster: Some(root.join("cluster")),
         settings: Default::default(),
         form: Form::Native,
         identity: Identity::default(),
         ..Config::default()
+    }
+}
+
+fn samples_sarif() -> Value {
+    sarif::render(&scan::scan(&samples_config(&[])).unwrap()).unwrap()
+}
+
+/// What `aigov scan --format FORMAT` writes.
+fn streamed(config: &Config, format: Format) -> String {
+    let cluster = Arc::new(FixtureCluster::from_dir(config.cluster.as_ref().unwrap()).unwrap());
+    let scanner = Scanner::new(config, cluster).unwrap();
+    let mut out = Vec::new();
+    scan::write_report(&scanner, format, FailOn::None, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn streamed_reports_are_the_reports_of_the_finished_scan() {
+    // The samples, and a file that cannot be parsed (SARIF reports it as a
+    // notification, known only at the end).
+    let dir = std::env::temp_dir().join(format!("aigov-reports-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("broken.yaml"), "kind: Pod\nmetadata: [unclosed\n").unwrap();
+    let config = samples_config(std::slice::from_ref(&dir));
+    let report = scan::scan(&config).unwrap();
+    assert!(report.documents.len() > 20 && !report.errors.is_empty(), "{} documents, {:?}", report.documents.len(), report.errors);
+
+    // What every format must hold, counted from the report itself.
+    let results = || report.documents.iter().flat_map(|d| d.results.iter());
+    let denied = results().filter(|r| r.outcome == Outcome::Deny).count();
+    let governed = results().filter(|r| r.outcome != Outcome::NotGoverned).count();
+    let sarif_results: usize = results()
+        .map(|r| match r.outcome {
+            Outcome::Deny => r.violations().len() + r.response.as_ref().map_or(0, |x| x.warnings.len()),
+            Outcome::Warn => r.response.as_ref().map_or(0, |x| x.warnings.len()),
+            Outcome::Error => 1,
+            _ => 0,
+        })
+        .sum();
+    assert!(denied > 5 && governed > denied);
+
+    let junit = streamed(&config, Format::Junit);
+    assert!(junit == junit::render(&report).unwrap(), "the streamed JUnit report is not the rendered one");
+    let header = format!("<testsuites name=\"aigov scan\" tests=\"{}\" failures=\"{denied}\"", report.documents.len() * report.rules.len());
+    assert!(junit.contains(&header), "{header} in {}", &junit[..300]);
+    assert_eq!(junit.matches("<testcase ").count(), report.documents.len() * report.rules.len());
+    assert_eq!(junit.matches("<failure ").count(), denied);
+
+    let sarif_streamed: Value = serde_json::from_str(&streamed(&config, Format::Sarif)).unwrap();
+    let sarif_rendered = sarif::render(&report).unwrap();
+    assert!(sarif_streamed == sarif_rendered, "the streamed SARIF log is not the rendered one");
+    assert_eq!(sarif_rendered["runs"][0]["invocations"][0]["executionSuccessful"], false);
+    assert_eq!(sarif_rendered["runs"][0]["results"].as_array().unwrap().len(), sarif_results);
+
+    // The reports carry the time they were made: compare at one time.
+    let now = |text: &str| -> String {
+        text.lines().map(|l| if l.trim_start().starts_with("seconds: ") { "    seconds: 0" } else { l }).collect::<Vec<_>>().join("\n")
     };
-    sarif::render(&scan::scan(&config).unwrap())
+    let rendered = policyreport::render(&report, &chrono::Utc::now()).unwrap();
+    assert!(rendered.matches("kind: PolicyReport").count() >= 3, "one report per namespace");
+    let policyreport = streamed(&config, Format::Policyreport);
+    assert!(now(&policyreport) == now(&rendered), "the streamed PolicyReports are not the rendered ones");
+    assert_eq!(policyreport.lines().filter(|l| l.starts_with("  result: ")).count(), governed);
+    let failed: usize = policyreport.lines().filter_map(|l| l.strip_prefix("  fail: ")).map(|n| n.parse::<usize>().unwrap()).sum();
+    assert_eq!(failed, denied);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `(file name, line, column, message)` of every result.

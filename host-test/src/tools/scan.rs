@@ -36,6 +36,7 @@ use crate::run::admission::{Submission, parse_manifests, plural, read_settings, 
 use crate::run::artifact::{self, Evaluator, Warm};
 use crate::run::cluster::FixtureCluster;
 use crate::run::{engine, native};
+use crate::tools::report::{self, spill::{Spill, indent}};
 
 /// Width the message section is wrapped to.
 pub const WRAP_WIDTH: usize = 100;
@@ -188,9 +189,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::from(u8::from(fails(&summary, args.fail_on))))
 }
 
-/// Runs a scan and writes its report in `format` to `out` as it goes
-/// (table and JSON as the documents are decided; the other formats once
-/// every result is in). Returns the summary and the verbatim requests
+/// Runs a scan and writes its report in `format` to `out` as it goes:
+/// memory does not grow with the number of documents (what must wait for
+/// the end waits in temporary files). Returns the summary and the verbatim requests
 /// whose `userInfo` `--user`/`--group` replaced.
 pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mut dyn Write) -> Result<(Summary, Vec<Source>)> {
     let mut overridden = Vec::new();
@@ -229,20 +230,43 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mu
             w.finish()?;
             s
         }
-        // Reports grouped by rule or namespace, or whose header depends on
-        // every result: the results are kept (not the documents).
-        Format::Policyreport | Format::Junit | Format::Sarif => {
-            let mut report = collect(scanner, &mut |_, _| {})?;
-            match format {
-                Format::Policyreport => write!(out, "{}", crate::tools::report::policyreport::render(&report, &chrono::Utc::now())?)?,
-                Format::Junit => write!(out, "{}", crate::tools::report::junit::render(&report))?,
-                _ => writeln!(out, "{}", serde_json::to_string_pretty(&crate::tools::report::sarif::render(&report))?)?,
-            }
-            overridden = std::mem::take(&mut report.overridden);
-            report.summary()
+        // Grouped by rule (JUnit) or namespace (PolicyReport), or with a
+        // header that depends on every result (SARIF's invocation): written
+        // as they arrive to spills, each group or the results whole at the end.
+        Format::Junit => {
+            let mut w = report::junit::Writer::new(scanner.rules(), &Spill::file)?;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
+        }
+        Format::Sarif => {
+            let mut w = report::sarif::Writer::new(scanner.rules(), &Spill::file)?;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
+        }
+        Format::Policyreport => {
+            let mut w = report::policyreport::Writer::new(scanner.rules(), chrono::Utc::now(), &Spill::file);
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
         }
     };
     Ok((summary, overridden))
+}
+
+/// Runs `scanner`, handing each item to `add`, noting the verbatim
+/// requests `--user`/`--group` replaced in `overridden`; returns the counts.
+fn stream(scanner: &Scanner, overridden: &mut Vec<Source>, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<Summary> {
+    let mut tally = Tally::default();
+    scanner.run(&mut |_, _| {}, &mut |item| {
+        tally.add(&item);
+        if let Item::Overridden(s) = &item {
+            overridden.push(s.clone());
+        }
+        add(&item)
+    })?;
+    Ok(tally.0)
 }
 
 // ------------------------------------------------------------------ model
@@ -1671,74 +1695,6 @@ fn diff_line(out: &mut String, indent: usize, line: &str, width: usize) {
     }
 }
 
-/// Where a report writer keeps what it writes only at the end: in memory,
-/// or (for `aigov scan`, whose memory must not grow with the number of
-/// documents) in a temporary file, removed when dropped.
-enum Spill {
-    Memory(Vec<u8>),
-    File { path: PathBuf, file: std::io::BufWriter<std::fs::File> },
-}
-
-impl Spill {
-    fn file(name: &str) -> Result<Spill> {
-        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("aigov-scan-{}-{n}-{name}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
-        Ok(Spill::File { path, file: std::io::BufWriter::new(file) })
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        match self {
-            Spill::Memory(v) => v.extend_from_slice(bytes),
-            Spill::File { file, .. } => file.write_all(bytes)?,
-        }
-        Ok(())
-    }
-
-    /// What was written, line by line.
-    fn lines(&mut self) -> Result<Box<dyn Iterator<Item = std::io::Result<String>> + '_>> {
-        use std::io::{BufRead as _, Seek as _};
-        match self {
-            Spill::Memory(v) => Ok(Box::new(v.split(|b| *b == b'\n').map(|l| Ok(String::from_utf8_lossy(l).into_owned())))),
-            Spill::File { file, .. } => {
-                file.flush()?;
-                let f = file.get_mut();
-                f.rewind()?;
-                Ok(Box::new(std::io::BufReader::new(f).lines()))
-            }
-        }
-    }
-
-    /// Copies what was written to `out`.
-    fn copy_to(&mut self, out: &mut dyn Write) -> Result<()> {
-        use std::io::Seek as _;
-        match self {
-            Spill::Memory(v) => out.write_all(v)?,
-            Spill::File { file, .. } => {
-                file.flush()?;
-                let f = file.get_mut();
-                f.rewind()?;
-                std::io::copy(f, out)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Spill {
-    fn drop(&mut self) {
-        if let Spill::File { path, .. } = self {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
 /// Counts a report's summary as its items arrive.
 #[derive(Clone, Copy, Debug, Default)]
 struct Tally(Summary);
@@ -2022,7 +1978,7 @@ fn replay(report: &Report, add: &mut dyn FnMut(Item) -> Result<()>) -> Result<()
 /// will be.
 pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
     let mut out = Vec::new();
-    let written = TableWriter::new(report.form, report.rules.clone(), report.files, width, fail_on, &|_| Ok(Spill::Memory(Vec::new())))
+    let written = TableWriter::new(report.form, report.rules.clone(), report.files, width, fail_on, &Spill::memory)
         .and_then(|mut w| {
             replay(report, &mut |item| w.add(item))?;
             w.finish(&mut out)
@@ -2146,15 +2102,7 @@ impl JsonWriter<'_> {
                 let first = self.tally.0.documents == 1;
                 self.out.write_all(if first { b"{\n  \"documents\": [\n" } else { b",\n" })?;
                 let text = serde_json::to_string_pretty(&document_json(&self.rules, &d))?;
-                let mut indented = String::with_capacity(text.len() + text.len() / 8);
-                for (n, line) in text.split('\n').enumerate() {
-                    if n > 0 {
-                        indented.push('\n');
-                    }
-                    indented.push_str("    ");
-                    indented.push_str(line);
-                }
-                self.out.write_all(indented.as_bytes())?;
+                self.out.write_all(indent(&text, "    ").as_bytes())?;
             }
             Item::Skipped(n) => self.skipped.push(n),
             Item::Error(n) => self.errors.push(n),

@@ -5,8 +5,12 @@
 //! `junit-10.xsd` that CI systems read.
 
 use std::fmt::Write as _;
+use std::io::Write;
 
-use crate::tools::scan::{Outcome, Report};
+use anyhow::Result;
+
+use super::spill::Spill;
+use crate::tools::scan::{Item, Outcome, Report, RuleInfo};
 
 /// Escapes text for an XML attribute or element.
 fn esc(text: &str) -> String {
@@ -27,28 +31,50 @@ fn esc(text: &str) -> String {
     out
 }
 
-/// The report as JUnit XML.
-pub fn render(report: &Report) -> String {
-    let mut suites = String::new();
-    let (mut tests, mut failures, mut errors) = (0usize, 0usize, 0usize);
-    for (r, rule) in report.rules.iter().enumerate() {
-        let (mut t, mut f, mut e, mut s) = (0usize, 0usize, 0usize, 0usize);
-        let mut cases = String::new();
-        for doc in &report.documents {
-            let Some(result) = doc.results.get(r) else { continue };
-            t += 1;
-            let name = esc(&format!("{}: {} {}", doc.source, doc.target.what(), doc.target.object()));
-            let _ = write!(cases, "    <testcase name=\"{name}\" classname=\"aigov.{}\" time=\"0\"", esc(&rule.name));
+/// One rule's test suite: its test cases, kept until its counts are known.
+struct Suite {
+    cases: Spill,
+    tests: usize,
+    failures: usize,
+    errors: usize,
+    skipped: usize,
+}
+
+/// JUnit XML written as the documents arrive: each rule's test cases go to
+/// its own spill, and [`Writer::finish`] writes the suites, whose counts
+/// head them, one after the other.
+pub struct Writer {
+    rules: Vec<RuleInfo>,
+    suites: Vec<Suite>,
+}
+
+impl Writer {
+    /// A writer for a report on `rules`, spilling each suite with `spill`.
+    pub fn new(rules: Vec<RuleInfo>, spill: &dyn Fn(&str) -> Result<Spill>) -> Result<Writer> {
+        let suites = rules
+            .iter()
+            .map(|r| Ok(Suite { cases: spill(&format!("junit-{}", r.name))?, tests: 0, failures: 0, errors: 0, skipped: 0 }))
+            .collect::<Result<_>>()?;
+        Ok(Writer { rules, suites })
+    }
+
+    /// Adds what the scan yielded (only documents make test cases).
+    pub fn add(&mut self, item: &Item) -> Result<()> {
+        let Item::Document(doc) = item else { return Ok(()) };
+        let name = esc(&format!("{}: {} {}", doc.source, doc.target.what(), doc.target.object()));
+        for ((rule, suite), result) in self.rules.iter().zip(&mut self.suites).zip(&doc.results) {
+            suite.tests += 1;
+            let mut case = format!("    <testcase name=\"{name}\" classname=\"aigov.{}\" time=\"0\"", esc(&rule.name));
             let body = match result.outcome {
                 Outcome::NotGoverned => {
-                    s += 1;
+                    suite.skipped += 1;
                     "      <skipped message=\"not governed by this rule\"/>\n".to_string()
                 }
                 Outcome::Pass => String::new(),
                 Outcome::Mutate => format!("      <system-out>{}</system-out>\n", esc(&format!("changed by the rule:\n{}", result.changes().join("\n")))),
                 Outcome::Warn => format!("      <system-out>{}</system-out>\n", esc(&super::message(result))),
                 Outcome::Deny => {
-                    f += 1;
+                    suite.failures += 1;
                     let violations = result.violations();
                     format!(
                         "      <failure type=\"denied\" message=\"{}\">{}</failure>\n",
@@ -57,29 +83,55 @@ pub fn render(report: &Report) -> String {
                     )
                 }
                 Outcome::Error => {
-                    e += 1;
+                    suite.errors += 1;
                     format!("      <error type=\"error\" message=\"{}\"/>\n", esc(&super::message(result)))
                 }
             };
             if body.is_empty() {
-                cases.push_str("/>\n");
+                case.push_str("/>\n");
             } else {
-                let _ = write!(cases, ">\n{body}    </testcase>\n");
+                let _ = write!(case, ">\n{body}    </testcase>\n");
             }
+            suite.cases.write(case.as_bytes())?;
         }
-        let _ = write!(
-            suites,
-            "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"0\" version=\"{}\">\n{cases}  </testsuite>\n",
-            esc(&rule.name),
-            esc(&rule.version)
-        );
-        tests += t;
-        failures += f;
-        errors += e;
+        Ok(())
     }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"aigov scan\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"0\">\n{suites}</testsuites>\n"
-    )
+
+    /// Writes the whole report.
+    pub fn finish(mut self, out: &mut dyn Write) -> Result<()> {
+        let (tests, failures, errors) = self.suites.iter().fold((0, 0, 0), |(t, f, e), s| (t + s.tests, f + s.failures, e + s.errors));
+        write!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"aigov scan\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"0\">\n"
+        )?;
+        for (rule, suite) in self.rules.iter().zip(&mut self.suites) {
+            writeln!(
+                out,
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"0\" version=\"{}\">",
+                esc(&rule.name),
+                suite.tests,
+                suite.failures,
+                suite.errors,
+                suite.skipped,
+                esc(&rule.version)
+            )?;
+            suite.cases.copy_to(out)?;
+            out.write_all(b"  </testsuite>\n")?;
+        }
+        out.write_all(b"</testsuites>\n")?;
+        Ok(())
+    }
+}
+
+/// A finished report as JUnit XML.
+pub fn render(report: &Report) -> Result<String> {
+    let mut w = Writer::new(report.rules.clone(), &Spill::memory)?;
+    for d in &report.documents {
+        w.add(&Item::Document(d.clone()))?;
+    }
+    let mut out = Vec::new();
+    w.finish(&mut out)?;
+    Ok(String::from_utf8(out)?)
 }
 
 #[cfg(test)]

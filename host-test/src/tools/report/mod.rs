@@ -6,6 +6,7 @@ pub mod junit;
 pub mod policyreport;
 pub mod position;
 pub mod sarif;
+pub mod spill;
 
 use crate::tools::scan::{DocumentReport, RuleResult};
 

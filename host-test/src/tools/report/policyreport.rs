@@ -6,17 +6,19 @@
 //! stream, ready for `kubectl apply -f -`.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::tools::scan::{DocumentReport, Outcome, Report, RuleInfo, RuleResult};
+use super::spill::Spill;
+use crate::tools::scan::{DocumentReport, Item, Outcome, Report, RuleInfo, RuleResult};
 
 /// The severities the CRD allows.
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
 
-fn result(doc: &DocumentReport, rule: &RuleInfo, r: &RuleResult, now: &DateTime<Utc>) -> Option<Value> {
+fn result(doc: &DocumentReport, rule: &RuleInfo, r: &RuleResult, now: &DateTime<Utc>) -> Option<(&'static str, Value)> {
     let verdict = match r.outcome {
         Outcome::NotGoverned => return None,
         Outcome::Pass | Outcome::Mutate => "pass",
@@ -58,11 +60,69 @@ fn result(doc: &DocumentReport, rule: &RuleInfo, r: &RuleResult, now: &DateTime<
             o.insert("severity".into(), json!(s));
         }
     }
-    Some(out)
+    Some((verdict, out))
 }
 
-fn report(kind: &str, namespace: Option<&str>, results: Vec<Value>) -> Value {
-    let count = |v: &str| results.iter().filter(|r| r.get("result").and_then(Value::as_str) == Some(v)).count();
+/// One report's results so far: their YAML (each a one-item sequence, so
+/// the items concatenated are the sequence), and their count per verdict.
+struct Group {
+    results: Spill,
+    any: bool,
+    counts: BTreeMap<&'static str, usize>,
+}
+
+/// The PolicyReports written as the documents arrive: each namespace's
+/// results go to its own spill (and the cluster-scoped objects' to one
+/// more), and [`Writer::finish`] writes each report with its summary.
+pub struct Writer<'s> {
+    rules: Vec<RuleInfo>,
+    now: DateTime<Utc>,
+    spill: &'s dyn Fn(&str) -> Result<Spill>,
+    groups: BTreeMap<Option<String>, Group>,
+}
+
+impl<'s> Writer<'s> {
+    /// A writer for a report on `rules` made at `now`, spilling each
+    /// namespace's results with `spill`.
+    pub fn new(rules: Vec<RuleInfo>, now: DateTime<Utc>, spill: &'s dyn Fn(&str) -> Result<Spill>) -> Writer<'s> {
+        Writer { rules, now, spill, groups: BTreeMap::new() }
+    }
+
+    /// Adds what the scan yielded (only documents make results).
+    pub fn add(&mut self, item: &Item) -> Result<()> {
+        let Item::Document(doc) = item else { return Ok(()) };
+        if !self.groups.contains_key(&doc.target.namespace) {
+            let results = (self.spill)(&format!("policyreport-{}", self.groups.len()))?;
+            self.groups.insert(doc.target.namespace.clone(), Group { results, any: false, counts: BTreeMap::new() });
+        }
+        let Some(group) = self.groups.get_mut(&doc.target.namespace) else { return Ok(()) };
+        for (rule, r) in self.rules.iter().zip(&doc.results) {
+            let Some((verdict, result)) = result(doc, rule, r, &self.now) else { continue };
+            *group.counts.entry(verdict).or_default() += 1;
+            group.any = true;
+            group.results.write(serde_norway::to_string(&[result])?.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the reports as a YAML stream: a PolicyReport per namespace in
+    /// name order, then the ClusterPolicyReport (when some object is
+    /// cluster-scoped).
+    pub fn finish(mut self, out: &mut dyn Write) -> Result<()> {
+        let cluster = self.groups.remove(&None);
+        for (namespace, group) in self.groups.iter_mut() {
+            write_report(out, "PolicyReport", namespace.as_deref(), group)?;
+        }
+        if let Some(mut group) = cluster {
+            write_report(out, "ClusterPolicyReport", None, &mut group)?;
+        }
+        Ok(())
+    }
+}
+
+/// One report, its keys in name order as the rest of the YAML aigov prints.
+fn write_report(out: &mut dyn Write, kind: &str, namespace: Option<&str>, group: &mut Group) -> Result<()> {
+    let count = |v: &str| group.counts.get(v).copied().unwrap_or(0);
     let summary = json!({"pass": count("pass"), "fail": count("fail"), "warn": count("warn"), "error": count("error"), "skip": 0});
     let mut metadata = json!({
         "name": namespace.map_or_else(|| "aigov-cluster".to_string(), |ns| format!("aigov-{ns}")),
@@ -71,37 +131,25 @@ fn report(kind: &str, namespace: Option<&str>, results: Vec<Value>) -> Value {
     if let (Some(ns), Some(o)) = (namespace, metadata.as_object_mut()) {
         o.insert("namespace".into(), json!(ns));
     }
-    json!({
-        "apiVersion": "wgpolicyk8s.io/v1alpha2",
-        "kind": kind,
-        "metadata": metadata,
-        "summary": summary,
-        "results": results,
-    })
+    out.write_all(b"---\n")?;
+    out.write_all(serde_norway::to_string(&json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": kind, "metadata": metadata}))?.as_bytes())?;
+    if group.any {
+        out.write_all(b"results:\n")?;
+        group.results.copy_to(out)?;
+    } else {
+        out.write_all(b"results: []\n")?;
+    }
+    out.write_all(serde_norway::to_string(&json!({"summary": summary}))?.as_bytes())?;
+    Ok(())
 }
 
-/// The reports: a PolicyReport per namespace in name order, then the
-/// ClusterPolicyReport (when some object is cluster-scoped).
-pub fn reports(scan: &Report, now: &DateTime<Utc>) -> Vec<Value> {
-    let mut by_namespace: BTreeMap<Option<&str>, Vec<Value>> = BTreeMap::new();
-    for doc in &scan.documents {
-        let results = scan.rules.iter().zip(&doc.results).filter_map(|(rule, r)| result(doc, rule, r, now));
-        by_namespace.entry(doc.target.namespace.as_deref()).or_default().extend(results);
-    }
-    let cluster = by_namespace.remove(&None);
-    let mut out: Vec<Value> = by_namespace.into_iter().map(|(ns, results)| report("PolicyReport", ns, results)).collect();
-    if let Some(results) = cluster {
-        out.push(report("ClusterPolicyReport", None, results));
-    }
-    out
-}
-
-/// The reports as a YAML stream.
+/// A finished report's PolicyReports as a YAML stream.
 pub fn render(scan: &Report, now: &DateTime<Utc>) -> Result<String> {
-    let mut out = String::new();
-    for r in reports(scan, now) {
-        out.push_str("---\n");
-        out.push_str(&serde_norway::to_string(&r)?);
+    let mut w = Writer::new(scan.rules.clone(), *now, &Spill::memory);
+    for d in &scan.documents {
+        w.add(&Item::Document(d.clone()))?;
     }
-    Ok(out)
+    let mut out = Vec::new();
+    w.finish(&mut out)?;
+    Ok(String::from_utf8(out)?)
 }

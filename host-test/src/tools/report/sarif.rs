@@ -4,10 +4,14 @@
 //! document's first line when the message names no field). Files read from
 //! stdin are named without a region.
 
+use std::io::Write;
+
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::position::{Located, Position, field_path};
-use crate::tools::scan::{DocumentReport, Outcome, Report};
+use super::spill::{Spill, indent};
+use crate::tools::scan::{DocumentReport, Item, Note, Outcome, Report, RuleInfo};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -52,66 +56,135 @@ fn location(files: &mut Files, doc: &DocumentReport, message: &str) -> Value {
     })
 }
 
-/// The report as a SARIF log.
-pub fn render(report: &Report) -> Value {
-    let mut files = Files::default();
-    let mut results = Vec::new();
-    for doc in &report.documents {
-        for (index, (rule, r)) in report.rules.iter().zip(&doc.results).enumerate() {
-            let items: Vec<(&str, String)> = match r.outcome {
-                // A mutation admits the object; `scan` shows the change.
-                Outcome::NotGoverned | Outcome::Pass | Outcome::Mutate => Vec::new(),
-                // A rejection's warnings too: they say what else to fix.
-                Outcome::Deny => r
-                    .violations()
-                    .into_iter()
-                    .map(|v| ("error", v.to_string()))
-                    .chain(r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())))
-                    .collect(),
-                Outcome::Warn => r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())).collect(),
-                Outcome::Error => vec![("error", format!("the rule could not be evaluated: {}", super::message(r)))],
-            };
-            for (level, text) in items {
-                results.push(json!({
-                    "ruleId": rule.name,
-                    "ruleIndex": index,
-                    "level": level,
-                    "message": {"text": text},
-                    "locations": [location(&mut files, doc, &text)],
-                }));
-            }
+/// The SARIF results of one document.
+fn results(files: &mut Files, rules: &[RuleInfo], doc: &DocumentReport) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (index, (rule, r)) in rules.iter().zip(&doc.results).enumerate() {
+        let items: Vec<(&str, String)> = match r.outcome {
+            // A mutation admits the object; `scan` shows the change.
+            Outcome::NotGoverned | Outcome::Pass | Outcome::Mutate => Vec::new(),
+            // A rejection's warnings too: they say what else to fix.
+            Outcome::Deny => r
+                .violations()
+                .into_iter()
+                .map(|v| ("error", v.to_string()))
+                .chain(r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())))
+                .collect(),
+            Outcome::Warn => r.response.iter().flat_map(|x| x.warnings.iter()).map(|w| ("warning", w.clone())).collect(),
+            Outcome::Error => vec![("error", format!("the rule could not be evaluated: {}", super::message(r)))],
+        };
+        for (level, text) in items {
+            out.push(json!({
+                "ruleId": rule.name,
+                "ruleIndex": index,
+                "level": level,
+                "message": {"text": text},
+                "locations": [location(files, doc, &text)],
+            }));
         }
     }
-    let rules: Vec<Value> = report
-        .rules
-        .iter()
-        .map(|r| {
-            let mut rule = json!({
-                "id": r.name,
-                "shortDescription": {"text": r.description},
-                "properties": {"tags": r.category.iter().collect::<Vec<_>>(), "version": r.version},
-            });
-            if let (Some(docs), Some(o)) = (&r.docs, rule.as_object_mut()) {
-                o.insert("helpUri".into(), json!(docs));
+    out
+}
+
+/// Stands for the results in the log [`Writer::finish`] prints around them.
+const RESULTS: &str = "\u{1}results\u{1}";
+
+/// A SARIF log written as the documents arrive: the results, pretty-printed
+/// where they stand in the log, go to a spill; [`Writer::finish`] prints
+/// the log around them (its invocation says whether every file was read,
+/// known only at the end).
+pub struct Writer {
+    rules: Vec<RuleInfo>,
+    files: Files,
+    results: Spill,
+    count: usize,
+    errors: Vec<Note>,
+}
+
+impl Writer {
+    /// A writer for a report on `rules`, keeping the results in `spill`.
+    pub fn new(rules: Vec<RuleInfo>, spill: &dyn Fn(&str) -> Result<Spill>) -> Result<Writer> {
+        Ok(Writer { rules, files: Files::default(), results: spill("sarif-results")?, count: 0, errors: Vec::new() })
+    }
+
+    /// Adds what the scan yielded.
+    pub fn add(&mut self, item: &Item) -> Result<()> {
+        match item {
+            Item::Document(doc) => {
+                for result in results(&mut self.files, &self.rules, doc) {
+                    self.results.write(if self.count == 0 { b"\n" } else { b",\n" })?;
+                    // Results stand 8 deep: the log, `runs`, the run, `results`.
+                    self.results.write(indent(&serde_json::to_string_pretty(&result)?, "        ").as_bytes())?;
+                    self.count += 1;
+                }
             }
-            rule
-        })
-        .collect();
-    let notifications: Vec<Value> = report
-        .errors
-        .iter()
-        .map(|n| json!({"level": "error", "message": {"text": n.reason}, "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(&n.source.file)}}}]}))
-        .collect();
-    json!({
-        "$schema": SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "aigov", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
-            "invocations": [{"executionSuccessful": report.errors.is_empty(), "toolExecutionNotifications": notifications}],
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
-    })
+            Item::Error(n) => self.errors.push(n.clone()),
+            Item::Skipped(_) | Item::Overridden(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Writes the whole log.
+    pub fn finish(mut self, out: &mut dyn Write) -> Result<()> {
+        let rules: Vec<Value> = self
+            .rules
+            .iter()
+            .map(|r| {
+                let mut rule = json!({
+                    "id": r.name,
+                    "shortDescription": {"text": r.description},
+                    "properties": {"tags": r.category.iter().collect::<Vec<_>>(), "version": r.version},
+                });
+                if let (Some(docs), Some(o)) = (&r.docs, rule.as_object_mut()) {
+                    o.insert("helpUri".into(), json!(docs));
+                }
+                rule
+            })
+            .collect();
+        let notifications: Vec<Value> = self
+            .errors
+            .iter()
+            .map(|n| json!({"level": "error", "message": {"text": n.reason}, "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(&n.source.file)}}}]}))
+            .collect();
+        let log = json!({
+            "$schema": SCHEMA,
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {"driver": {"name": "aigov", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+                "invocations": [{"executionSuccessful": self.errors.is_empty(), "toolExecutionNotifications": notifications}],
+                "columnKind": "unicodeCodePoints",
+                "results": RESULTS,
+            }],
+        });
+        let text = serde_json::to_string_pretty(&log)?;
+        let mark = serde_json::to_string(RESULTS)?;
+        let (before, after) = text.split_once(&mark).context("the SARIF log lost its results")?;
+        out.write_all(before.as_bytes())?;
+        if self.count == 0 {
+            out.write_all(b"[]")?;
+        } else {
+            out.write_all(b"[")?;
+            self.results.copy_to(out)?;
+            out.write_all(b"\n      ]")?;
+        }
+        out.write_all(after.as_bytes())?;
+        out.write_all(b"\n")?;
+        Ok(())
+    }
+}
+
+/// A finished report as a SARIF log.
+pub fn render(report: &Report) -> Result<Value> {
+    let mut w = Writer::new(report.rules.clone(), &Spill::memory)?;
+    for d in &report.documents {
+        w.add(&Item::Document(d.clone()))?;
+    }
+    for n in &report.errors {
+        w.add(&Item::Error(n.clone()))?;
+    }
+    let mut out = Vec::new();
+    w.finish(&mut out)?;
+    Ok(serde_json::from_slice(&out)?)
 }
 
 #[cfg(test)]
