@@ -379,8 +379,12 @@ fn upload_blob(registry: &Registry, repository: &str, data: &[u8]) -> String {
 }
 
 fn put_manifest(registry: &Registry, repository: &str, tag: &str, manifest: &[u8]) {
+    put_manifest_as(registry, repository, tag, manifest, media_types::MANIFEST);
+}
+
+fn put_manifest_as(registry: &Registry, repository: &str, tag: &str, manifest: &[u8], media_type: &str) {
     let put = registry
-        .request("PUT", &format!("/v2/{repository}/manifests/{tag}"), &[("Content-Type", media_types::MANIFEST)], manifest)
+        .request("PUT", &format!("/v2/{repository}/manifests/{tag}"), &[("Content-Type", media_type)], manifest)
         .unwrap();
     assert_eq!(put.status, 201, "putting a manifest: {}", String::from_utf8_lossy(&put.body));
 }
@@ -534,5 +538,26 @@ fn sign_verify_and_refuse_a_tampered_artifact_or_a_wrong_key() {
 
     // The genuine artifact, by digest, still verifies.
     let (status, report) = verify(&[&pinned, "--key", &key("platform", "pub")]);
+    assert_eq!(status, 0, "{report}");
+
+    // Signatures stored in Docker's manifest type (older cosign releases):
+    // a new signature is appended in that type, and all of them verify.
+    const DOCKER: &str = "application/vnd.docker.distribution.manifest.v2+json";
+    let mut docker: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    docker["mediaType"] = DOCKER.into();
+    docker["config"]["mediaType"] = "application/vnd.docker.container.image.v1+json".into();
+    put_manifest_as(&registry, "signed/owner-label", &sig_tag, &serde_json::to_vec(&docker).unwrap(), DOCKER);
+    let out = aigov_with(&["sign", &pinned, "--key", &key("platform", "key"), "-a", "env=staging", "--insecure"], &[PASSWORD]);
+    assert!(out.status.success() && !text(&out).contains("replaced"), "{}", text(&out));
+    let stored = registry.get(&format!("/v2/signed/owner-label/manifests/{sig_tag}"), DOCKER).unwrap();
+    assert_eq!(stored.header("content-type"), Some(DOCKER), "the manifest keeps Docker's type");
+    let stored: serde_json::Value = serde_json::from_slice(&stored.body).unwrap();
+    assert_eq!(stored["mediaType"], DOCKER);
+    assert_eq!(stored["layers"].as_array().unwrap().len(), 3, "{stored}");
+    for annotation in ["env=prod", "env=staging"] {
+        let (status, report) = verify(&[&pinned, "--key", &key("platform", "pub"), "-a", annotation]);
+        assert_eq!(status, 0, "{annotation}: {report}");
+    }
+    let (status, report) = verify(&[&pinned, "--key", &key("other", "pub")]);
     assert_eq!(status, 0, "{report}");
 }

@@ -48,6 +48,9 @@ pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// The environment variable cosign reads a key's password from.
 pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+/// Docker's image manifest, which older cosign releases and some registries
+/// wrote signature manifests in: appended to in its own type.
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 /// The config blob of a signature manifest (as sigstore-rs writes it).
 const EMPTY_CONFIG: &[u8] = b"{}";
@@ -346,7 +349,7 @@ pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, St
         let signature = layer.signature.clone().unwrap_or_default();
 
         let sig_ref = Reference::with_tag(target.registry().to_string(), target.repository().to_string(), signature_tag(&digest));
-        let existing = match client.pull_manifest_raw(&sig_ref, &auth, &[OCI_MANIFEST]).await {
+        let existing = match client.pull_manifest_raw(&sig_ref, &auth, &[OCI_MANIFEST, DOCKER_MANIFEST]).await {
             Ok((bytes, _)) => Some(serde_json::from_slice::<serde_json::Value>(&bytes).context("the existing signature manifest")?),
             Err(e) if is_not_found(&e) => None,
             Err(e) => return Err(explain(e, "fetching the existing signatures")),
@@ -394,9 +397,14 @@ pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, St
                     .map_err(|e| explain(e, "uploading the signature"))?;
             }
         }
+        // An existing manifest keeps its type (both carry `mediaType`).
+        let media_type = match manifest.get("mediaType").and_then(serde_json::Value::as_str) {
+            Some(DOCKER_MANIFEST) => DOCKER_MANIFEST,
+            _ => OCI_MANIFEST,
+        };
         let body = serde_json::to_vec(&manifest)?;
         client
-            .push_manifest_raw(&sig_ref, body, OCI_MANIFEST.parse().context("manifest media type")?)
+            .push_manifest_raw(&sig_ref, body, media_type.parse().context("manifest media type")?)
             .await
             .map_err(|e| explain(e, "uploading the signature manifest"))?;
         Ok(Signed { pinned, signature_tag: format!("{repository}:{}", signature_tag(&digest)), replaced })
