@@ -67,7 +67,6 @@ fn result(doc: &DocumentReport, rule: &RuleInfo, r: &RuleResult, now: &DateTime<
 /// the items concatenated are the sequence), and their count per verdict.
 struct Group {
     results: Spill,
-    any: bool,
     counts: BTreeMap<&'static str, usize>,
 }
 
@@ -93,13 +92,12 @@ impl<'s> Writer<'s> {
         let Item::Document(doc) = item else { return Ok(()) };
         if !self.groups.contains_key(&doc.target.namespace) {
             let results = (self.spill)(&format!("policyreport-{}", self.groups.len()))?;
-            self.groups.insert(doc.target.namespace.clone(), Group { results, any: false, counts: BTreeMap::new() });
+            self.groups.insert(doc.target.namespace.clone(), Group { results, counts: BTreeMap::new() });
         }
         let Some(group) = self.groups.get_mut(&doc.target.namespace) else { return Ok(()) };
         for (rule, r) in self.rules.iter().zip(&doc.results) {
             let Some((verdict, result)) = result(doc, rule, r, &self.now) else { continue };
             *group.counts.entry(verdict).or_default() += 1;
-            group.any = true;
             group.results.write(serde_norway::to_string(&[result])?.as_bytes())?;
         }
         Ok(())
@@ -133,7 +131,7 @@ fn write_report(out: &mut dyn Write, kind: &str, namespace: Option<&str>, group:
     }
     out.write_all(b"---\n")?;
     out.write_all(serde_norway::to_string(&json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": kind, "metadata": metadata}))?.as_bytes())?;
-    if group.any {
+    if !group.counts.is_empty() {
         out.write_all(b"results:\n")?;
         group.results.copy_to(out)?;
     } else {
