@@ -229,6 +229,11 @@ pub fn path_at(text: &str, offset: usize) -> Path {
     let mut stack: Vec<Frame> = Vec::new();
     while c.i < offset {
         c.ws();
+        // Whitespace can end at the offset: the value there is the one the
+        // position names, not a step into it.
+        if c.i >= offset {
+            break;
+        }
         let Some(b) = c.peek() else { break };
         match b {
             b'{' => {
@@ -613,6 +618,19 @@ mod tests {
         assert_eq!(at(t, "{"), "");
         let escaped = r#"{"k\"ey":{"x":1}}"#;
         assert_eq!(at(escaped, r#""x":1"#), "k\"ey.x");
+    }
+
+    #[test]
+    fn a_value_after_whitespace_is_where_the_path_ends() {
+        // The SDK's decoder reports a bad value at its first byte, after
+        // the whitespace before it: the path is the value's, not its first
+        // element's (the `rules` fuzz target's finding).
+        assert_eq!(path_at("\t\t[]", 2).to_string(), "");
+        assert_eq!(path_at(r#"{"a": []}"#, 6).to_string(), "a");
+        assert_eq!(path_at(r#"{"a":[]}"#, 5).to_string(), "a");
+        let text = "{\"a\": [1,\n  {\"n\": 2}]}";
+        assert_eq!(path_at(text, text.find("{\"n").unwrap()).to_string(), "a[1]");
+        assert_eq!(path_at(text, text.find(" 2").unwrap() + 1).to_string(), "a[1].n");
     }
 
     #[test]
