@@ -200,13 +200,7 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mu
         // their number.
         Format::Table => {
             let mut w = TableWriter::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, fail_on, &Spill::file)?;
-            scanner.run(&mut |_, _| {}, &mut |item| {
-                if let Item::Overridden(s) = &item {
-                    overridden.push(s.clone());
-                }
-                w.add(item)
-            })?;
-            let s = w.tally.0;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
@@ -220,13 +214,7 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mu
                 errors: Vec::new(),
                 tally: Tally::default(),
             };
-            scanner.run(&mut |_, _| {}, &mut |item| {
-                if let Item::Overridden(s) = &item {
-                    overridden.push(s.clone());
-                }
-                w.add(item)
-            })?;
-            let s = w.tally.0;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
             w.finish()?;
             s
         }
@@ -1839,8 +1827,8 @@ impl TableWriter {
         })
     }
 
-    fn add(&mut self, item: Item) -> Result<()> {
-        self.tally.add(&item);
+    fn add(&mut self, item: &Item) -> Result<()> {
+        self.tally.add(item);
         match item {
             Item::Document(d) => {
                 let i = self.tally.0.documents - 1;
@@ -1860,12 +1848,12 @@ impl TableWriter {
                 if d.results.iter().any(RuleResult::has_details) {
                     self.any_detailed = true;
                     let mut text = String::new();
-                    document_details(&mut text, i, &d, &self.rules, self.width);
+                    document_details(&mut text, i, d, &self.rules, self.width);
                     self.details.write(text.as_bytes())?;
                 }
             }
-            Item::Skipped(n) => self.skipped.push(n),
-            Item::Error(n) => self.errors.push(n),
+            Item::Skipped(n) => self.skipped.push(n.clone()),
+            Item::Error(n) => self.errors.push(n.clone()),
             Item::Overridden(_) => {}
         }
         Ok(())
@@ -1960,15 +1948,15 @@ fn summary_line(s: &Summary, fail_on: FailOn) -> String {
 /// Feeds a finished report to a writer, items in the order a scan yields
 /// them: each file's notes where the scan would have met them is not
 /// known any more, but every writer keeps notes apart from documents.
-fn replay(report: &Report, add: &mut dyn FnMut(Item) -> Result<()>) -> Result<()> {
+pub(crate) fn replay(report: &Report, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<()> {
     for d in &report.documents {
-        add(Item::Document(d.clone()))?;
+        add(&Item::Document(d.clone()))?;
     }
     for n in &report.errors {
-        add(Item::Error(n.clone()))?;
+        add(&Item::Error(n.clone()))?;
     }
     for n in &report.skipped {
-        add(Item::Skipped(n.clone()))?;
+        add(&Item::Skipped(n.clone()))?;
     }
     Ok(())
 }
@@ -2095,17 +2083,17 @@ struct JsonWriter<'o> {
 }
 
 impl JsonWriter<'_> {
-    fn add(&mut self, item: Item) -> Result<()> {
-        self.tally.add(&item);
+    fn add(&mut self, item: &Item) -> Result<()> {
+        self.tally.add(item);
         match item {
             Item::Document(d) => {
                 let first = self.tally.0.documents == 1;
                 self.out.write_all(if first { b"{\n  \"documents\": [\n" } else { b",\n" })?;
-                let text = serde_json::to_string_pretty(&document_json(&self.rules, &d))?;
+                let text = serde_json::to_string_pretty(&document_json(&self.rules, d))?;
                 self.out.write_all(indent(&text, "    ").as_bytes())?;
             }
-            Item::Skipped(n) => self.skipped.push(n),
-            Item::Error(n) => self.errors.push(n),
+            Item::Skipped(n) => self.skipped.push(n.clone()),
+            Item::Error(n) => self.errors.push(n.clone()),
             Item::Overridden(_) => {}
         }
         Ok(())

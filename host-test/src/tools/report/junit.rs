@@ -126,9 +126,7 @@ impl Writer {
 /// A finished report as JUnit XML.
 pub fn render(report: &Report) -> Result<String> {
     let mut w = Writer::new(report.rules.clone(), &Spill::memory)?;
-    for d in &report.documents {
-        w.add(&Item::Document(d.clone()))?;
-    }
+    crate::tools::scan::replay(report, &mut |item| w.add(item))?;
     let mut out = Vec::new();
     w.finish(&mut out)?;
     Ok(String::from_utf8(out)?)

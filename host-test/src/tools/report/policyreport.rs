@@ -144,9 +144,7 @@ fn write_report(out: &mut dyn Write, kind: &str, namespace: Option<&str>, group:
 /// A finished report's PolicyReports as a YAML stream.
 pub fn render(scan: &Report, now: &DateTime<Utc>) -> Result<String> {
     let mut w = Writer::new(scan.rules.clone(), *now, &Spill::memory);
-    for d in &scan.documents {
-        w.add(&Item::Document(d.clone()))?;
-    }
+    crate::tools::scan::replay(scan, &mut |item| w.add(item))?;
     let mut out = Vec::new();
     w.finish(&mut out)?;
     Ok(String::from_utf8(out)?)

@@ -176,12 +176,7 @@ impl Writer {
 /// A finished report as a SARIF log.
 pub fn render(report: &Report) -> Result<Value> {
     let mut w = Writer::new(report.rules.clone(), &Spill::memory)?;
-    for d in &report.documents {
-        w.add(&Item::Document(d.clone()))?;
-    }
-    for n in &report.errors {
-        w.add(&Item::Error(n.clone()))?;
-    }
+    crate::tools::scan::replay(report, &mut |item| w.add(item))?;
     let mut out = Vec::new();
     w.finish(&mut out)?;
     Ok(serde_json::from_slice(&out)?)
