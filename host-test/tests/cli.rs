@@ -145,6 +145,11 @@ fn manifests_never_overwrite_an_edited_file() {
     let overlay = dest.join("overlay/kustomization.yaml");
     let generated = std::fs::read_to_string(&overlay).unwrap();
     assert!(generated.contains("\n- ../gpu-runtime-class "), "{generated}");
+    // The same rules as one bundle policy.
+    let bundle_path = dest.join("bundle/cluster-admission-policy.yaml");
+    let bundle = std::fs::read_to_string(&bundle_path).unwrap();
+    assert!(bundle.contains("module: registry://registry.example.com/aigov/aigov-bundle:v"), "{bundle}");
+    assert!(bundle.contains("\n    rules:\n      gpu-runtime-class:\n"), "{bundle}");
 
     // The team turns exec-guard on by hand, then regenerates for another
     // registry: the policies follow, the overlay stays theirs.
@@ -174,6 +179,8 @@ fn manifests_never_overwrite_an_edited_file() {
     assert!(only.status.success(), "{}", text(&only.stderr));
     let now = std::fs::read_to_string(&overlay).unwrap();
     assert!(now.contains("\n- ../opencost-labels ") && now.contains("# - ../exec-guard"), "{now}");
+    let bundle = std::fs::read_to_string(&bundle_path).unwrap();
+    assert!(bundle.contains("\n      opencost-labels:\n") && !bundle.contains("gpu-runtime-class:"), "the bundle follows --enable: {bundle}");
     std::fs::remove_dir_all(&dest).unwrap();
 }
 

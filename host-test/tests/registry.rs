@@ -1,7 +1,7 @@
 //! End to end against a real OCI registry: Debian's `docker-registry` (the
 //! Distribution registry) on a loopback port with its own storage directory.
 //!
-//! - `aigov push` every rule in both forms, and the digest it prints is the
+//! - `aigov push` every rule and the bundle in both forms, and the digest it prints is the
 //!   digest of the same artifact in the OCI layout `make artifacts` wrote,
 //!   whatever the environment: `make artifacts` runs with the Makefile's
 //!   `SOURCE_DATE_EPOCH`, the pushes here without it, or with another one;
@@ -10,7 +10,8 @@
 //! - the registry's own HTTP API serves the manifest, config and layer with the
 //!   Kubewarden and CNCF Wasm media types;
 //! - `skopeo copy` of the on-disk layout into the registry yields the digests
-//!   aigov pushed.
+//!   aigov pushed;
+//! - `make push` publishes every rule and the bundle, with those digests.
 //!
 //! The registry is stopped when the test ends, passing or failing. Run by
 //! `make e2e` (part of `make test`), which installs `docker-registry` and
@@ -198,9 +199,12 @@ fn skopeo(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// One artifact of one rule, as `make artifacts` left it.
+/// One artifact of one rule (or of the bundle), as `make artifacts` left it.
 struct Local {
+    /// The rule's name, and its repository's last segment (`aigov-bundle`).
     rule: String,
+    /// Its directory under `policies/` (`bundle`).
+    dir: &'static str,
     kind: ArtifactKind,
     path: PathBuf,
     ref_name: String,
@@ -211,8 +215,9 @@ struct Local {
 fn locals(layout: &Layout) -> Vec<Local> {
     let artifacts = root().join("artifacts");
     let mut out = Vec::new();
-    for rule in aigov::run::native::names() {
-        let version = aigov::run::native::rule(rule).unwrap().metadata.version;
+    let bundle = (aigov::run::artifact::BUNDLE, "bundle", aigov::run::native::BUNDLE.metadata.version);
+    let rules = aigov::run::native::names().map(|rule| (rule, rule, aigov::run::native::rule(rule).unwrap().metadata.version));
+    for (rule, dir, version) in rules.chain([bundle]) {
         for kind in [ArtifactKind::Module, ArtifactKind::Component] {
             let tag = aigov::dist::oci::tag(kind, version);
             let ref_name = format!("{rule}-{tag}");
@@ -225,7 +230,7 @@ fn locals(layout: &Layout) -> Vec<Local> {
                 ArtifactKind::Module => module_path(&artifacts, rule),
                 ArtifactKind::Component => component_path(&artifacts, rule),
             };
-            out.push(Local { rule: rule.to_string(), kind, path, ref_name, digest, tag });
+            out.push(Local { rule: rule.to_string(), dir, kind, path, ref_name, digest, tag });
         }
     }
     out
@@ -278,16 +283,22 @@ fn push_pull_inspect_and_copy_through_a_real_registry() {
                 assert_eq!(layer.media_type, media_types::KUBEWARDEN_LAYER);
                 assert_eq!(config.body, b"{}", "Kubewarden's config is `{{}}`");
                 let source = manifest.annotations.get("org.opencontainers.image.source").map(String::as_str);
-                assert!(source.is_some_and(|s| s.ends_with(&format!("policies/{}", local.rule))), "{source:?}");
+                assert!(source.is_some_and(|s| s.ends_with(&format!("policies/{}", local.dir))), "{source:?}");
                 assert_eq!(manifest.annotations.get(annotations::TITLE), Some(&local.rule));
                 assert!(!manifest.annotations.contains_key(annotations::USAGE), "{}: the multi-line usage stays in the module", local.ref_name);
 
-                // The pulled module's metadata is its metadata.yml, plus
-                // what annotate adds.
-                let yml = std::fs::read_to_string(root().join("policies").join(&local.rule).join("metadata.yml")).unwrap();
-                let mut expected = Metadata::from_yaml(&yml).unwrap();
+                // The pulled module's metadata is its metadata.yml (the
+                // bundle's: the union of every rule's), plus what annotate
+                // adds.
+                let read = |rule: &str, file: &str| std::fs::read_to_string(root().join("policies").join(rule).join(file)).unwrap();
+                let mut expected = if local.dir == "bundle" {
+                    let parts: Vec<Metadata> = aigov::run::native::names().map(|r| Metadata::from_yaml(&read(r, "metadata.yml")).unwrap()).collect();
+                    Metadata::bundle(&parts, aigov::run::native::BUNDLE.metadata.version)
+                } else {
+                    Metadata::from_yaml(&read(local.dir, "metadata.yml")).unwrap()
+                };
                 expected.protocol_version = Some("v1".into());
-                let readme = std::fs::read_to_string(root().join("policies").join(&local.rule).join("README.md")).unwrap();
+                let readme = read(local.dir, "README.md");
                 expected.annotations.insert(annotations::USAGE.into(), readme);
                 assert_eq!(module_metadata(&pulled).unwrap(), Some(expected), "{}", local.ref_name);
             }
@@ -336,6 +347,37 @@ fn push_pull_inspect_and_copy_through_a_real_registry() {
         .output()
         .unwrap();
     assert!(!out.status.success() && !work.join("wrong.wasm").exists(), "a pull of a digest the repository does not hold fails");
+}
+
+/// `make push`, the command the README gives, publishes exactly what the
+/// layout holds: every rule and the bundle, both forms, with the layout's
+/// digests.
+#[test]
+fn make_push_publishes_every_rule_and_the_bundle() {
+    let layout = Layout::open(&root().join("artifacts/oci")).expect("artifacts/oci: run `make artifacts` first");
+    let locals = locals(&layout);
+    let registry = Registry::start("make-push");
+    let host = registry.host();
+    // `-o artifacts`: the artifacts are built (make e2e depends on them);
+    // this is about what the push recipe sends.
+    let out = Command::new("make")
+        .args(["--no-print-directory", "-s", "-o", "artifacts", "push", &format!("REGISTRY={host}/mk"), "INSECURE=1"])
+        .env("DOCKER_CONFIG", std::env::temp_dir().join("aigov-no-docker-config"))
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "make push: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let mut printed: Vec<&str> = stdout.lines().collect();
+    let mut expected: Vec<String> = locals.iter().map(|l| format!("{host}/mk/{}:{}@{}", l.rule, l.tag, l.digest)).collect();
+    printed.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(printed, expected, "make push prints one pinned reference per artifact in the layout");
+    assert!(expected.iter().any(|e| e.contains("/mk/aigov-bundle:v")), "the bundle is among them");
+    let bundle = locals.iter().find(|l| l.dir == "bundle" && l.kind == ArtifactKind::Module).unwrap();
+    let api = registry.get(&format!("/v2/mk/aigov-bundle/manifests/{}", bundle.tag), media_types::MANIFEST).unwrap();
+    assert_eq!(api.header("docker-content-digest"), Some(bundle.digest.as_str()), "the registry holds the bundle's module");
 }
 
 /// Runs aigov with extra environment variables and no Docker credentials;

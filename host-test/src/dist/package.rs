@@ -5,7 +5,7 @@
 //!
 //!   ```text
 //!   artifacts/
-//!     oci/          OCI image layout: every rule, both forms
+//!     oci/          OCI image layout: every rule and the bundle, both forms
 //!     SHA256SUMS    every module and component
 //!   ```
 //!
@@ -19,6 +19,8 @@
 //!     <rule>/kustomization.yaml           the rule as a Kustomize base
 //!     <rule>/artifacthub-pkg.yml          ArtifactHub package metadata
 //!     overlay/kustomization.yaml          the rules a team turns on, one line each
+//!     bundle/cluster-admission-policy.yaml  the same rules in one policy (aigov-bundle);
+//!     bundle/kustomization.yaml             written when a rule is turned on
 //!     policies.yml                        standalone policy-server configuration
 //!     .aigov-generated.sha256             what aigov wrote here last (sha256sum -c)
 //!   ```
@@ -146,15 +148,17 @@ impl Packaged {
     }
 }
 
-/// Every rule linked into aigov, read from `artifacts`.
-fn load_all(artifacts: &Path) -> Result<Vec<Packaged>> {
+/// Every rule linked into aigov, and the bundle, read from `artifacts`.
+fn load_all(artifacts: &Path) -> Result<(Vec<Packaged>, Packaged)> {
     let engine = engine::new_engine()?;
-    native::RULES.iter().map(|policy| load(&engine, artifacts, policy)).collect()
+    let rules = native::RULES.iter().map(|policy| load(&engine, artifacts, policy)).collect::<Result<_>>()?;
+    Ok((rules, load(&engine, artifacts, &native::BUNDLE)?))
 }
 
 /// Runs `aigov package`: the OCI layout and the checksums.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
-    let rules = load_all(&args.artifacts)?;
+    let (mut rules, bundle) = load_all(&args.artifacts)?;
+    rules.push(bundle);
     write_build_outputs(&args.artifacts, &rules)?;
     for r in &rules {
         for form in [&r.module, &r.component] {
@@ -201,11 +205,14 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
     } else {
         args.enable.clone()
     };
-    let rules = load_all(&args.artifacts)?;
-    let files = manifests(&rules, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
+    let (rules, bundle) = load_all(&args.artifacts)?;
+    let files = manifests(&rules, &bundle, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
     let report = write_protected(&args.out, &files, args.force)?;
-    for r in &rules {
+    for r in rules.iter().chain([&bundle]) {
         writeln!(out, "{:<20} {}", r.name, r.pinned(&args.registry, &r.module))?;
+    }
+    if enable.is_empty() {
+        writeln!(out, "bundle/ not written: no rule is turned on (--enable rule-a,rule-b, or ENABLE=... with make)")?;
     }
     writeln!(
         out,
@@ -289,7 +296,8 @@ pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::Nat
     })
 }
 
-/// Writes the OCI layout and the checksums next to the artifacts.
+/// Writes the OCI layout and the checksums next to the artifacts (`rules`
+/// holds the bundle too).
 pub fn write_build_outputs(artifacts: &Path, rules: &[Packaged]) -> Result<()> {
     let forms: Vec<OciArtifact> = rules.iter().flat_map(|r| [r.module.clone(), r.component.clone()]).collect();
     layout::write(&artifacts.join("oci"), &forms)?;
@@ -297,15 +305,27 @@ pub fn write_build_outputs(artifacts: &Path, rules: &[Packaged]) -> Result<()> {
 }
 
 /// The deployment manifests, as (path relative to the output directory,
-/// content), in a stable order.
-pub fn manifests(rules: &[Packaged], registry: &str, enable: &[String], excluded: &[String], created_at: &str) -> Result<Vec<(String, String)>> {
+/// content), in a stable order. The bundle's are written only when `enable`
+/// turns a rule on: a policy with no webhook rule receives nothing.
+pub fn manifests(
+    rules: &[Packaged],
+    bundle: &Packaged,
+    registry: &str,
+    enable: &[String],
+    excluded: &[String],
+    created_at: &str,
+) -> Result<Vec<(String, String)>> {
     let mut files = Vec::new();
     for r in rules {
         files.push((format!("{}/cluster-admission-policy.yaml", r.name), cluster_admission_policy(r, registry, excluded)?));
-        files.push((format!("{}/kustomization.yaml", r.name), base_kustomization(r)));
+        files.push((format!("{}/kustomization.yaml", r.name), base_kustomization(&r.name)));
         files.push((format!("{}/artifacthub-pkg.yml", r.name), artifacthub(r, registry, created_at)?));
     }
     files.push((OVERLAY.into(), overlay(rules, enable)));
+    if !enable.is_empty() {
+        files.push((format!("{BUNDLE_DIR}/cluster-admission-policy.yaml"), bundle_cluster_admission_policy(bundle, rules, enable, registry, excluded)?));
+        files.push((format!("{BUNDLE_DIR}/kustomization.yaml"), base_kustomization(&bundle.name)));
+    }
     files.push(("policies.yml".into(), policy_server_config(rules, registry)?));
     Ok(files)
 }
@@ -572,7 +592,6 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
             settings: &r.settings,
         },
     };
-    let body = yaml(&resource)?;
     let mut out = String::new();
     let _ = writeln!(out, "# aigov {} {}: {}", r.name, r.module.version, annotation(m, annotations::DESCRIPTION));
     let _ = writeln!(out, "# Generated by `aigov manifests` from policies/{}/metadata.yml. Settings are the", r.name);
@@ -595,25 +614,151 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
             d.resource, d.setting, d.resource
         );
     }
-    for line in body.lines() {
+    render_policy(out, &resource, excluded)
+}
+
+/// A `ClusterAdmissionPolicy` after its `header` comments, with a commented
+/// `mode: monitor` line and the `namespaceSelector` at the top of `spec`.
+fn render_policy<S: Serialize>(mut out: String, resource: &Resource<'_, S>, excluded: &[String]) -> Result<String> {
+    for line in yaml(resource)?.lines() {
         out.push_str(line);
         out.push('\n');
         if line == "spec:" {
-            out.push_str("  # mode: monitor   # uncomment to log what the rule would reject without rejecting it\n");
+            out.push_str("  # mode: monitor   # uncomment to log what the policy would reject without rejecting it\n");
             out.push_str(&namespace_selector(excluded));
         }
     }
     Ok(out)
 }
 
-fn base_kustomization(r: &Packaged) -> String {
+/// Where the bundle's manifests go, relative to the output directory.
+pub const BUNDLE_DIR: &str = "bundle";
+
+/// The bundle's `ClusterAdmissionPolicy`: the `enable`d rules in one policy,
+/// each with the settings its own policy carries, under `settings.rules`.
+/// Its webhook rules are the union of those rules' own (each after
+/// [`webhook_rules`]), merged where that changes nothing a request matches
+/// ([`merge_rules`]); it is mutating, audits in the background and reads
+/// cluster objects when one of them does.
+pub fn bundle_cluster_admission_policy(
+    bundle: &Packaged,
+    rules: &[Packaged],
+    enable: &[String],
+    registry: &str,
+    excluded: &[String],
+) -> Result<String> {
+    let on: Vec<&Packaged> = rules.iter().filter(|r| enable.contains(&r.name)).collect();
+    if on.is_empty() {
+        bail!("the bundle's policy needs at least one rule turned on");
+    }
+    let mut dropped = Vec::new();
+    let mut routed = Vec::new();
+    for r in &on {
+        let (kept, left) = webhook_rules(&r.name, &r.metadata.rules, &r.settings);
+        dropped.extend(left.into_iter().map(|d| (r.name.as_str(), d)));
+        routed.push(Metadata { rules: kept, ..r.metadata.clone() });
+    }
+    let union = Metadata::union(&routed, BTreeMap::new());
+    let webhook = merge_rules(union.rules);
+    let settings = serde_json::json!({
+        "rules": on.iter().map(|r| (r.name.clone(), r.settings.clone())).collect::<serde_json::Map<_, _>>()
+    });
+    let m = &bundle.metadata;
+    let keep = [annotations::TITLE, annotations::DESCRIPTION, annotations::SEVERITY, annotations::CATEGORY, annotations::VERSION];
+    let resource = Resource {
+        api_version: "policies.kubewarden.io/v1",
+        kind: "ClusterAdmissionPolicy",
+        metadata: ResourceMeta {
+            name: bundle.name.clone(),
+            labels: [("app.kubernetes.io/part-of", "aigov"), ("app.kubernetes.io/name", bundle.name.as_str())].into(),
+            annotations: keep.iter().map(|k| (*k, annotation(m, k))).collect(),
+        },
+        spec: PolicySpec {
+            policy_server: "default",
+            module: bundle.module_url(registry),
+            rules: &webhook,
+            mutating: union.mutating,
+            background_audit: union.background_audit,
+            context_aware_resources: &union.context_aware_resources,
+            settings: &settings,
+        },
+    };
+    let names: Vec<&str> = on.iter().map(|r| r.name.as_str()).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "# {} {}: {}", bundle.name, bundle.module.version, annotation(m, annotations::DESCRIPTION));
+    let mut line = String::from("# Generated by `aigov manifests` for the rules turned on:");
+    for (i, name) in names.iter().enumerate() {
+        let word = format!(" {name}{}", if i + 1 == names.len() { "." } else { "," });
+        if line.len() + word.len() > 92 {
+            let _ = writeln!(out, "{line}");
+            line = String::from("#");
+        }
+        line.push_str(&word);
+    }
+    let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "# One webhook call and one parse per request for all of them. Apply this directory OR");
+    let _ = writeln!(out, "# ../overlay (the same rules as separate policies), not both: a rule deployed both ways");
+    let _ = writeln!(out, "# runs twice. Each rule's settings (under settings.rules) are those of its own policy,");
+    let _ = writeln!(out, "# documented in its README. To turn rules on or off, regenerate with --enable: the");
+    let _ = writeln!(out, "# webhook rules below are the union of the enabled rules' and must follow the list.");
+    for r in on.iter().filter(|r| native::example_settings(&r.name).is_some()) {
+        let _ = writeln!(
+            out,
+            "# settings.rules.{0} holds the EXAMPLE lists of host-test/settings/{0}.yaml (the rule has no\n\
+             # safe default list): replace them with your own before applying.",
+            r.name
+        );
+    }
+    if !union.context_aware_resources.is_empty() {
+        let kinds: Vec<String> = union.context_aware_resources.iter().map(|c| format!("{} {}", c.api_version, c.kind)).collect();
+        let _ = writeln!(out, "# Context-aware: the policy server lets the bundle read {} objects.", kinds.join(", "));
+    }
+    for (rule, d) in &dropped {
+        let _ = writeln!(
+            out,
+            "# `{}` is left out of the rules below: {rule} acts on it only with `{}: true`.\n\
+             # Set that in settings.rules.{rule} and add `{}` back to the rules' resources.",
+            d.resource, d.setting, d.resource
+        );
+    }
+    render_policy(out, &resource, excluded)
+}
+
+/// Webhook rules with the same groups, versions and operations, as one rule
+/// listing all their resources: a request matches the merged rule exactly
+/// when it matches one of them. Rules whose resources hold a wildcard are
+/// left as they are (Kubernetes wants `*` alone in its list).
+pub fn merge_rules(rules: Vec<aigov_metadata::Rule>) -> Vec<aigov_metadata::Rule> {
+    fn same<T: PartialEq>(a: &[T], b: &[T]) -> bool {
+        a.len() == b.len() && a.iter().all(|x| b.contains(x))
+    }
+    let wild = |r: &aigov_metadata::Rule| r.resources.iter().any(|x| x.contains('*'));
+    let mut out: Vec<aigov_metadata::Rule> = Vec::new();
+    for rule in rules {
+        let into = out.iter_mut().find(|o| {
+            !wild(o) && !wild(&rule) && same(&o.api_groups, &rule.api_groups) && same(&o.api_versions, &rule.api_versions) && same(&o.operations, &rule.operations)
+        });
+        match into {
+            Some(o) => {
+                for resource in rule.resources {
+                    if !o.resources.contains(&resource) {
+                        o.resources.push(resource);
+                    }
+                }
+            }
+            None => out.push(rule),
+        }
+    }
+    out
+}
+
+fn base_kustomization(name: &str) -> String {
     format!(
         "# aigov {name} as a Kustomize base: `kubectl apply -k` this directory, or list it in an overlay.\n\
          apiVersion: kustomize.config.k8s.io/v1beta1\n\
          kind: Kustomization\n\
          resources:\n\
-         - cluster-admission-policy.yaml\n",
-        name = r.name
+         - cluster-admission-policy.yaml\n"
     )
 }
 
@@ -623,6 +768,7 @@ pub fn overlay(rules: &[Packaged], enable: &[String]) -> String {
         "# The aigov rules this cluster enforces. Opting in is one line per rule:\n\
          # uncomment it here, then `kubectl apply -k` this directory. (Regenerating with\n\
          # `make manifests DEST=... ENABLE=rule-a,rule-b` leaves this file alone once edited.)\n\
+         # ../bundle runs the rules turned on here in one policy instead: apply one or the other.\n\
          apiVersion: kustomize.config.k8s.io/v1beta1\n\
          kind: Kustomization\n",
     );
@@ -970,6 +1116,114 @@ mod tests {
             assert_eq!(policy["spec"]["mutating"], Value::Bool(mutating), "{}: ClusterAdmissionPolicy", r.name);
             assert_eq!(config[r.name.as_str()]["allowedToMutate"], Value::Bool(mutating), "{}: policies.yml", r.name);
         }
+    }
+
+    fn packaged_bundle() -> Packaged {
+        let parts: Vec<Metadata> = native::names().map(|r| packaged(r).metadata).collect();
+        let version = native::BUNDLE.metadata.version;
+        let form = |kind, media_type| OciArtifact {
+            kind,
+            name: "aigov-bundle".into(),
+            version: version.into(),
+            manifest: format!("bundle {kind:?}").into_bytes(),
+            config: Blob { media_type, data: b"{}".to_vec() },
+            layer: Blob { media_type, data: Vec::new() },
+        };
+        Packaged {
+            name: "aigov-bundle".into(),
+            metadata: Metadata::bundle(&parts, version),
+            module: form(ArtifactKind::Module, media_types::KUBEWARDEN_LAYER),
+            component: form(ArtifactKind::Component, media_types::WASM_LAYER),
+            settings: (native::BUNDLE.default_settings)(),
+        }
+    }
+
+    /// Every (group, version, resource, operation) a list of webhook rules
+    /// matches, wildcards taken as written.
+    fn matched(rules: &[aigov_metadata::Rule]) -> std::collections::BTreeSet<(String, String, String, &'static str)> {
+        let mut out = std::collections::BTreeSet::new();
+        for r in rules {
+            for g in &r.api_groups {
+                for v in &r.api_versions {
+                    for res in &r.resources {
+                        for op in &r.operations {
+                            out.insert((g.clone(), v.clone(), res.clone(), op.as_str()));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_bundle_policy_runs_the_enabled_rules_and_receives_exactly_their_requests() {
+        // With the settings `load` gives them (examples over defaults where
+        // a rule has no safe default).
+        let rules: Vec<Packaged> =
+            native::names().map(|n| Packaged { settings: native::deployable_settings(native::rule(n).unwrap()).unwrap(), ..packaged(n) }).collect();
+        let bundle = packaged_bundle();
+        let check = |enable: &[&str]| {
+            let enable: Vec<String> = enable.iter().map(|s| s.to_string()).collect();
+            let on: Vec<&Packaged> = rules.iter().filter(|r| enable.contains(&r.name)).collect();
+            let text = bundle_cluster_admission_policy(&bundle, &rules, &enable, "r.example.com/aigov", &["kube-system".into()]).unwrap();
+            let policy: Value = serde_norway::from_str(&text).unwrap();
+            let spec = &policy["spec"];
+            assert_eq!(policy["metadata"]["name"], "aigov-bundle");
+            assert_eq!(spec["module"], bundle.module_url("r.example.com/aigov"));
+            assert!(spec["module"].as_str().unwrap().starts_with("registry://r.example.com/aigov/aigov-bundle:v"), "{text}");
+
+            // Its settings turn on exactly those rules, each with its own
+            // policy's settings, and the bundle accepts them.
+            let settings = spec["settings"]["rules"].as_object().unwrap();
+            assert_eq!(settings.keys().collect::<Vec<_>>(), on.iter().map(|r| &r.name).collect::<Vec<_>>());
+            for r in &on {
+                assert_eq!(settings[&r.name], r.settings, "{}", r.name);
+            }
+            let accepted = (native::BUNDLE.validate_settings)(&serde_json::to_vec(&spec["settings"]).unwrap());
+            assert!(accepted.valid, "the bundle refuses its generated settings: {:?}", accepted.message);
+
+            // Its webhook rules match exactly what the rules' own policies match.
+            let own: Vec<aigov_metadata::Rule> = on.iter().flat_map(|r| webhook_rules(&r.name, &r.metadata.rules, &r.settings).0).collect();
+            let webhook: Vec<aigov_metadata::Rule> = serde_json::from_value(spec["rules"].clone()).unwrap();
+            assert_eq!(matched(&webhook), matched(&own), "{text}");
+            assert!(webhook.len() <= own.len());
+            assert_eq!(spec["mutating"], Value::Bool(on.iter().any(|r| r.metadata.mutating)), "{text}");
+            let reads: Vec<&aigov_metadata::ContextAwareResource> = on.iter().flat_map(|r| &r.metadata.context_aware_resources).collect();
+            assert_eq!(spec.get("contextAwareResources").map_or(0, |c| c.as_array().unwrap().len()), reads.iter().collect::<std::collections::BTreeSet<_>>().len(), "{text}");
+            assert!(spec.get("namespaceSelector").is_some(), "{text}");
+            text
+        };
+        let text = check(&["owner-label", "exec-guard"]);
+        assert!(text.contains("# `pods/portforward` is left out of the rules below: exec-guard acts on it only with `guardPortForward: true`."), "{text}");
+        assert!(text.contains("for the rules turned on: exec-guard, owner-label.\n"), "{text}");
+        check(&["gpu-runtime-class"]);
+        // The whole catalogue: every rule's deployable settings compose.
+        let all: Vec<&str> = native::names().collect();
+        check(&all);
+        assert!(bundle_cluster_admission_policy(&bundle, &rules, &[], "r", &[]).is_err(), "no rule on, no policy");
+    }
+
+    #[test]
+    fn merged_webhook_rules_match_what_the_rules_did() {
+        use aigov_metadata::{Operation, Rule};
+        let rule = |res: &[&str], ops: &[Operation]| Rule {
+            api_groups: vec!["".into()],
+            api_versions: vec!["v1".into()],
+            resources: res.iter().map(|s| s.to_string()).collect(),
+            operations: ops.to_vec(),
+        };
+        let rules = vec![
+            rule(&["pods"], &[Operation::Create, Operation::Update]),
+            rule(&["pods/exec"], &[Operation::Connect]),
+            rule(&["services", "pods"], &[Operation::Update, Operation::Create]),
+            rule(&["*"], &[Operation::Create, Operation::Update]),
+        ];
+        let merged = merge_rules(rules.clone());
+        assert_eq!(merged.len(), 3, "{merged:?}");
+        assert_eq!(merged[0].resources, ["pods", "services"]);
+        assert_eq!(merged[2].resources, ["*"], "a wildcard list stays alone");
+        assert_eq!(matched(&merged), matched(&rules));
     }
 
     #[test]
