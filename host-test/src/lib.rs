@@ -19,6 +19,7 @@ pub mod run {
     pub mod admission;
     pub mod artifact;
     pub mod cluster;
+    pub mod compiled;
     pub mod component;
     pub mod engine;
     pub mod native;

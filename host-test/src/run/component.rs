@@ -2,7 +2,7 @@
 //! `cluster` import served by the same lookups the waPC host serves.
 
 use anyhow::{Context, Result, bail};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::run::engine::DEADLINE_TICKS;
@@ -93,7 +93,7 @@ pub struct ComponentInstance {
 impl PolicyComponent {
     /// Compiles a component and links it once.
     pub fn new(engine: &Engine, bytes: &[u8]) -> Result<PolicyComponent> {
-        let component = Component::new(engine, bytes).map_err(anyhow::Error::from).context("compiling the component")?;
+        let component = crate::run::compiled::Cache::from_env().component(engine, bytes)?;
         let mut linker: Linker<ComponentState> = Linker::new(engine);
         AdmissionPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
         let pre = linker

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use aigov_sdk::{Cluster, LookupError};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
-use wasmtime::{Engine, InstancePre, Module, Store, TypedFunc};
+use wasmtime::{Engine, InstancePre, Store, TypedFunc};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
@@ -267,7 +267,7 @@ mod host {
 impl WapcModule {
     /// Compiles a waPC module and links it once.
     pub fn new(engine: &Engine, bytes: &[u8]) -> Result<WapcModule> {
-        let module = Module::new(engine, bytes).map_err(anyhow::Error::from).context("compiling the waPC module")?;
+        let module = crate::run::compiled::Cache::from_env().module(engine, bytes)?;
         for export in ["__guest_call", "wapc_init", "memory"] {
             if module.get_export(export).is_none() {
                 bail!("not a waPC module: it does not export `{export}`");
