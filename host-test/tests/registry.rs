@@ -363,6 +363,11 @@ fn make_push_publishes_every_rule_and_the_bundle() {
     let out = Command::new("make")
         .args(["--no-print-directory", "-s", "-o", "artifacts", "push", &format!("REGISTRY={host}/mk"), "INSECURE=1"])
         .env("DOCKER_CONFIG", std::env::temp_dir().join("aigov-no-docker-config"))
+        // As a person runs it, not as a part of the `make test` that runs
+        // this test (whose job server and flags it would otherwise inherit).
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .env_remove("MAKELEVEL")
         .current_dir(root())
         .stdin(Stdio::null())
         .output()

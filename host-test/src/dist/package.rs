@@ -212,7 +212,7 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
         writeln!(out, "{:<20} {}", r.name, r.pinned(&args.registry, &r.module))?;
     }
     if enable.is_empty() {
-        writeln!(out, "bundle/ not written: no rule is turned on (--enable rule-a,rule-b, or ENABLE=... with make)")?;
+        writeln!(out, "bundle/'s policy not written: no rule is turned on (--enable rule-a,rule-b, or ENABLE=... with make)")?;
     }
     writeln!(
         out,
@@ -326,7 +326,8 @@ pub fn manifests(
         files.push((format!("{BUNDLE_DIR}/cluster-admission-policy.yaml"), bundle_cluster_admission_policy(bundle, rules, enable, registry, excluded)?));
         files.push((format!("{BUNDLE_DIR}/kustomization.yaml"), base_kustomization(&bundle.name)));
     }
-    files.push(("policies.yml".into(), policy_server_config(rules, registry)?));
+    files.push((format!("{BUNDLE_DIR}/artifacthub-pkg.yml"), artifacthub(bundle, registry, created_at)?));
+    files.push(("policies.yml".into(), policy_server_config(rules, bundle, enable, registry)?));
     Ok(files)
 }
 
@@ -653,22 +654,8 @@ pub fn bundle_cluster_admission_policy(
     registry: &str,
     excluded: &[String],
 ) -> Result<String> {
-    let on: Vec<&Packaged> = rules.iter().filter(|r| enable.contains(&r.name)).collect();
-    if on.is_empty() {
-        bail!("the bundle's policy needs at least one rule turned on");
-    }
-    let mut dropped = Vec::new();
-    let mut routed = Vec::new();
-    for r in &on {
-        let (kept, left) = webhook_rules(&r.name, &r.metadata.rules, &r.settings);
-        dropped.extend(left.into_iter().map(|d| (r.name.as_str(), d)));
-        routed.push(Metadata { rules: kept, ..r.metadata.clone() });
-    }
-    let union = Metadata::union(&routed, BTreeMap::new());
+    let BundleSelection { on, union, settings, dropped } = BundleSelection::of(rules, enable)?;
     let webhook = merge_rules(union.rules);
-    let settings = serde_json::json!({
-        "rules": on.iter().map(|r| (r.name.clone(), r.settings.clone())).collect::<serde_json::Map<_, _>>()
-    });
     let m = &bundle.metadata;
     let resource = policy_resource(bundle.name.clone(), &bundle.name, m, PolicySpec {
         policy_server: "default",
@@ -718,6 +705,39 @@ pub fn bundle_cluster_admission_policy(
         );
     }
     render_policy(out, &resource, excluded)
+}
+
+/// The rules a bundle deployment turns on, and what follows from them.
+struct BundleSelection<'a> {
+    on: Vec<&'a Packaged>,
+    /// The enabled rules' metadata merged: webhook rules (after each rule's
+    /// settings gate its own), mutation, context-aware resources.
+    union: Metadata,
+    /// `{"rules": {"<rule>": <its deployable settings>}}`.
+    settings: Value,
+    /// Webhook rules left out because a rule's settings do not act on them.
+    dropped: Vec<(&'a str, Dropped)>,
+}
+
+impl<'a> BundleSelection<'a> {
+    fn of(rules: &'a [Packaged], enable: &[String]) -> Result<BundleSelection<'a>> {
+        let on: Vec<&Packaged> = rules.iter().filter(|r| enable.contains(&r.name)).collect();
+        if on.is_empty() {
+            bail!("the bundle's policy needs at least one rule turned on");
+        }
+        let mut dropped = Vec::new();
+        let mut routed = Vec::new();
+        for r in &on {
+            let (kept, left) = webhook_rules(&r.name, &r.metadata.rules, &r.settings);
+            dropped.extend(left.into_iter().map(|d| (r.name.as_str(), d)));
+            routed.push(Metadata { rules: kept, ..r.metadata.clone() });
+        }
+        let union = Metadata::union(&routed, BTreeMap::new());
+        let settings = serde_json::json!({
+            "rules": on.iter().map(|r| (r.name.clone(), r.settings.clone())).collect::<serde_json::Map<_, _>>()
+        });
+        Ok(BundleSelection { on, union, settings, dropped })
+    }
 }
 
 /// Webhook rules with the same groups, versions and operations, as one rule
@@ -798,23 +818,23 @@ struct ServerPolicy<'a> {
     settings: &'a Value,
 }
 
-/// `policies.yml` for a standalone `policy-server --policies policies.yml`.
-pub fn policy_server_config(rules: &[Packaged], registry: &str) -> Result<String> {
-    let map: std::collections::BTreeMap<&str, ServerPolicy<'_>> = rules
-        .iter()
-        .map(|r| {
-            (
-                r.name.as_str(),
-                ServerPolicy {
-                    module: r.module_url(registry),
-                    policy_mode: "protect",
-                    allowed_to_mutate: r.metadata.mutating,
-                    context_aware_resources: &r.metadata.context_aware_resources,
-                    settings: &r.settings,
-                },
-            )
-        })
-        .collect();
+/// `policies.yml` for a standalone `policy-server --policies policies.yml`:
+/// every rule, and the bundle running the rules `enable` turns on (when it
+/// turns on any).
+pub fn policy_server_config(rules: &[Packaged], bundle: &Packaged, enable: &[String], registry: &str) -> Result<String> {
+    let entry = |r: &'_ Packaged, mutating, resources, settings| ServerPolicy {
+        module: r.module_url(registry),
+        policy_mode: "protect",
+        allowed_to_mutate: mutating,
+        context_aware_resources: resources,
+        settings,
+    };
+    let selection = if enable.is_empty() { None } else { Some(BundleSelection::of(rules, enable)?) };
+    let mut map: BTreeMap<&str, ServerPolicy<'_>> =
+        rules.iter().map(|r| (r.name.as_str(), entry(r, r.metadata.mutating, &r.metadata.context_aware_resources, &r.settings))).collect();
+    if let Some(s) = &selection {
+        map.insert(bundle.name.as_str(), entry(bundle, s.union.mutating, &s.union.context_aware_resources, &s.settings));
+    }
     let mut out = String::from(
         "# Every aigov rule for a standalone Kubewarden policy-server:\n\
          #   policy-server --policies policies.yml\n\
@@ -823,6 +843,21 @@ pub fn policy_server_config(rules: &[Packaged], registry: &str) -> Result<String
          # (kubernetes/get_resource), so the policy-server needs a kubeconfig or in-cluster\n\
          # credentials allowed to get them.\n",
     );
+    match &selection {
+        Some(s) => {
+            let names: Vec<&str> = s.on.iter().map(|r| r.name.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "# {} (/validate/{0}) runs the rules turned on ({}) in one call:\n\
+                 # send a request to it OR to those rules' own endpoints, not both.",
+                bundle.name,
+                names.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "# No rule is turned on, so {} is not listed (regenerate with --enable).", bundle.name);
+        }
+    }
     out.push_str(&yaml(&map)?);
     Ok(out)
 }
@@ -1104,13 +1139,38 @@ mod tests {
     #[test]
     fn mutating_rules_say_so_in_the_policy_and_the_policy_server_config() {
         let rules = [packaged("gpu-runtime-class"), packaged("owner-label"), packaged("gpu-node-avoidance"), packaged("gpu-runtime-defaults")];
-        let config: Value = serde_norway::from_str(&policy_server_config(&rules, "r.example.com").unwrap()).unwrap();
+        let config: Value = serde_norway::from_str(&policy_server_config(&rules, &packaged_bundle(), &[], "r.example.com").unwrap()).unwrap();
+        assert!(config.get("aigov-bundle").is_none(), "the bundle is listed with no rule turned on");
         for r in &rules {
             let mutating = r.name != "gpu-runtime-class";
             assert_eq!(r.metadata.mutating, mutating, "{}: metadata.yml", r.name);
             let policy: Value = serde_norway::from_str(&cluster_admission_policy(r, "r.example.com", &[]).unwrap()).unwrap();
             assert_eq!(policy["spec"]["mutating"], Value::Bool(mutating), "{}: ClusterAdmissionPolicy", r.name);
             assert_eq!(config[r.name.as_str()]["allowedToMutate"], Value::Bool(mutating), "{}: policies.yml", r.name);
+        }
+    }
+
+    #[test]
+    fn artifacthub_describes_each_rule_and_the_bundle() {
+        let rule = packaged("exec-guard");
+        let bundle = packaged_bundle();
+        for (r, kinds_include, mutating) in [(&rule, "Pod/exec", "false"), (&bundle, "RayCluster", "true")] {
+            let text = artifacthub(r, "r.example.com/aigov/", "2026-11-25T00:00:00Z").unwrap();
+            let package: Value = serde_norway::from_str(&text).unwrap();
+            assert_eq!(package["name"], r.name.as_str());
+            assert_eq!(package["version"], r.module.version.as_str());
+            assert_eq!(package["createdAt"], "2026-11-25T00:00:00Z");
+            assert_eq!(package["containersImages"][0]["image"], format!("r.example.com/aigov/{}:{}", r.name, r.module.tag()).as_str());
+            // (`readme` is the annotated artifact's usage, which these
+            // packaged forms lack: tests/cli.rs checks it on the real ones.)
+            for key in ["displayName", "description", "license", "homeURL"] {
+                assert!(!package[key].as_str().unwrap_or_default().is_empty(), "{}: {key} is empty\n{text}", r.name);
+            }
+            let notes = &package["annotations"];
+            assert_eq!(notes["kubewarden/mutation"], mutating, "{text}");
+            assert!(notes["kubewarden/resources"].as_str().unwrap().split(", ").any(|k| k == kinds_include), "{text}");
+            let listed: Vec<aigov_metadata::Rule> = serde_norway::from_str(notes["kubewarden/rules"].as_str().unwrap()).unwrap();
+            assert_eq!(listed, r.metadata.rules, "{text}");
         }
     }
 
@@ -1188,6 +1248,16 @@ mod tests {
             let reads: Vec<&aigov_metadata::ContextAwareResource> = on.iter().flat_map(|r| &r.metadata.context_aware_resources).collect();
             assert_eq!(spec.get("contextAwareResources").map_or(0, |c| c.as_array().unwrap().len()), reads.iter().collect::<std::collections::BTreeSet<_>>().len(), "{text}");
             assert!(spec.get("namespaceSelector").is_some(), "{text}");
+
+            // policies.yml serves the same bundle with the same settings,
+            // beside every rule of its own.
+            let config: Value = serde_norway::from_str(&policy_server_config(&rules, &bundle, &enable, "r.example.com/aigov").unwrap()).unwrap();
+            let served = &config["aigov-bundle"];
+            assert_eq!(served["module"], spec["module"]);
+            assert_eq!(served["settings"], spec["settings"]);
+            assert_eq!(served["allowedToMutate"], spec["mutating"]);
+            assert_eq!(served.get("contextAwareResources"), spec.get("contextAwareResources"));
+            assert_eq!(config.as_object().unwrap().len(), rules.len() + 1);
             text
         };
         let text = check(&["owner-label", "exec-guard"]);

@@ -35,6 +35,7 @@
 //!   goroutine 1 [running]: ...
 //! ```
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -47,6 +48,19 @@ use serde_json::{Value, json};
 pub struct FixtureCluster {
     objects: Vec<Value>,
     failures: Vec<Value>,
+    /// Where each kind's objects are, so that a lookup in a dump of tens of
+    /// thousands of objects (`aigov simulate`) reads only the ones it asks for.
+    kinds: HashMap<(String, String), KindIndex>,
+}
+
+/// One kind's objects, as indexes into `objects`, in the order they were added.
+#[derive(Clone, Debug, Default)]
+struct KindIndex {
+    all: Vec<usize>,
+    /// By `metadata.namespace` (`None`: the object has none).
+    by_namespace: HashMap<Option<String>, Vec<usize>>,
+    /// By namespace and name: the first object added with them.
+    by_name: HashMap<(Option<String>, String), usize>,
 }
 
 /// The kind of fixture objects that make lookups fail.
@@ -122,6 +136,18 @@ impl FixtureCluster {
                 }
             }
         }
+        let key = (
+            object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+            kind,
+        );
+        let namespace = meta(&object, "namespace").map(str::to_string);
+        let at = self.objects.len();
+        let index = self.kinds.entry(key).or_default();
+        index.all.push(at);
+        index.by_namespace.entry(namespace.clone()).or_default().push(at);
+        if let Some(name) = meta(&object, "name") {
+            index.by_name.entry((namespace, name.to_string())).or_insert(at);
+        }
         self.objects.push(object);
         Ok(())
     }
@@ -158,11 +184,8 @@ impl FixtureCluster {
         self.objects.is_empty()
     }
 
-    fn of_kind<'a>(&'a self, api_version: &'a str, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
-        self.objects.iter().filter(move |o| {
-            o.get("apiVersion").and_then(Value::as_str) == Some(api_version)
-                && o.get("kind").and_then(Value::as_str) == Some(kind)
-        })
+    fn kind(&self, api_version: &str, kind: &str) -> Option<&KindIndex> {
+        self.kinds.get(&(api_version.to_string(), kind.to_string()))
     }
 
     /// `get`: a namespaced kind needs a namespace (Kubewarden refuses the
@@ -180,8 +203,9 @@ impl FixtureCluster {
         if let Some(e) = self.failure(api_version, kind, Some(name), namespace) {
             return Err(e);
         }
-        self.of_kind(api_version, kind)
-            .find(|o| meta(o, "name") == Some(name) && meta(o, "namespace") == namespace)
+        self.kind(api_version, kind)
+            .and_then(|k| k.by_name.get(&(namespace.map(str::to_string), name.to_string())))
+            .and_then(|at| self.objects.get(*at))
             .map(Value::to_string)
             .ok_or_else(|| {
                 LookupError::NotFound(match namespace {
@@ -213,9 +237,14 @@ impl FixtureCluster {
         }
         let labels = selector::parse_labels(label_selector.unwrap_or_default()).map_err(LookupError::Invalid)?;
         let fields = selector::parse_fields(field_selector.unwrap_or_default(), api_version, kind).map_err(LookupError::Invalid)?;
-        let items: Vec<&Value> = self
-            .of_kind(api_version, kind)
-            .filter(|o| namespace.is_none() || meta(o, "namespace") == namespace)
+        let at: &[usize] = match (self.kind(api_version, kind), namespace) {
+            (None, _) => &[],
+            (Some(k), None) => &k.all,
+            (Some(k), Some(ns)) => k.by_namespace.get(&Some(ns.to_string())).map_or(&[], Vec::as_slice),
+        };
+        let items: Vec<&Value> = at
+            .iter()
+            .filter_map(|i| self.objects.get(*i))
             .filter(|o| labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))))
             .filter(|o| fields.iter().all(|r| r.matches(o)))
             .collect();
@@ -859,6 +888,29 @@ mod tests {
     fn names(list: &str) -> Vec<String> {
         let v: Value = serde_json::from_str(list).unwrap();
         v["items"].as_array().unwrap().iter().map(|o| o["metadata"]["name"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn lookups_see_objects_in_the_order_they_were_added_and_the_first_of_a_name() {
+        let pod = |name: &str, ns: &str, n: u32| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "uid": n}});
+        let c = FixtureCluster::from_objects([
+            pod("z", "ml", 1),
+            json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ml"}}),
+            pod("a", "ml", 2),
+            pod("m", "other", 3),
+            pod("a", "ml", 4),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nowhere"}}),
+        ])
+        .unwrap();
+        assert_eq!(names(&c.list("v1", "Pod", Some("ml"), None, None).unwrap()), ["z", "a", "a"]);
+        assert_eq!(names(&c.list("v1", "Pod", None, None, None).unwrap()), ["z", "a", "m", "a", "nowhere"]);
+        assert_eq!(names(&c.list("apps/v1", "Pod", None, None, None).unwrap()), ["a"]);
+        assert!(names(&c.list("v1", "Pod", Some("empty"), None, None).unwrap()).is_empty());
+        assert!(names(&c.list("v2", "Pod", None, None, None).unwrap()).is_empty());
+        let found: Value = serde_json::from_str(&c.get("v1", "Pod", "a", Some("ml")).unwrap()).unwrap();
+        assert_eq!(found["metadata"]["uid"], 2, "the first object of that name");
+        // A namespaced kind's object without a namespace is not in any.
+        assert!(c.get("v1", "Pod", "nowhere", Some("ml")).is_err());
     }
 
     #[test]
