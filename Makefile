@@ -84,15 +84,15 @@ setup:
 	fi
 
 aigov: setup
-	$(CARGO) build --release --locked -p host-test
+	+$(CARGO) build --release --locked -p host-test
 
 ## Both guest builds of every rule, with the size-tuned `wasm` profile, and
 ## of the bundle (its own profile: it links the rules without their exports).
 wasm: setup
-	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %)
-	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %)
-	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-wasip1 -p aigov-bundle
-	RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-unknown-unknown -p aigov-bundle
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %)
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %)
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-wasip1 -p aigov-bundle
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-unknown-unknown -p aigov-bundle
 
 ## artifacts/<rule>/policy.wasm: the waPC module annotated with its
 ## metadata.yml (io.kubewarden.metadata); policy.component.wasm: the
@@ -162,14 +162,14 @@ push: artifacts
 ## host's with --release: the build scripts and proc macros it compiles are
 ## then the release build's own, not compiled a second time).
 lint: setup
-	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --locked --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
-	$(CARGO) clippy --locked --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
+	+$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
+	+$(CARGO) clippy --locked --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
+	+$(CARGO) clippy --locked --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
 
 ## Native unit tests of every crate, and every case file as a named test
 ## (native, module, component).
 unit: artifacts
-	$(CARGO) test --release --locked --workspace
+	+$(CARGO) test --release --locked --workspace
 
 ## The same cases through the CLI, as a platform team would run them. (Not
 ## in `make test`: `unit` runs every case through the same code as a named
@@ -193,7 +193,7 @@ e2e-deps:
 ## back, check media types over the registry API, copy the OCI layout in with
 ## skopeo. The test starts and stops the registry itself.
 e2e: e2e-deps artifacts
-	$(CARGO) test --release --locked -p host-test --test registry
+	+$(CARGO) test --release --locked -p host-test --test registry
 
 ## Build the guests a second time, from a copy of the tree at another path
 ## into another target directory, and compare every module and component.
@@ -231,11 +231,11 @@ FUZZ_TARGETS ?= rules differential forms
 FUZZ_DIR     := $(CURDIR)/target/fuzz
 CARGO_FUZZ   := $(CURDIR)/target/tools/bin/cargo-fuzz
 fuzz-deps:
-	@test -x $(CARGO_FUZZ) || $(CARGO) install cargo-fuzz --locked --version 0.13.2 --root $(CURDIR)/target/tools
+	+@test -x $(CARGO_FUZZ) || $(CARGO) install cargo-fuzz --locked --version 0.13.2 --root $(CURDIR)/target/tools
 
 fuzz: artifacts fuzz-deps
 	$(AIGOV) fuzz-corpus --out $(FUZZ_DIR)
-	@for t in $(FUZZ_TARGETS); do \
+	+@for t in $(FUZZ_TARGETS); do \
 	  features=""; [ "$$t" = forms ] && features="--features forms"; \
 	  mkdir -p $(FUZZ_DIR)/found-$$t; \
 	  echo "== fuzzing $$t for $(FUZZ_SECONDS) s"; \
@@ -310,8 +310,8 @@ jco-check: case-records jco-deps
 WASMTIME         := $(CURDIR)/target/tools/bin/wasmtime
 WASMTIME_VERSION := 48.0.8
 wasmtime-cli:
-	@test -x $(WASMTIME) && $(WASMTIME) --version | grep -qx "wasmtime $(WASMTIME_VERSION)" || \
-	  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=0 \
+	+@test -x $(WASMTIME) && $(WASMTIME) --version | grep -qx "wasmtime $(WASMTIME_VERSION)" || \
+	  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_LTO=off \
 	  $(CARGO) install --locked wasmtime-cli --version $(WASMTIME_VERSION) \
 	    --no-default-features --features run,compile,cranelift,component-model \
 	    --root $(CURDIR)/target/tools --target-dir $(CURDIR)/target/tools-build
@@ -319,7 +319,7 @@ wasmtime-cli:
 ## Every call the harness makes over the case corpus, made again with
 ## `wasmtime run --invoke` for each component that imports nothing.
 wasmtime-check: wasmtime-cli case-records
-	AIGOV_WASMTIME=$(WASMTIME) AIGOV_CASE_RECORDS=$(CASE_RECORDS) \
+	+AIGOV_WASMTIME=$(WASMTIME) AIGOV_CASE_RECORDS=$(CASE_RECORDS) \
 	  $(CARGO) test --release --locked -p host-test --test wasmtime_cli -- --nocapture
 
 ## The playground: a static page where a manifest is checked as you type
@@ -373,6 +373,10 @@ playground-check: playground chromium-deps case-records
 	node host-test/tests/playground/check.mjs --tools $(PLAYGROUND_TOOLS) --aigov $(AIGOV) --page $(PLAYGROUND) \
 	  --policies policies --artifacts $(ARTIFACTS) --records $(CASE_RECORDS) --out $(PLAYGROUND_OUT) \
 	  --screenshot docs/playground.png
+
+## Recipe lines that run cargo start with `+`: they share make's job
+## server, so `make -j2` runs two compilers in all, not two per cargo (and,
+## as for any `+` line, `make -n` runs them).
 
 ## The tests, two parts at a time (TEST_JOBS): one part rarely keeps both
 ## cores busy (a test run, npm, apt, the browser, the registry, a fuzz
