@@ -161,7 +161,10 @@ push: artifacts
 ## Clippy on the host and on both guest targets, warnings as errors (the
 ## host's with --release: the build scripts and proc macros it compiles are
 ## then the release build's own, not compiled a second time).
-lint: setup
+## After the host's build (order only: `make lint` builds `aigov` first):
+## clippy --release locks target/release too, and in `make test` the host
+## build is what everything else waits for, so it goes first.
+lint: setup | aigov
 	+$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 	+$(CARGO) clippy --locked --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
 	+$(CARGO) clippy --locked --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
