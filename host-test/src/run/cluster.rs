@@ -248,9 +248,28 @@ impl FixtureCluster {
             .filter(|o| labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))))
             .filter(|o| fields.iter().all(|r| r.matches(o)))
             .collect();
-        Ok(json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items}).to_string())
+        let list = List { api_version, items, kind: format!("{kind}List"), metadata: Empty {} };
+        serde_json::to_string(&list).map_err(|e| LookupError::Unavailable(format!("cannot encode the {kind} list: {e}")))
     }
 }
+
+/// A `<Kind>List` answer, written straight from the cluster's objects (a
+/// `json!` value would first deep-copy every listed object, then drop the
+/// copy: two thirds of a listing's cost). The fields are in the order a
+/// `serde_json::Value` map keeps them (sorted), as the answers were written
+/// before, byte for byte.
+#[derive(serde::Serialize)]
+struct List<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    items: Vec<&'a Value>,
+    kind: String,
+    metadata: Empty,
+}
+
+/// `{}`.
+#[derive(serde::Serialize)]
+struct Empty {}
 
 /// The label the API server puts on every Namespace: its name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -911,6 +930,23 @@ mod tests {
         assert_eq!(found["metadata"]["uid"], 2, "the first object of that name");
         // A namespaced kind's object without a namespace is not in any.
         assert!(c.get("v1", "Pod", "nowhere", Some("ml")).is_err());
+    }
+
+    /// A listing is the `<Kind>List` a `json!` value of the same objects
+    /// prints, byte for byte (keys sorted, as before the list was written
+    /// without copying its items).
+    #[test]
+    fn lists_are_written_as_a_json_value_prints_them() {
+        let c = cluster();
+        for (api_version, kind, namespace) in [("v1", "Pod", Some("ml")), ("v1", "Pod", None), ("v1", "Namespace", None), ("v1", "Pod", Some("empty"))] {
+            let items: Vec<Value> = serde_json::from_str::<Value>(&c.list(api_version, kind, namespace, None, None).unwrap()).unwrap()["items"]
+                .as_array()
+                .unwrap()
+                .clone();
+            let expected = json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items}).to_string();
+            assert_eq!(c.list(api_version, kind, namespace, None, None).unwrap(), expected);
+        }
+        assert!(c.list("v1", "Pod", Some("ml"), None, None).unwrap().starts_with(r#"{"apiVersion":"v1","items":[{"#));
     }
 
     #[test]
