@@ -99,3 +99,15 @@ fn the_scan_benchmark_scans_every_manifest_in_every_form() {
     let md = aigov::tools::scanbench::render_scan(&b, true);
     assert_eq!(md.lines().filter(|l| l.starts_with("| native") || l.starts_with("| module") || l.starts_with("| component")).count(), b.rows.len());
 }
+
+#[test]
+fn the_bundle_can_be_benchmarked_alone() {
+    let artifacts = std::env::var_os("AIGOV_ARTIFACTS")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from);
+    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["aigov-bundle".into()] };
+    let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench --rule aigov-bundle could not run: {e:#}"));
+    let rules: std::collections::BTreeSet<Option<&str>> = report.rows.iter().map(|r| r.rule.as_deref()).collect();
+    assert_eq!(rules, [None, Some(BUNDLE_NAME)].into_iter().collect(), "only the floors and the bundle");
+    let e = bench(&Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-runtime-clas".into()] }).unwrap_err();
+    assert!(e.to_string().contains("no rule named `gpu-runtime-clas`") && e.to_string().contains("aigov-bundle"), "{e}");
+}
