@@ -163,29 +163,47 @@ pub fn evaluate(rules: &[Entry], request: &Request<'_>, settings: &str, cluster:
         Ok(e) => e,
         Err(m) => return ValidationResponse::reject(format!("invalid settings: {m}"), Some(400)),
     };
-    let mut current: Option<String> = None;
     let mut answers: Vec<(&'static str, ValidationResponse)> = Vec::new();
-    for (entry, s) in enabled {
-        let outcome = match &current {
-            None => (entry.run)(request, s, cluster),
-            Some(text) => match request.with_object(text) {
-                Ok(r) => (entry.run)(&r, s, cluster),
-                Err(Malformed(m)) => Ok(Outcome { malformed: Some(m), ..Outcome::default() }),
-            },
-        };
-        let mut outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                let m = format!("invalid settings: {}{e}", settings_prefix(entry.name()));
-                return ValidationResponse::reject(m, Some(400));
+    match run(&enabled, request, cluster, &mut answers) {
+        Ok(mutated) => merge(answers, mutated),
+        Err(refused) => refused,
+    }
+}
+
+/// Runs `enabled` in order on `request`, each answer into `answers`. After
+/// a rule mutates the object, the rules after it run on the mutated object,
+/// decoded once for all of them (not once per rule). Returns the last
+/// mutated object, or the settings error that stops the bundle.
+fn run(
+    enabled: &[(Entry, &str)],
+    request: &Request<'_>,
+    cluster: &dyn Cluster,
+    answers: &mut Vec<(&'static str, ValidationResponse)>,
+) -> Result<Option<String>, ValidationResponse> {
+    for (at, (entry, s)) in enabled.iter().enumerate() {
+        let mut outcome = (entry.run)(request, s, cluster).map_err(|e| {
+            ValidationResponse::reject(format!("invalid settings: {}{e}", settings_prefix(entry.name())), Some(400))
+        })?;
+        let mutated = outcome.mutated.take();
+        answers.push((entry.name(), outcome.into_response(entry.name())));
+        let Some(text) = mutated else { continue };
+        let rest = enabled.get(at + 1..).unwrap_or_default();
+        if rest.is_empty() {
+            return Ok(Some(text));
+        }
+        let later = match request.with_object(&text) {
+            Ok(r) => run(rest, &r, cluster, answers)?,
+            Err(Malformed(m)) => {
+                for (entry, _) in rest {
+                    let outcome = Outcome { malformed: Some(m.clone()), ..Outcome::default() };
+                    answers.push((entry.name(), outcome.into_response(entry.name())));
+                }
+                None
             }
         };
-        if let Some(m) = outcome.mutated.take() {
-            current = Some(m);
-        }
-        answers.push((entry.name(), outcome.into_response(entry.name())));
+        return Ok(later.or(Some(text)));
     }
-    merge(answers, current)
+    Ok(None)
 }
 
 /// A rule's response as the bundle reports it: violation lines and
