@@ -118,3 +118,27 @@ fn every_mutating_rule_in_turn_on_a_mixed_ray_cluster() {
     let first = &answers[0].1;
     assert!(answers.iter().all(|(_, r)| r == first), "the three forms agree");
 }
+
+/// The bundle keeps the last settings it read (per thread, as a warm
+/// instance gets the same settings with every request): settings that
+/// change from one request to the next are each applied, refused settings
+/// are refused every time, and going back is seen too.
+#[test]
+fn each_request_is_judged_by_the_settings_it_carries() {
+    let on = json!({"rules": {"gpu-runtime-class": {}}});
+    let off = json!({"rules": {}});
+    let null = json!({"rules": {"gpu-runtime-class": null}});
+    let unknown = json!({"rules": {"gpu-runtime-clas": {}}});
+    for (settings, accepted) in [(&on, false), (&off, true), (&on, false), (&unknown, false), (&null, false), (&off, true), (&unknown, false)] {
+        for (form, r) in bundle_answers(gpu_pod(None), settings) {
+            assert_eq!(r.accepted, accepted, "{form}, {settings}: {r:?}");
+            let message = r.message.unwrap_or_default();
+            if settings == &unknown {
+                assert_eq!(r.code, Some(400), "{form}: {message}");
+                assert!(message.contains("setting `rules.gpu-runtime-clas`: no such rule"), "{form}: {message}");
+            } else if !accepted {
+                assert!(message.starts_with("gpu-runtime-class: "), "{form}: {message}");
+            }
+        }
+    }
+}
