@@ -41,11 +41,29 @@ pub fn limits(memory: usize) -> wasmtime::StoreLimits {
     wasmtime::StoreLimitsBuilder::new().memory_size(memory).instances(16).trap_on_grow_failure(false).build()
 }
 
+/// Linear memories in the pool: instances alive at once, over every store
+/// of the engine.
+pub const POOL_MEMORIES: u32 = 128;
+
+/// Lowers [`POOL_MEMORIES`], for running the harness under valgrind, whose
+/// address space cannot hold 128 reservations of [`MEMORY_RESERVATION`]
+/// (BENCHMARKS.md counts instructions that way): `AIGOV_POOL_MEMORIES=12`.
+pub const POOL_MEMORIES_VAR: &str = "AIGOV_POOL_MEMORIES";
+
+fn pool_memories(value: Option<&std::ffi::OsStr>) -> Result<u32> {
+    let Some(value) = value else { return Ok(POOL_MEMORIES) };
+    value
+        .to_str()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| (1..=POOL_MEMORIES).contains(n))
+        .ok_or_else(|| anyhow::anyhow!("{POOL_MEMORIES_VAR} is {value:?}: give a number of memories from 1 to {POOL_MEMORIES}, or unset it"))
+}
+
 /// Builds the engine and starts its epoch ticker (a thread that ends when the
 /// engine is dropped).
 pub fn new_engine() -> Result<Engine> {
     let mut pool = PoolingAllocationConfig::new();
-    pool.total_memories(128)
+    pool.total_memories(pool_memories(std::env::var_os(POOL_MEMORIES_VAR).as_deref())?)
         .total_tables(128)
         .total_core_instances(256)
         .total_component_instances(128)
@@ -77,4 +95,22 @@ pub fn new_engine() -> Result<Engine> {
             }
         })?;
     Ok(engine)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_pool_can_be_made_smaller_for_valgrind_but_not_larger() {
+        assert_eq!(pool_memories(None).unwrap(), POOL_MEMORIES);
+        assert_eq!(pool_memories(Some(OsStr::new("12"))).unwrap(), 12);
+        assert_eq!(pool_memories(Some(OsStr::new(" 128 "))).unwrap(), 128);
+        for bad in ["0", "129", "-1", "many", ""] {
+            let e = pool_memories(Some(OsStr::new(bad))).unwrap_err().to_string();
+            assert!(e.starts_with("AIGOV_POOL_MEMORIES is") && e.contains("from 1 to 128"), "{bad}: {e}");
+        }
+    }
 }
