@@ -87,16 +87,17 @@ thread_local! {
 /// name order), with their settings text.
 fn enabled<'s>(rules: &[Entry], settings: &'s str) -> Result<Vec<(Entry, &'s str)>, String> {
     let key = (rules.as_ptr() as usize, rules.len());
-    let hit = ENABLED.with(|c| c.borrow().as_ref().filter(|l| l.rules == key && l.text == settings).map(|l| l.spans.clone()));
-    let spans = match hit {
-        Some(spans) => spans,
-        None => {
-            let spans = enabled_spans(rules, settings);
-            ENABLED.with(|c| *c.borrow_mut() = Some(LastRead { rules: key, text: settings.to_string(), spans: spans.clone() }));
-            spans
+    ENABLED.with(|c| {
+        let mut last = c.borrow_mut();
+        if !last.as_ref().is_some_and(|l| l.rules == key && l.text == settings) {
+            *last = None;
         }
-    };
-    Ok(spans?.into_iter().map(|(e, span)| (e, span.and_then(|r| settings.get(r)).unwrap_or("{}"))).collect())
+        let read = last.get_or_insert_with(|| LastRead { rules: key, text: settings.to_string(), spans: enabled_spans(rules, settings) });
+        match &read.spans {
+            Ok(spans) => Ok(spans.iter().map(|(e, span)| (*e, span.clone().and_then(|r| settings.get(r)).unwrap_or("{}"))).collect()),
+            Err(m) => Err(m.clone()),
+        }
+    })
 }
 
 /// [`enabled`], read afresh.
@@ -190,19 +191,23 @@ pub fn validate_request(rules: &[Entry], request: &str, settings: &str, cluster:
     };
     let wants = |k: WorkloadKind| enabled.iter().any(|(e, _)| e.metadata.lists(k.group(), k.resource()));
     match Request::parse_for(request, &wants) {
-        Ok(r) => evaluate(rules, &r, settings, cluster),
+        Ok(r) => evaluate_enabled(&enabled, &r, cluster),
         Err(e) => ValidationResponse::reject(e.0, Some(400)),
     }
 }
 
 /// Runs every enabled rule on one parsed request and merges the answers.
 pub fn evaluate(rules: &[Entry], request: &Request<'_>, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
-    let enabled = match enabled(rules, settings) {
-        Ok(e) => e,
-        Err(m) => return ValidationResponse::reject(format!("invalid settings: {m}"), Some(400)),
-    };
+    match enabled(rules, settings) {
+        Ok(enabled) => evaluate_enabled(&enabled, request, cluster),
+        Err(m) => ValidationResponse::reject(format!("invalid settings: {m}"), Some(400)),
+    }
+}
+
+/// [`evaluate`] with the enabled rules already read.
+fn evaluate_enabled(enabled: &[(Entry, &str)], request: &Request<'_>, cluster: &dyn Cluster) -> ValidationResponse {
     let mut answers: Vec<(&'static str, ValidationResponse)> = Vec::new();
-    match run(&enabled, request, cluster, &mut answers) {
+    match run(enabled, request, cluster, &mut answers) {
         Ok(mutated) => merge(answers, mutated),
         Err(refused) => refused,
     }

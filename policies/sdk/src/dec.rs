@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 
 use crate::request::Str;
 
+/// serde_json's words for a raw control character inside a string.
+const CONTROL_CHARACTER: &str = "control character (\\u0000-\\u001F) found while parsing a string";
+
 /// Nesting deeper than this is refused, as serde_json refuses it.
 const MAX_DEPTH: u32 = 128;
 
@@ -216,7 +219,7 @@ impl<'a> Dec<'a> {
                 Ok(Str(Cow::Borrowed(s)))
             }
             Some(b'\\') => self.escaped(start),
-            Some(_) => Err(self.syntax("control character (\\u0000-\\u001F) found while parsing a string")),
+            Some(_) => Err(self.syntax(CONTROL_CHARACTER)),
         }
     }
 
@@ -248,7 +251,7 @@ impl<'a> Dec<'a> {
                         _ => return Err(self.syntax("invalid escape")),
                     }
                 }
-                Some(c) if *c < 0x20 => return Err(self.syntax("control character (\\u0000-\\u001F) found while parsing a string")),
+                Some(c) if *c < 0x20 => return Err(self.syntax(CONTROL_CHARACTER)),
                 Some(_) => {
                     // Copy a run of plain characters (whole UTF-8 sequences).
                     let run = self.i;
@@ -537,7 +540,7 @@ impl<'a> Dec<'a> {
                         }
                     }
                 }
-                Some(c) if *c < 0x20 => return Err(self.syntax("control character (\\u0000-\\u001F) found while parsing a string")),
+                Some(c) if *c < 0x20 => return Err(self.syntax(CONTROL_CHARACTER)),
                 Some(_) => self.i = plain_run_end(self.b, self.i),
             }
         }
