@@ -118,10 +118,10 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
         out.push((what, message));
     }
     for (key, pats) in &s.required_annotations {
-        let Some(value) = own.get(key.as_str()) else { continue };
+        let Some(value) = w.metadata.annotation(key) else { continue };
         let m = if value.trim().is_empty() {
             format!("annotation `{key}` in `metadata.annotations` is empty: set {}", wanted(pats))
-        } else if !pats.is_empty() && !pats.iter().any(|p| p.matches(value)) {
+        } else if !pats.is_empty() && !pats.iter().any(|p| p.matches(&value)) {
             format!("annotation `{key}` in `metadata.annotations` is `{value}`, which does not match {}: set {}", patterns(pats), wanted(pats))
         } else {
             continue;

@@ -48,7 +48,7 @@ impl Policy for OwnerLabel {
         // its templates then get the same.
         let declared = w.metadata.label(&s.owner_label).filter(|o| !o.is_empty() && !s.overwrite).map(|value| Owner {
             value: value.to_string(),
-            user: w.metadata.annotation(&s.owner_annotation).map(str::to_string),
+            user: w.metadata.annotation(&s.owner_annotation).map(|a| a.to_string()),
         });
         let owner = match (declared, req.operation()) {
             (_, Operation::Delete | Operation::Connect) => return Ok(v),
@@ -135,7 +135,7 @@ fn owner_edits(path: &Path, meta: Option<&ObjectMeta<'_>>, o: &Owner, s: &Settin
             if let Some(user) = &o.user {
                 match meta.and_then(|m| m.annotation(&s.owner_annotation)) {
                     None => v.edit(mutate::annotation(path, &s.owner_annotation, user)),
-                    Some(a) if a != user && s.overwrite => v.edit(Edit::Set { path: annotation, value: quote(user) }),
+                    Some(a) if *a != **user && s.overwrite => v.edit(Edit::Set { path: annotation, value: quote(user) }),
                     Some(_) => {}
                 }
             }
@@ -146,7 +146,7 @@ fn owner_edits(path: &Path, meta: Option<&ObjectMeta<'_>>, o: &Owner, s: &Settin
             // The annotation says who the label stands for: it follows the
             // label the rule writes, whatever was there.
             if let Some(user) = &o.user
-                && meta.and_then(|m| m.annotation(&s.owner_annotation)) != Some(user.as_str())
+                && meta.and_then(|m| m.annotation(&s.owner_annotation)).as_deref() != Some(user.as_str())
             {
                 v.edit(Edit::Set { path: annotation, value: quote(user) });
             }

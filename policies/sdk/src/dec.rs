@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::request::Str;
+use crate::request::{RawStr, Str};
 
 /// serde_json's words for a raw control character inside a string.
 const CONTROL_CHARACTER: &str = "control character (\\u0000-\\u001F) found while parsing a string";
@@ -119,6 +119,7 @@ impl<'a> Dec<'a> {
         if self.i < self.b.len() { Err(self.syntax("trailing characters")) } else { Ok(()) }
     }
 
+    #[inline]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -126,6 +127,7 @@ impl<'a> Dec<'a> {
     }
 
     /// The next significant byte, after whitespace.
+    #[inline]
     pub fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()
@@ -505,7 +507,7 @@ impl<'a> Dec<'a> {
     pub fn skip(&mut self) -> R<()> {
         match self.peek() {
             None => Err(self.eof("a value")),
-            Some(b'"') => self.skip_string(),
+            Some(b'"') => self.skip_string().map(drop),
             Some(b'{') => self.object(|d, _| d.skip()),
             Some(b'[') => self.list(Dec::skip),
             Some(b't') => self.literal(b"true"),
@@ -515,18 +517,21 @@ impl<'a> Dec<'a> {
         }
     }
 
+    /// Skips a string (validated); whether it holds escapes.
     #[inline(never)]
-    fn skip_string(&mut self) -> R<()> {
+    fn skip_string(&mut self) -> R<bool> {
         self.i += 1;
+        let mut escaped = false;
         loop {
             match self.b.get(self.i) {
                 None => return Err(self.eof("a string")),
                 Some(b'"') => {
                     self.i += 1;
-                    return Ok(());
+                    return Ok(escaped);
                 }
                 Some(b'\\') => {
                     self.i += 1;
+                    escaped = true;
                     match self.b.get(self.i) {
                         None => return Err(self.eof("a string")),
                         Some(b'u') => {
@@ -544,6 +549,17 @@ impl<'a> Dec<'a> {
                 Some(_) => self.i = plain_run_end(self.b, self.i),
             }
         }
+    }
+
+    /// A string kept as the request spells it, validated, to be decoded
+    /// when read ([`RawStr`]).
+    pub fn raw_string(&mut self) -> R<RawStr<'a>> {
+        if self.peek() != Some(b'"') {
+            return Err(self.invalid_type("a string"));
+        }
+        let start = self.i;
+        let escaped = self.skip_string()?;
+        Ok(RawStr { quoted: self.text.get(start..self.i).unwrap_or_default(), escaped })
     }
 
     /// Skips one value and returns its text.
@@ -578,6 +594,12 @@ impl<'a> Decode<'a> for Skip {
 impl<'a> Decode<'a> for Str<'a> {
     fn decode(d: &mut Dec<'a>) -> R<Self> {
         d.string()
+    }
+}
+
+impl<'a> Decode<'a> for RawStr<'a> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        d.raw_string()
     }
 }
 
@@ -675,6 +697,26 @@ mod tests {
         assert!(matches!(v[0].0, Cow::Borrowed("plain")));
         assert_eq!(&*v[1], "esc\"apedé😀");
         assert_eq!(&*v[2], "\n");
+    }
+
+    /// A string kept raw reads as the decoded string reads, borrowed when
+    /// it holds no escapes, and is refused where and as a decoded one is.
+    #[test]
+    fn raw_strings_read_as_decoded_strings() {
+        let texts = [r#""plain""#, r#""""#, r#""esc\"aped\u00e9\ud83d\ude00 \n\/\\""#, r#""{\"kind\":\"Pod\"}""#];
+        for text in texts {
+            let raw = Dec::document::<RawStr<'_>>(text).unwrap();
+            let decoded = Dec::document::<Str<'_>>(text).unwrap();
+            assert_eq!(raw.get(), decoded, "{text}");
+            assert_eq!(format!("{raw:?}"), format!("{decoded:?}"));
+            assert_eq!(matches!(raw.get().0, Cow::Borrowed(_)), !text.contains('\\'), "{text}");
+        }
+        assert_eq!(&*RawStr::default().get(), "");
+        for bad in ["null", "1", "{}", r#""\x""#, r#""ab\ud800""#, "\"a\u{1}b\"", r#""abc"#, r#""\u12"#] {
+            let raw = Dec::document::<RawStr<'_>>(bad).map(drop).unwrap_err();
+            let decoded = Dec::document::<Str<'_>>(bad).map(drop).unwrap_err();
+            assert_eq!((raw.message, raw.at), (decoded.message, decoded.at), "{bad}");
+        }
     }
 
     /// The word-at-a-time scan finds what a byte-by-byte scan finds: every

@@ -257,7 +257,8 @@ impl<'a> PodTemplate<'a> {
                 if !gpus.is_gpu(name) {
                     continue;
                 }
-                let n = units(raw, &format_args!("{}.{field}[{name}]", self.resources_path(c)))?;
+                // The path is written only into an error: built when shown.
+                let n = units(raw, &fmt::from_fn(|f| write!(f, "{}.{field}[{name}]", self.resources_path(c))))?;
                 match out.iter_mut().find(|(k, _)| k.as_str() == &**name) {
                     Some((_, m)) => *m = (*m).max(n),
                     None => out.push((name.to_string(), n)),

@@ -15,20 +15,23 @@
 //! to the error position); on anything else it stops and reports what it
 //! has, never panics.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// One step of a path into a JSON document.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Seg {
-    /// An object member.
-    Key(String),
+    /// An object member: a field name the code spells (borrowed, so paths
+    /// are cheap to extend on the hot path) or one from the input or the
+    /// settings (owned).
+    Key(Cow<'static, str>),
     /// An array element.
     Index(usize),
 }
 
 impl From<&str> for Seg {
     fn from(key: &str) -> Seg {
-        Seg::Key(key.to_string())
+        Seg::Key(Cow::Owned(key.to_string()))
     }
 }
 
@@ -48,16 +51,20 @@ impl Path {
         Path(Vec::new())
     }
 
-    /// This path extended by one key.
-    pub fn key(&self, key: &str) -> Path {
-        let mut p = self.clone();
-        p.0.push(Seg::Key(key.to_string()));
+    /// This path extended by one key: a literal (`"spec"`, copied by
+    /// reference) or a `String` (moved in). A key borrowed from elsewhere is
+    /// given as `key.to_string()`.
+    pub fn key(&self, key: impl Into<Cow<'static, str>>) -> Path {
+        let mut p = Path(Vec::with_capacity(self.0.len() + 1));
+        p.0.extend_from_slice(&self.0);
+        p.0.push(Seg::Key(key.into()));
         p
     }
 
     /// This path extended by one index.
     pub fn index(&self, i: usize) -> Path {
-        let mut p = self.clone();
+        let mut p = Path(Vec::with_capacity(self.0.len() + 1));
+        p.0.extend_from_slice(&self.0);
         p.0.push(Seg::Index(i));
         p
     }
@@ -65,7 +72,7 @@ impl Path {
     /// This path extended by several keys.
     pub fn keys(&self, keys: &[&str]) -> Path {
         let mut p = self.clone();
-        p.0.extend(keys.iter().map(|k| Seg::Key((*k).to_string())));
+        p.0.extend(keys.iter().map(|k| Seg::Key(Cow::Owned((*k).to_string()))));
         p
     }
 
@@ -276,7 +283,7 @@ pub fn path_at(text: &str, offset: usize) -> Path {
     let mut path = Path::root();
     for f in stack {
         match f {
-            Frame::Obj { key: Some(k), .. } => path.0.push(Seg::Key(k)),
+            Frame::Obj { key: Some(k), .. } => path.0.push(Seg::Key(Cow::Owned(k))),
             Frame::Obj { key: None, .. } => {}
             Frame::Arr { index } => path.0.push(Seg::Index(index)),
         }
@@ -653,6 +660,27 @@ mod tests {
         let e = serde_json::from_str::<S>(text).unwrap_err();
         assert!(e.to_string().contains("missing field `n`"));
         assert_eq!(path_at(text, offset_of(text, e.line(), e.column())).to_string(), "a[0]");
+    }
+
+    /// A key the code spells is borrowed, one built at run time owned; the
+    /// two are the same key to every comparison and in every form.
+    #[test]
+    fn literal_and_built_keys_are_the_same_key() {
+        let literal = Path::root().key("spec").index(0).key("name");
+        let built = Path::root().key(String::from("spec")).index(0).key(format!("na{}", "me"));
+        assert!(matches!(&literal.0[0], Seg::Key(Cow::Borrowed("spec"))));
+        assert!(matches!(&built.0[0], Seg::Key(Cow::Owned(_))));
+        assert_eq!(literal, built);
+        assert_eq!(literal, Path::root().keys(&["spec"]).index(0).keys(&["name"]));
+        assert_eq!(literal.cmp(&built), std::cmp::Ordering::Equal);
+        assert_eq!((literal.to_string(), literal.pointer()), ("spec[0].name".to_string(), "/spec/0/name".to_string()));
+        let hash = |p: &Path| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            p.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&literal), hash(&built));
     }
 
     #[test]

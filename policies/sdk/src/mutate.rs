@@ -116,7 +116,7 @@ pub fn annotation(metadata: &Path, key: &str, value: &str) -> Edit {
 
 /// Sets a string field of a pod spec (`runtimeClassName`), if not set.
 pub fn spec_field(t: &PodTemplate<'_>, field: &str, value: &str) -> Edit {
-    Edit::SetIfAbsent { path: t.spec_path().key(field), value: quote(value) }
+    Edit::SetIfAbsent { path: t.spec_path().key(field.to_string()), value: quote(value) }
 }
 
 /// Appends a toleration (`{key, operator, value?, effect?}`) to a pod spec.

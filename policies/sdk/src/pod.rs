@@ -11,13 +11,16 @@ use std::collections::BTreeMap;
 
 use crate::dec::{Dec, Decode, R};
 use crate::decode_struct;
-use crate::request::Str;
+use crate::request::{RawStr, Str};
 
 /// Labels, annotations, node selectors: keys to values, in key order.
 pub type StrMap<'a> = BTreeMap<Str<'a>, Str<'a>>;
 
 /// Labels, by key.
 pub type Labels<'a> = StrMap<'a>;
+
+/// Annotations, by key, each value decoded when read ([`RawStr`]).
+pub type Annotations<'a> = BTreeMap<Str<'a>, RawStr<'a>>;
 
 /// An owner reference.
 #[derive(Clone, Debug, Default)]
@@ -43,8 +46,8 @@ pub struct ObjectMeta<'a> {
     pub namespace: Option<Str<'a>>,
     /// Labels.
     pub labels: Labels<'a>,
-    /// Annotations.
-    pub annotations: StrMap<'a>,
+    /// Annotations (values decoded when read: [`ObjectMeta::annotation`]).
+    pub annotations: Annotations<'a>,
     /// Owner references (a pod's controller, a Job's CronJob).
     pub owner_references: Vec<OwnerReference<'a>>,
     /// Whether `deletionTimestamp` is set: the object is being deleted, and
@@ -53,15 +56,15 @@ pub struct ObjectMeta<'a> {
     pub being_deleted: bool,
 }
 
-impl ObjectMeta<'_> {
+impl<'a> ObjectMeta<'a> {
     /// The label's value, if set.
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(|v| &**v)
     }
 
     /// The annotation's value, if set.
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key).map(|v| &**v)
+    pub fn annotation(&self, key: &str) -> Option<Str<'a>> {
+        self.annotations.get(key).map(RawStr::get)
     }
 
     /// The owner reference with `controller: true`: the controller that

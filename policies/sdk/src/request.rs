@@ -75,6 +75,42 @@ impl<'a> From<&'a str> for Str<'a> {
     }
 }
 
+/// A string value kept as the request spells it (validated, quotes
+/// included) and decoded only when read: for the values rules rarely read
+/// and requests often carry large. Annotations are the case: `kubectl apply`
+/// writes the whole object, escaped, into
+/// `kubectl.kubernetes.io/last-applied-configuration`, and unescaping it on
+/// every request would cost more than the rest of the object.
+#[derive(Clone, Copy)]
+pub struct RawStr<'a> {
+    pub(crate) quoted: &'a str,
+    pub(crate) escaped: bool,
+}
+
+impl<'a> RawStr<'a> {
+    /// The value, decoded: borrowed unless it holds escapes.
+    pub fn get(&self) -> Str<'a> {
+        if self.escaped {
+            // Validated when it was decoded, so this cannot fail.
+            Dec::new(self.quoted).string().unwrap_or_default()
+        } else {
+            Str(Cow::Borrowed(self.quoted.get(1..self.quoted.len().saturating_sub(1)).unwrap_or_default()))
+        }
+    }
+}
+
+impl Default for RawStr<'_> {
+    fn default() -> Self {
+        RawStr { quoted: "\"\"", escaped: false }
+    }
+}
+
+impl fmt::Debug for RawStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.get(), f)
+    }
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -403,7 +439,7 @@ pub fn explain_serde(text: &str, err: &serde_json::Error, what: &str) -> Malform
 pub(crate) fn explain_request(text: &str, err: &DecError, prefix: &[&str]) -> Malformed {
     let (path, msg) = locate(text, err);
     let in_request = path.0.len() >= prefix.len()
-        && path.0.iter().zip(prefix).all(|(s, p)| *s == json::Seg::Key((*p).to_string()));
+        && path.0.iter().zip(prefix).all(|(s, p)| matches!(s, json::Seg::Key(k) if k == p));
     let rest = Path(path.0.get(prefix.len()..).unwrap_or_default().to_vec());
     let (what, field) = match rest.0.split_first() {
         Some((json::Seg::Key(k), inner)) if in_request && k == "object" => {
@@ -423,11 +459,7 @@ pub(crate) fn explain_request(text: &str, err: &DecError, prefix: &[&str]) -> Ma
 /// The object's kind name, read from the request's `kind` (`Pod`), for
 /// messages; `object` if it cannot be read.
 fn object_kind(text: &str, prefix: &[&str]) -> String {
-    let mut path = Path::root();
-    for p in prefix {
-        path = path.key(p);
-    }
-    json::find(text, &path.keys(&["kind", "kind"]))
+    json::find(text, &Path::root().keys(prefix).keys(&["kind", "kind"]))
         .and_then(|k| Dec::document::<Str<'_>>(k).ok())
         .filter(|k| !k.is_empty())
         .map_or_else(|| "object".into(), |k| k.to_string())
@@ -581,11 +613,7 @@ impl<'a> Request<'a> {
             Object::Raw(raw) | Object::Pending(raw) => Some(raw),
             Object::Workload(_) => {
                 let (text, path) = self.source?;
-                let mut p = Path::root();
-                for k in path {
-                    p = p.key(k);
-                }
-                json::find(text, &p)
+                json::find(text, &Path::root().keys(path))
             }
         }
     }

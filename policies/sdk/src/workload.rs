@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::dec::{Dec, Decode, R};
 use crate::decode_struct;
 use crate::json::Path;
-use crate::pod::{Container, EnvVar, ObjectMeta, PodSpec, Resources, StrMap, Toleration};
+use crate::pod::{Annotations, Container, EnvVar, ObjectMeta, PodSpec, Resources, StrMap, Toleration};
 use crate::request::Str;
 use crate::Malformed;
 
@@ -1250,7 +1250,7 @@ struct IsvcComponent<'a> {
     min_replicas: Option<i64>,
     max_replicas: Option<i64>,
     labels: StrMap<'a>,
-    annotations: StrMap<'a>,
+    annotations: Annotations<'a>,
     model: Option<IsvcModel<'a>>,
     sklearn: Option<IsvcModel<'a>>,
     xgboost: Option<IsvcModel<'a>>,

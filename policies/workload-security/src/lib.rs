@@ -113,7 +113,8 @@ impl Check<'_, '_> {
         let at = self.t.metadata_path().key("annotations");
         for (key, value) in &metadata.annotations {
             let Some(container) = key.strip_prefix(APPARMOR_ANNOTATION_PREFIX) else { continue };
-            let value: &str = value;
+            let value = value.get();
+            let value: &str = &value;
             if value.is_empty() || value == "runtime/default" || value.starts_with("localhost/") {
                 continue;
             }
