@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy};
 
 /// How often the epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -59,6 +59,20 @@ fn pool_memories(value: Option<&std::ffi::OsStr>) -> Result<u32> {
         .ok_or_else(|| anyhow::anyhow!("{POOL_MEMORIES_VAR} is {value:?}: give a number of memories from 1 to {POOL_MEMORIES}, or unset it"))
 }
 
+/// Set to `1`, names the guests' compiled functions for profilers:
+/// wasmtime writes `/tmp/perf-<pid>.map` (`perf report` reads it; with
+/// valgrind, the addresses callgrind reports are looked up in it), so a
+/// profile of guest code shows `decode_workload`, not bare addresses.
+pub const PERFMAP_VAR: &str = "AIGOV_PERFMAP";
+
+fn profiler(value: Option<&std::ffi::OsStr>) -> Result<ProfilingStrategy> {
+    match value.map(|v| v.to_str().map(str::trim)) {
+        None | Some(Some("" | "0")) => Ok(ProfilingStrategy::None),
+        Some(Some("1")) => Ok(ProfilingStrategy::PerfMap),
+        Some(_) => Err(anyhow::anyhow!("{PERFMAP_VAR} is {value:?}: set it to 1 to write a perf map of the guests' code, or unset it", value = value.unwrap_or_default())),
+    }
+}
+
 /// Builds the engine and starts its epoch ticker (a thread that ends when the
 /// engine is dropped).
 pub fn new_engine() -> Result<Engine> {
@@ -82,6 +96,7 @@ pub fn new_engine() -> Result<Engine> {
         .epoch_interruption(true)
         .max_wasm_stack(1 << 20)
         .memory_reservation(MEMORY_RESERVATION)
+        .profiler(profiler(std::env::var_os(PERFMAP_VAR).as_deref())?)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     let engine = Engine::new(&config)?;
     let weak = engine.weak();
@@ -112,5 +127,14 @@ mod tests {
             let e = pool_memories(Some(OsStr::new(bad))).unwrap_err().to_string();
             assert!(e.starts_with("AIGOV_POOL_MEMORIES is") && e.contains("from 1 to 128"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_perf_map_is_written_only_when_asked_for() {
+        assert!(matches!(profiler(None).unwrap(), ProfilingStrategy::None));
+        assert!(matches!(profiler(Some(OsStr::new("0"))).unwrap(), ProfilingStrategy::None));
+        assert!(matches!(profiler(Some(OsStr::new(" 1"))).unwrap(), ProfilingStrategy::PerfMap));
+        let e = profiler(Some(OsStr::new("yes"))).unwrap_err().to_string();
+        assert!(e.starts_with("AIGOV_PERFMAP is \"yes\"") && e.contains("set it to 1"), "{e}");
     }
 }
