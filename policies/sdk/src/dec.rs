@@ -119,7 +119,7 @@ impl<'a> Dec<'a> {
         if self.i < self.b.len() { Err(self.syntax("trailing characters")) } else { Ok(()) }
     }
 
-    #[inline]
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -127,7 +127,7 @@ impl<'a> Dec<'a> {
     }
 
     /// The next significant byte, after whitespace.
-    #[inline]
+    #[inline(always)]
     pub fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()
