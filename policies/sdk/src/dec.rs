@@ -105,6 +105,13 @@ impl<'a> Dec<'a> {
         self.i
     }
 
+    /// The text from byte offset `from` to the cursor, without the JSON
+    /// whitespace before it: the value just decoded, when `from` is the
+    /// offset before it.
+    pub fn since(&self, from: usize) -> &'a str {
+        self.text.get(from..self.i).unwrap_or_default().trim_start_matches([' ', '\t', '\n', '\r'])
+    }
+
     /// Decodes a whole document as `T`: one value, then only whitespace.
     pub fn document<T: Decode<'a>>(text: &'a str) -> R<T> {
         let mut d = Dec::new(text);

@@ -56,7 +56,7 @@ pub fn decode_payload<'t>(text: &'t str, wants: Wants<'_>) -> Result<(Request<'t
         d.end()
     })();
     match (decoded, request) {
-        (Ok(()), Some(r)) => Ok((Request::from_admission(r, Some((text, &["request", "object"])), wants)?, settings.unwrap_or("{}"))),
+        (Ok(()), Some(r)) => Ok((Request::from_admission(r, wants)?, settings.unwrap_or("{}"))),
         (Ok(()), None) => Err(Malformed("the validation request is malformed: missing field `request`".into())),
         (Err(e), _) => {
             // Explain an error inside the request against the request's own

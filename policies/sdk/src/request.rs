@@ -226,8 +226,10 @@ pub enum Object<'a> {
     /// No object (`DELETE`), or `null`.
     #[default]
     None,
-    /// A workload kind, decoded into the workload model.
-    Workload(Box<Workload<'a>>),
+    /// A workload kind, decoded into the workload model, with its text (for
+    /// a mutating rule's edits: the decoder notes where the object ends as it
+    /// passes, so it is never searched for).
+    Workload(Box<Workload<'a>>, &'a str),
     /// Another kind (a `CONNECT` request's options, a Namespace, ...), kept
     /// as text for rules that decode it themselves ([`Request::object_as`]).
     Raw(&'a str),
@@ -307,7 +309,11 @@ pub fn decode_request<'a>(d: &mut Dec<'a>, wants: Wants<'_>) -> R<AdmissionReque
             "oldObject" => old_object = Some(d.raw()?).filter(|t| *t != "null"),
             "object" => {
                 object = match kind.as_ref().map(|k| WorkloadKind::of(&k.group, &k.kind).filter(|wk| wants(*wk))) {
-                    Some(Some(wk)) if !d.null() => Object::Workload(Box::new(decode_workload(wk, d)?)),
+                    Some(Some(wk)) if !d.null() => {
+                        let from = d.offset();
+                        let w = decode_workload(wk, d)?;
+                        Object::Workload(Box::new(w), d.since(from))
+                    }
                     Some(Some(_)) => Object::None,
                     Some(None) => raw(d.raw()?, Object::Raw),
                     None => raw(d.raw()?, Object::Pending),
@@ -482,9 +488,6 @@ pub fn decode_model<'a, T: Decode<'a>>(json: &'a str, what: &str) -> Result<T, M
 #[derive(Clone, Debug)]
 pub struct Request<'a> {
     header: AdmissionRequest<'a>,
-    /// The request text and where the object sits in it, to find the
-    /// object's own text when a mutating rule edits it.
-    source: Option<(&'a str, &'static [&'static str])>,
 }
 
 impl<'a> Request<'a> {
@@ -498,26 +501,21 @@ impl<'a> Request<'a> {
     pub fn parse_for(json: &'a str, wants: Wants<'_>) -> Result<Request<'a>, Malformed> {
         let mut d = Dec::new(json);
         match decode_request(&mut d, wants).and_then(|r| d.end().map(|()| r)) {
-            Ok(r) => Request::from_admission(r, Some((json, &["object"])), wants),
+            Ok(r) => Request::from_admission(r, wants),
             Err(e) => Err(explain_request(json, &e, &[])),
         }
     }
 
     /// Wraps a decoded request, decoding an object that came before its
-    /// kind. `source` is the text the request was decoded from and the path
-    /// of the object in it.
-    pub fn from_admission(
-        mut header: AdmissionRequest<'a>,
-        source: Option<(&'a str, &'static [&'static str])>,
-        wants: Wants<'_>,
-    ) -> Result<Request<'a>, Malformed> {
+    /// kind.
+    pub fn from_admission(mut header: AdmissionRequest<'a>, wants: Wants<'_>) -> Result<Request<'a>, Malformed> {
         if let Object::Pending(raw) = header.object {
             header.object = match WorkloadKind::of(&header.kind.group, &header.kind.kind).filter(|k| wants(*k)) {
-                Some(kind) => Object::Workload(Box::new(Workload::parse(kind, raw)?)),
+                Some(kind) => Object::Workload(Box::new(Workload::parse(kind, raw)?), raw),
                 None => Object::Raw(raw),
             };
         }
-        Ok(Request { header, source })
+        Ok(Request { header })
     }
 
     /// The same request with another object (an old object, or a mutated
@@ -540,15 +538,17 @@ impl<'a> Request<'a> {
             old_object: h.old_object,
             dry_run: h.dry_run,
         };
+        // The document's value, without the JSON whitespace around it.
+        let value = object.trim_matches([' ', '\t', '\n', '\r']);
         header.object = match WorkloadKind::of(&header.kind.group, &header.kind.kind) {
-            _ if object.trim() == "null" => Object::None,
-            Some(kind) => Object::Workload(Box::new(Workload::parse(kind, object)?)),
+            _ if value == "null" => Object::None,
+            Some(kind) => Object::Workload(Box::new(Workload::parse(kind, object)?), value),
             None => match Dec::document::<crate::dec::Skip>(object) {
-                Ok(_) => Object::Raw(object.trim()),
+                Ok(_) => Object::Raw(value),
                 Err(e) => return Err(explain(object, &e, "the object")),
             },
         };
-        Ok(Request { header, source: Some((object, &[])) })
+        Ok(Request { header })
     }
 
     /// The parsed header fields.
@@ -596,7 +596,7 @@ impl<'a> Request<'a> {
     /// without an object (DELETE).
     pub fn workload(&self) -> Option<&Workload<'a>> {
         match &self.header.object {
-            Object::Workload(w) => Some(w),
+            Object::Workload(w, _) => Some(w),
             _ => None,
         }
     }
@@ -610,11 +610,7 @@ impl<'a> Request<'a> {
     pub fn object_text(&self) -> Option<&'a str> {
         match &self.header.object {
             Object::None => None,
-            Object::Raw(raw) | Object::Pending(raw) => Some(raw),
-            Object::Workload(_) => {
-                let (text, path) = self.source?;
-                json::find(text, &Path::root().keys(path))
-            }
+            Object::Raw(text) | Object::Pending(text) | Object::Workload(_, text) => Some(text),
         }
     }
 
@@ -630,7 +626,7 @@ impl<'a> Request<'a> {
         match &self.header.object {
             Object::Raw(raw) | Object::Pending(raw) => decode(raw, what).map(Some),
             Object::None => Ok(None),
-            Object::Workload(_) => match self.object_text() {
+            Object::Workload(_, _) => match self.object_text() {
                 Some(text) => decode(text, what).map(Some),
                 None => Ok(None),
             },
@@ -641,7 +637,7 @@ impl<'a> Request<'a> {
     /// set): an UPDATE of it only removes finalizers.
     pub fn being_deleted(&self) -> bool {
         match &self.header.object {
-            Object::Workload(w) => w.metadata.being_deleted,
+            Object::Workload(w, _) => w.metadata.being_deleted,
             Object::Raw(raw) | Object::Pending(raw) => crate::cluster::object_meta(raw, "the object").is_ok_and(|m| m.being_deleted),
             Object::None => false,
         }
@@ -690,6 +686,29 @@ mod tests {
         assert_eq!(req.workload().unwrap().metadata.name.as_deref(), Some("p"));
         assert_eq!(req.object_text(), Some(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}"#));
         assert_eq!(req.old_object_text(), None);
+    }
+
+    /// A mutating rule edits the object's own text: the value the decoder
+    /// passed over, whitespace around it excluded, wherever the object
+    /// stands in the request, and in a request rebuilt around another
+    /// object.
+    #[test]
+    fn the_object_text_is_the_value_the_decoder_passed_over() {
+        let object = "{\n  \"kind\": \"Pod\",\n  \"metadata\": {\"name\": \"p\", \"annotations\": {\"a\": \"{\\\"x\\\": [1]}\"}}\n}";
+        let kind = r#""kind": {"group": "", "version": "v1", "kind": "Pod"}"#;
+        for json in [
+            format!("{{{kind}, \"operation\": \"CREATE\", \"object\" :\n  {object}\n , \"oldObject\": null}}"),
+            format!("{{\"object\": \t{object}, \"operation\": \"CREATE\", {kind}}}"),
+        ] {
+            let req = Request::parse(&json).unwrap();
+            assert_eq!(req.workload().unwrap().metadata.annotation("a").as_deref(), Some("{\"x\": [1]}"));
+            assert_eq!(req.object_text(), Some(object), "{json}");
+            assert_eq!(req.object_text(), json::find(&json, &Path::root().key("object")));
+            let spaced = format!(" \n{object}\t");
+            let again = req.with_object(&spaced).unwrap();
+            assert_eq!(again.object_text(), Some(object));
+            assert!(req.with_object(" null ").unwrap().object_text().is_none());
+        }
     }
 
     #[test]
