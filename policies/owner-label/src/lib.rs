@@ -135,7 +135,7 @@ fn owner_edits(path: &Path, meta: Option<&ObjectMeta<'_>>, o: &Owner, s: &Settin
             if let Some(user) = &o.user {
                 match meta.and_then(|m| m.annotation(&s.owner_annotation)) {
                     None => v.edit(mutate::annotation(path, &s.owner_annotation, user)),
-                    Some(a) if *a != **user && s.overwrite => v.edit(Edit::Set { path: annotation, value: quote(user) }),
+                    Some(a) if a != user.as_str() && s.overwrite => v.edit(Edit::Set { path: annotation, value: quote(user) }),
                     Some(_) => {}
                 }
             }

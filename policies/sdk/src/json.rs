@@ -55,17 +55,19 @@ impl Path {
     /// reference) or a `String` (moved in). A key borrowed from elsewhere is
     /// given as `key.to_string()`.
     pub fn key(&self, key: impl Into<Cow<'static, str>>) -> Path {
-        let mut p = Path(Vec::with_capacity(self.0.len() + 1));
-        p.0.extend_from_slice(&self.0);
-        p.0.push(Seg::Key(key.into()));
-        p
+        self.with(Seg::Key(key.into()))
     }
 
     /// This path extended by one index.
     pub fn index(&self, i: usize) -> Path {
+        self.with(Seg::Index(i))
+    }
+
+    /// This path extended by `seg`, allocated once at its final length.
+    fn with(&self, seg: Seg) -> Path {
         let mut p = Path(Vec::with_capacity(self.0.len() + 1));
         p.0.extend_from_slice(&self.0);
-        p.0.push(Seg::Index(i));
+        p.0.push(seg);
         p
     }
 

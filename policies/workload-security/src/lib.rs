@@ -114,7 +114,6 @@ impl Check<'_, '_> {
         for (key, value) in &metadata.annotations {
             let Some(container) = key.strip_prefix(APPARMOR_ANNOTATION_PREFIX) else { continue };
             let value = value.get();
-            let value: &str = &value;
             if value.is_empty() || value == "runtime/default" || value.starts_with("localhost/") {
                 continue;
             }
