@@ -23,7 +23,7 @@ WASM_TARGETS := wasm32-wasip1 wasm32-unknown-unknown
 # memory, and the pooling allocator zeroes it each time an instance is
 # recycled: 256 KiB makes a fresh instance per request (policy-server's way)
 # about a fifth cheaper (BENCHMARKS.md). The deepest input serde accepts needs
-# 32-64 KiB (tests/robustness.rs proves every position fits).
+# 32-64 KiB (host-test/tests/suite/robustness.rs proves every position fits).
 WASM_STACK ?= 262144
 # Reproducible guests: no build-machine paths in the binaries. (With --target,
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
@@ -164,10 +164,13 @@ push: artifacts
 ## After the host's build (order only: `make lint` builds `aigov` first):
 ## clippy --release locks target/release too, and in `make test` the host
 ## build is what everything else waits for, so it goes first.
-lint: setup | aigov
+## The guests' clippy runs with the guests' profile and flags, after their
+## build: the proc macros and build scripts it needs are then the ones that
+## build compiled, not compiled again for the dev profile.
+lint: setup | aigov wasm
 	+$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
-	+$(CARGO) clippy --locked --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
-	+$(CARGO) clippy --locked --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
 
 ## Native unit tests of every crate, and every case file as a named test
 ## (native, module, component).
@@ -176,7 +179,7 @@ unit: artifacts
 
 ## The same cases through the CLI, as a platform team would run them. (Not
 ## in `make test`: `unit` runs every case through the same code as a named
-## test, and tests/cli.rs checks this command's exit status and report.)
+## test, and host-test/tests/suite/cli.rs checks this command's exit status and report.)
 cases: artifacts
 	$(AIGOV) test --artifacts $(ARTIFACTS)
 
@@ -306,17 +309,20 @@ jco-check: case-records jco-deps
 	  --records $(CASE_RECORDS) --out $(JCO_OUT)/transpiled
 
 ## The plainest host: the wasmtime CLI, the version the harness links,
-## installed once into target/tools (about 5 minutes here). Only what
-## `wasmtime compile` and `wasmtime run --invoke` need, and cranelift itself
-## at opt-level 1: the check compiles each component once, so the CLI's own
-## speed matters less than its build time.
+## installed once into target/tools (about 4 minutes here). Only what
+## `wasmtime compile` and `wasmtime run --invoke` need, unoptimised but for
+## Cranelift, where the check spends its time (it compiles each component
+## once): the build takes about half the CPU time of an opt-level 1 build,
+## and the check a few seconds more (BENCHMARKS.md, "make test").
 WASMTIME         := $(CURDIR)/target/tools/bin/wasmtime
 WASMTIME_VERSION := 48.0.8
+WASMTIME_OPTIMISED := cranelift-codegen cranelift-assembler-x64 cranelift-frontend cranelift-bforest cranelift-entity regalloc2 wasmtime-internal-cranelift
 wasmtime-cli:
 	+@test -x $(WASMTIME) && $(WASMTIME) --version | grep -qx "wasmtime $(WASMTIME_VERSION)" || \
-	  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_LTO=off \
+	  CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_LTO=off \
 	  $(CARGO) install --locked wasmtime-cli --version $(WASMTIME_VERSION) \
 	    --no-default-features --features run,compile,cranelift,component-model \
+	    $(foreach p,$(WASMTIME_OPTIMISED),--config 'profile.release.package.$(p).opt-level=1') \
 	    --root $(CURDIR)/target/tools --target-dir $(CURDIR)/target/tools-build
 
 ## Every call the harness makes over the case corpus, made again with
@@ -383,8 +389,7 @@ playground-check: playground chromium-deps case-records
 
 ## The tests, two parts at a time (TEST_JOBS): one part rarely keeps both
 ## cores busy (a test run, npm, apt, the browser, the registry, a fuzz
-## run), so another part's build fills the gap; the wasmtime CLI's and the
-## host's builds, which nothing else needs first, start at once. Each
+## run), so another part's build fills the gap. Each
 ## part's output is printed whole when the part ends. TEST_JOBS=1 runs them
 ## one after another.
 TEST_JOBS  ?= 2
@@ -393,6 +398,14 @@ test:
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-parts
 
 test-parts: aigov wasmtime-cli wasm fuzz-deps $(TEST_PARTS)
+
+## In `make test`, the host's build and the guests' take the two job slots
+## first: every part waits for them. The tool installs, which two parts
+## need, come after the host's (started at once, the wasmtime CLI's cargo
+## held the slot the host's build waited for, for minutes).
+ifneq ($(filter test-parts,$(MAKECMDGOALS)),)
+wasmtime-cli fuzz-deps: | aigov
+endif
 
 clean:
 	$(CARGO) clean

@@ -1162,7 +1162,7 @@ mod tests {
             assert_eq!(package["createdAt"], "2026-11-25T00:00:00Z");
             assert_eq!(package["containersImages"][0]["image"], format!("r.example.com/aigov/{}:{}", r.name, r.module.tag()).as_str());
             // (`readme` is the annotated artifact's usage, which these
-            // packaged forms lack: tests/cli.rs checks it on the real ones.)
+            // packaged forms lack: tests/suite/cli.rs checks it on the real ones.)
             for key in ["displayName", "description", "license", "homeURL"] {
                 assert!(!package[key].as_str().unwrap_or_default().is_empty(), "{}: {key} is empty\n{text}", r.name);
             }

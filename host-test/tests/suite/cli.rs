@@ -21,12 +21,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use crate::common::root;
 use std::process::{Command, Output, Stdio};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn aigov(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aigov")).args(args).current_dir(root()).stdin(Stdio::null()).output().unwrap()

@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use crate::common::artifacts;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -26,10 +27,6 @@ struct Rule {
     settings: String,
     /// Whether the defaults are refused.
     needs_settings: bool,
-}
-
-fn artifacts() -> PathBuf {
-    std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from)
 }
 
 /// Every rule in its three forms, compiled once for the whole file.

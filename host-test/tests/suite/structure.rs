@@ -21,7 +21,7 @@ use std::process::Command;
 use aigov_metadata::Metadata;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+    crate::common::root().canonicalize().unwrap()
 }
 
 /// Workspace members by name, with their manifest directory and version,

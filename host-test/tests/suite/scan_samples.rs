@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use crate::common::{artifacts, root};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -55,12 +56,8 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     ("56-tenant-raycluster-own-pool.yaml", 1, &["workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn run(form: Form) -> Report {
-    let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root().join("artifacts"), PathBuf::from);
+    let artifacts = artifacts();
     let samples = root().join("host-test/samples");
     let config = Config {
         paths: vec![samples.clone()],
@@ -186,7 +183,7 @@ fn violation_counts_agree_in_every_output_form() {
 fn the_bundle_split_per_rule_agrees_with_each_rule_alone() {
     use aigov::tools::scan::Strategy;
     for form in [Form::Native, Form::Module, Form::Component] {
-        let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root().join("artifacts"), PathBuf::from);
+        let artifacts = artifacts();
         let samples = root().join("host-test/samples");
         let mut paths = vec![samples.clone()];
         // The benchmark's requests too (plain objects are made of them).

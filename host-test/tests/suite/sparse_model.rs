@@ -10,16 +10,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use crate::common::root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use aigov_sdk::{GpuResources, Quantity, Request};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Every object in case files (request objects and cluster fixtures) and in
 /// the samples directory.

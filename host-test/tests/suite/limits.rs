@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use crate::common::artifacts;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,10 +14,6 @@ use aigov::run::artifact::{Evaluator, component_path, module_path};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::wapc::WapcModule;
 use wasm_encoder::{CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, MemorySection, MemoryType, Module, TypeSection, ValType};
-
-fn artifacts() -> PathBuf {
-    std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from)
-}
 
 fn pod_request(extra_bytes: usize) -> String {
     let pad = "x".repeat(extra_bytes);

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::PathBuf;
+use crate::common::artifacts;
 use std::time::Duration;
 
 use aigov::tools::bench::{BUNDLE_NAME, Config, Measurement, Plan, bench, render_markdown, render_text, requests};
@@ -13,8 +13,7 @@ use aigov::tools::scan::Target;
 
 #[test]
 fn every_row_is_present_and_positive() {
-    let artifacts = std::env::var_os("AIGOV_ARTIFACTS")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from);
+    let artifacts = artifacts();
     let config = Config { artifacts, plan: Plan::exact(3), rules: Vec::new() };
     let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench could not run: {e:#}\n(run `make artifacts` first)"));
 
@@ -81,8 +80,7 @@ fn every_row_is_present_and_positive() {
 
 #[test]
 fn the_scan_benchmark_scans_every_manifest_in_every_form() {
-    let artifacts = std::env::var_os("AIGOV_ARTIFACTS")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from);
+    let artifacts = artifacts();
     let b = aigov::tools::scanbench::bench_scan(&artifacts, 40).unwrap_or_else(|e| panic!("aigov bench --scan could not run: {e:#}"));
     assert_eq!(b.documents, 40);
     assert!(b.floor > Duration::ZERO);
@@ -102,8 +100,7 @@ fn the_scan_benchmark_scans_every_manifest_in_every_form() {
 
 #[test]
 fn the_bundle_can_be_benchmarked_alone() {
-    let artifacts = std::env::var_os("AIGOV_ARTIFACTS")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../artifacts"), PathBuf::from);
+    let artifacts = artifacts();
     let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["aigov-bundle".into()] };
     let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench --rule aigov-bundle could not run: {e:#}"));
     let rules: std::collections::BTreeSet<Option<&str>> = report.rows.iter().map(|r| r.rule.as_deref()).collect();

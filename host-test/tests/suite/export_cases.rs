@@ -7,18 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+use crate::common::{artifacts, root};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use aigov::run::artifact::{BUNDLE, Evaluator, component_path};
 use aigov::run::cluster::FixtureCluster;
 use aigov::tools::cases::{self, Case};
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// A recorded `verdict` as the harness's ValidationResponse.
 fn as_response(v: &Value) -> aigov_sdk::ValidationResponse {
@@ -36,7 +32,7 @@ fn as_response(v: &Value) -> aigov_sdk::ValidationResponse {
 
 #[test]
 fn records_are_the_harness_answers_with_every_lookup() {
-    let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root().join("artifacts"), PathBuf::from);
+    let artifacts = artifacts();
     let policies = root().join("policies");
     let out = std::env::temp_dir().join(format!("aigov-export-cases-{}", std::process::id()));
     let rule = "gpu-quota";

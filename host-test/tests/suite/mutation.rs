@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::PathBuf;
+use crate::common::artifacts;
 use std::sync::Arc;
 
 use aigov::run::admission::{Submission, to_admission_request};
@@ -20,8 +20,7 @@ use aigov_sdk::ValidationResponse;
 use serde_json::{Value, json};
 
 fn bundle_answers(object: Value, settings: &Value) -> Vec<(&'static str, ValidationResponse)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let artifacts = std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root.join("artifacts"), PathBuf::from);
+    let artifacts = artifacts();
     let engine = aigov::run::engine::new_engine().unwrap();
     let bundle = load_bundle(&engine, &artifacts).unwrap_or_else(|e| panic!("{e:#}\n(run `make artifacts` first)"));
     let request = to_admission_request(object, &Submission::default()).unwrap().to_string();

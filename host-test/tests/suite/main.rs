@@ -1,0 +1,19 @@
+//! The harness's integration tests, one module each, in one test binary:
+//! every test binary links wasmtime and the harness, and one link instead of
+//! eleven takes a minute of CPU off `make test`. (`cases`, `registry` and
+//! `wasmtime_cli` stay binaries of their own: `make` runs them apart.)
+//! Most need `make artifacts` first.
+
+mod common;
+
+mod bench_smoke;
+mod cli;
+mod export_cases;
+mod limits;
+mod mutation;
+mod reports;
+mod robustness;
+mod scan_samples;
+mod simulate;
+mod sparse_model;
+mod structure;
