@@ -61,7 +61,7 @@ pub struct Dec<'a> {
 /// for the lowest such byte, which is the one wanted (borrows only reach
 /// bytes above it).
 #[inline]
-fn plain_run_end(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn plain_run_end(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = ONES << 7;
     while let Some(chunk) = b.get(i..i + 8) {

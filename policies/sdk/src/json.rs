@@ -145,12 +145,14 @@ impl<'t> Cursor<'t> {
         let start = self.i + 1;
         let mut j = start;
         loop {
-            // Straight to the next quote or backslash: strings are most of
-            // a Kubernetes object's bytes.
-            j += memchr::memchr2(b'"', b'\\', self.b.get(j..)?)?;
+            // Straight to the next quote, backslash or control character,
+            // eight bytes at a time, as the decoder reads strings: strings
+            // are most of a Kubernetes object's bytes.
+            j = crate::dec::plain_run_end(self.b, j);
             match self.b.get(j)? {
                 b'"' => break,
-                _ => j += 2,
+                b'\\' => j += 2,
+                _ => j += 1,
             }
         }
         self.i = j + 1;
@@ -363,10 +365,12 @@ fn end_of(text: &str, start: usize) -> Option<usize> {
 /// The ends of the values a walk skipped, by where they start, kept while
 /// one document is edited several times: each edit walks from the root
 /// again, and a long value before its target (a `kubectl apply` annotation
-/// of several KiB, `managedFields`) is read once, not once per edit.
+/// of several KiB, `managedFields`) is read once, not once per edit. A
+/// vector sorted by start: a few dozen entries, searched by bisection and
+/// moved in place by a splice.
 #[derive(Default)]
 struct Skips {
-    ends: std::collections::BTreeMap<usize, usize>,
+    ends: Vec<(usize, usize)>,
     keep: bool,
 }
 
@@ -383,39 +387,36 @@ impl Skips {
 
     /// The end of the value starting at `start`.
     fn end(&mut self, text: &str, start: usize) -> Option<usize> {
-        if let Some(&end) = self.ends.get(&start) {
-            return Some(end);
-        }
+        let at = match self.ends.binary_search_by_key(&start, |&(s, _)| s) {
+            Ok(found) => return self.ends.get(found).map(|&(_, e)| e),
+            Err(at) => at,
+        };
         let end = end_of(text, start)?;
         if self.keep {
-            self.ends.insert(start, end);
+            self.ends.insert(at, (start, end));
         }
         Some(end)
     }
 
     /// Follows a splice that replaced `removed` bytes at `at` with `added`
     /// bytes: values after it move, values around it grow or shrink,
-    /// values it touched are forgotten.
+    /// values it touched are forgotten. Starts keep their order.
     fn spliced(&mut self, at: usize, removed: usize, added: usize) {
-        if self.ends.is_empty() {
-            return;
-        }
         let cut = at + removed;
         let moved = |x: usize| x - removed + added;
-        self.ends = std::mem::take(&mut self.ends)
-            .into_iter()
-            .filter_map(|(s, e)| {
-                if e <= at {
-                    Some((s, e))
-                } else if s >= cut {
-                    Some((moved(s), moved(e)))
-                } else if s < at && e >= cut {
-                    Some((s, moved(e)))
-                } else {
-                    None
-                }
-            })
-            .collect();
+        self.ends.retain_mut(|(s, e)| {
+            if *e <= at {
+                true
+            } else if *s >= cut {
+                (*s, *e) = (moved(*s), moved(*e));
+                true
+            } else if *s < at && *e >= cut {
+                *e = moved(*e);
+                true
+            } else {
+                false
+            }
+        });
     }
 }
 
@@ -736,9 +737,10 @@ mod tests {
                 Edit::SetIfAbsent { path, value } => d.put(path, value, true).unwrap(),
                 Edit::Append { path, value } => d.append(path, value).unwrap(),
             }
-            for (&start, &end) in &d.skips.ends {
+            for &(start, end) in &d.skips.ends {
                 assert_eq!(end_of(&d.text, start), Some(end), "after {e:?}: the value at {start}");
             }
+            assert!(d.skips.ends.windows(2).all(|w| w[0].0 < w[1].0), "after {e:?}: the starts are not in order");
             remembered += d.skips.ends.len();
         }
         assert!(remembered > 20, "the walks remembered {remembered} values");
