@@ -312,8 +312,9 @@ jco-check: case-records jco-deps
 ## installed once into target/tools (about 4 minutes here). Only what
 ## `wasmtime compile` and `wasmtime run --invoke` need, unoptimised but for
 ## Cranelift, where the check spends its time (it compiles each component
-## once): the build takes about half the CPU time of an opt-level 1 build,
-## and the check a few seconds more (BENCHMARKS.md, "make test").
+## once). Build and check, in CPU-seconds here: 513 + 62 this way, 752 + 47
+## all at opt-level 1; all unoptimised, 403 + 163, as cheap in all but with
+## a check, which runs late in `make test`, three times as long.
 WASMTIME         := $(CURDIR)/target/tools/bin/wasmtime
 WASMTIME_VERSION := 48.0.8
 WASMTIME_OPTIMISED := cranelift-codegen cranelift-assembler-x64 cranelift-frontend cranelift-bforest cranelift-entity regalloc2 wasmtime-internal-cranelift
@@ -389,11 +390,14 @@ playground-check: playground chromium-deps case-records
 
 ## The tests, two parts at a time (TEST_JOBS): one part rarely keeps both
 ## cores busy (a test run, npm, apt, the browser, the registry, a fuzz
-## run), so another part's build fills the gap. Each
+## run), so another part's build fills the gap. The parts start in the
+## order listed, longest first: the reproducibility check's four builds end
+## in one-core LTO links, which the other parts fill in around (last, it
+## ran alone for the final three minutes). Each
 ## part's output is printed whole when the part ends. TEST_JOBS=1 runs them
 ## one after another.
 TEST_JOBS  ?= 2
-TEST_PARTS := lint unit jco-check wasmtime-check playground-check reports-check manifests-check e2e reproducible fuzz-smoke
+TEST_PARTS := reproducible lint unit wasmtime-check e2e fuzz-smoke jco-check playground-check reports-check manifests-check
 test:
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-parts
 
