@@ -257,20 +257,21 @@ impl FixtureCluster {
         // The fields in the order a `serde_json::Value` map keeps them
         // (sorted), as the answers were written before, byte for byte.
         let quoted = |s: &str| serde_json::to_string(s).map_err(|e| LookupError::Unavailable(format!("cannot encode the {kind} list: {e}")));
-        let mut out = format!(r#"{{"apiVersion":{},"items":["#, quoted(api_version)?);
-        let items = at.iter().filter(|&&i| {
-            self.objects.get(i).is_some_and(|o| {
-                labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))) && fields.iter().all(|r| r.matches(o))
+        let items: Vec<&str> = at
+            .iter()
+            .filter(|&&i| {
+                self.objects.get(i).is_some_and(|o| {
+                    labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))) && fields.iter().all(|r| r.matches(o))
+                })
             })
-        });
-        for (n, &i) in items.enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            out.push_str(self.text(i).unwrap_or("null"));
-        }
-        out.push_str(&format!(r#"],"kind":{},"metadata":{{}}}}"#, quoted(&format!("{kind}List"))?));
-        Ok(out)
+            .filter_map(|&i| self.text(i))
+            .collect();
+        Ok(format!(
+            r#"{{"apiVersion":{},"items":[{}],"kind":{},"metadata":{{}}}}"#,
+            quoted(api_version)?,
+            items.join(","),
+            quoted(&format!("{kind}List"))?
+        ))
     }
 }
 
