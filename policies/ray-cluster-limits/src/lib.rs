@@ -25,11 +25,12 @@ use aigov_sdk::gpu::GpuCounts;
 use aigov_sdk::text::count;
 use aigov_sdk::workload::KUBERAY_UNBOUNDED;
 use aigov_sdk::{
-    Cluster, ContainerList, ContainerRef, GpuAmount, GpuFamilies, GpuResources, Malformed, MigWeights, ObjectMeta,
-    Operation, Policy, PodTemplate, RayCluster, Request, Verdict, WorkerGroup, Workload,
+    COMPUTE_TYPE_LABEL, Cluster, ContainerList, ContainerRef, GpuAmount, GpuFamilies, GpuResources, Malformed, MigWeights,
+    ObjectMeta, Operation, Path, Policy, PodTemplate, RayCluster, Request, Verdict, WorkerGroup, Workload,
+    compute_type_conflict,
 };
 
-pub use settings::{COMPUTE_TYPE_LABEL, Settings};
+pub use settings::Settings;
 
 /// The rule.
 pub struct RayClusterLimits;
@@ -610,15 +611,10 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGp
             .find(|(_, p)| p.requests_gpus())
             .map(|(g, _)| group_ref(g))
     };
-    let at = format!("label `{COMPUTE_TYPE_LABEL}` in `metadata.labels` is `{value}`");
-    match (value, first_gpu_user) {
-        ("cpu", Some(who)) => Some(format!("{at}, but {who} requests GPUs: set it to `gpu` or `mixed`")),
-        ("gpu" | "mixed", None) => Some(format!(
-            "{at}, but no pod of the Ray cluster in `{}` requests GPUs: set it to `cpu`",
-            ray.path
-        )),
-        _ => None,
-    }
+    let user = first_gpu_user.map(|who| format!("{who} requests GPUs"));
+    compute_type_conflict(&Path::root().keys(&["metadata", "labels"]), value, user.as_deref(), user.is_some(), || {
+        format!("no pod of the Ray cluster in `{}` requests GPUs", ray.path)
+    })
 }
 
 /// The cluster's GPUs at maximum scale, per family, against `limit`: the

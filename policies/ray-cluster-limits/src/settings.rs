@@ -1,10 +1,7 @@
 //! Settings of `ray-cluster-limits`.
 
-use aigov_sdk::{GpuResources, MigWeights, RequiredLabels, RuleSettings, SettingsError};
+use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, GpuResources, MigWeights, RequiredLabels, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
-
-/// The label that says what a Ray cluster computes on.
-pub const COMPUTE_TYPE_LABEL: &str = "compute-type";
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
 ///
@@ -60,7 +57,7 @@ impl Default for Settings {
                 ("team", &[][..]),
                 ("cost-center", &[][..]),
                 ("workload-type", &["training", "inference", "development"][..]),
-                (COMPUTE_TYPE_LABEL, &["gpu", "cpu", "mixed"][..]),
+                (COMPUTE_TYPE_LABEL, &COMPUTE_TYPES[..]),
             ]),
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),

@@ -253,6 +253,32 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope) -> Vec<
     sets
 }
 
+/// The label that says what a workload computes on.
+pub const COMPUTE_TYPE_LABEL: &str = "compute-type";
+
+/// The values of [`COMPUTE_TYPE_LABEL`].
+pub const COMPUTE_TYPES: [&str; 3] = ["gpu", "cpu", "mixed"];
+
+/// A `compute-type` label that contradicts the GPUs, as a message: `cpu`
+/// where `gpu_user` (a clause naming who requests GPUs, e.g. ``container
+/// `train` requests 2 `nvidia.com/gpu` ``) is given, or `gpu`/`mixed` where
+/// no pod may get GPUs (`may_get_gpus` false; `none` says so). `path` is
+/// where the label is. Other values are left to the label check.
+pub fn compute_type_conflict(
+    path: &Path,
+    value: &str,
+    gpu_user: Option<&str>,
+    may_get_gpus: bool,
+    none: impl FnOnce() -> String,
+) -> Option<String> {
+    let at = || format!("label `{COMPUTE_TYPE_LABEL}` in `{path}` is `{value}`");
+    match value {
+        "cpu" => gpu_user.map(|user| format!("{}, but {user}: set it to `gpu` or `mixed`", at())),
+        "gpu" | "mixed" if !may_get_gpus => Some(format!("{}, but {}: set it to `cpu`", at(), none())),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -357,6 +383,29 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn compute_type_against_the_gpus() {
+        let at = Path::root().keys(&["metadata", "labels"]);
+        let none = || "no pod of the Job requests GPUs".to_string();
+        let user = Some("container `train` requests 1 `nvidia.com/gpu`");
+        assert_eq!(
+            compute_type_conflict(&at, "cpu", user, true, none).as_deref(),
+            Some("label `compute-type` in `metadata.labels` is `cpu`, but container `train` requests 1 `nvidia.com/gpu`: set it to `gpu` or `mixed`")
+        );
+        assert_eq!(
+            compute_type_conflict(&at, "mixed", None, false, none).as_deref(),
+            Some("label `compute-type` in `metadata.labels` is `mixed`, but no pod of the Job requests GPUs: set it to `cpu`")
+        );
+        assert!(compute_type_conflict(&at, "gpu", None, false, none).is_some());
+        // Agreeing values, GPUs that may come from elsewhere (a resource
+        // claim), and values the label check owns say nothing here.
+        assert_eq!(compute_type_conflict(&at, "cpu", None, false, none), None);
+        assert_eq!(compute_type_conflict(&at, "gpu", user, true, none), None);
+        assert_eq!(compute_type_conflict(&at, "gpu", None, true, none), None);
+        assert_eq!(compute_type_conflict(&at, "tpu", user, true, none), None);
+        assert_eq!(compute_type_conflict(&at, "tpu", None, false, none), None);
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub use glob::Glob;
 pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
 pub use json::{Edit, Path};
 pub use label_selector::LabelSelector;
-pub use labels::{LabelScope, LabelSet, LabelSite, RequiredLabels, label_sets};
+pub use labels::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets};
 pub use metadata::PolicyMetadata;
 pub use namespaces::{Namespace, NamespaceSelector};
 pub use pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};

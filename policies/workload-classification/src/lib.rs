@@ -16,10 +16,11 @@
 mod settings;
 
 use aigov_sdk::{
-    Cluster, LabelScope, LabelSet, Malformed, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload, label_sets,
+    COMPUTE_TYPE_LABEL, Cluster, LabelScope, LabelSet, Malformed, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload,
+    compute_type_conflict, label_sets,
 };
 
-pub use settings::{COMPUTE_TYPES, COMPUTE_TYPE_LABEL, Settings, WORKLOAD_TYPES};
+pub use settings::{Settings, WORKLOAD_TYPES};
 
 /// The rule.
 pub struct WorkloadClassification;
@@ -95,21 +96,11 @@ pub fn check(w: &Workload<'_>, s: &Settings) -> Result<Vec<(String, String)>, Ma
 /// values are left to the label check.
 fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>]) -> Option<String> {
     let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
-    let at = format!("label `{COMPUTE_TYPE_LABEL}` in `{}` is `{value}`", set.path);
-    match &**value {
-        "cpu" => {
-            let user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_ref())?;
-            Some(format!("{at}, but {user}: set it to `gpu` or `mixed`"))
-        }
-        "gpu" | "mixed" => {
-            if pods.iter().any(|p| p.gpu_user.is_some() || p.claims) {
-                return None;
-            }
-            let none = if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() };
-            Some(format!("{at}, but {none}: set it to `cpu`"))
-        }
-        _ => None,
-    }
+    let user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_deref());
+    let may_get_gpus = pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
+    compute_type_conflict(&set.path, value, user, may_get_gpus, || {
+        if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() }
+    })
 }
 
 aigov_sdk::export_policy!(WorkloadClassification);

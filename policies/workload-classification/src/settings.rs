@@ -1,16 +1,10 @@
 //! Settings of `workload-classification`.
 
-use aigov_sdk::{GpuResources, RequiredLabels, RuleSettings, SettingsError};
+use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, GpuResources, RequiredLabels, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
-
-/// The label that says what a workload computes on.
-pub const COMPUTE_TYPE_LABEL: &str = "compute-type";
 
 /// The workload types of the seed's data platform.
 pub const WORKLOAD_TYPES: [&str; 5] = ["jupyter-notebook", "ml-training", "data-processing", "model-inference", "report-generation"];
-
-/// The compute types.
-pub const COMPUTE_TYPES: [&str; 3] = ["gpu", "cpu", "mixed"];
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top).
