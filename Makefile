@@ -27,7 +27,10 @@ WASM_TARGETS := wasm32-wasip1 wasm32-unknown-unknown
 WASM_STACK ?= 262144
 # Reproducible guests: no build-machine paths in the binaries. (With --target,
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
-WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK)
+# SIMD (simd128): the decoder scans strings and checks UTF-8 sixteen bytes
+# at a time. Every host aigov targets runs it: wasmtime (policy-server,
+# kwctl, the wasmtime CLI) has it on by default, as do Node.js and browsers.
+WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK) -C target-feature=+simd128
 
 # Where the bundle is published: `make push` pushes there, and the manifests
 # `make manifests` writes reference it.

@@ -303,3 +303,36 @@ fn raw_wapc_payloads_never_trap() {
         assert!(r.accepted, "{}: {r:?}", rule.name);
     }
 }
+
+/// The waPC payload's UTF-8 check (sixteen bytes at a time in the guests,
+/// with simd128): a byte sequence that is not UTF-8 is refused wherever it
+/// stands, past ASCII runs of any length, and natively and as a module
+/// alike; multi-byte characters are read, with the same answer everywhere.
+#[test]
+fn payloads_are_checked_as_utf8_wherever_the_bad_bytes_stand() {
+    const MARK: &str = "\u{1F680}";
+    let bad: [&[u8]; 5] = [b"\xff", b"\xed\xa0\x80", b"\xc0\xaf", b"\xe4\xb8", b"\x80"];
+    for rule in rules() {
+        let native = aigov::run::native::RULES.iter().find(|n| n.metadata.name == rule.name).unwrap();
+        for pad in [0, 1, 15, 16, 17, 40] {
+            let object = json!({"metadata": {"name": "x", "labels": {"team": format!("{}é-中{MARK}", "a".repeat(pad))}}});
+            let text = request(pod_gvk(), object);
+            let answers = all_forms(rule, &text, &rule.settings);
+            assert_agree(rule, &answers, &format!("multi-byte labels after {pad} bytes"));
+            let good = payload(&text, &rule.settings);
+            let mut instance = rule.module.instantiate(Arc::new(aigov_sdk::NoCluster)).unwrap();
+            for b in bad {
+                let bytes = good.replacen(MARK, "\u{0}", 1).into_bytes();
+                let at = bytes.iter().position(|c| *c == 0).unwrap();
+                let bytes = [&bytes[..at], b, &bytes[at + 1..]].concat();
+                let out = instance.call("validate", &bytes).unwrap();
+                let from_module: ValidationResponse = serde_json::from_slice(&out).unwrap();
+                let from_native = (native.validate)(&bytes, &aigov_sdk::NoCluster);
+                for (form, r) in [("module", &from_module), ("native", &from_native)] {
+                    assert!(!r.accepted && r.code == Some(400), "{} ({form}) on {b:x?} after {pad} bytes: {r:?}", rule.name);
+                    assert_eq!(r.message.as_deref(), Some("the validation request is not UTF-8 JSON"), "{} ({form})", rule.name);
+                }
+            }
+        }
+    }
+}

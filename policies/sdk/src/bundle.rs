@@ -140,7 +140,7 @@ pub fn settings_prefix(name: &str) -> String {
 
 /// Checks the bundle's settings: the `rules` map and each rule's settings.
 pub fn validate_settings(rules: &[Entry], settings: &[u8]) -> SettingsResponse {
-    let Ok(text) = std::str::from_utf8(settings) else {
+    let Ok(text) = simdutf8::basic::from_utf8(settings) else {
         return SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) };
     };
     let enabled = match enabled(rules, text) {
@@ -159,7 +159,7 @@ pub fn validate_settings(rules: &[Entry], settings: &[u8]) -> SettingsResponse {
 
 /// Validates a Kubewarden payload with the bundle.
 pub fn validate_payload(rules: &[Entry], payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
-    let Ok(text) = std::str::from_utf8(payload) else {
+    let Ok(text) = simdutf8::basic::from_utf8(payload) else {
         return ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400));
     };
     // One pass, every workload kind decoded. Should the object be

@@ -79,7 +79,7 @@ pub fn wanted<P: Exported>(k: WorkloadKind) -> bool {
 
 /// Validates a Kubewarden `validate` payload.
 pub fn validate_payload<P: Exported>(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
-    let Ok(text) = std::str::from_utf8(payload) else {
+    let Ok(text) = simdutf8::basic::from_utf8(payload) else {
         return ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400));
     };
     match decode_payload(text, &wanted::<P>) {
@@ -99,7 +99,7 @@ pub fn validate_request<P: Exported>(request: &str, settings: &str, cluster: &dy
 
 /// Validates a settings document (Kubewarden's `validate_settings`).
 pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
-    let Ok(text) = std::str::from_utf8(settings) else {
+    let Ok(text) = simdutf8::basic::from_utf8(settings) else {
         return SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) };
     };
     match Settings::<P::Settings>::parse_valid(text) {
