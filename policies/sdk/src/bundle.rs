@@ -140,8 +140,9 @@ pub fn settings_prefix(name: &str) -> String {
 
 /// Checks the bundle's settings: the `rules` map and each rule's settings.
 pub fn validate_settings(rules: &[Entry], settings: &[u8]) -> SettingsResponse {
-    let Ok(text) = simdutf8::basic::from_utf8(settings) else {
-        return SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) };
+    let text = match entry::settings_text(settings) {
+        Ok(text) => text,
+        Err(refused) => return refused,
     };
     let enabled = match enabled(rules, text) {
         Ok(e) => e,
@@ -159,8 +160,9 @@ pub fn validate_settings(rules: &[Entry], settings: &[u8]) -> SettingsResponse {
 
 /// Validates a Kubewarden payload with the bundle.
 pub fn validate_payload(rules: &[Entry], payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
-    let Ok(text) = simdutf8::basic::from_utf8(payload) else {
-        return ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400));
+    let text = match entry::payload_text(payload) {
+        Ok(text) => text,
+        Err(refused) => return refused,
     };
     // One pass, every workload kind decoded. Should the object be
     // malformed, decode again wanting only the kinds the enabled rules

@@ -77,10 +77,26 @@ pub fn wanted<P: Exported>(k: WorkloadKind) -> bool {
     P::METADATA.lists(k.group(), k.resource())
 }
 
+/// A waPC payload as text: UTF-8 checked sixteen bytes at a time in the
+/// guests (`simdutf8` with wasm's simd128; core's check reads a wasm32 word,
+/// four), or the 400 a payload that is not UTF-8 gets.
+pub(crate) fn payload_text(payload: &[u8]) -> Result<&str, ValidationResponse> {
+    simdutf8::basic::from_utf8(payload)
+        .map_err(|_| ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400)))
+}
+
+/// Settings as text, checked as [`payload_text`] checks a payload, or the
+/// refusal settings that are not UTF-8 get.
+pub(crate) fn settings_text(settings: &[u8]) -> Result<&str, SettingsResponse> {
+    simdutf8::basic::from_utf8(settings)
+        .map_err(|_| SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) })
+}
+
 /// Validates a Kubewarden `validate` payload.
 pub fn validate_payload<P: Exported>(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
-    let Ok(text) = simdutf8::basic::from_utf8(payload) else {
-        return ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400));
+    let text = match payload_text(payload) {
+        Ok(text) => text,
+        Err(refused) => return refused,
     };
     match decode_payload(text, &wanted::<P>) {
         Ok((request, settings)) => evaluate::<P>(&request, settings, cluster),
@@ -99,8 +115,9 @@ pub fn validate_request<P: Exported>(request: &str, settings: &str, cluster: &dy
 
 /// Validates a settings document (Kubewarden's `validate_settings`).
 pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
-    let Ok(text) = simdutf8::basic::from_utf8(settings) else {
-        return SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) };
+    let text = match settings_text(settings) {
+        Ok(text) => text,
+        Err(refused) => return refused,
     };
     match Settings::<P::Settings>::parse_valid(text) {
         Ok(_) => SettingsResponse { valid: true, message: None },
