@@ -25,12 +25,21 @@ WASM_TARGETS := wasm32-wasip1 wasm32-unknown-unknown
 # about a fifth cheaper (BENCHMARKS.md). The deepest input serde accepts needs
 # 32-64 KiB (host-test/tests/suite/robustness.rs proves every position fits).
 WASM_STACK ?= 262144
+# The guests' initial linear memory: the shadow stack, the data, and a heap
+# the allocators use before they grow memory (wasi-libc's malloc in the
+# modules, dlmalloc 0.2.14 in the components: see policies/sdk/src/lib.rs).
+# 1 MiB holds what every rule and the bundle allocate for the benchmark's
+# requests, so a fresh instance never grows: in a pooled host (policy-server,
+# aigov) each growth costs an `mprotect` during the call and another when the
+# slot is reused. Memory not touched costs nothing (`aigov bench` reports any
+# growth; BENCHMARKS.md).
+WASM_MEMORY ?= 1048576
 # Reproducible guests: no build-machine paths in the binaries. (With --target,
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
 # SIMD (simd128): the decoder scans strings and checks UTF-8 sixteen bytes
 # at a time. Every host aigov targets runs it: wasmtime (policy-server,
 # kwctl, the wasmtime CLI) has it on by default, as do Node.js and browsers.
-WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK) -C target-feature=+simd128
+WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK) -C link-arg=--initial-memory=$(WASM_MEMORY) -C target-feature=+simd128
 
 # Where the bundle is published: `make push` pushes there, and the manifests
 # `make manifests` writes reference it.

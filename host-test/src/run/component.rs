@@ -18,7 +18,7 @@ pub use self::aigov::policy::cluster::LookupError as WitLookupError;
 /// Per-instance state.
 pub struct ComponentState {
     cluster: HostCluster,
-    limits: wasmtime::StoreLimits,
+    limits: crate::run::engine::Limits,
 }
 
 impl self::aigov::policy::cluster::Host for ComponentState {
@@ -137,6 +137,11 @@ impl ComponentInstance {
     pub fn metadata(&mut self) -> Result<Metadata> {
         self.store.set_epoch_deadline(DEADLINE_TICKS);
         Ok(self.bindings.call_metadata(&mut self.store)?)
+    }
+
+    /// How many times the guest grew its memory since it was instantiated.
+    pub fn memory_growths(&self) -> u32 {
+        self.store.data().limits.growths()
     }
 }
 

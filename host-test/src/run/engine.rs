@@ -36,9 +36,66 @@ pub const MEMORY_RESERVATION: u64 = 4 << 30;
 /// host carries on.
 pub const MEMORY_LIMIT: usize = 128 << 20;
 
-/// The store limits of one instance.
-pub fn limits(memory: usize) -> wasmtime::StoreLimits {
-    wasmtime::StoreLimitsBuilder::new().memory_size(memory).instances(16).trap_on_grow_failure(false).build()
+/// The store limits of one instance: at most `memory` bytes of linear
+/// memory.
+pub fn limits(memory: usize) -> Limits {
+    Limits {
+        store: wasmtime::StoreLimitsBuilder::new().memory_size(memory).instances(16).trap_on_grow_failure(false).build(),
+        growths: 0,
+    }
+}
+
+/// An instance's resource limiter: wasmtime's [`wasmtime::StoreLimits`],
+/// counting the times the guest grew its memory past the size it was
+/// created with. A growth is a cost the guest can avoid (its heap fits in
+/// the initial memory the Makefile's `WASM_MEMORY` sets): the pooling
+/// allocator makes the new pages accessible with an `mprotect` during the
+/// call, and takes them away with another when the slot is reused.
+pub struct Limits {
+    store: wasmtime::StoreLimits,
+    growths: u32,
+}
+
+impl Limits {
+    /// How many times the instance's memory grew after its creation.
+    pub fn growths(&self) -> u32 {
+        self.growths
+    }
+}
+
+impl wasmtime::ResourceLimiter for Limits {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.store.memory_growing(current, desired, maximum)?;
+        // A memory's creation is reported as a growth from 0.
+        if allowed && current > 0 && desired > current {
+            self.growths += 1;
+        }
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.store.memory_grow_failed(error)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.store.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.store.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.store.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.store.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.store.memories()
+    }
 }
 
 /// Linear memories in the pool: instances alive at once, over every store

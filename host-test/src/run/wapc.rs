@@ -31,7 +31,7 @@ pub struct WapcState {
     host_response: Vec<u8>,
     host_error: Vec<u8>,
     cluster: HostCluster,
-    limits: wasmtime::StoreLimits,
+    limits: crate::run::engine::Limits,
     /// Lines the guest logged with `__console_log`.
     pub log: Vec<String>,
 }
@@ -348,5 +348,10 @@ impl WapcInstance {
     /// Lines the guest logged.
     pub fn log(&self) -> &[String] {
         &self.store.data().log
+    }
+
+    /// How many times the guest grew its memory since it was instantiated.
+    pub fn memory_growths(&self) -> u32 {
+        self.store.data().limits.growths()
     }
 }

@@ -405,6 +405,12 @@ pub struct Report {
     pub instantiation: Vec<Instantiation>,
     /// What each rule answered to each request (`request/rule: accepted`).
     pub verdicts: Vec<String>,
+    /// Fresh instances that grew their memory to answer a request
+    /// (`request/rule: the module grew its memory 1 time`): each growth
+    /// costs the pooling allocator an `mprotect` during the call and
+    /// another when the slot is reused, and a guest whose heap fits in its
+    /// initial memory (the Makefile's `WASM_MEMORY`) needs none.
+    pub memory_growths: Vec<String>,
     /// Anything that looks off.
     pub notes: Vec<String>,
 }
@@ -539,20 +545,19 @@ fn module_response(out: Vec<u8>) -> Result<ValidationResponse> {
     serde_json::from_slice(&out).context("the module's response is not a ValidationResponse")
 }
 
-/// Answers of the three forms to one request, once, untimed: they must
-/// agree, or the timings compare different work.
-fn verdict(f: &Forms, request: &str, payload: &str) -> Result<(ValidationResponse, Option<String>)> {
+/// Answers of the three forms to one request, once, untimed, each artifact
+/// in a fresh instance: they must agree, or the timings compare different
+/// work. Also how many times each fresh instance grew its memory (module,
+/// component).
+fn verdict(f: &Forms, request: &str, payload: &str) -> Result<(ValidationResponse, Option<String>, [u32; 2])> {
     let native = (f.rule.validate)(payload.as_bytes(), &*f.host);
-    let module = module_response(
-        f.module
-            .instantiate(f.host.clone())?
-            .call("validate", payload.as_bytes())
-            .map_err(|e| anyhow!("{e}"))?,
-    )?;
-    let component = to_response(f.component.instantiate(f.host.clone())?.validate(request, &f.settings)?)?;
+    let mut instance = f.module.instantiate(f.host.clone())?;
+    let module = module_response(instance.call("validate", payload.as_bytes()).map_err(|e| anyhow!("{e}"))?)?;
+    let mut fresh = f.component.instantiate(f.host.clone())?;
+    let component = to_response(fresh.validate(request, &f.settings)?)?;
     let disagree = (module != native || component != native)
         .then(|| format!("{}: the three forms disagree (native {native:?}, module {module:?}, component {component:?})", f.name));
-    Ok((native, disagree))
+    Ok((native, disagree, [instance.memory_growths(), fresh.memory_growths()]))
 }
 
 /// The floor: `serde_json` skimming the request without building anything.
@@ -655,6 +660,7 @@ pub fn bench(config: &Config) -> Result<Report> {
     let mut slots = Vec::new();
     let mut timers = Vec::new();
     let mut verdicts = Vec::new();
+    let mut memory_growths = Vec::new();
     let mut notes = Vec::new();
     for (i, (((name, _, request), rules), payloads)) in requests.iter().zip(&plan_rules).zip(&payloads).enumerate() {
         slots.push(Slot::Row { request: i, rule: None, measurement: Measurement::Floor });
@@ -664,8 +670,11 @@ pub fn bench(config: &Config) -> Result<Report> {
         }
         for (rule, payload) in rules.iter().zip(payloads) {
             let Some(f) = loaded.iter().find(|f| std::ptr::eq(f.rule, *rule)) else { continue };
-            let (answer, disagree) = verdict(f, request, payload)?;
+            let (answer, disagree, growths) = verdict(f, request, payload)?;
             let rule_name = f.name.clone();
+            for (form, n) in ["module", "component"].into_iter().zip(growths).filter(|(_, n)| *n > 0) {
+                memory_growths.push(format!("{name}/{rule_name}: the {form} grew its memory {n} time{}", if n == 1 { "" } else { "s" }));
+            }
             verdicts.push(match (answer.accepted, &answer.message) {
                 (true, _) => format!("{name}/{rule_name}: accepted"),
                 (false, m) => format!("{name}/{rule_name}: rejected ({})", m.as_deref().unwrap_or_default()),
@@ -733,6 +742,7 @@ pub fn bench(config: &Config) -> Result<Report> {
         sizes: loaded.iter().map(|f| Size { rule: f.name.clone(), ..f.sizes.clone() }).collect(),
         instantiation,
         verdicts,
+        memory_growths,
         notes,
     })
 }
@@ -833,6 +843,15 @@ fn upper_first(s: &str) -> String {
 fn footer(report: &Report, out: &mut String, bullet: &str) {
     for v in &report.verdicts {
         let _ = writeln!(out, "{bullet}{v}");
+    }
+    if report.memory_growths.is_empty() {
+        let _ = writeln!(out, "{bullet}every fresh instance answered within its initial memory (no `memory.grow`)");
+    }
+    for g in &report.memory_growths {
+        let _ = writeln!(
+            out,
+            "{bullet}NOTE {g} past its initial size: a pooled host pays an `mprotect` for it during the call and another when the slot is reused (the Makefile's WASM_MEMORY sets the guests' initial memory)"
+        );
     }
     for n in &report.notes {
         let _ = writeln!(out, "{bullet}NOTE {n}");

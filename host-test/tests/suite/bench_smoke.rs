@@ -64,6 +64,10 @@ fn every_row_is_present_and_positive() {
     }
     assert!(report.machine.cpus > 0);
     assert!(!report.notes.iter().any(|n| n.contains("disagree")), "the three forms agree: {:?}", report.notes);
+    // Every rule and the bundle, in both forms, answer the three requests
+    // in a fresh instance without growing its memory (the heap fits in the
+    // initial memory the Makefile links the guests with).
+    assert!(report.memory_growths.is_empty(), "{:?}", report.memory_growths);
 
     let markdown = render_markdown(&report);
     // The first table: one line per row, after its header and rule line.

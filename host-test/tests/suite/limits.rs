@@ -41,6 +41,31 @@ fn a_request_past_the_memory_limit_is_a_500_and_the_host_carries_on() {
     }
 }
 
+#[test]
+fn a_fresh_instance_grows_its_memory_only_for_a_request_its_initial_heap_cannot_hold() {
+    // The guests are linked with a heap in their initial memory (the
+    // Makefile's WASM_MEMORY), and both allocators use it before growing:
+    // wasi-libc's in the module, dlmalloc 0.2.14's in the component. `aigov
+    // bench` checks every rule and the bundle on its requests; this checks
+    // that the count it reads moves when a guest does grow.
+    let engine = aigov::run::engine::new_engine().unwrap();
+    let cluster: aigov::run::wapc::HostCluster = Arc::new(aigov_sdk::NoCluster);
+    let module = WapcModule::new(&engine, &std::fs::read(module_path(&artifacts(), "gpu-runtime-class")).unwrap()).unwrap();
+    let component = aigov::run::component::PolicyComponent::new(&engine, &std::fs::read(component_path(&artifacts(), "gpu-runtime-class")).unwrap()).unwrap();
+    for (pad, grows) in [(0, false), (2 << 20, true)] {
+        let request = pod_request(pad);
+        let mut m = module.instantiate(cluster.clone()).unwrap();
+        let out = m.call("validate", aigov::run::artifact::payload(&request, "{}").as_bytes()).unwrap();
+        let out: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(out["accepted"], true, "{out}");
+        let mut c = component.instantiate(cluster.clone()).unwrap();
+        assert!(c.validate(&request, "{}").unwrap().accepted);
+        for (form, growths) in [("module", m.memory_growths()), ("component", c.memory_growths())] {
+            assert_eq!(growths > 0, grows, "{form}, a request of {} bytes: {growths} growths", request.len());
+        }
+    }
+}
+
 /// A waPC module whose `__guest_call` never returns.
 fn looping_guest() -> Vec<u8> {
     let mut m = Module::new();
