@@ -29,15 +29,16 @@ WASM_STACK ?= 262144
 # the allocators use before they grow memory (wasi-libc's malloc in the
 # modules, dlmalloc 0.2.14 in the components: see policies/sdk/src/lib.rs).
 # 1 MiB holds what every rule and the bundle allocate for the benchmark's
-# requests, so a fresh instance never grows: in a pooled host (policy-server,
-# aigov) each growth costs an `mprotect` during the call and another when the
-# slot is reused. Memory not touched costs nothing (`aigov bench` reports any
-# growth; BENCHMARKS.md).
+# requests, so a fresh instance never grows: each growth costs the host an
+# `mprotect` during the call (policy-server too), and a pooled host such as
+# aigov's another when the slot is reused. Memory not touched costs nothing
+# (`aigov bench` reports any growth; BENCHMARKS.md).
 WASM_MEMORY ?= 1048576
 # Reproducible guests: no build-machine paths in the binaries. (With --target,
 # RUSTFLAGS reaches only the wasm crates, not the host's build scripts.)
-# SIMD (simd128): the decoder scans strings and checks UTF-8 sixteen bytes
-# at a time. Every host aigov targets runs it: wasmtime (policy-server,
+# SIMD (simd128): the request's UTF-8 check reads sixteen bytes at a time
+# (a SIMD string scan in the decoder was measured and not kept:
+# BENCHMARKS.md). Every host aigov targets runs it: wasmtime (policy-server,
 # kwctl, the wasmtime CLI) has it on by default, as do Node.js and browsers.
 WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARGO_HOME)=/cargo -C link-arg=-zstack-size=$(WASM_STACK) -C link-arg=--initial-memory=$(WASM_MEMORY) -C target-feature=+simd128
 
