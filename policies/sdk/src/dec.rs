@@ -422,7 +422,14 @@ impl<'a> Dec<'a> {
 
     /// Walks an object: `each` is called with every key and must consume its
     /// value. `null` is an empty object.
-    pub fn object(&mut self, mut each: impl FnMut(&mut Dec<'a>, Str<'a>) -> R<()>) -> R<()> {
+    pub fn object(&mut self, each: impl FnMut(&mut Dec<'a>, Str<'a>) -> R<()>) -> R<()> {
+        self.walk_object(Dec::string, each)
+    }
+
+    /// [`Dec::object`], with each key read by `key` (decoded, or only
+    /// validated when the object is skipped).
+    #[inline(always)]
+    fn walk_object<K>(&mut self, key: impl Fn(&mut Dec<'a>) -> R<K>, mut each: impl FnMut(&mut Dec<'a>, K) -> R<()>) -> R<()> {
         if self.null() {
             return Ok(());
         }
@@ -442,7 +449,7 @@ impl<'a> Dec<'a> {
                 None => return Err(self.eof("an object")),
                 Some(_) => return Err(self.syntax("key must be a string")),
             }
-            let key = self.string()?;
+            let key = key(self)?;
             match self.peek() {
                 Some(b':') => self.i += 1,
                 None => return Err(self.eof("an object")),
@@ -515,7 +522,8 @@ impl<'a> Dec<'a> {
         match self.peek() {
             None => Err(self.eof("a value")),
             Some(b'"') => self.skip_string().map(drop),
-            Some(b'{') => self.object(|d, _| d.skip()),
+            // The keys of a skipped object are validated, not decoded.
+            Some(b'{') => self.walk_object(|d| d.skip_string().map(drop), |d, ()| d.skip()),
             Some(b'[') => self.list(Dec::skip),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
