@@ -137,17 +137,16 @@ fn lookup_failed(v: &mut Verdict, s: &Settings, what: String) {
 }
 
 /// One template's share of a workload's GPUs of one resource name.
-struct Part {
-    what: String,
+struct Part<'t, 'a> {
+    template: &'t PodTemplate<'a>,
     per_pod: u64,
     pods: u64,
-    why: String,
 }
 
 /// Per workload: GPUs per pod × pods at full scale, summed over the
 /// templates, within the workload cap of each resource name.
-fn check_workload(w: &Workload<'_>, gpus: &[(&PodTemplate<'_>, GpuCounts)], caps: &Caps, ns: &str, v: &mut Verdict) {
-    let mut totals: BTreeMap<&str, (u64, Vec<Part>)> = BTreeMap::new();
+fn check_workload<'a>(w: &Workload<'_>, gpus: &[(&PodTemplate<'a>, GpuCounts)], caps: &Caps, ns: &str, v: &mut Verdict) {
+    let mut totals: BTreeMap<&str, (u64, Vec<Part<'_, 'a>>)> = BTreeMap::new();
     let mut unbounded: Vec<&str> = Vec::new();
     for (t, per_pod) in gpus {
         for (name, n) in per_pod {
@@ -166,7 +165,7 @@ fn check_workload(w: &Workload<'_>, gpus: &[(&PodTemplate<'_>, GpuCounts)], caps
                 Some(pods) => {
                     let e = totals.entry(name).or_default();
                     e.0 = e.0.saturating_add(n.saturating_mul(pods));
-                    e.1.push(Part { what: t.describe(), per_pod: *n, pods, why: t.scale.why.clone() });
+                    e.1.push(Part { template: t, per_pod: *n, pods });
                 }
             }
         }
@@ -184,7 +183,7 @@ fn check_workload(w: &Workload<'_>, gpus: &[(&PodTemplate<'_>, GpuCounts)], caps
         }
         let shares: Vec<String> = parts
             .iter()
-            .map(|p| format!("{}: {} per pod × {} ({})", p.what, p.per_pod, count(p.pods, "pod"), p.why))
+            .map(|p| format!("{}: {} per pod × {} ({})", p.template.describe(), p.per_pod, count(p.pods, "pod"), p.template.scale.why))
             .collect();
         v.violation(format!(
             "{} would hold {total} `{name}` at full scale, more than the {limit} one workload may hold in namespace `{ns}` ({}); lower the replicas or the GPUs per pod, or ask your cluster administrators to raise the limit",

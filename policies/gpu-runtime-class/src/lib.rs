@@ -9,7 +9,7 @@
 mod settings;
 
 use aigov_sdk::gpu::ClaimError;
-use aigov_sdk::gpu_runtime;
+use aigov_sdk::gpu_runtime::{self, CalledFor};
 use aigov_sdk::scheduling::pod_tolerates;
 use aigov_sdk::text::quoted;
 use aigov_sdk::{Cluster, Malformed, OnLookupError, Policy, PodTemplate, Request, Verdict};
@@ -67,8 +67,9 @@ fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v:
     }
 }
 
-fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &str, v: &mut Verdict) {
-    if r.runtime_classes.is_empty() {
+fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>, v: &mut Verdict) {
+    let rc = t.spec.runtime_class_name.as_deref();
+    if r.runtime_classes.is_empty() || rc.is_some_and(|rc| r.runtime_classes.iter().any(|a| a == rc)) {
         return;
     }
     let field = t.spec_path().key("runtimeClassName");
@@ -77,11 +78,10 @@ fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &str, v: &mut 
         many => format!("one of the runtime classes {}", quoted(many)),
     };
     let vendor = &r.vendor;
-    match t.spec.runtime_class_name.as_deref() {
-        Some(rc) if r.runtime_classes.iter().any(|a| a == rc) => {}
-        Some(rc) => v.violation(format!("`{field}` is `{rc}`, but pods with {vendor} GPUs need {need} ({why})")),
-        None => v.violation(format!("`{field}` is not set, but pods with {vendor} GPUs need {need} ({why})")),
-    }
+    v.violation(match rc {
+        Some(rc) => format!("`{field}` is `{rc}`, but pods with {vendor} GPUs need {need} ({why})"),
+        None => format!("`{field}` is not set, but pods with {vendor} GPUs need {need} ({why})"),
+    });
 }
 
 fn check_toleration(t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {

@@ -12,7 +12,7 @@
 mod settings;
 
 use aigov_sdk::gpu::ClaimError;
-use aigov_sdk::gpu_runtime;
+use aigov_sdk::gpu_runtime::{self, CalledFor};
 use aigov_sdk::mutate::{self, may_edit_template};
 use aigov_sdk::scheduling::pod_tolerates;
 use aigov_sdk::text::quoted;
@@ -61,8 +61,7 @@ impl Policy for GpuRuntimeDefaults {
 /// The runtime class and tolerations one template lacks, for the
 /// requirements its GPUs call for (in settings order: the first that names
 /// a runtime class sets it).
-fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, String)], v: &mut Verdict) {
-    let field = t.spec_path().key("runtimeClassName");
+fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v: &mut Verdict) {
     let mut runtime_class = t.spec.runtime_class_name.as_deref().map(str::to_string);
     let mut added: Vec<&Taint> = Vec::new();
     for (r, why) in applicable {
@@ -74,7 +73,8 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, String)], v: &mut V
                 }
                 Some(rc) if r.runtime_classes.contains(rc) => {}
                 Some(rc) => v.warn(format!(
-                    "`{field}` is `{rc}`, but pods with {} GPUs need {} ({why}); left as is, since the author chose it",
+                    "`{}` is `{rc}`, but pods with {} GPUs need {} ({why}); left as is, since the author chose it",
+                    t.spec_path().key("runtimeClassName"),
                     r.vendor,
                     match r.runtime_classes.as_slice() {
                         [one] => format!("runtime class `{one}`"),

@@ -72,8 +72,12 @@ impl Default for Settings {
 /// The kinds the rule's webhook rules send it, and so the kinds `kinds` may
 /// name, in the SDK's order.
 pub fn governable() -> impl Iterator<Item = WorkloadKind> {
-    let metadata = <crate::ModelProvenance as Exported>::METADATA;
-    WorkloadKind::ALL.into_iter().filter(|k| metadata.lists(k.group(), k.resource()))
+    WorkloadKind::ALL.into_iter().filter(|k| is_governable(*k))
+}
+
+/// Whether the rule's webhook rules send it `kind`.
+fn is_governable(kind: WorkloadKind) -> bool {
+    <crate::ModelProvenance as Exported>::METADATA.lists(kind.group(), kind.resource())
 }
 
 impl Settings {
@@ -89,7 +93,7 @@ impl RuleSettings for Settings {
             return Err(SettingsError::new("kinds", "must list at least one kind, or the rule would check nothing"));
         }
         for (i, kind) in self.kinds.iter().enumerate() {
-            if !governable().any(|k| k.kind() == kind) {
+            if !WorkloadKind::ALL.into_iter().find(|k| k.kind() == kind).is_some_and(is_governable) {
                 let known: Vec<&str> = governable().map(WorkloadKind::kind).collect();
                 return Err(SettingsError::new(
                     format!("kinds[{i}]"),
@@ -109,7 +113,7 @@ impl RuleSettings for Settings {
             }
             // An empty value is reported as empty, so an empty pattern
             // could never be met.
-            non_empty_patterns(&format!("requiredAnnotations.{key}"), patterns)?;
+            non_empty_patterns(format_args!("requiredAnnotations.{key}"), patterns)?;
         }
         self.required_labels.validate("requiredLabels")
     }

@@ -15,6 +15,8 @@
 
 mod settings;
 
+use std::fmt;
+
 use aigov_sdk::gpu::GpuFamilies;
 use aigov_sdk::json::Path;
 use aigov_sdk::pod::{RawQuantity, ResourceList};
@@ -48,17 +50,20 @@ impl Policy for ResourceLimits {
 }
 
 /// `spec.containers[0].resources.limits.cpu`, or
-/// `...limits[nvidia.com/gpu]` for names with dots or slashes.
-fn field(resources: &Path, list: &str, name: &str) -> String {
-    if name.contains(['/', '.']) {
-        format!("{resources}.{list}[{name}]")
-    } else {
-        format!("{resources}.{list}.{name}")
-    }
+/// `...limits[nvidia.com/gpu]` for names with dots or slashes: written when
+/// a message shows it, not for every quantity read.
+fn field<'p>(resources: &'p Path, list: &'p str, name: &'p str) -> impl fmt::Display + 'p {
+    fmt::from_fn(move |f| {
+        if name.contains(['/', '.']) {
+            write!(f, "{resources}.{list}[{name}]")
+        } else {
+            write!(f, "{resources}.{list}.{name}")
+        }
+    })
 }
 
 /// A parsed quantity, or a 400 naming the field.
-fn quantity(raw: &RawQuantity<'_>, at: &str) -> Result<Quantity, Malformed> {
+fn quantity(raw: &RawQuantity<'_>, at: &dyn fmt::Display) -> Result<Quantity, Malformed> {
     raw.parse().map_err(|e| Malformed(format!("`{at}`: {e}")))
 }
 
@@ -179,7 +184,7 @@ fn required_limits(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, 
     if missing.is_empty() {
         return Ok(());
     }
-    let fields: Vec<String> = missing.iter().map(|n| field(&rpath, "limits", n)).collect();
+    let fields: Vec<String> = missing.iter().map(|n| field(&rpath, "limits", n).to_string()).collect();
     let message = format!("{} has no {} limit: set {}", who(c, t), or_list(&missing), and_list(&fields));
     if t.is_partial() {
         // A TrainJob's trainer is completed by its training runtime, whose
@@ -198,8 +203,8 @@ fn pod_level_limit(t: &PodTemplate<'_>, pod_limits: Option<&ResourceList<'_>>, n
         return Ok(false);
     }
     let Some(raw) = pod_limits.and_then(|l| l.get(name)) else { return Ok(false) };
-    let at = field(&t.spec_path().key("resources"), "limits", name);
-    Ok(quantity(raw, &at)?.is_positive())
+    let resources = t.spec_path().key("resources");
+    Ok(quantity(raw, &field(&resources, "limits", name))?.is_positive())
 }
 
 /// GPUs as Kubernetes accepts them: whole numbers, and a request only with

@@ -255,18 +255,26 @@ fn run(
 /// warnings prefixed with `name: ` (warnings that already start with the
 /// name keep theirs), audit annotation keys with `name.`.
 pub fn prefixed(name: &str, r: ValidationResponse) -> ValidationResponse {
-    let own = format!("{name} ");
     ValidationResponse {
         accepted: r.accepted,
-        message: r.message.map(|m| m.lines().map(|l| format!("{name}: {l}")).collect::<Vec<_>>().join("\n")),
+        message: r.message.map(|m| {
+            let mut out = String::with_capacity(m.len() + 4 * (name.len() + 2));
+            for (i, line) in m.lines().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.extend([name, ": ", line]);
+            }
+            out
+        }),
         code: r.code,
         mutated_object: r.mutated_object,
         warnings: r
             .warnings
             .into_iter()
-            .map(|w| if w.starts_with(&own) { w } else { format!("{name}: {w}") })
+            .map(|w| if w.strip_prefix(name).is_some_and(|rest| rest.starts_with(' ')) { w } else { [name, ": ", &w].concat() })
             .collect(),
-        audit_annotations: r.audit_annotations.into_iter().map(|(k, v)| (format!("{name}.{k}"), v)).collect(),
+        audit_annotations: r.audit_annotations.into_iter().map(|(k, v)| ([name, ".", &k].concat(), v)).collect(),
     }
 }
 

@@ -398,7 +398,7 @@ impl ResourceClaims {
                 "must list at least one device class when `resolve` is on",
             ));
         }
-        non_empty_patterns(&format!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
+        non_empty_patterns(format_args!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
     }
 }
 

@@ -4,6 +4,8 @@
 //! checks them) and `gpu-runtime-defaults` (which fills them in): one
 //! settings block serves both.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::OnLookupError;
@@ -154,8 +156,8 @@ pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsE
         if r.resources.is_empty() {
             return Err(SettingsError::new(at("resources"), "must list at least one GPU resource name"));
         }
-        non_empty_patterns(&at("resources"), &r.resources)?;
-        non_empty_patterns(&at("deviceClasses"), &r.device_classes)?;
+        non_empty_patterns(format_args!("{key}[{i}].resources"), &r.resources)?;
+        non_empty_patterns(format_args!("{key}[{i}].deviceClasses"), &r.device_classes)?;
         for (j, rc) in r.runtime_classes.iter().enumerate() {
             if let Err(why) = dns_subdomain(rc) {
                 return Err(SettingsError::new(
@@ -185,33 +187,56 @@ pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsE
 }
 
 /// The requirements a pod template's GPUs call for, in settings order, each
-/// with what calls for it (`` container `trainer` requests 1
+/// with what calls for it (shown as `` container `trainer` requests 1
 /// `nvidia.com/gpu` ``). `gpus` are the template's GPU requests, `claims`
 /// its DRA claims as `(device class, claim name)` pairs.
-pub fn applicable<'r>(requirements: &'r [Requirement], gpus: &[GpuRequest], claims: &[(String, String)]) -> Vec<(&'r Requirement, String)> {
+pub fn applicable<'r, 'g>(requirements: &'r [Requirement], gpus: &'g [GpuRequest], claims: &'g [(String, String)]) -> Vec<(&'r Requirement, CalledFor<'g>)> {
     let mut out = Vec::new();
     for r in requirements {
-        let mut reasons: Vec<String> = Vec::new();
-        for g in gpus {
-            for (name, n) in &g.resources {
-                if r.resources.iter().any(|p| p.matches(name)) {
-                    reasons.push(format!("container `{}` requests {n} `{name}`", g.container_name));
-                }
-            }
+        let containers = gpus.iter().flat_map(|g| {
+            g.resources
+                .iter()
+                .filter(|(name, _)| r.resources.iter().any(|p| p.matches(name)))
+                .map(move |(name, n)| Reason::Container { container: &g.container_name, n: *n, resource: name })
+        });
+        let claimed = claims
+            .iter()
+            .filter(|(class, _)| r.device_classes.iter().any(|p| p.matches(class)))
+            .map(|(class, claim)| Reason::Claim { claim, class });
+        let mut reasons = containers.chain(claimed);
+        if let Some(first) = reasons.next() {
+            out.push((r, CalledFor { first, more: reasons.count() }));
         }
-        for (class, claim) in claims {
-            if r.device_classes.iter().any(|p| p.matches(class)) {
-                reasons.push(format!("resource claim `{claim}` requests device class `{class}`"));
-            }
-        }
-        let why = match reasons.as_slice() {
-            [] => continue,
-            [one] => one.clone(),
-            [first, rest @ ..] => format!("{first}, and {}", count(rest.len() as u64, "more request")),
-        };
-        out.push((r, why));
     }
     out
+}
+
+/// What calls for a requirement, as messages show it: the first request
+/// that does, and how many more (`` container `trainer` requests 1
+/// `nvidia.com/gpu`, and 2 more requests ``). Written only when shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CalledFor<'g> {
+    first: Reason<'g>,
+    more: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason<'g> {
+    Container { container: &'g str, n: u64, resource: &'g str },
+    Claim { claim: &'g str, class: &'g str },
+}
+
+impl fmt::Display for CalledFor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.first {
+            Reason::Container { container, n, resource } => write!(f, "container `{container}` requests {n} `{resource}`")?,
+            Reason::Claim { claim, class } => write!(f, "resource claim `{claim}` requests device class `{class}`")?,
+        }
+        if self.more > 0 {
+            write!(f, ", and {}", count(self.more as u64, "more request"))?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -246,12 +271,15 @@ mod tests {
     fn requirements_apply_per_vendor() {
         let amd = Requirement { vendor: "AMD".into(), resources: vec![Glob::new("amd.com/gpu")], device_classes: vec![], runtime_classes: vec![], taint: None };
         let reqs = [Requirement::nvidia(), amd];
-        let found = applicable(&reqs, &[request("a", "amd.com/gpu", 1)], &[]);
+        let amd_gpus = [request("a", "amd.com/gpu", 1)];
+        let found = applicable(&reqs, &amd_gpus, &[]);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0.vendor, "AMD");
-        let both = applicable(&reqs, &[request("a", "nvidia.com/gpu", 2), request("b", "nvidia.com/mig-1g.5gb", 1)], &[("gpu.nvidia.com".into(), "c".into())]);
+        let nvidia_gpus = [request("a", "nvidia.com/gpu", 2), request("b", "nvidia.com/mig-1g.5gb", 1)];
+        let claims = [("gpu.nvidia.com".to_string(), "c".to_string())];
+        let both = applicable(&reqs, &nvidia_gpus, &claims);
         assert_eq!(both.len(), 1);
-        assert_eq!(both[0].1, "container `a` requests 2 `nvidia.com/gpu`, and 2 more requests");
+        assert_eq!(both[0].1.to_string(), "container `a` requests 2 `nvidia.com/gpu`, and 2 more requests");
         assert!(applicable(&reqs, &[], &[]).is_empty());
         assert!(validate("requirements", &reqs).is_ok());
         assert!(validate("requirements", &[]).unwrap_err().to_string().starts_with("setting `requirements`: must list"));

@@ -264,8 +264,9 @@ fn shared<T: DeserializeOwned>(key: &str, raw: &RawValue) -> Result<Option<T>, S
 }
 
 /// Refuses empty patterns in a list setting: an empty namespace pattern
-/// would exempt cluster-scoped objects without anyone meaning it.
-pub fn non_empty_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
+/// would exempt cluster-scoped objects without anyone meaning it. `key` is
+/// written only into an error (`format_args!` builds one for free).
+pub fn non_empty_patterns(key: impl fmt::Display, list: &[Glob]) -> Result<(), SettingsError> {
     for (i, g) in list.iter().enumerate() {
         if g.as_str().trim().is_empty() {
             return Err(SettingsError::new(format!("{key}[{i}]"), "must not be empty"));

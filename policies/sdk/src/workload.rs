@@ -7,6 +7,7 @@
 //! (`spec.workerGroupSpecs[1].template.spec.containers[0]`).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use crate::dec::{Dec, Decode, R};
 use crate::decode_struct;
@@ -286,21 +287,60 @@ pub struct Scale {
     pub pods: Option<u64>,
     /// Where the number comes from, for messages
     /// (`` `spec.replicas: 3` ``, `` `maxReplicas: 8` × `numOfHosts: 2` ``).
-    pub why: String,
+    pub why: ScaleWhy,
+}
+
+/// Where a template's pod count comes from, as a message shows it. Kept as
+/// its parts and written only when shown: every request decodes a scale for
+/// each template, and few show one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScaleWhy {
+    /// In words: `one head pod`.
+    Words(&'static str),
+    /// A field's value: `` `spec.replicas: 3` ``.
+    Field(Path, i64),
+    /// A field left out, and the default that stands for it:
+    /// `` `spec.replicas` is not set (1 replica) ``.
+    Unset(Path, &'static str),
+    /// A field, and what it says about the scale: `` `…maxReplicas` is not
+    /// bounded (KubeRay's default) ``.
+    Says(Path, &'static str),
+    /// A group's pods beside its leader: `` (`…size: 4` - 1 leader) ``.
+    BesideLeader(Path, i64),
+    /// The product of two: `` `spec.replicas: 2` × `…numOfHosts: 4` ``.
+    Times(Box<ScaleWhy>, Box<ScaleWhy>),
+}
+
+impl fmt::Display for ScaleWhy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScaleWhy::Words(w) => f.write_str(w),
+            ScaleWhy::Field(path, n) => write!(f, "`{path}: {n}`"),
+            ScaleWhy::Unset(path, absent) => write!(f, "`{path}` is not set ({absent})"),
+            ScaleWhy::Says(path, says) => write!(f, "`{path}` {says}"),
+            ScaleWhy::BesideLeader(path, size) => write!(f, "(`{path}: {size}` - 1 leader)"),
+            ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
+        }
+    }
 }
 
 impl Scale {
-    fn one(why: &str) -> Scale {
-        Scale { pods: Some(1), why: why.to_string() }
+    fn one(why: &'static str) -> Scale {
+        Scale { pods: Some(1), why: ScaleWhy::Words(why) }
     }
 
     /// `value` of field `path` (with `default` when absent, described by
     /// `absent`), negative values counting as zero.
-    fn field(path: &Path, value: Option<i64>, default: i64, absent: &str) -> Scale {
+    fn field(path: Path, value: Option<i64>, default: i64, absent: &'static str) -> Scale {
         match value {
-            Some(n) => Scale { pods: Some(u64::try_from(n).unwrap_or(0)), why: format!("`{path}: {n}`") },
-            None => Scale { pods: Some(u64::try_from(default).unwrap_or(0)), why: format!("`{path}` is not set ({absent})") },
+            Some(n) => Scale { pods: Some(u64::try_from(n).unwrap_or(0)), why: ScaleWhy::Field(path, n) },
+            None => Scale { pods: Some(u64::try_from(default).unwrap_or(0)), why: ScaleWhy::Unset(path, absent) },
         }
+    }
+
+    /// No bound: `` `path` says ``.
+    fn unbounded(path: Path, says: &'static str) -> Scale {
+        Scale { pods: None, why: ScaleWhy::Says(path, says) }
     }
 
     fn times(self, other: Scale) -> Scale {
@@ -309,7 +349,7 @@ impl Scale {
                 (Some(a), Some(b)) => Some(a.saturating_mul(b)),
                 _ => None,
             },
-            why: format!("{} × {}", self.why, other.why),
+            why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)),
         }
     }
 }
@@ -764,14 +804,14 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
             Deployment | StatefulSet | ReplicaSet | ReplicationController => {
                 let o = Obj::<Replicated<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
-                let scale = Scale::field(&spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
+                let scale = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
                 w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
                 w
             }
             DaemonSet => {
                 let o = Obj::<Replicated<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
-                let scale = Scale { pods: None, why: "a DaemonSet runs one pod on every matching node".into() };
+                let scale = Scale { pods: None, why: ScaleWhy::Words("a DaemonSet runs one pod on every matching node") };
                 w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
                 w
             }
@@ -821,11 +861,11 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                 let elastic = o.spec.elastic_policy.unwrap_or_default();
                 for (role, spec) in o.spec.replica_specs {
                     let rpath = spec_path.keys(&[field, &role]);
-                    let mut scale = Scale::field(&rpath.key("replicas"), spec.replicas, 1, "1 replica");
+                    let mut scale = Scale::field(rpath.key("replicas"), spec.replicas, 1, "1 replica");
                     if &*role == "Worker"
                         && let Some(max) = elastic.max_replicas
                     {
-                        scale = Scale::field(&spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
+                        scale = Scale::field(spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
                     }
                     w.others.extend(spec.template.into_template(rpath.key("template"), Role::Replica, scale).map(|t| t.named(Some(role.clone()))));
                 }
@@ -892,7 +932,7 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                 for (i, task) in o.spec.tasks.into_iter().enumerate() {
                     let tpath = spec_path.key("tasks").index(i);
                     replicas.push(task.replicas);
-                    let scale = Scale::field(&tpath.key("replicas"), task.replicas, 1, "1 replica");
+                    let scale = Scale::field(tpath.key("replicas"), task.replicas, 1, "1 replica");
                     w.others.extend(task.template.into_template(tpath.key("template"), Role::Task, scale).map(|t| t.named(task.name)));
                 }
                 w.volcano = Some(self::VolcanoJob {
@@ -911,7 +951,7 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                     let jpath = spec_path.key("replicatedJobs").index(i);
                     let jt = jpath.key("template");
                     w.job_templates.push(JobTemplate { path: jt.clone(), metadata: job.template.metadata.unwrap_or_default() });
-                    let jobs = Scale::field(&jpath.key("replicas"), job.replicas, 1, "1 Job");
+                    let jobs = Scale::field(jpath.key("replicas"), job.replicas, 1, "1 Job");
                     if let Some(t) = job.template.spec.into_template(&jt.key("spec")) {
                         let scale = jobs.times(t.scale.clone());
                         let mut t = t.named(job.name);
@@ -927,7 +967,7 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                 let mut w = Workload::empty(kind, o.metadata);
                 let lwt = o.spec.leader_worker_template;
                 let lpath = spec_path.key("leaderWorkerTemplate");
-                let groups = Scale::field(&spec_path.key("replicas"), o.spec.replicas, 1, "1 group");
+                let groups = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 group");
                 let size = lwt.size.unwrap_or(1);
                 let size_path = lpath.key("size");
                 let has_leader = lwt.leader_template.is_some();
@@ -937,9 +977,9 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                 // Without a leader template, the worker template is used for
                 // every pod of a group, the leader's included.
                 let per_group = if has_leader {
-                    Scale { pods: Some(u64::try_from(size.saturating_sub(1)).unwrap_or(0)), why: format!("(`{size_path}: {size}` - 1 leader)") }
+                    Scale { pods: Some(u64::try_from(size.saturating_sub(1)).unwrap_or(0)), why: ScaleWhy::BesideLeader(size_path, size) }
                 } else {
-                    Scale::field(&size_path, lwt.size, 1, "1 pod per group")
+                    Scale::field(size_path, lwt.size, 1, "1 pod per group")
                 };
                 w.others.extend(lwt.worker_template.into_template(lpath.key("workerTemplate"), Role::Worker, groups.times(per_group)));
                 w
@@ -987,7 +1027,7 @@ struct JobSpec<'a> {
 
 impl<'a> JobSpec<'a> {
     fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
-        let scale = Scale::field(&spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
+        let scale = Scale::field(spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
         self.template.into_template(spec.key("template"), Role::Template, scale)
     }
 }
@@ -1045,15 +1085,12 @@ impl<'a> RayClusterSpec<'a> {
                 let gpath = path.key("workerGroupSpecs").index(i);
                 let tpath = gpath.key("template");
                 let max = match g.max_replicas {
-                    None | Some(KUBERAY_UNBOUNDED) => Scale {
-                        pods: None,
-                        why: format!("`{}` is not bounded (KubeRay's default)", gpath.key("maxReplicas")),
-                    },
-                    Some(n) => Scale::field(&gpath.key("maxReplicas"), Some(n), 0, ""),
+                    None | Some(KUBERAY_UNBOUNDED) => Scale::unbounded(gpath.key("maxReplicas"), "is not bounded (KubeRay's default)"),
+                    Some(n) => Scale::field(gpath.key("maxReplicas"), Some(n), 0, ""),
                 };
                 let scale = match g.num_of_hosts {
                     None | Some(1) => max,
-                    Some(h) => max.times(Scale::field(&gpath.key("numOfHosts"), Some(h), 1, "")),
+                    Some(h) => max.times(Scale::field(gpath.key("numOfHosts"), Some(h), 1, "")),
                 };
                 let template = g
                     .template
@@ -1215,7 +1252,7 @@ impl<'a> TrainJobSpec<'a> {
             ..Container::default()
         });
         let path = spec.key("trainer");
-        let scale = Scale::field(&path.key("numNodes"), trainer.num_nodes, 1, "the training runtime's node count, counted as 1");
+        let scale = Scale::field(path.key("numNodes"), trainer.num_nodes, 1, "the training runtime's node count, counted as 1");
         Some(PodTemplate::new(path, Shape::Trainer, Role::Trainer, None, pod, scale))
     }
 }
@@ -1268,11 +1305,8 @@ impl<'a> IsvcComponent<'a> {
     fn into_template(self, path: Path, role: Role) -> PodTemplate<'a> {
         let min = self.min_replicas;
         let scale = match self.max_replicas {
-            Some(n) if n > 0 => Scale::field(&path.key("maxReplicas"), Some(n), 1, ""),
-            _ => Scale {
-                pods: None,
-                why: format!("`{}` is not set, so the autoscaler has no upper bound", path.key("maxReplicas")),
-            },
+            Some(n) if n > 0 => Scale::field(path.key("maxReplicas"), Some(n), 1, ""),
+            _ => Scale::unbounded(path.key("maxReplicas"), "is not set, so the autoscaler has no upper bound"),
         };
         let model = [
             ("model", self.model),

@@ -286,7 +286,7 @@ fn workload_of<R>(group: &str, kind: &str, object: &str, f: impl FnOnce(&Workloa
 }
 
 fn scales(group: &str, kind: &str, object: &str) -> Vec<(Option<u64>, String)> {
-    workload_of(group, kind, object, |w| w.templates().map(|t| (t.scale.pods, t.scale.why.clone())).collect())
+    workload_of(group, kind, object, |w| w.templates().map(|t| (t.scale.pods, t.scale.why.to_string())).collect())
 }
 
 #[test]
