@@ -50,8 +50,8 @@ impl Default for Settings {
 
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
-        non_empty_patterns("allowedUsers", &self.allowed_users)?;
-        non_empty_patterns("allowedGroups", &self.allowed_groups)?;
+        non_empty_patterns(&"allowedUsers", &self.allowed_users)?;
+        non_empty_patterns(&"allowedGroups", &self.allowed_groups)?;
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.resource_claims.validate("resourceClaims")
     }

@@ -115,7 +115,7 @@ impl RuleSettings for Settings {
                 return Err(SettingsError::new(format!("requiredNodeSelector.{k}"), "must not be empty: name the value GPU nodes carry"));
             }
         }
-        non_empty_patterns("gpuNodeLabels", &self.gpu_node_labels)?;
+        non_empty_patterns(&"gpuNodeLabels", &self.gpu_node_labels)?;
         for (i, g) in self.gpu_node_labels.iter().enumerate() {
             if let Some(c) = g.as_str().chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '*' | '?'))) {
                 return Err(SettingsError::new(

@@ -180,7 +180,7 @@ impl RuleSettings for Settings {
                 }
             }
         }
-        non_empty_patterns("gpuNodeLabels", &self.gpu_node_labels)?;
+        non_empty_patterns(&"gpuNodeLabels", &self.gpu_node_labels)?;
         if let Err(why) = label_key(&self.annotation) {
             return Err(SettingsError::new("annotation", format!("`{}` is not a valid annotation key: {why}", self.annotation)));
         }

@@ -113,7 +113,7 @@ impl RuleSettings for Settings {
             }
             // An empty value is reported as empty, so an empty pattern
             // could never be met.
-            non_empty_patterns(format_args!("requiredAnnotations.{key}"), patterns)?;
+            non_empty_patterns(&format_args!("requiredAnnotations.{key}"), patterns)?;
         }
         self.required_labels.validate("requiredLabels")
     }

@@ -53,7 +53,7 @@ impl GpuResources {
                 "must list at least one resource name, or no GPU would ever be detected",
             ));
         }
-        non_empty_patterns(key, &self.0)
+        non_empty_patterns(&key, &self.0)
     }
 }
 
@@ -398,7 +398,7 @@ impl ResourceClaims {
                 "must list at least one device class when `resolve` is on",
             ));
         }
-        non_empty_patterns(format_args!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
+        non_empty_patterns(&format_args!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
     }
 }
 

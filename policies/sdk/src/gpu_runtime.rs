@@ -156,8 +156,8 @@ pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsE
         if r.resources.is_empty() {
             return Err(SettingsError::new(at("resources"), "must list at least one GPU resource name"));
         }
-        non_empty_patterns(format_args!("{key}[{i}].resources"), &r.resources)?;
-        non_empty_patterns(format_args!("{key}[{i}].deviceClasses"), &r.device_classes)?;
+        non_empty_patterns(&format_args!("{key}[{i}].resources"), &r.resources)?;
+        non_empty_patterns(&format_args!("{key}[{i}].deviceClasses"), &r.device_classes)?;
         for (j, rc) in r.runtime_classes.iter().enumerate() {
             if let Err(why) = dns_subdomain(rc) {
                 return Err(SettingsError::new(

@@ -87,7 +87,7 @@ impl NamespaceSelector {
     /// no empty name pattern, label keys and values Kubernetes accepts, and
     /// operators with the values they need.
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
-        non_empty_patterns(format_args!("{key}.names"), &self.names)?;
+        non_empty_patterns(&format_args!("{key}.names"), &self.names)?;
         label_selector::validate_parts(key, &self.match_labels, &self.match_expressions)
     }
 

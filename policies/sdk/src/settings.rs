@@ -199,7 +199,7 @@ impl<R: RuleSettings> Settings<R> {
             ("exemptUsers", &self.exemptions.users),
             ("exemptGroups", &self.exemptions.groups),
         ] {
-            non_empty_patterns(key, list)?;
+            non_empty_patterns(&key, list)?;
         }
         self.rule.validate()
     }
@@ -265,8 +265,8 @@ fn shared<T: DeserializeOwned>(key: &str, raw: &RawValue) -> Result<Option<T>, S
 
 /// Refuses empty patterns in a list setting: an empty namespace pattern
 /// would exempt cluster-scoped objects without anyone meaning it. `key` is
-/// written only into an error (`format_args!` builds one for free).
-pub fn non_empty_patterns(key: impl fmt::Display, list: &[Glob]) -> Result<(), SettingsError> {
+/// written only into an error (`&format_args!(..)` builds one for free).
+pub fn non_empty_patterns(key: &dyn fmt::Display, list: &[Glob]) -> Result<(), SettingsError> {
     for (i, g) in list.iter().enumerate() {
         if g.as_str().trim().is_empty() {
             return Err(SettingsError::new(format!("{key}[{i}]"), "must not be empty"));

@@ -325,12 +325,14 @@ impl fmt::Display for ScaleWhy {
 }
 
 impl Scale {
+    #[inline(never)] // These four: called from every kind's decoder, kept out of line for size.
     fn one(why: &'static str) -> Scale {
         Scale { pods: Some(1), why: ScaleWhy::Words(why) }
     }
 
     /// `value` of field `path` (with `default` when absent, described by
     /// `absent`), negative values counting as zero.
+    #[inline(never)]
     fn field(path: Path, value: Option<i64>, default: i64, absent: &'static str) -> Scale {
         match value {
             Some(n) => Scale { pods: Some(u64::try_from(n).unwrap_or(0)), why: ScaleWhy::Field(path, n) },
@@ -339,10 +341,12 @@ impl Scale {
     }
 
     /// No bound: `` `path` says ``.
+    #[inline(never)]
     fn unbounded(path: Path, says: &'static str) -> Scale {
         Scale { pods: None, why: ScaleWhy::Says(path, says) }
     }
 
+    #[inline(never)]
     fn times(self, other: Scale) -> Scale {
         Scale {
             pods: match (self.pods, other.pods) {
@@ -1002,6 +1006,7 @@ struct PodTemplateSpec<'a> {
 
 impl<'a> PodTemplateSpec<'a> {
     /// The template, or nothing when neither metadata nor spec is present.
+    #[inline(never)] // Inlined at its call sites, it made `decode_workload` 15 KB larger (BENCHMARKS.md).
     fn into_template(self, path: Path, role: Role, scale: Scale) -> Option<PodTemplate<'a>> {
         if self.metadata.is_none() && self.spec.is_none() {
             return None;
@@ -1026,6 +1031,7 @@ struct JobSpec<'a> {
 }
 
 impl<'a> JobSpec<'a> {
+    #[inline(never)] // As `PodTemplateSpec::into_template`.
     fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
         let scale = Scale::field(spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
         self.template.into_template(spec.key("template"), Role::Template, scale)

@@ -116,7 +116,7 @@ impl RuleSettings for Settings {
             if patterns.is_empty() {
                 return Err(SettingsError::new(format!("tenants.{tenant}"), "must list at least one namespace pattern"));
             }
-            non_empty_patterns(format_args!("tenants.{tenant}"), patterns)?;
+            non_empty_patterns(&format_args!("tenants.{tenant}"), patterns)?;
         }
         label_key(&self.pool_label).map_err(|why| SettingsError::new("poolLabel", format!("`{}` is not a valid node label key: {why}", self.pool_label)))?;
         if let Some(t) = &self.pool_taint {

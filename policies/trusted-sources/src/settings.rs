@@ -68,7 +68,7 @@ pub fn scheme(s: &str) -> Option<&str> {
 }
 
 fn location_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
-    non_empty_patterns(key, list)?;
+    non_empty_patterns(&key, list)?;
     for (i, g) in list.iter().enumerate() {
         let p = g.as_str();
         match scheme(p) {
@@ -135,7 +135,7 @@ impl RuleSettings for Settings {
                 ));
             }
         }
-        non_empty_patterns("modelEnvNames", &self.model_env_names)?;
+        non_empty_patterns(&"modelEnvNames", &self.model_env_names)?;
         if !self.require_pinned_models && !self.immutable_model_sources.is_empty() {
             return Err(SettingsError::new(
                 "immutableModelSources",

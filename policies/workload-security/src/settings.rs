@@ -163,7 +163,7 @@ impl RuleSettings for Settings {
                 "must list at least one variable name pattern, or set `forbidPlainCredentials: false`",
             ));
         }
-        non_empty_patterns("credentialEnvNames", &self.credential_env_names)
+        non_empty_patterns(&"credentialEnvNames", &self.credential_env_names)
     }
 }
 
