@@ -126,7 +126,7 @@ impl RuleSettings for Settings {
                     "must choose namespaces with `namespaces` or `namespaceSelector` (or both); for every namespace, change the defaults",
                 ));
             }
-            non_empty_patterns(&format_args!("overrides[{i}].namespaces"), &o.namespaces)?;
+            non_empty_patterns(&at("namespaces"), &o.namespaces)?;
             if let Some(sel) = &o.namespace_selector {
                 if sel.is_empty() {
                     return Err(SettingsError::new(

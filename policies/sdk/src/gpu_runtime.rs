@@ -149,15 +149,16 @@ pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsE
         return Err(SettingsError::new(key, "must list at least one requirement, or the rule would check nothing"));
     }
     for (i, r) in requirements.iter().enumerate() {
-        let at = |field: &str| format!("{key}[{i}].{field}");
+        // A field of this entry, written only into an error.
+        let at = move |field: &'static str| fmt::from_fn(move |f| write!(f, "{key}[{i}].{field}"));
         if r.vendor.trim().is_empty() {
-            return Err(SettingsError::new(at("vendor"), "must name the vendor, for messages"));
+            return Err(SettingsError::new(at("vendor").to_string(), "must name the vendor, for messages"));
         }
         if r.resources.is_empty() {
-            return Err(SettingsError::new(at("resources"), "must list at least one GPU resource name"));
+            return Err(SettingsError::new(at("resources").to_string(), "must list at least one GPU resource name"));
         }
-        non_empty_patterns(&format_args!("{key}[{i}].resources"), &r.resources)?;
-        non_empty_patterns(&format_args!("{key}[{i}].deviceClasses"), &r.device_classes)?;
+        non_empty_patterns(&at("resources"), &r.resources)?;
+        non_empty_patterns(&at("deviceClasses"), &r.device_classes)?;
         for (j, rc) in r.runtime_classes.iter().enumerate() {
             if let Err(why) = dns_subdomain(rc) {
                 return Err(SettingsError::new(
@@ -168,16 +169,16 @@ pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsE
         }
         if let Some(t) = &r.taint {
             if let Err(why) = label_key(&t.key) {
-                return Err(SettingsError::new(at("taint.key"), format!("`{}` is not a valid taint key: {why}", t.key)));
+                return Err(SettingsError::new(at("taint.key").to_string(), format!("`{}` is not a valid taint key: {why}", t.key)));
             }
             if let Some(v) = &t.value
                 && let Err(why) = label_value(v)
             {
-                return Err(SettingsError::new(at("taint.value"), format!("`{v}` is not a valid taint value: {why}")));
+                return Err(SettingsError::new(at("taint.value").to_string(), format!("`{v}` is not a valid taint value: {why}")));
             }
             if !matches!(t.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
                 return Err(SettingsError::new(
-                    at("taint.effect"),
+                    at("taint.effect").to_string(),
                     format!("`{}` is not one of `NoSchedule`, `PreferNoSchedule`, `NoExecute`", t.effect),
                 ));
             }
