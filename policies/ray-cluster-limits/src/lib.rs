@@ -20,6 +20,7 @@
 mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use aigov_sdk::gpu::GpuCounts;
 use aigov_sdk::text::count;
@@ -409,12 +410,12 @@ fn container_name(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>) -> String {
 // ---------------------------------------------------------------- groups
 
 /// `` `spec.workerGroupSpecs[1]` (`gpu-workers`) ``, or the path alone for a
-/// group without a name.
-fn group_ref(g: &WorkerGroup<'_>) -> String {
-    match g.name.as_deref() {
-        Some(name) if !name.trim().is_empty() => format!("`{}` (`{name}`)", g.path),
-        _ => format!("`{}`", g.path),
-    }
+/// group without a name; written only when a message shows it.
+fn group_ref<'g>(g: &'g WorkerGroup<'_>) -> impl fmt::Display + 'g {
+    fmt::from_fn(move |f| match g.name.as_deref() {
+        Some(name) if !name.trim().is_empty() => write!(f, "`{}` (`{name}`)", g.path),
+        _ => write!(f, "`{}`", g.path),
+    })
 }
 
 /// `` `gpu-workers` ``, or the path for a group without a name.
@@ -442,7 +443,7 @@ fn hosts(g: &WorkerGroup<'_>) -> i64 {
 /// The head pod's GPUs, per family, against `maxGpusPerHead`.
 fn check_head(ray: &RayCluster<'_>, head: &PodGpus, s: &Settings, out: &mut Findings) {
     let limit = s.head_limit();
-    let who = format!("the head group (`{}.headGroupSpec`)", ray.path);
+    let who = fmt::from_fn(|f| write!(f, "the head group (`{}.headGroupSpec`)", ray.path));
     for (family, a) in families(&head.counts, &s.mig_weights) {
         if a <= cap(limit) {
             continue;
@@ -495,7 +496,7 @@ fn check_group(g: &WorkerGroup<'_>, pod: &PodGpus, s: &Settings, out: &mut Findi
 /// cluster: violations), and `replicas` as it reads it: absent (or 0, what
 /// the API server writes for an absent value) starts `minReplicas`, and a
 /// value outside `[minReplicas, maxReplicas]` is clamped into it: a warning.
-fn replica_range(g: &WorkerGroup<'_>, who: &str, out: &mut Findings) {
+fn replica_range(g: &WorkerGroup<'_>, who: &dyn fmt::Display, out: &mut Findings) {
     let min = g.min_replicas.unwrap_or(0);
     let max = g.max_replicas.unwrap_or(KUBERAY_UNBOUNDED);
     if min < 0 {
@@ -546,7 +547,7 @@ fn replica_range(g: &WorkerGroup<'_>, who: &str, out: &mut Findings) {
 /// The group's worker pods at maximum scale, `maxReplicas × numOfHosts`,
 /// against its cap; an absent `maxReplicas` (or KubeRay's default, which is
 /// what an absent value becomes) is unbounded.
-fn worker_cap(g: &WorkerGroup<'_>, gpu: bool, s: &Settings, who: &str, out: &mut Findings) {
+fn worker_cap(g: &WorkerGroup<'_>, gpu: bool, s: &Settings, who: &dyn fmt::Display, out: &mut Findings) {
     let (limit, kind) = if gpu {
         (s.max_gpu_worker_replicas, "a worker group that requests GPUs")
     } else {
@@ -554,16 +555,19 @@ fn worker_cap(g: &WorkerGroup<'_>, gpu: bool, s: &Settings, who: &str, out: &mut
     };
     let hosts = hosts(g);
     let per_replica = limit / hosts;
-    let fix = if hosts == 1 {
-        format!("set `maxReplicas` to at most {limit} (the limit for {kind})")
-    } else if per_replica >= 1 {
-        format!(
-            "set `maxReplicas` to at most {per_replica} ({per_replica} × `numOfHosts: {hosts}` = {} workers; {kind} may have at most {limit})",
-            per_replica * hosts
-        )
-    } else {
-        format!("lower `numOfHosts` to at most {limit}: one replica is already {hosts} workers, and {kind} may have at most {limit}")
-    };
+    let fix = fmt::from_fn(|f| {
+        if hosts == 1 {
+            write!(f, "set `maxReplicas` to at most {limit} (the limit for {kind})")
+        } else if per_replica >= 1 {
+            write!(
+                f,
+                "set `maxReplicas` to at most {per_replica} ({per_replica} × `numOfHosts: {hosts}` = {} workers; {kind} may have at most {limit})",
+                per_replica * hosts
+            )
+        } else {
+            write!(f, "lower `numOfHosts` to at most {limit}: one replica is already {hosts} workers, and {kind} may have at most {limit}")
+        }
+    });
     match g.max_replicas {
         None => out.violation(format!("{who} has no `maxReplicas`, so KubeRay lets it scale without limit: {fix}")),
         Some(KUBERAY_UNBOUNDED) => out.violation(format!(
@@ -609,7 +613,7 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGp
             .iter()
             .zip(workers)
             .find(|(_, p)| p.requests_gpus())
-            .map(|(g, _)| group_ref(g))
+            .map(|(g, _)| group_ref(g).to_string())
     };
     let user = first_gpu_user.map(|who| format!("{who} requests GPUs"));
     compute_type_conflict(&Path::root().keys(&["metadata", "labels"]), value, user.as_deref(), user.is_some(), || {
@@ -619,52 +623,44 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGp
 
 /// The cluster's GPUs at maximum scale, per family, against `limit`: the
 /// head, plus each worker group at `maxReplicas` (KubeRay never runs more)
-/// times `numOfHosts` pods per replica.
+/// times `numOfHosts` pods per replica. The sum is shown term by term, and
+/// written only for a family over the limit.
 fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &Settings, limit: i64, out: &mut Findings) {
     let w = &s.mig_weights;
-    let mut sums: BTreeMap<String, (Amount, Vec<String>)> = BTreeMap::new();
-    if let Some(head) = head {
-        let f = GpuFamilies::of(&head.counts, w);
-        for (family, a) in families(&head.counts, w) {
-            let e = sums.entry(family.clone()).or_default();
-            e.0 = e.0.saturating_add(a);
-            e.1.push(format!("head: {}", f.breakdown(&family, w)));
-        }
-    }
-    let mut unbounded = Vec::new();
+    // The groups that request GPUs, with their replicas at maximum scale:
+    // `None` for a group without a bound.
+    let scaled: Vec<Scaled<'_, '_>> = ray
+        .worker_groups
+        .iter()
+        .zip(workers)
+        .filter(|(_, pod)| pod.requests_gpus())
+        .map(|(g, pod)| {
+            let replicas = match g.max_replicas {
+                None | Some(KUBERAY_UNBOUNDED) => None,
+                Some(n) => Some(u64::try_from(n).unwrap_or(0)),
+            };
+            (g, pod, replicas)
+        })
+        .collect();
+    let mut sums: BTreeMap<String, Amount> = BTreeMap::new();
     let mut unbounded_families = BTreeSet::new();
-    for (g, pod) in ray.worker_groups.iter().zip(workers) {
-        if !pod.requests_gpus() {
-            continue;
-        }
+    for (family, a) in head.map(|h| families(&h.counts, w)).unwrap_or_default() {
+        let e = sums.entry(family).or_default();
+        *e = e.saturating_add(a);
+    }
+    for (g, pod, replicas) in &scaled {
         let per_worker = families(&pod.counts, w);
-        let replicas = match g.max_replicas {
-            None | Some(KUBERAY_UNBOUNDED) => {
-                unbounded.push(group_ref(g));
-                unbounded_families.extend(per_worker.into_keys());
-                continue;
-            }
-            Some(n) => u64::try_from(n).unwrap_or(0),
-        };
-        if replicas == 0 {
+        let Some(replicas) = *replicas else {
+            unbounded_families.extend(per_worker.into_keys());
             continue;
-        }
-        let hosts = hosts(g).unsigned_abs();
-        let scale = if hosts == 1 {
-            format!("{} × ", count(replicas, "worker"))
-        } else {
-            format!("{} × {hosts} hosts × ", count(replicas, "replica"))
         };
-        let f = GpuFamilies::of(&pod.counts, w);
+        let hosts = hosts(g).unsigned_abs();
         for (family, a) in per_worker {
-            let n = a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts));
-            let b = f.breakdown(&family, w);
-            let each = if b.contains(" + ") { format!("({b})") } else { b };
             let e = sums.entry(family).or_default();
-            e.0 = e.0.saturating_add(n);
-            e.1.push(format!("{}: {scale}{each} = {}", group_short(g), amount(n)));
+            *e = e.saturating_add(a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts)));
         }
     }
+    let unbounded: Vec<String> = scaled.iter().filter(|(_, _, r)| r.is_none()).map(|(g, _, _)| group_ref(g).to_string()).collect();
     if !unbounded.is_empty() {
         out.violation(format!(
             "the Ray cluster in `{}` has no upper bound on GPUs at maximum scale, but a Ray cluster may use at most {} of each family: set `maxReplicas` on {}",
@@ -673,7 +669,7 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
             unbounded.join(", ")
         ));
     }
-    for (family, (sum, parts)) in sums {
+    for (family, sum) in sums {
         if unbounded_families.contains(&family) || sum <= cap(limit) {
             continue;
         }
@@ -685,10 +681,39 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
                 "the Ray cluster in `{}` can grow to {at_least}{} at maximum scale ({}), but a Ray cluster may use at most {limit}: lower `maxReplicas` or the GPUs per worker",
                 ray.path,
                 gpus(sum, &family),
-                parts.join(", ")
+                terms(&family, head, &scaled, w).join(", ")
             ),
         );
     }
+}
+
+/// A group that requests GPUs, its pod, and its replicas at maximum scale.
+type Scaled<'g, 'a> = (&'g WorkerGroup<'a>, &'g PodGpus, Option<u64>);
+
+/// The terms of a family's sum at maximum scale: `head: in container
+/// `ray-head``, `` `gpu`: 4 workers × 2 = 8 ``.
+fn terms(family: &str, head: Option<&PodGpus>, scaled: &[Scaled<'_, '_>], w: &MigWeights) -> Vec<String> {
+    let mut terms = Vec::new();
+    if let Some(head) = head
+        && families(&head.counts, w).contains_key(family)
+    {
+        terms.push(format!("head: {}", GpuFamilies::of(&head.counts, w).breakdown(family, w)));
+    }
+    for (g, pod, replicas) in scaled {
+        let Some(replicas) = replicas.filter(|r| *r > 0) else { continue };
+        let Some(a) = families(&pod.counts, w).get(family).copied() else { continue };
+        let hosts = hosts(g).unsigned_abs();
+        let scale = if hosts == 1 {
+            format!("{} × ", count(replicas, "worker"))
+        } else {
+            format!("{} × {hosts} hosts × ", count(replicas, "replica"))
+        };
+        let n = a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts));
+        let b = GpuFamilies::of(&pod.counts, w).breakdown(family, w);
+        let each = if b.contains(" + ") { format!("({b})") } else { b };
+        terms.push(format!("{}: {scale}{each} = {}", group_short(g), amount(n)));
+    }
+    terms
 }
 
 aigov_sdk::export_policy!(RayClusterLimits);

@@ -14,9 +14,11 @@ mod model;
 mod pattern;
 mod settings;
 
+use std::fmt;
+
 use aigov_sdk::image::ImageRef;
 use aigov_sdk::text::quoted;
-use aigov_sdk::{Cluster, ContainerRef, Malformed, Path, Policy, PodTemplate, Request, Verdict, Workload};
+use aigov_sdk::{Cluster, ContainerRef, Malformed, Policy, PodTemplate, Request, Verdict, Workload};
 
 pub use pattern::ImagePattern;
 pub use settings::Settings;
@@ -66,8 +68,7 @@ impl Check<'_> {
             && let Some((m, _)) = &t.model
             && let Some(uri) = m.storage_uri.as_deref().map(str::trim).filter(|u| !u.is_empty())
         {
-            let field = t.spec_path().keys(&[m.field, "storageUri"]);
-            self.model(uri, &format!("`{field}`"));
+            self.model(uri, &format_args!("`{}.{}.storageUri`", t.spec_path(), m.field));
         }
     }
 
@@ -78,8 +79,7 @@ impl Check<'_> {
         let Some(uri) = w.train_job.as_ref().and_then(|j| j.model_storage_uri.as_deref()).map(str::trim).filter(|u| !u.is_empty()) else {
             return;
         };
-        let field = Path::root().keys(&["spec", "initializer", "model", "storageUri"]);
-        self.model(uri, &format!("`{field}`"));
+        self.model(uri, &"`spec.initializer.model.storageUri`");
     }
 
     // ---------------------------------------------------------------- images
@@ -88,32 +88,41 @@ impl Check<'_> {
         // No image: KServe's serving runtime or a TrainJob's training
         // runtime supplies it (and the API server requires one elsewhere).
         let Some(written) = c.container.image.as_deref().filter(|i| !i.is_empty()) else { return };
-        let field = t.container_path(c).key("image");
-        let who = c.describe();
+        // The field and the container are named only in a message: an
+        // accepted image costs its parse and the checks, nothing more.
+        let field = fmt::from_fn(|f| write!(f, "{}.image", t.container_path(c)));
         let image = match ImageRef::parse(written) {
             Ok(i) => i,
             Err(why) => {
                 self.v.violation(format!(
-                    "`{field}` of {who} is `{written}`, which is not a valid image reference ({why}), so its source cannot be checked: write `registry/repository:tag`"
+                    "`{field}` of {} is `{written}`, which is not a valid image reference ({why}), so its source cannot be checked: write `registry/repository:tag`",
+                    c.describe()
                 ));
                 return;
             }
         };
+        let untrusted = !self.patterns.iter().any(|p| p.matches(&image));
+        let latest = self.s.forbid_latest_tag && image.digest.is_none() && image.effective_tag() == Some("latest");
+        let unpinned = self.s.require_digest && image.digest.is_none();
+        if !(untrusted || latest || unpinned) {
+            return;
+        }
+        let who = c.describe();
         let full = image.to_string();
         let shown = if full == written { format!("`{written}`") } else { format!("`{written}` (that is, `{full}`)") };
-        if !self.patterns.iter().any(|p| p.matches(&image)) {
+        if untrusted {
             self.v.violation(format!(
                 "{who} uses image {shown} (`{field}`), which is not from an allowed source: use an image matching {}",
                 quoted(&self.s.allowed_images)
             ));
         }
-        if self.s.forbid_latest_tag && image.digest.is_none() && image.effective_tag() == Some("latest") {
+        if latest {
             let why = if image.tag.is_some() { "is tagged `latest`" } else { "has no tag, so it means `latest`" };
             self.v.violation(format!(
                 "{who} uses image {shown} (`{field}`), which {why}: a tag that moves, so every restart may run different code; name a version tag or a digest"
             ));
         }
-        if self.s.require_digest && image.digest.is_none() {
+        if unpinned {
             self.v.violation(format!(
                 "{who} uses image {shown} (`{field}`), which is not pinned by a digest: write `{}@sha256:<digest>`",
                 match image.tag {
@@ -127,8 +136,9 @@ impl Check<'_> {
     // ---------------------------------------------------------------- models
 
     fn container_models(&mut self, t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>) {
-        let at = t.container_path(c);
-        let who = c.describe();
+        // Written only into a message (`model` decides first).
+        let at = fmt::from_fn(|f| write!(f, "{}", t.container_path(c)));
+        let who = fmt::from_fn(|f| f.write_str(&c.describe()));
         for (i, var) in c.container.env.iter().enumerate() {
             let Some(value) = var.value.as_deref().map(str::trim) else { continue };
             if var.from_source || !model::has_prefix(value, &self.s.model_uri_prefixes) {
@@ -138,24 +148,22 @@ impl Check<'_> {
             if !self.s.model_env_names.iter().any(|p| aigov_sdk::Glob::new(p.as_str().to_ascii_uppercase()).matches(&name)) {
                 continue;
             }
-            let field = at.key("env").index(i).key("value");
-            self.model(value, &format!("`{field}` (`{}` of {who})", var.name));
+            self.model(value, &format_args!("`{at}.env[{i}].value` (`{}` of {who})", var.name));
         }
         if !self.s.model_args {
             return;
         }
         for (list, items) in [("command", &c.container.command), ("args", &c.container.args)] {
             for (i, arg) in items.iter().enumerate() {
-                let field = at.key(list).index(i);
                 for location in model::in_argument(arg, &self.s.model_uri_prefixes) {
-                    self.model(location, &format!("`{field}` of {who}"));
+                    self.model(location, &format_args!("`{at}.{list}[{i}]` of {who}"));
                 }
             }
         }
     }
 
     /// Checks one model location; `what` names where it is, for messages.
-    fn model(&mut self, location: &str, what: &str) {
+    fn model(&mut self, location: &str, what: &dyn fmt::Display) {
         if let Some(why) = model::unreadable(location) {
             self.v.violation(format!("{what} names a model location that cannot be checked: {why}"));
             return;
