@@ -48,4 +48,5 @@ pub mod tools {
     pub mod scan;
     pub mod scanbench;
     pub mod simulate;
+    pub mod sizes;
 }

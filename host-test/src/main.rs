@@ -171,6 +171,11 @@ enum Command {
     Simulate(aigov::tools::simulate::Args),
     /// Time requests natively, as modules and as components.
     Bench(aigov::tools::bench::Args),
+    /// Compare the bytes of code in every artifact with the sizes recorded
+    /// in host-test/code-sizes.json: exit status 1 when one grew by more
+    /// than 2 % (under the compiler that made the record). `--write`
+    /// records them (`make sizes`).
+    Sizes(aigov::tools::sizes::Args),
     /// Serve the playground (`make playground` builds it) on 127.0.0.1: a
     /// page where a manifest is checked against the rules as you type, by
     /// the bundle component running in the browser. Nothing leaves the page.
@@ -458,6 +463,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Scan(args) => aigov::tools::scan::run(&args, out),
         Command::Simulate(args) => aigov::tools::simulate::run(&args, out),
         Command::Bench(args) => bench(&args, out),
+        Command::Sizes(args) => aigov::tools::sizes::run(&args, out),
         Command::Playground(args) => aigov::tools::playground::serve(&args, out),
         Command::PlaygroundData { samples, output } => {
             let data = aigov::tools::playground::data(&samples)?;
