@@ -15,7 +15,7 @@ mod settings;
 use std::collections::BTreeMap;
 
 use aigov_sdk::cluster::{list_items, object_meta};
-use aigov_sdk::glob::Glob;
+use aigov_sdk::glob;
 use aigov_sdk::request::decode_model;
 use aigov_sdk::text::count;
 use aigov_sdk::{
@@ -124,7 +124,7 @@ fn merged(defaults: &Limits, over: &Limits) -> Limits {
 fn cap(limits: &Limits, name: &str) -> Option<u64> {
     limits
         .iter()
-        .filter_map(|(k, v)| v.filter(|_| k == name || Glob::new(k.clone()).matches(name)))
+        .filter_map(|(k, v)| v.filter(|_| k == name || glob::matches(k, name)))
         .min()
 }
 

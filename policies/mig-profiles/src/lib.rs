@@ -14,6 +14,7 @@ mod settings;
 use std::collections::BTreeMap;
 
 use aigov_sdk::cluster::list_items;
+use aigov_sdk::glob;
 use aigov_sdk::request::decode_model;
 use aigov_sdk::text::{count, quoted};
 use aigov_sdk::{
@@ -127,7 +128,7 @@ impl Policy for MigProfiles {
 fn allowed_in<'s>(s: &'s Settings, ns: &str) -> Vec<&'s Glob> {
     let mut out: Vec<&Glob> = Vec::new();
     for (pattern, profiles) in &s.allowed_profiles {
-        if Glob::new(pattern.clone()).matches(ns) {
+        if glob::matches(pattern, ns) {
             for p in profiles {
                 if !out.contains(&p) {
                     out.push(p);

@@ -29,13 +29,19 @@ impl Glob {
     /// are ASCII and match byte-wise without allocating; other text is
     /// compared character by character.
     pub fn matches(&self, text: &str) -> bool {
-        if self.0.is_ascii() && text.is_ascii() {
-            wildcard(self.0.as_bytes(), text.as_bytes(), b'*', b'?')
-        } else {
-            let p: Vec<char> = self.0.chars().collect();
-            let t: Vec<char> = text.chars().collect();
-            wildcard(&p, &t, '*', '?')
-        }
+        matches(&self.0, text)
+    }
+}
+
+/// Whether `text` matches the whole of `pattern` (see [`Glob::matches`]),
+/// for a pattern held as text: nothing is copied to make a [`Glob`].
+pub fn matches(pattern: &str, text: &str) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        wildcard(pattern.as_bytes(), text.as_bytes(), b'*', b'?')
+    } else {
+        let p: Vec<char> = pattern.chars().collect();
+        let t: Vec<char> = text.chars().collect();
+        wildcard(&p, &t, '*', '?')
     }
 }
 
@@ -99,7 +105,9 @@ mod tests {
     use super::*;
 
     fn m(p: &str, t: &str) -> bool {
-        Glob::new(p.to_string()).matches(t)
+        let held = Glob::new(p.to_string()).matches(t);
+        assert_eq!(held, matches(p, t), "`{p}` against `{t}`: the Glob and the text disagree");
+        held
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! - repository paths are lower case, tags `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`,
 //!   digests `sha256` (64 hex digits), `sha384` (96) or `sha512` (128).
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Docker Hub, where a reference without a registry host points.
@@ -83,8 +84,8 @@ impl<'a> ImageRef<'a> {
 
     /// The repository path inside the registry, `library/` included for
     /// official Docker Hub images (`library/nginx`).
-    pub fn path(&self) -> String {
-        if self.official { format!("library/{}", self.path) } else { self.path.to_string() }
+    pub fn path(&self) -> Cow<'a, str> {
+        if self.official { Cow::Owned(format!("library/{}", self.path)) } else { Cow::Borrowed(self.path) }
     }
 
     /// The repository, fully qualified: `docker.io/library/nginx`.

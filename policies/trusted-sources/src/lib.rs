@@ -153,9 +153,10 @@ impl Check<'_> {
         if !self.s.model_args {
             return;
         }
+        let s = self.s;
         for (list, items) in [("command", &c.container.command), ("args", &c.container.args)] {
             for (i, arg) in items.iter().enumerate() {
-                for location in model::in_argument(arg, &self.s.model_uri_prefixes) {
+                for location in model::in_argument(arg, &s.model_uri_prefixes) {
                     self.model(location, &format_args!("`{at}.{list}[{i}]` of {who}"));
                 }
             }

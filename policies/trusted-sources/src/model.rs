@@ -1,7 +1,9 @@
 //! Model locations: finding them, checking them against the allowed
 //! sources, and telling whether they are pinned.
 
-use aigov_sdk::Glob;
+use std::borrow::Cow;
+
+use aigov_sdk::{Glob, glob};
 use aigov_sdk::image::ImageRef;
 
 /// Whether `text` starts with one of `prefixes`, in any case.
@@ -14,20 +16,15 @@ pub fn has_prefix(text: &str, prefixes: &[String]) -> bool {
 /// The model locations in one argument: every whitespace-separated word
 /// (quotes stripped) that starts with a prefix, or whose value after the
 /// first `=` does (`--model=s3://...`, `MODEL=hf://...` in a shell line).
-pub fn in_argument<'t>(arg: &'t str, prefixes: &[String]) -> Vec<&'t str> {
-    let mut out = Vec::new();
-    for word in arg.split_whitespace() {
-        let word = word.trim_matches(|c| c == '"' || c == '\'');
+pub fn in_argument<'t>(arg: &'t str, prefixes: &'t [String]) -> impl Iterator<Item = &'t str> {
+    let unquote = |w: &'t str| w.trim_matches(|c| c == '"' || c == '\'');
+    arg.split_whitespace().map(unquote).filter_map(move |word| {
         if has_prefix(word, prefixes) {
-            out.push(word);
-        } else if let Some((_, value)) = word.split_once('=') {
-            let value = value.trim_matches(|c| c == '"' || c == '\'');
-            if has_prefix(value, prefixes) {
-                out.push(value);
-            }
+            return Some(word);
         }
-    }
-    out
+        let (_, value) = word.split_once('=')?;
+        Some(unquote(value)).filter(|v| has_prefix(v, prefixes))
+    })
 }
 
 /// `scheme://authority/rest`, split.
@@ -45,15 +42,21 @@ fn parts(location: &str) -> Option<Parts<'_>> {
 
 /// The location as it is compared: the scheme in lower case, and for
 /// `http(s)` the host too (they are case-insensitive; paths are not).
-pub fn normalise(location: &str) -> String {
-    let Some(p) = parts(location) else { return location.to_string() };
+/// Already in that form (the common case), the location is returned as is.
+pub fn normalise(location: &str) -> Cow<'_, str> {
+    let Some(p) = parts(location) else { return Cow::Borrowed(location) };
+    let upper = |s: &str| s.bytes().any(|b| b.is_ascii_uppercase());
+    let web = p.scheme.eq_ignore_ascii_case("http") || p.scheme.eq_ignore_ascii_case("https");
+    if !upper(p.scheme) && !(web && upper(p.authority)) {
+        return Cow::Borrowed(location);
+    }
     let scheme = p.scheme.to_ascii_lowercase();
     let authority = if scheme == "http" || scheme == "https" { p.authority.to_ascii_lowercase() } else { p.authority.to_string() };
-    if location.get(p.scheme.len() + 3 + p.authority.len()..).is_some_and(|r| r.starts_with('/')) {
+    Cow::Owned(if location.get(p.scheme.len() + 3 + p.authority.len()..).is_some_and(|r| r.starts_with('/')) {
         format!("{scheme}://{authority}/{}", p.rest)
     } else {
         format!("{scheme}://{authority}")
-    }
+    })
 }
 
 /// Why a location cannot be compared with the allowed sources at all.
@@ -77,7 +80,7 @@ pub fn unreadable(location: &str) -> Option<String> {
 /// Whether an allowed-sources pattern matches the location.
 pub fn allowed(patterns: &[Glob], location: &str) -> bool {
     let location = normalise(location);
-    patterns.iter().any(|p| Glob::new(normalise(p.as_str())).matches(&location))
+    patterns.iter().any(|p| glob::matches(&normalise(p.as_str()), &location))
 }
 
 /// Whether a location pins what it names, by its scheme.
@@ -153,16 +156,17 @@ mod tests {
     #[test]
     fn locations_in_arguments() {
         let p = prefixes();
-        assert_eq!(in_argument("s3://ml-models/llama", &p), ["s3://ml-models/llama"]);
-        assert_eq!(in_argument("--model=hf://meta-llama/Llama-3-8B", &p), ["hf://meta-llama/Llama-3-8B"]);
+        let found = |arg| in_argument(arg, &p).collect::<Vec<_>>();
+        assert_eq!(found("s3://ml-models/llama"), ["s3://ml-models/llama"]);
+        assert_eq!(found("--model=hf://meta-llama/Llama-3-8B"), ["hf://meta-llama/Llama-3-8B"]);
         assert_eq!(
-            in_argument("python serve.py --model 'gs://b/m' --out S3://x/y", &p),
-            ["gs://b/m", "S3://x/y"],
+            found("python serve.py --model 'gs://b/m' --out S3://x/y --x=\"hf://o/m\""),
+            ["gs://b/m", "S3://x/y", "hf://o/m"],
             "shell lines, quotes, any case"
         );
-        assert!(in_argument("--data=/mnt/data", &p).is_empty());
-        assert!(in_argument("https://example.com/x", &p).is_empty());
-        assert_eq!(in_argument("https://huggingface.co/org/m", &p), ["https://huggingface.co/org/m"]);
+        assert!(found("--data=/mnt/data").is_empty());
+        assert!(found("https://example.com/x").is_empty());
+        assert_eq!(found("https://huggingface.co/org/m"), ["https://huggingface.co/org/m"]);
     }
 
     #[test]
@@ -177,6 +181,10 @@ mod tests {
         assert!(unreadable("https://huggingface.co@evil.com/my-org/m").is_some());
         assert!(unreadable("s3://ml-models/a..b/x").is_none());
         assert_eq!(normalise("HF://Org/M"), "hf://Org/M");
+        assert_eq!(normalise("https://HuggingFace.co/Org/M"), "https://huggingface.co/Org/M");
+        assert_eq!(normalise("s3://Bucket/M"), "s3://Bucket/M");
+        assert_eq!(normalise("HTTPS://huggingface.co"), "https://huggingface.co");
+        assert!(matches!(normalise("https://huggingface.co/Org/M"), Cow::Borrowed(_)), "already normal: not copied");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! a digest alone has no tag and matches no tagged pattern); with a digest,
 //! the image's digest must be that one.
 
-use aigov_sdk::Glob;
+use std::borrow::Cow;
+
+use aigov_sdk::glob;
 use aigov_sdk::image::{DOCKER_HUB, ImageRef, is_digest};
 
 /// A parsed image pattern.
@@ -62,9 +64,14 @@ impl<'p> ImagePattern<'p> {
 
     /// Whether the image matches.
     pub fn matches(&self, image: &ImageRef<'_>) -> bool {
-        Glob::new(self.domain.clone()).matches(&image.domain.to_ascii_lowercase())
-            && Glob::new(self.path.to_string()).matches(&image.path())
-            && self.tag.is_none_or(|t| image.effective_tag().is_some_and(|it| Glob::new(t.to_string()).matches(it)))
+        let domain = if image.domain.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(image.domain.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(image.domain)
+        };
+        glob::matches(&self.domain, &domain)
+            && glob::matches(self.path, &image.path())
+            && self.tag.is_none_or(|t| image.effective_tag().is_some_and(|it| glob::matches(t, it)))
             && self.digest.is_none_or(|d| image.digest == Some(d))
     }
 }
