@@ -24,8 +24,8 @@ pub const MAX_MEMORY: usize = 512 << 20;
 /// load and store is in bounds by construction and Cranelift emits no bounds
 /// check; with the reservation at [`MAX_MEMORY`], as before, each access
 /// carried an explicit (Spectre-hardened) check: 28 % more instructions per
-/// guest call (BENCHMARKS.md). It is address space, not memory: 128 slots
-/// reserve about 0.5 TiB of the 128 TiB a 64-bit process has.
+/// guest call (BENCHMARKS.md). It is address space, not memory: 256 slots
+/// reserve about 1 TiB of the 128 TiB a 64-bit process has.
 pub const MEMORY_RESERVATION: u64 = 4 << 30;
 
 /// The memory one policy instance may use: what aigov recommends (the API
@@ -100,10 +100,10 @@ impl wasmtime::ResourceLimiter for Limits {
 
 /// Linear memories in the pool: instances alive at once, over every store
 /// of the engine.
-pub const POOL_MEMORIES: u32 = 128;
+pub const POOL_MEMORIES: u32 = 256;
 
 /// Lowers [`POOL_MEMORIES`], for running the harness under valgrind, whose
-/// address space cannot hold 128 reservations of [`MEMORY_RESERVATION`]
+/// address space cannot hold 256 reservations of [`MEMORY_RESERVATION`]
 /// (BENCHMARKS.md counts instructions that way): `AIGOV_POOL_MEMORIES=12`.
 pub const POOL_MEMORIES_VAR: &str = "AIGOV_POOL_MEMORIES";
 
@@ -135,9 +135,9 @@ fn profiler(value: Option<&std::ffi::OsStr>) -> Result<ProfilingStrategy> {
 pub fn new_engine() -> Result<Engine> {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_memories(pool_memories(std::env::var_os(POOL_MEMORIES_VAR).as_deref())?)
-        .total_tables(128)
-        .total_core_instances(256)
-        .total_component_instances(128)
+        .total_tables(POOL_MEMORIES)
+        .total_core_instances(2 * POOL_MEMORIES)
+        .total_component_instances(POOL_MEMORIES)
         .max_memory_size(MAX_MEMORY)
         .linear_memory_keep_resident(4 << 20)
         .table_keep_resident(64 << 10)
@@ -179,10 +179,10 @@ mod tests {
     fn the_pool_can_be_made_smaller_for_valgrind_but_not_larger() {
         assert_eq!(pool_memories(None).unwrap(), POOL_MEMORIES);
         assert_eq!(pool_memories(Some(OsStr::new("12"))).unwrap(), 12);
-        assert_eq!(pool_memories(Some(OsStr::new(" 128 "))).unwrap(), 128);
-        for bad in ["0", "129", "-1", "many", ""] {
+        assert_eq!(pool_memories(Some(OsStr::new(" 256 "))).unwrap(), 256);
+        for bad in ["0", "257", "-1", "many", ""] {
             let e = pool_memories(Some(OsStr::new(bad))).unwrap_err().to_string();
-            assert!(e.starts_with("AIGOV_POOL_MEMORIES is") && e.contains("from 1 to 128"), "{bad}: {e}");
+            assert!(e.starts_with("AIGOV_POOL_MEMORIES is") && e.contains("from 1 to 256"), "{bad}: {e}");
         }
     }
 

@@ -68,6 +68,14 @@ fn every_row_is_present_and_positive() {
     // in a fresh instance without growing its memory (the heap fits in the
     // initial memory the Makefile links the guests with).
     assert!(report.memory_growths.is_empty(), "{:?}", report.memory_growths);
+    // The admitted Pod is what its name says: every rule, and the bundle,
+    // admit it (a rule that starts refusing it needs the request mended, or
+    // the bench stops measuring the path where no message is written).
+    let admitted: Vec<&String> = report.verdicts.iter().filter(|v| v.starts_with("pod-admitted/")).collect();
+    assert!(admitted.len() > 2, "{admitted:?}");
+    for v in admitted {
+        assert!(v.ends_with(": accepted"), "{v}");
+    }
 
     let markdown = render_markdown(&report);
     // The first table: one line per row, after its header and rule line.
