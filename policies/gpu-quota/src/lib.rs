@@ -14,12 +14,11 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::cluster::{list_items, object_meta};
+use aigov_sdk::cluster::{list_pods, object_meta};
 use aigov_sdk::glob;
-use aigov_sdk::request::decode_model;
 use aigov_sdk::text::count;
 use aigov_sdk::{
-    Cluster, GpuCounts, Malformed, ObjectMeta, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Str, Verdict, Workload, WorkloadKind,
+    Cluster, GpuCounts, Malformed, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload, WorkloadKind,
 };
 
 pub use settings::{DEFAULT_LIMIT, Limits, Override, Settings};
@@ -203,24 +202,8 @@ fn bound_hint(w: &Workload<'_>, t: &PodTemplate<'_>) -> &'static str {
     }
 }
 
-/// A listed pod's name, deletion and phase, read before its spec.
-#[derive(Default)]
-struct PodHead<'a> {
-    metadata: Option<ObjectMeta<'a>>,
-    status: Option<PodStatus<'a>>,
-}
-
-aigov_sdk::decode_struct!(PodHead { "metadata" => metadata, "status" => status });
-
-#[derive(Default)]
-struct PodStatus<'a> {
-    phase: Option<Str<'a>>,
-}
-
-aigov_sdk::decode_struct!(PodStatus { "phase" => phase });
-
-fn finished(status: Option<&PodStatus<'_>>) -> bool {
-    matches!(status.and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+fn finished(phase: Option<&str>) -> bool {
+    matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 /// GPUs the namespace's unfinished pods hold, per resource name, with the
@@ -228,22 +211,19 @@ fn finished(status: Option<&PodStatus<'_>>) -> bool {
 /// out: the API server refuses the creation while it exists anyway.
 fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<String, Vec<(String, u64)>>, Malformed> {
     let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
-    for item in list_items(list)? {
-        let head: PodHead<'_> = decode_model(item, "a listed Pod")?;
-        let meta = head.metadata.unwrap_or_default();
+    // Every pod read once, in the same pass as the list.
+    for listed in list_pods(list)? {
+        let meta = &listed.metadata;
         // The host filters with `NOT_FINISHED`; a host that does not is
         // filtered here.
-        if finished(head.status.as_ref())
+        if finished(listed.phase.as_deref())
             || (own.is_some() && meta.name.as_deref() == own)
             || (meta.being_deleted && !s.count_terminating_pods)
         {
             continue;
         }
-        let pod = Workload::parse(WorkloadKind::Pod, item)?;
-        for t in pod.templates() {
-            for (name, n) in t.gpus_per_pod(&s.gpu_resource_names)? {
-                out.entry(name).or_default().push((meta.display_name().to_string(), n));
-            }
+        for (name, n) in listed.pod.gpus_per_pod(&s.gpu_resource_names)? {
+            out.entry(name).or_default().push((meta.display_name().to_string(), n));
         }
     }
     Ok(out)

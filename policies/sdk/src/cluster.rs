@@ -98,6 +98,30 @@ pub fn list_items(list: &str) -> Result<Vec<&str>, crate::Malformed> {
     Ok(items)
 }
 
+/// The Pods of a `List` a lookup returned, each decoded in the same pass
+/// as the list: one reading of a namespace's pods, where
+/// [`list_items`] and then [`crate::Workload::parse`] of each item read
+/// every pod twice. A rule that reads every listed pod (counting a
+/// namespace's GPUs) wants this; one that reads a few wants `list_items`.
+pub fn list_pods(list: &str) -> Result<Vec<crate::workload::ListedPod<'_>>, crate::Malformed> {
+    let mut pods = Vec::new();
+    let mut d = crate::dec::Dec::new(list);
+    let decoded = d
+        .object(|d, key| {
+            if &*key == "items" {
+                d.list(|d| {
+                    pods.push(crate::dec::Decode::decode(d)?);
+                    Ok(())
+                })
+            } else {
+                d.skip()
+            }
+        })
+        .and_then(|()| d.end());
+    decoded.map_err(|e| crate::request::explain(list, &e, "the cluster's list of Pods"))?;
+    Ok(pods)
+}
+
 /// The metadata of an object a lookup returned (a Namespace's labels, a
 /// ResourceQuota's name).
 pub fn object_meta<'a>(json: &'a str, what: &str) -> Result<crate::ObjectMeta<'a>, crate::Malformed> {
@@ -220,6 +244,36 @@ mod tests {
         assert_eq!(m.label("t"), Some("x"));
         assert!(list_items(r#"{"items":{}}"#).is_err());
         assert!(list_items(r#"{"kind":"List"}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn listed_pods_read_in_one_pass_agree_with_items_parsed_one_by_one() {
+        let list = r#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[
+            {"metadata":{"name":"a","namespace":"ml"},"spec":{"initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":"2"}}}],
+             "containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1","cpu":"2"}}},{"name":"d","resources":{"requests":{"nvidia.com/mig-1g.5gb":"3"}}}]},
+             "status":{"phase":"Running","conditions":[{"type":"Ready"}]}},
+            {"status":{"phase":"Succeeded"},"spec":{"containers":[{"name":"c"}]},"metadata":{"name":"b","deletionTimestamp":"2026-11-26T00:00:00Z"}},
+            {"metadata":{"name":"c"},"spec":null,"status":null}]}"#;
+        let gpus = crate::GpuResources::default();
+        let pods = list_pods(list).unwrap();
+        let items = list_items(list).unwrap();
+        assert_eq!(pods.len(), 3);
+        assert_eq!(items.len(), 3);
+        for (pod, item) in pods.iter().zip(&items) {
+            let parsed = crate::Workload::parse(crate::WorkloadKind::Pod, item).unwrap();
+            let template = parsed.templates().next().unwrap();
+            assert_eq!(pod.metadata.name, parsed.metadata.name);
+            assert_eq!(pod.metadata.being_deleted, parsed.metadata.being_deleted);
+            assert_eq!(pod.pod.gpus_per_pod(&gpus).unwrap(), template.gpus_per_pod(&gpus).unwrap(), "{item}");
+            assert_eq!(pod.pod.spec_path(), template.spec_path());
+        }
+        let phases: Vec<Option<&str>> = pods.iter().map(|p| p.phase.as_deref()).collect();
+        assert_eq!(phases, [Some("Running"), Some("Succeeded"), None]);
+        assert_eq!(pods[0].pod.gpus_per_pod(&gpus).unwrap().get("nvidia.com/gpu"), Some(&2), "init containers are a maximum");
+        assert!(pods[1].metadata.being_deleted);
+        let e = list_pods(r#"{"items":[{"spec":{"containers":7}}]}"#).err().unwrap().0;
+        assert!(e.contains("the cluster's list of Pods"), "{e}");
+        assert!(list_pods(r#"{"kind":"List"}"#).unwrap().is_empty());
     }
 
     #[test]

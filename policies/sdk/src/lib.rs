@@ -135,7 +135,7 @@ pub use quantity::Quantity;
 pub use request::{ConnectOptions, Malformed, Operation, RawStr, Request, Str};
 pub use settings::{Mode, RuleSettings, SettingsError};
 pub use verdict::{SettingsResponse, ValidationResponse, Verdict};
-pub use workload::{ContainerList, ContainerRef, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload, WorkloadKind};
+pub use workload::{ContainerList, ContainerRef, ListedPod, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload, WorkloadKind};
 
 /// An admission rule.
 pub trait Policy {
