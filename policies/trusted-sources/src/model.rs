@@ -47,7 +47,8 @@ pub fn normalise(location: &str) -> Cow<'_, str> {
     let Some(p) = parts(location) else { return Cow::Borrowed(location) };
     let upper = |s: &str| s.bytes().any(|b| b.is_ascii_uppercase());
     let web = p.scheme.eq_ignore_ascii_case("http") || p.scheme.eq_ignore_ascii_case("https");
-    if !upper(p.scheme) && !(web && upper(p.authority)) {
+    let lowered = upper(p.scheme) || (web && upper(p.authority));
+    if !lowered {
         return Cow::Borrowed(location);
     }
     let scheme = p.scheme.to_ascii_lowercase();
