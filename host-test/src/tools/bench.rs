@@ -70,7 +70,7 @@ pub const BUNDLE_NAME: &str = "bundle (every rule)";
 /// Arguments of `aigov bench`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
-The default run takes about 12 s on 2 cores (--quick: 3 s). Numbers are per request; `× floor` divides each median \
+The default run takes about 1.5 minutes on 2 cores (--quick: 10 s). Numbers are per request; `× floor` divides each median \
 by the native JSON skim of the same request. Record results with `make bench` and copy the \
 --markdown output into BENCHMARKS.md.")]
 pub struct Args {
