@@ -13,6 +13,9 @@
 //!   (keys reordered, escapes and numbers re-spelt), and with `object` moved
 //!   before `kind` (so the object is buffered and decoded afterwards), must
 //!   decode to the same model and get the same answer from every rule.
+//!   The request's object, put in a `List`, must also read the same with
+//!   [`crate::cluster::list_pods`] (one pass) as with `list_items` and
+//!   `Workload::parse` of each item ([`check_listed_pods`]).
 //! - [`mutate`]: a structure-aware mutation of a JSON input (a value changed
 //!   in type, a list element duplicated, a key dropped, keys reordered), for
 //!   libFuzzer's custom mutator.
@@ -286,7 +289,53 @@ pub fn check_differential(subjects: &Subjects, data: &[u8]) -> Result<(), String
             }
         }
     }
+    if let Some(object) = value.get("object") {
+        check_listed_pods(object)?;
+    }
     Ok(())
+}
+
+/// `object`, as a Pod in a `List` (twice), read by
+/// [`crate::cluster::list_pods`] in one pass and by `list_items` then
+/// `Workload::parse` of each item: the same names, deletions and GPUs per
+/// pod, or both readings refused. `list_pods` also reads `status.phase`,
+/// which `Workload::parse` skips: where only it refuses the list, the
+/// status must be what it refused.
+pub fn check_listed_pods(object: &Value) -> Result<(), String> {
+    use crate::cluster::{list_items, list_pods};
+    let item = object.to_string();
+    let list = format!(r#"{{"kind":"PodList","items":[{item},{item}]}}"#);
+    let gpus = crate::GpuResources::default();
+    let one_pass = list_pods(&list);
+    let by_item: Result<Vec<_>, _> = list_items(&list).and_then(|items| {
+        items.into_iter().map(|i| crate::Workload::parse(crate::WorkloadKind::Pod, i)).collect()
+    });
+    match (one_pass, by_item) {
+        (Ok(pods), Ok(parsed)) => {
+            if pods.len() != parsed.len() {
+                return Err(format!("list_pods read {} pods, list_items {}", pods.len(), parsed.len()));
+            }
+            for (pod, w) in pods.iter().zip(&parsed) {
+                let Some(t) = w.templates().next() else { return Err("Workload::parse of a Pod gave no template".into()) };
+                let a = (pod.metadata.name.as_deref(), pod.metadata.being_deleted, pod.pod.gpus_per_pod(&gpus).ok());
+                let b = (w.metadata.name.as_deref(), w.metadata.being_deleted, t.gpus_per_pod(&gpus).ok());
+                if a != b {
+                    return Err(format!("a listed pod reads differently: list_pods {a:?}, Workload::parse {b:?}"));
+                }
+            }
+            Ok(())
+        }
+        (Err(_), Err(_)) => Ok(()),
+        (Err(e), Ok(_)) => {
+            let phase_ok = match object.get("status") {
+                None | Some(Value::Null) => true,
+                Some(Value::Object(status)) => matches!(status.get("phase"), None | Some(Value::Null | Value::String(_))),
+                Some(_) => false,
+            };
+            if phase_ok { Err(format!("list_pods refuses what list_items and Workload::parse read: {}", e.0)) } else { Ok(()) }
+        }
+        (Ok(_), Err(e)) => Err(format!("list_pods reads what list_items and Workload::parse refuse: {}", e.0)),
+    }
 }
 
 /// A small deterministic random number generator (xorshift), seeded by
@@ -402,7 +451,25 @@ pub fn mutate(data: &[u8], seed: u32) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{has_duplicate_keys, names_rust_type};
+    use super::{check_listed_pods, has_duplicate_keys, names_rust_type};
+
+    #[test]
+    fn listed_pods_read_alike_or_are_refused_alike() {
+        let pod = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or(serde_json::Value::Null);
+        for ok in [
+            r#"{"metadata":{"name":"a","deletionTimestamp":"x"},"spec":{"initContainers":[{"restartPolicy":"Always","resources":{"limits":{"nvidia.com/gpu":"1"}}}],"containers":[{"resources":{"requests":{"nvidia.com/gpu":"2"}}}]},"status":{"phase":"Running"}}"#,
+            r#"{"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"two"}}}]}}"#,
+            r#"{"spec":{"containers":7}}"#,
+            // Only `list_pods` reads the phase: refusing a phase that is not
+            // a string is its own, and allowed.
+            r#"{"metadata":{"name":"a"},"status":{"phase":5}}"#,
+            r#"{"status":[]}"#,
+            "null",
+            r#""a string""#,
+        ] {
+            assert_eq!(check_listed_pods(&pod(ok)), Ok(()), "{ok}");
+        }
+    }
 
     #[test]
     fn a_type_name_counts_only_when_the_input_does_not_spell_it() {
