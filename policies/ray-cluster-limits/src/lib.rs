@@ -654,10 +654,9 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
             unbounded_families.extend(per_worker.into_keys());
             continue;
         };
-        let hosts = hosts(g).unsigned_abs();
         for (family, a) in per_worker {
             let e = sums.entry(family).or_default();
-            *e = e.saturating_add(a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts)));
+            *e = e.saturating_add(at_max_scale(a, replicas, g));
         }
     }
     let unbounded: Vec<String> = scaled.iter().filter(|(_, _, r)| r.is_none()).map(|(g, _, _)| group_ref(g).to_string()).collect();
@@ -687,6 +686,11 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
     }
 }
 
+/// A worker's `a` GPUs, for the group's `replicas` of `numOfHosts` pods.
+fn at_max_scale(a: Amount, replicas: u64, g: &WorkerGroup<'_>) -> Amount {
+    a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts(g).unsigned_abs()))
+}
+
 /// A group that requests GPUs, its pod, and its replicas at maximum scale.
 type Scaled<'g, 'a> = (&'g WorkerGroup<'a>, &'g PodGpus, Option<u64>);
 
@@ -708,7 +712,7 @@ fn terms(family: &str, head: Option<&PodGpus>, scaled: &[Scaled<'_, '_>], w: &Mi
         } else {
             format!("{} × {hosts} hosts × ", count(replicas, "replica"))
         };
-        let n = a.saturating_mul(Amount::from(replicas)).saturating_mul(Amount::from(hosts));
+        let n = at_max_scale(a, replicas, g);
         let b = GpuFamilies::of(&pod.counts, w).breakdown(family, w);
         let each = if b.contains(" + ") { format!("({b})") } else { b };
         terms.push(format!("{}: {scale}{each} = {}", group_short(g), amount(n)));

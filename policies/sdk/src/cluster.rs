@@ -80,22 +80,7 @@ impl std::error::Error for LookupError {}
 /// Pod with [`crate::Workload::parse`], any object's metadata with
 /// [`object_meta`]).
 pub fn list_items(list: &str) -> Result<Vec<&str>, crate::Malformed> {
-    let mut items = Vec::new();
-    let mut d = crate::dec::Dec::new(list);
-    let decoded = d
-        .object(|d, key| {
-            if &*key == "items" {
-                d.list(|d| {
-                    items.push(d.raw()?);
-                    Ok(())
-                })
-            } else {
-                d.skip()
-            }
-        })
-        .and_then(|()| d.end());
-    decoded.map_err(|e| crate::request::explain(list, &e, "the cluster's list"))?;
-    Ok(items)
+    list_of(list, "the cluster's list", |d| d.raw())
 }
 
 /// The Pods of a `List` a lookup returned, each decoded in the same pass
@@ -104,13 +89,19 @@ pub fn list_items(list: &str) -> Result<Vec<&str>, crate::Malformed> {
 /// every pod twice. A rule that reads every listed pod (counting a
 /// namespace's GPUs) wants this; one that reads a few wants `list_items`.
 pub fn list_pods(list: &str) -> Result<Vec<crate::workload::ListedPod<'_>>, crate::Malformed> {
-    let mut pods = Vec::new();
+    list_of(list, "the cluster's list of Pods", crate::dec::Decode::decode)
+}
+
+/// Each element of a `List`'s `items`, read by `item` as the list goes by;
+/// `what` names the list in an error.
+fn list_of<'a, T>(list: &'a str, what: &str, mut item: impl FnMut(&mut crate::dec::Dec<'a>) -> crate::dec::R<T>) -> Result<Vec<T>, crate::Malformed> {
+    let mut items = Vec::new();
     let mut d = crate::dec::Dec::new(list);
     let decoded = d
         .object(|d, key| {
             if &*key == "items" {
                 d.list(|d| {
-                    pods.push(crate::dec::Decode::decode(d)?);
+                    items.push(item(d)?);
                     Ok(())
                 })
             } else {
@@ -118,8 +109,8 @@ pub fn list_pods(list: &str) -> Result<Vec<crate::workload::ListedPod<'_>>, crat
             }
         })
         .and_then(|()| d.end());
-    decoded.map_err(|e| crate::request::explain(list, &e, "the cluster's list of Pods"))?;
-    Ok(pods)
+    decoded.map_err(|e| crate::request::explain(list, &e, what))?;
+    Ok(items)
 }
 
 /// The metadata of an object a lookup returned (a Namespace's labels, a

@@ -472,6 +472,11 @@ pub struct PodTemplate<'a> {
 }
 
 impl<'a> PodTemplate<'a> {
+    /// A bare Pod's one template: its spec, at the document's root.
+    fn bare_pod(spec: PodSpec<'a>) -> PodTemplate<'a> {
+        PodTemplate::new(Path::root(), Shape::Pod, Role::Pod, None, spec, Scale::one("a Pod"))
+    }
+
     fn new(path: Path, shape: Shape, role: Role, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, scale: Scale) -> PodTemplate<'a> {
         PodTemplate { path, shape, role, name: None, metadata, spec, model: None, scale }
     }
@@ -802,7 +807,7 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
             Pod => {
                 let o = Obj::<PodSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
-                w.others.push(PodTemplate::new(root, Shape::Pod, Role::Pod, None, o.spec, Scale::one("a Pod")));
+                w.others.push(PodTemplate::bare_pod(o.spec));
                 w
             }
             Deployment | StatefulSet | ReplicaSet | ReplicationController => {
@@ -1025,7 +1030,7 @@ impl<'a> Decode<'a> for ListedPod<'a> {
             }
             Ok(())
         })?;
-        Ok(ListedPod { metadata, phase, pod: PodTemplate::new(Path::root(), Shape::Pod, Role::Pod, None, spec, Scale::one("a Pod")) })
+        Ok(ListedPod { metadata, phase, pod: PodTemplate::bare_pod(spec) })
     }
 }
 
