@@ -222,7 +222,7 @@ fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<Str
         {
             continue;
         }
-        for (name, n) in listed.pod.gpus_per_pod(&s.gpu_resource_names)? {
+        for (name, n) in listed.gpus_per_pod(&s.gpu_resource_names)? {
             out.entry(name).or_default().push((meta.display_name().to_string(), n));
         }
     }

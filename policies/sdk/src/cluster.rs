@@ -84,11 +84,13 @@ pub fn list_items(list: &str) -> Result<Vec<&str>, crate::Malformed> {
 }
 
 /// The Pods of a `List` a lookup returned, each decoded in the same pass
-/// as the list: one reading of a namespace's pods, where
-/// [`list_items`] and then [`crate::Workload::parse`] of each item read
-/// every pod twice. A rule that reads every listed pod (counting a
-/// namespace's GPUs) wants this; one that reads a few wants `list_items`.
-pub fn list_pods(list: &str) -> Result<Vec<crate::workload::ListedPod<'_>>, crate::Malformed> {
+/// as the list, with the slim model of [`crate::listed`] (metadata, phase,
+/// containers' resources; the rest skipped): one reading of a namespace's
+/// pods, where [`list_items`] and then [`crate::Workload::parse`] of each
+/// item read every pod twice, in full. A rule that counts what every
+/// listed pod holds wants this; one that reads more of a few pods wants
+/// `list_items`.
+pub fn list_pods(list: &str) -> Result<Vec<crate::listed::ListedPod<'_>>, crate::Malformed> {
     list_of(list, "the cluster's list of Pods", crate::dec::Decode::decode)
 }
 
@@ -255,12 +257,11 @@ mod tests {
             let template = parsed.templates().next().unwrap();
             assert_eq!(pod.metadata.name, parsed.metadata.name);
             assert_eq!(pod.metadata.being_deleted, parsed.metadata.being_deleted);
-            assert_eq!(pod.pod.gpus_per_pod(&gpus).unwrap(), template.gpus_per_pod(&gpus).unwrap(), "{item}");
-            assert_eq!(pod.pod.spec_path(), template.spec_path());
+            assert_eq!(pod.gpus_per_pod(&gpus).unwrap(), template.gpus_per_pod(&gpus).unwrap(), "{item}");
         }
         let phases: Vec<Option<&str>> = pods.iter().map(|p| p.phase.as_deref()).collect();
         assert_eq!(phases, [Some("Running"), Some("Succeeded"), None]);
-        assert_eq!(pods[0].pod.gpus_per_pod(&gpus).unwrap().get("nvidia.com/gpu"), Some(&2), "init containers are a maximum");
+        assert_eq!(pods[0].gpus_per_pod(&gpus).unwrap().get("nvidia.com/gpu"), Some(&2), "init containers are a maximum");
         assert!(pods[1].metadata.being_deleted);
         let e = list_pods(r#"{"items":[{"spec":{"containers":7}}]}"#).err().unwrap().0;
         assert!(e.contains("the cluster's list of Pods"), "{e}");

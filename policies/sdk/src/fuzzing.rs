@@ -14,8 +14,9 @@
 //!   before `kind` (so the object is buffered and decoded afterwards), must
 //!   decode to the same model and get the same answer from every rule.
 //!   The request's object, put in a `List`, must also read the same with
-//!   [`crate::cluster::list_pods`] (one pass) as with `list_items` and
-//!   `Workload::parse` of each item ([`check_listed_pods`]).
+//!   [`crate::cluster::list_pods`] (one pass, the slim model) as with
+//!   `list_items` and `Workload::parse` of each item, what the slim model
+//!   skips pruned ([`check_listed_pods`]).
 //! - [`mutate`]: a structure-aware mutation of a JSON input (a value changed
 //!   in type, a list element duplicated, a key dropped, keys reordered), for
 //!   libFuzzer's custom mutator.
@@ -296,18 +297,21 @@ pub fn check_differential(subjects: &Subjects, data: &[u8]) -> Result<(), String
 }
 
 /// `object`, as a Pod in a `List` (twice), read by
-/// [`crate::cluster::list_pods`] in one pass and by `list_items` then
-/// `Workload::parse` of each item: the same names, deletions and GPUs per
-/// pod, or both readings refused. `list_pods` also reads `status.phase`,
-/// which `Workload::parse` skips: where only it refuses the list, the
-/// status must be what it refused.
+/// [`crate::cluster::list_pods`]'s slim model in one pass, against the
+/// full model: `list_items` then `Workload::parse` of each item, with what
+/// the slim model skips pruned from the object first ([`pruned_to_listed`]).
+/// The same names, deletions and GPUs per pod (the same error, where a
+/// quantity is unparsable), or both readings refused. `list_pods` also
+/// reads `status.phase`, which `Workload::parse` skips: where only it
+/// refuses the list, the status must be what it refused.
 pub fn check_listed_pods(object: &Value) -> Result<(), String> {
     use crate::cluster::{list_items, list_pods};
-    let item = object.to_string();
-    let list = format!(r#"{{"kind":"PodList","items":[{item},{item}]}}"#);
+    let in_list = |item: &Value| format!(r#"{{"kind":"PodList","items":[{item},{item}]}}"#);
+    let list = in_list(object);
+    let reference = in_list(&pruned_to_listed(object));
     let gpus = crate::GpuResources::default();
     let one_pass = list_pods(&list);
-    let by_item: Result<Vec<_>, _> = list_items(&list).and_then(|items| {
+    let by_item: Result<Vec<_>, _> = list_items(&reference).and_then(|items| {
         items.into_iter().map(|i| crate::Workload::parse(crate::WorkloadKind::Pod, i)).collect()
     });
     match (one_pass, by_item) {
@@ -317,8 +321,8 @@ pub fn check_listed_pods(object: &Value) -> Result<(), String> {
             }
             for (pod, w) in pods.iter().zip(&parsed) {
                 let Some(t) = w.templates().next() else { return Err("Workload::parse of a Pod gave no template".into()) };
-                let a = (pod.metadata.name.as_deref(), pod.metadata.being_deleted, pod.pod.gpus_per_pod(&gpus).ok());
-                let b = (w.metadata.name.as_deref(), w.metadata.being_deleted, t.gpus_per_pod(&gpus).ok());
+                let a = (pod.metadata.name.as_deref(), pod.metadata.being_deleted, pod.gpus_per_pod(&gpus));
+                let b = (w.metadata.name.as_deref(), w.metadata.being_deleted, t.gpus_per_pod(&gpus));
                 if a != b {
                     return Err(format!("a listed pod reads differently: list_pods {a:?}, Workload::parse {b:?}"));
                 }
@@ -336,6 +340,28 @@ pub fn check_listed_pods(object: &Value) -> Result<(), String> {
         }
         (Ok(_), Err(e)) => Err(format!("list_pods reads what list_items and Workload::parse refuse: {}", e.0)),
     }
+}
+
+/// A Pod with what [`crate::ListedPod`] does not read removed: in `spec`,
+/// every key but `containers` and `initContainers`; in their containers,
+/// every key but `name`, `resources` and `restartPolicy`. A value of
+/// another shape than these (a `spec` that is a number, a container that
+/// is a list) is kept as it is, so that both models refuse it.
+pub fn pruned_to_listed(object: &Value) -> Value {
+    let mut out = object.clone();
+    if let Some(Value::Object(spec)) = out.get_mut("spec") {
+        spec.retain(|k, _| k == "containers" || k == "initContainers");
+        for list in spec.values_mut() {
+            if let Value::Array(containers) = list {
+                for c in containers.iter_mut() {
+                    if let Value::Object(c) = c {
+                        c.retain(|k, _| matches!(k.as_str(), "name" | "resources" | "restartPolicy"));
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A small deterministic random number generator (xorshift), seeded by
@@ -451,7 +477,7 @@ pub fn mutate(data: &[u8], seed: u32) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_listed_pods, has_duplicate_keys, names_rust_type};
+    use super::{check_listed_pods, has_duplicate_keys, names_rust_type, pruned_to_listed};
 
     #[test]
     fn listed_pods_read_alike_or_are_refused_alike() {
@@ -466,8 +492,27 @@ mod tests {
             r#"{"status":[]}"#,
             "null",
             r#""a string""#,
+            // What only the full model reads, and refuses: pruned from its
+            // reading, skipped by the slim one.
+            r#"{"spec":{"tolerations":7,"containers":[{"name":"c","env":"x","resources":{"limits":{"nvidia.com/gpu":"1"}}}],"ephemeralContainers":[3]}}"#,
+            r#"{"spec":{"containers":[7,{"image":[]}]}}"#,
         ] {
             assert_eq!(check_listed_pods(&pod(ok)), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn pruning_keeps_what_the_slim_model_reads_and_shapes_it_cannot() {
+        let pod = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+        let full = pod(
+            r#"{"metadata":{"name":"a"},"status":{"phase":"Running","podIP":"x"},"spec":{"volumes":[],"initContainers":[{"name":"i","image":"x","restartPolicy":"Always"}],"containers":[{"name":"c","env":[],"resources":{"limits":{}}},7]}}"#,
+        );
+        let slim = pod(
+            r#"{"metadata":{"name":"a"},"status":{"phase":"Running","podIP":"x"},"spec":{"initContainers":[{"name":"i","restartPolicy":"Always"}],"containers":[{"name":"c","resources":{"limits":{}}},7]}}"#,
+        );
+        assert_eq!(pruned_to_listed(&full), slim);
+        for kept in [r#"{"spec":7}"#, r#"{"spec":{"containers":{"a":{"env":1}}}}"#, "[]"] {
+            assert_eq!(pruned_to_listed(&pod(kept)), pod(kept), "{kept}");
         }
     }
 

@@ -16,6 +16,7 @@ use crate::glob::{Glob, any_match};
 use crate::json::Path;
 use crate::request::{Malformed, Str, nullable};
 use crate::settings::{SettingsError, non_empty_patterns};
+use crate::pod::Resources;
 use crate::workload::{ContainerList, ContainerRef, PodTemplate};
 
 /// The extended resources that count as GPUs: wildcard patterns, by default
@@ -250,24 +251,8 @@ impl<'a> PodTemplate<'a> {
     /// larger of its limit and request, above zero. Errors name the path of
     /// an unparsable quantity.
     pub fn container_gpus(&self, c: &ContainerRef<'_, 'a>, gpus: &GpuResources) -> Result<Vec<(String, u64)>, Malformed> {
-        let res = &c.container.resources;
-        let mut out: Vec<(String, u64)> = Vec::new();
-        for (field, list) in [("limits", &res.limits), ("requests", &res.requests)] {
-            for (name, raw) in list {
-                if !gpus.is_gpu(name) {
-                    continue;
-                }
-                // The path is written only into an error: built when shown.
-                let n = units(raw, &fmt::from_fn(|f| write!(f, "{}.{field}[{name}]", self.resources_path(c))))?;
-                match out.iter_mut().find(|(k, _)| k.as_str() == &**name) {
-                    Some((_, m)) => *m = (*m).max(n),
-                    None => out.push((name.to_string(), n)),
-                }
-            }
-        }
-        out.retain(|(_, n)| *n > 0);
-        out.sort();
-        Ok(out)
+        // The path is written only into an error: built when shown.
+        resources_gpus(&c.container.resources, gpus, &fmt::from_fn(|f| write!(f, "{}", self.resources_path(c))))
     }
 
     /// Every container that requests a GPU (regular, init, ephemeral and
@@ -305,34 +290,11 @@ impl<'a> PodTemplate<'a> {
     /// their GPUs are a maximum, not a sum. Ephemeral containers cannot
     /// hold resources.
     pub fn gpus_per_pod(&self, gpus: &GpuResources) -> Result<GpuCounts, Malformed> {
-        let mut regular: GpuCounts = BTreeMap::new();
-        let mut sidecars: GpuCounts = BTreeMap::new();
-        let mut init_peak: GpuCounts = BTreeMap::new();
+        let mut pod = PodSum::default();
         for c in self.containers() {
-            let counts = self.container_gpus(&c, gpus)?;
-            match c.list {
-                ContainerList::Containers | ContainerList::Model => add(&mut regular, &counts),
-                ContainerList::InitContainers if c.is_sidecar() => add(&mut sidecars, &counts),
-                ContainerList::InitContainers => {
-                    for (name, n) in counts {
-                        let with_sidecars = n.saturating_add(sidecars.get(&name).copied().unwrap_or(0));
-                        let peak = init_peak.entry(name).or_default();
-                        *peak = (*peak).max(with_sidecars);
-                    }
-                }
-                ContainerList::EphemeralContainers => {}
-            }
+            pod.add(c.list, c.is_sidecar(), self.container_gpus(&c, gpus)?);
         }
-        let mut out = regular;
-        for (name, n) in sidecars {
-            *out.entry(name).or_default() += n;
-        }
-        for (name, n) in init_peak {
-            let e = out.entry(name).or_default();
-            *e = (*e).max(n);
-        }
-        out.retain(|_, n| *n > 0);
-        Ok(out)
+        Ok(pod.total())
     }
 
     /// Total GPU units one pod holds over every GPU resource (see
@@ -342,10 +304,78 @@ impl<'a> PodTemplate<'a> {
     }
 }
 
-fn add(into: &mut GpuCounts, counts: &[(String, u64)]) {
+/// GPUs a container's `resources` ask for, per GPU resource name: for each
+/// name the larger of its limit and request, above zero, in name order.
+/// `at` is the path of `resources`, written only into an error.
+pub(crate) fn resources_gpus(res: &Resources<'_>, gpus: &GpuResources, at: &dyn fmt::Display) -> Result<Vec<(String, u64)>, Malformed> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for (field, list) in [("limits", &res.limits), ("requests", &res.requests)] {
+        for (name, raw) in list {
+            if !gpus.is_gpu(name) {
+                continue;
+            }
+            let n = units(raw, &fmt::from_fn(|f| write!(f, "{at}.{field}[{name}]")))?;
+            match out.iter_mut().find(|(k, _)| k.as_str() == &**name) {
+                Some((_, m)) => *m = (*m).max(n),
+                None => out.push((name.to_string(), n)),
+            }
+        }
+    }
+    out.retain(|(_, n)| *n > 0);
+    out.sort();
+    Ok(out)
+}
+
+/// One pod's GPUs, added up container by container as the scheduler
+/// counts them (see [`PodTemplate::gpus_per_pod`]): containers in pod
+/// order, init containers in theirs.
+#[derive(Default)]
+pub(crate) struct PodSum {
+    regular: GpuCounts,
+    sidecars: GpuCounts,
+    init_peak: GpuCounts,
+}
+
+impl PodSum {
+    /// Adds one container's GPUs (`sidecar`: an init container that keeps
+    /// running, `restartPolicy: Always`).
+    pub(crate) fn add(&mut self, list: ContainerList, sidecar: bool, counts: Vec<(String, u64)>) {
+        match list {
+            ContainerList::Containers | ContainerList::Model => add(&mut self.regular, counts),
+            ContainerList::InitContainers if sidecar => add(&mut self.sidecars, counts),
+            ContainerList::InitContainers => {
+                for (name, n) in counts {
+                    let with_sidecars = n.saturating_add(self.sidecars.get(&name).copied().unwrap_or(0));
+                    let peak = self.init_peak.entry(name).or_default();
+                    *peak = (*peak).max(with_sidecars);
+                }
+            }
+            // Ephemeral containers cannot hold resources.
+            ContainerList::EphemeralContainers => {}
+        }
+    }
+
+    /// The pod's GPUs per resource name: the larger of (regular containers
+    /// plus sidecars) and the init containers' peak, above zero.
+    pub(crate) fn total(self) -> GpuCounts {
+        let mut out = self.regular;
+        for (name, n) in self.sidecars {
+            let e = out.entry(name).or_default();
+            *e = e.saturating_add(n);
+        }
+        for (name, n) in self.init_peak {
+            let e = out.entry(name).or_default();
+            *e = (*e).max(n);
+        }
+        out.retain(|_, n| *n > 0);
+        out
+    }
+}
+
+fn add(into: &mut GpuCounts, counts: Vec<(String, u64)>) {
     for (name, n) in counts {
-        let e = into.entry(name.clone()).or_default();
-        *e = e.saturating_add(*n);
+        let e = into.entry(name).or_default();
+        *e = e.saturating_add(n);
     }
 }
 

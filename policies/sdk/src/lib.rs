@@ -42,6 +42,7 @@ pub mod image;
 pub mod json;
 pub mod label_selector;
 pub mod labels;
+pub mod listed;
 pub mod metadata;
 pub mod mutate;
 pub mod names;
@@ -135,7 +136,8 @@ pub use quantity::Quantity;
 pub use request::{ConnectOptions, Malformed, Operation, RawStr, Request, Str};
 pub use settings::{Mode, RuleSettings, SettingsError};
 pub use verdict::{SettingsResponse, ValidationResponse, Verdict};
-pub use workload::{ContainerList, ContainerRef, ListedPod, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload, WorkloadKind};
+pub use listed::{ListedContainer, ListedPod};
+pub use workload::{ContainerList, ContainerRef, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload, WorkloadKind};
 
 /// An admission rule.
 pub trait Policy {

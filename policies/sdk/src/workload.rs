@@ -997,43 +997,6 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
     }
 }
 
-/// A Pod a cluster lookup listed, decoded in the same pass as the list (see
-/// [`crate::cluster::list_pods`]): its metadata, its phase, and the pod as
-/// a template, for [`PodTemplate::gpus_per_pod`] and the like.
-pub struct ListedPod<'a> {
-    /// `metadata`.
-    pub metadata: ObjectMeta<'a>,
-    /// `status.phase` (`Running`, `Succeeded`, ...), when the list carries it.
-    pub phase: Option<Str<'a>>,
-    /// The pod's spec, as the one template of a bare Pod.
-    pub pod: PodTemplate<'a>,
-}
-
-#[derive(Default)]
-struct PodStatus<'a> {
-    phase: Option<Str<'a>>,
-}
-
-decode_struct!(PodStatus { "phase" => phase });
-
-impl<'a> Decode<'a> for ListedPod<'a> {
-    fn decode(d: &mut Dec<'a>) -> R<Self> {
-        let mut metadata = ObjectMeta::default();
-        let mut spec = PodSpec::default();
-        let mut phase = None;
-        d.object(|d, key| {
-            match &*key {
-                "metadata" => metadata = Decode::decode(d)?,
-                "spec" => spec = Option::<PodSpec>::decode(d)?.unwrap_or_default(),
-                "status" => phase = Option::<PodStatus>::decode(d)?.and_then(|s| s.phase),
-                _ => d.skip()?,
-            }
-            Ok(())
-        })?;
-        Ok(ListedPod { metadata, phase, pod: PodTemplate::bare_pod(spec) })
-    }
-}
-
 // ---- The wire shapes of each kind (private; rules see the views above). ----
 struct Obj<'a, S> {
     metadata: ObjectMeta<'a>,
