@@ -97,6 +97,12 @@ pub struct Args {
     /// skim of one manifest.
     #[arg(long, value_name = "N", conflicts_with_all = ["iterations", "quick", "rules"])]
     pub scan: Option<usize>,
+    /// The bench Pod's namespace also holds N running CPU-only pods (copies
+    /// of the bench Pod without its GPUs), which `gpu-quota` reads on every
+    /// Pod it admits: how a context-aware rule's cost grows with the
+    /// cluster. Every verdict stays what it is with none.
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "scan")]
+    pub namespace_pods: usize,
 }
 
 /// Runs `aigov bench`.
@@ -111,7 +117,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         (None, true) => Plan::quick(),
         (None, false) => Plan::default(),
     };
-    let config = Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone() };
+    let config = Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone(), namespace_pods: args.namespace_pods };
     let report = bench(&config)?;
     if args.markdown {
         print!("{}", render_markdown(&report));
@@ -402,6 +408,8 @@ pub struct Report {
     pub machine: Machine,
     /// How many iterations.
     pub plan: Plan,
+    /// Running CPU-only pods in the bench Pod's namespace besides it.
+    pub namespace_pods: usize,
     /// The requests.
     pub requests: Vec<RequestInfo>,
     /// Every measurement, per request: the floor, then each rule's five.
@@ -431,6 +439,9 @@ pub struct Config {
     pub plan: Plan,
     /// Only these rules (empty: every rule that governs the request).
     pub rules: Vec<String>,
+    /// Running CPU-only pods the bench Pod's namespace holds besides it
+    /// (`--namespace-pods`).
+    pub namespace_pods: usize,
 }
 
 // ---------------------------------------------------------------- running
@@ -478,16 +489,46 @@ struct Forms {
 /// The cluster the benchmark's lookups see: the Pod of [`POD_REQUEST`],
 /// named as [`EXEC_REQUEST`] targets it (also what a namespace listing of
 /// `ml-training` returns), and the requests' two Namespaces, so that the
-/// context-aware rules are timed with their lookups answered, not failing.
-fn bench_cluster() -> Result<FixtureCluster> {
+/// context-aware rules are timed with their lookups answered, not failing;
+/// with `namespace_pods` more pods in `ml-training` (see
+/// [`crowd`]).
+fn bench_cluster(namespace_pods: usize) -> Result<FixtureCluster> {
     let request: serde_json::Value = serde_json::from_str(POD_REQUEST).context("the bench Pod is not JSON")?;
-    let mut pod = request.get("object").cloned().context("the bench Pod request has no object")?;
+    let pod = request.get("object").cloned().context("the bench Pod request has no object")?;
+    let namespace = |name: &str| serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": "ml"}}});
+    let mut objects = vec![named(pod.clone(), "llm-finetune-worker-0"), namespace("ml-training"), namespace("ml-platform")];
+    objects.extend(crowd(&pod, namespace_pods));
+    FixtureCluster::from_objects(objects)
+}
+
+/// `pod`, named `name` in `ml-training`.
+fn named(mut pod: serde_json::Value, name: &str) -> serde_json::Value {
     if let Some(meta) = pod.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
-        meta.insert("name".into(), serde_json::json!("llm-finetune-worker-0"));
+        meta.insert("name".into(), serde_json::json!(name));
         meta.insert("namespace".into(), serde_json::json!("ml-training"));
     }
-    let namespace = |name: &str| serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": "ml"}}});
-    FixtureCluster::from_objects([pod, namespace("ml-training"), namespace("ml-platform")])
+    pod
+}
+
+/// `n` running pods like `pod` without its GPUs (`ml-notebook-1`, ...):
+/// what `gpu-quota` reads and counts nothing from, so that every verdict
+/// stays the same, as in a namespace of CPU pods beside the GPU ones.
+fn crowd(pod: &serde_json::Value, n: usize) -> Vec<serde_json::Value> {
+    let mut cpu_only = pod.clone();
+    for list in ["containers", "initContainers"] {
+        let containers = cpu_only.pointer_mut(&format!("/spec/{list}")).and_then(serde_json::Value::as_array_mut);
+        for c in containers.into_iter().flatten() {
+            for field in ["limits", "requests"] {
+                if let Some(r) = c.pointer_mut(&format!("/resources/{field}")).and_then(serde_json::Value::as_object_mut) {
+                    r.retain(|name, _| !name.contains("gpu") && !name.contains("/mig-"));
+                }
+            }
+        }
+    }
+    if let Some(o) = cpu_only.as_object_mut() {
+        o.insert("status".into(), serde_json::json!({"phase": "Running"}));
+    }
+    (1..=n).map(|i| named(cpu_only.clone(), &format!("ml-notebook-{i}"))).collect()
 }
 
 /// Settings of the bundle with every rule on, each with the settings a
@@ -649,7 +690,7 @@ pub fn bench(config: &Config) -> Result<Report> {
                 .collect(),
         );
     }
-    let cluster = Arc::new(bench_cluster()?);
+    let cluster = Arc::new(bench_cluster(config.namespace_pods)?);
     let mut loaded: Vec<Forms> = Vec::new();
     for rule in candidates.iter().filter(|c| plan_rules.iter().flatten().any(|r| std::ptr::eq(*r, **c))) {
         loaded.push(load(&engine, &config.artifacts, rule, &cluster)?);
@@ -742,6 +783,7 @@ pub fn bench(config: &Config) -> Result<Report> {
     Ok(Report {
         machine: Machine::detect(),
         plan: config.plan,
+        namespace_pods: config.namespace_pods,
         requests: requests
             .iter()
             .map(|(n, d, text)| RequestInfo { name: n.to_string(), description: d.to_string(), bytes: text.len() })
@@ -835,8 +877,12 @@ fn request_label(report: &Report, name: &str) -> String {
 }
 
 fn header(report: &Report) -> String {
+    let crowd = match report.namespace_pods {
+        0 => String::new(),
+        n => format!(" Namespace `ml-training` holds {n} more running CPU-only pods (`--namespace-pods`), which `gpu-quota` lists."),
+    };
     format!(
-        "Machine: {} CPUs, {}. Engine: wasmtime with the pooling allocator, InstancePre, epoch interruption on. {}; per-request median and 90th percentile; × floor = median / native JSON skim of the same request.",
+        "Machine: {} CPUs, {}. Engine: wasmtime with the pooling allocator, InstancePre, epoch interruption on. {}; per-request median and 90th percentile; × floor = median / native JSON skim of the same request.{crowd}",
         report.machine.cpus,
         report.machine.cpu_model,
         upper_first(&report.plan.describe())
@@ -1022,6 +1068,24 @@ pub fn render_markdown(report: &Report) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+
+    #[test]
+    fn the_crowd_is_running_cpu_pods_gpu_quota_lists() {
+        use aigov_sdk::Cluster;
+        let pods_of = |n: usize| Scoped::new(Arc::new(bench_cluster(n).unwrap()), "gpu-quota", Arc::from([("v1".to_string(), "Pod".to_string())]));
+        let list = pods_of(3).list_resources_by_namespace("v1", "Pod", "ml-training", None, Some("status.phase!=Succeeded,status.phase!=Failed")).unwrap();
+        let pods = aigov_sdk::cluster::list_pods(&list).unwrap();
+        let names: Vec<_> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default().to_string()).collect();
+        assert_eq!(names, ["llm-finetune-worker-0", "ml-notebook-1", "ml-notebook-2", "ml-notebook-3"]);
+        let gpus = aigov_sdk::GpuResources::default();
+        assert!(!pods[0].gpus_per_pod(&gpus).unwrap().is_empty(), "the bench Pod's copy holds its GPUs");
+        for p in &pods[1..] {
+            assert_eq!(p.phase.as_deref(), Some("Running"));
+            assert!(p.gpus_per_pod(&gpus).unwrap().is_empty(), "{:?} holds no GPU", p.metadata.name);
+        }
+        let alone = pods_of(0).list_resources_by_namespace("v1", "Pod", "ml-training", None, None).unwrap();
+        assert_eq!(aigov_sdk::cluster::list_pods(&alone).unwrap().len(), 1, "without `--namespace-pods`, the bench Pod's copy alone");
+    }
 
     #[test]
     fn minify_keeps_strings_and_order() {

@@ -14,7 +14,7 @@ use aigov::tools::scan::Target;
 #[test]
 fn every_row_is_present_and_positive() {
     let artifacts = artifacts();
-    let config = Config { artifacts, plan: Plan::exact(3), rules: Vec::new() };
+    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(3), rules: Vec::new(), namespace_pods: 0 };
     let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench could not run: {e:#}\n(run `make artifacts` first)"));
 
     let mut expected_rows = 0;
@@ -77,6 +77,15 @@ fn every_row_is_present_and_positive() {
         assert!(v.ends_with(": accepted"), "{v}");
     }
 
+    // `--namespace-pods`: gpu-quota reads a crowded namespace, and answers
+    // every request as with none.
+    let crowded = Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-quota".into()], namespace_pods: 20 };
+    let crowded = bench(&crowded).unwrap_or_else(|e| panic!("aigov bench --namespace-pods could not run: {e:#}"));
+    let quota = |r: &aigov::tools::bench::Report| -> Vec<String> { r.verdicts.iter().filter(|v| v.contains("/gpu-quota: ")).cloned().collect() };
+    assert!(!quota(&report).is_empty());
+    assert_eq!(quota(&crowded), quota(&report));
+    assert!(render_text(&crowded).contains("holds 20 more running CPU-only pods"));
+
     let markdown = render_markdown(&report);
     // The first table: one line per row, after its header and rule line.
     let table_rows = markdown
@@ -113,10 +122,10 @@ fn the_scan_benchmark_scans_every_manifest_in_every_form() {
 #[test]
 fn the_bundle_can_be_benchmarked_alone() {
     let artifacts = artifacts();
-    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["aigov-bundle".into()] };
+    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["aigov-bundle".into()], namespace_pods: 0 };
     let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench --rule aigov-bundle could not run: {e:#}"));
     let rules: std::collections::BTreeSet<Option<&str>> = report.rows.iter().map(|r| r.rule.as_deref()).collect();
     assert_eq!(rules, [None, Some(BUNDLE_NAME)].into_iter().collect(), "only the floors and the bundle");
-    let e = bench(&Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-runtime-clas".into()] }).unwrap_err();
+    let e = bench(&Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-runtime-clas".into()], namespace_pods: 0 }).unwrap_err();
     assert!(e.to_string().contains("no rule named `gpu-runtime-clas`") && e.to_string().contains("aigov-bundle"), "{e}");
 }
