@@ -3,6 +3,7 @@
 //! their settings and messages read the same.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +71,12 @@ impl RequiredLabels {
     /// `spec.template.metadata.labels`): one message for all missing labels,
     /// then one per empty or disallowed value, in key order.
     pub fn check(&self, labels: &Labels<'_>, path: &str) -> Vec<String> {
+        self.check_at(labels, &path)
+    }
+
+    /// [`RequiredLabels::check`], with the path written only into a
+    /// problem.
+    fn check_at(&self, labels: &Labels<'_>, path: &dyn fmt::Display) -> Vec<String> {
         let mut problems = Vec::new();
         let missing: Vec<&str> = self
             .0
@@ -112,10 +119,9 @@ impl RequiredLabels {
     /// record it with [`crate::Verdict::violation_keyed`] so that an
     /// UPDATE's old object with the same problem is recognised.
     pub fn check_set(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Vec<(String, String)> {
-        let path = set.path.to_string();
-        let mut found: Vec<(String, String)> = self.check(set.labels, &path).into_iter().map(|p| (p.clone(), p)).collect();
-        if let Some(hint) = self.copy_hint(set, own, pods_why)
-            && let Some((_, first)) = found.first_mut()
+        let mut found: Vec<(String, String)> = self.check_at(set.labels, &set.path).into_iter().map(|p| (p.clone(), p)).collect();
+        if let Some((_, first)) = found.first_mut()
+            && let Some(hint) = self.copy_hint(set, own, pods_why)
         {
             first.push_str(&hint);
         }
