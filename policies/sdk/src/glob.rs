@@ -37,15 +37,28 @@ impl Glob {
 /// for a pattern held as text: nothing is copied to make a [`Glob`].
 pub fn matches(pattern: &str, text: &str) -> bool {
     if pattern.is_ascii() && text.is_ascii() {
-        wildcard(pattern.as_bytes(), text.as_bytes(), b'*', b'?')
+        wildcard(pattern.as_bytes(), text.as_bytes(), b'*', b'?', |a, b| a == b)
     } else {
         let p: Vec<char> = pattern.chars().collect();
         let t: Vec<char> = text.chars().collect();
-        wildcard(&p, &t, '*', '?')
+        wildcard(&p, &t, '*', '?', |a, b| a == b)
     }
 }
 
-fn wildcard<T: Copy + PartialEq>(p: &[T], t: &[T], star_sym: T, any_sym: T) -> bool {
+/// [`matches`], with ASCII letters matching either case (environment
+/// variable names: `*_token` matches `API_TOKEN`), without upper-casing
+/// copies of either.
+pub fn matches_ignore_ascii_case(pattern: &str, text: &str) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        wildcard(pattern.as_bytes(), text.as_bytes(), b'*', b'?', |a, b| a.eq_ignore_ascii_case(&b))
+    } else {
+        let p: Vec<char> = pattern.chars().collect();
+        let t: Vec<char> = text.chars().collect();
+        wildcard(&p, &t, '*', '?', |a, b| a.eq_ignore_ascii_case(&b))
+    }
+}
+
+fn wildcard<T: Copy + PartialEq>(p: &[T], t: &[T], star_sym: T, any_sym: T, same: impl Fn(T, T) -> bool) -> bool {
     let (mut pi, mut ti) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
@@ -54,7 +67,7 @@ fn wildcard<T: Copy + PartialEq>(p: &[T], t: &[T], star_sym: T, any_sym: T) -> b
                 star = Some((pi, ti));
                 pi += 1;
             }
-            Some(&c) if c == any_sym || Some(&c) == t.get(ti) => {
+            Some(&c) if c == any_sym || t.get(ti).is_some_and(|&x| same(c, x)) => {
                 pi += 1;
                 ti += 1;
             }
@@ -129,6 +142,26 @@ mod tests {
         assert!(m("", ""));
         assert!(m("équipe-?", "équipe-ü"), "non-ASCII compares by character");
         assert!(!m("équipe-?", "équipe-üü"));
+    }
+
+    #[test]
+    fn either_case_matches_as_upper_casing_both_would() {
+        for (p, t) in [
+            ("*_token", "API_TOKEN"),
+            ("*PASSWORD*", "db_password_file"),
+            ("aws_secret_access_key", "AWS_Secret_Access_Key"),
+            ("*_KEY", "API_KEYS"),
+            ("?", "ü"),
+            ("Ü*", "ü-x"),
+            ("équipe-*", "ÉQUIPE-a"),
+            ("pod-?", "POD-1"),
+        ] {
+            let upper = matches(&p.to_ascii_uppercase(), &t.to_ascii_uppercase());
+            assert_eq!(matches_ignore_ascii_case(p, t), upper, "`{p}` against `{t}`");
+        }
+        assert!(matches_ignore_ascii_case("*_token", "API_TOKEN"));
+        assert!(!matches_ignore_ascii_case("Ü*", "ü-x"), "only ASCII letters fold");
+        assert!(!matches("*_token", "API_TOKEN"), "matches itself stays exact");
     }
 
     #[test]

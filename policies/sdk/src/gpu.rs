@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::{Cluster, LookupError};
 use crate::glob::{Glob, any_match};
 use crate::json::Path;
+use crate::pod::Resources;
 use crate::request::{Malformed, Str, nullable};
 use crate::settings::{SettingsError, non_empty_patterns};
-use crate::pod::Resources;
 use crate::workload::{ContainerList, ContainerRef, PodTemplate};
 
 /// The extended resources that count as GPUs: wildcard patterns, by default

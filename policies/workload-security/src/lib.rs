@@ -15,7 +15,9 @@
 
 mod settings;
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use aigov_sdk::pod::{Profile, SecurityContext};
 use aigov_sdk::text::quoted;
@@ -206,8 +208,10 @@ impl Check<'_, '_> {
     // ------------------------------------------------------------ containers
 
     fn container(&mut self, c: &ContainerRef<'_, '_>, pod: &PodLevel, host_paths: &HostPaths) {
-        let at = self.t.container_path(c).key("securityContext");
-        let who = c.describe();
+        // Where and who, written when a message first needs them.
+        let place = Place { t: self.t, c, at: OnceCell::new(), who: OnceCell::new() };
+        let at = || place.at();
+        let who = fmt::from_fn(|f| f.write_str(place.who()));
         let sc = c.container.security_context.as_ref();
         let windows = self.is_windows();
 
@@ -216,13 +220,13 @@ impl Check<'_, '_> {
                 self.v.violation(format!(
                     "`{}` is `true` for {who}, giving it every device and capability of the node: remove it \
                      (GPUs are requested as resources such as `nvidia.com/gpu`, not through privileged mode)",
-                    at.key("privileged")
+                    at().key("privileged")
                 ));
             }
             if sc.is_some_and(host_process) {
                 self.v.violation(format!(
                     "`{}` is `true` for {who}, so it runs as a process on the Windows node itself: remove it",
-                    at.keys(&["windowsOptions", "hostProcess"])
+                    at().keys(&["windowsOptions", "hostProcess"])
                 ));
             }
         }
@@ -232,29 +236,30 @@ impl Check<'_, '_> {
                 Some(true) => {}
                 Some(false) => self.v.violation(format!(
                     "`{}` is `false` for {who}, so it may run as root: set it to `true`",
-                    at.key("runAsNonRoot")
+                    at().key("runAsNonRoot")
                 )),
                 None if pod.run_as_non_root => {}
                 None => self.v.violation(format!(
-                    "{who} may run as root: set `runAsNonRoot: true` in `{}` (for every container) or in `{at}`",
-                    self.spec_path().key("securityContext")
+                    "{who} may run as root: set `runAsNonRoot: true` in `{}` (for every container) or in `{}`",
+                    self.spec_path().key("securityContext"),
+                    at()
                 )),
             }
             if sc.and_then(|s| s.run_as_user) == Some(0) {
                 self.v.violation(format!(
                     "`{}` is `0` for {who}, so it runs as root: use a non-zero user ID, such as `1000`",
-                    at.key("runAsUser")
+                    at().key("runAsUser")
                 ));
             }
         }
 
         if !windows {
-            self.privilege_escalation(sc, &at, &who);
-            self.capabilities(sc, &at, &who);
+            self.privilege_escalation(sc, &place);
+            self.capabilities(sc, &place);
         } else if self.s.restrict_added_capabilities {
             // The API server refuses capabilities on Windows pods; should
             // one get through, an added one is still refused.
-            self.added_capabilities(sc, &at, &who);
+            self.added_capabilities(sc, &place);
         }
 
         if self.s.require_seccomp && !windows {
@@ -262,13 +267,14 @@ impl Check<'_, '_> {
                 Some(p) if valid_seccomp(p) => {}
                 Some(p) => self.v.violation(format!(
                     "`{}` is {} for {who}, so it runs without a seccomp filter: set it to `RuntimeDefault` (or `Localhost` with a profile)",
-                    at.keys(&["seccompProfile", "type"]),
+                    at().keys(&["seccompProfile", "type"]),
                     shown(p.kind.as_deref())
                 )),
                 None if pod.seccomp => {}
                 None => self.v.violation(format!(
-                    "{who} runs without a seccomp profile: set `seccompProfile: {{type: RuntimeDefault}}` in `{}` (for every container) or in `{at}`",
-                    self.spec_path().key("securityContext")
+                    "{who} runs without a seccomp profile: set `seccompProfile: {{type: RuntimeDefault}}` in `{}` (for every container) or in `{}`",
+                    self.spec_path().key("securityContext"),
+                    at()
                 )),
             }
         }
@@ -279,7 +285,7 @@ impl Check<'_, '_> {
         {
             self.v.violation(format!(
                 "`{}` is {} for {who}, so it runs without AppArmor confinement: set it to `RuntimeDefault` (or `Localhost` with a profile), or remove it",
-                at.keys(&["appArmorProfile", "type"]),
+                at().keys(&["appArmorProfile", "type"]),
                 shown(p.kind.as_deref())
             ));
         }
@@ -288,8 +294,9 @@ impl Check<'_, '_> {
         self.read_only_mounts(c, host_paths);
     }
 
-    fn privilege_escalation(&mut self, sc: Option<&SecurityContext<'_>>, at: &Path, who: &str) {
-        let field = at.key("allowPrivilegeEscalation");
+    fn privilege_escalation(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
+        let (at, who) = (|| place.at(), fmt::from_fn(|f| f.write_str(place.who())));
+        let field = fmt::from_fn(|f| write!(f, "{}", at().key("allowPrivilegeEscalation")));
         match (self.s.privilege_escalation, sc.and_then(|s| s.allow_privilege_escalation)) {
             (PrivilegeEscalation::Unchecked, _) | (_, Some(false)) => {}
             (_, Some(true)) => self.v.violation(format!(
@@ -302,20 +309,15 @@ impl Check<'_, '_> {
         }
     }
 
-    fn capabilities(&mut self, sc: Option<&SecurityContext<'_>>, at: &Path, who: &str) {
+    fn capabilities(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
+        let (at, who) = (|| place.at(), fmt::from_fn(|f| f.write_str(place.who())));
         let caps = sc.and_then(|s| s.capabilities.as_ref());
         if self.s.require_drop_net_raw {
             let drop = caps.map(|c| c.drop.as_slice()).unwrap_or_default();
-            let dropped = drop.iter().any(|d| {
-                let d = d.to_ascii_uppercase();
-                d == "ALL" || d == "NET_RAW"
-            });
+            let dropped = drop.iter().any(|d| d.eq_ignore_ascii_case("ALL") || d.eq_ignore_ascii_case("NET_RAW"));
             if !dropped {
-                let field = at.keys(&["capabilities", "drop"]);
-                let prefixed = drop.iter().position(|d| {
-                    let d = d.to_ascii_uppercase();
-                    d == "CAP_NET_RAW" || d == "CAP_ALL"
-                });
+                let field = at().keys(&["capabilities", "drop"]);
+                let prefixed = drop.iter().position(|d| d.eq_ignore_ascii_case("CAP_NET_RAW") || d.eq_ignore_ascii_case("CAP_ALL"));
                 match prefixed.and_then(|i| drop.get(i).map(|d| (i, d))) {
                     Some((i, d)) => self.v.violation(format!(
                         "`{}` is `{d}` for {who}, which containerd does not recognise (it adds `CAP_` itself), so `NET_RAW` is kept: write `{}`",
@@ -329,12 +331,16 @@ impl Check<'_, '_> {
             }
         }
         if self.s.restrict_added_capabilities {
-            self.added_capabilities(sc, at, who);
+            self.added_capabilities(sc, place);
         }
     }
 
-    fn added_capabilities(&mut self, sc: Option<&SecurityContext<'_>>, at: &Path, who: &str) {
+    fn added_capabilities(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
+        let (at, who) = (|| place.at(), fmt::from_fn(|f| f.write_str(place.who())));
         let Some(caps) = sc.and_then(|s| s.capabilities.as_ref()) else { return };
+        if caps.add.is_empty() {
+            return;
+        }
         let allowed: Vec<String> = self.s.allowed_capabilities.iter().map(|c| capability(c)).collect();
         for (i, add) in caps.add.iter().enumerate() {
             let name = capability(add);
@@ -349,7 +355,7 @@ impl Check<'_, '_> {
             let what = if name == "ALL" { "every capability".to_string() } else { format!("`{name}`") };
             self.v.violation(format!(
                 "`{}` gives {who} {what}: remove it ({instead})",
-                at.keys(&["capabilities", "add"]).index(i)
+                at().keys(&["capabilities", "add"]).index(i)
             ));
         }
     }
@@ -364,12 +370,7 @@ impl Check<'_, '_> {
             if value.is_empty() || var.from_source || is_reference(value, env.get(..i).unwrap_or_default()) {
                 continue;
             }
-            let name = var.name.to_ascii_uppercase();
-            let matches = self
-                .s
-                .credential_env_names
-                .iter()
-                .any(|p| aigov_sdk::Glob::new(p.as_str().to_ascii_uppercase()).matches(&name));
+            let matches = self.s.credential_env_names.iter().any(|p| aigov_sdk::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
             if matches {
                 self.v.violation(format!(
                     "`{}` holds `{}` of {} in plain text, readable by anyone who can read this workload: \
@@ -441,6 +442,25 @@ impl Check<'_, '_> {
             };
             self.v.violation(message);
         }
+    }
+}
+
+/// A container's `securityContext` path and its description, each written
+/// once, when a message first needs it: most containers need neither.
+struct Place<'t, 'c, 'a> {
+    t: &'t PodTemplate<'a>,
+    c: &'c ContainerRef<'c, 'a>,
+    at: OnceCell<Path>,
+    who: OnceCell<String>,
+}
+
+impl Place<'_, '_, '_> {
+    fn at(&self) -> &Path {
+        self.at.get_or_init(|| self.t.container_path(self.c).key("securityContext"))
+    }
+
+    fn who(&self) -> &str {
+        self.who.get_or_init(|| self.c.describe())
     }
 }
 
