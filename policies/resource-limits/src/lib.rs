@@ -15,6 +15,7 @@
 
 mod settings;
 
+use std::cell::LazyCell;
 use std::fmt;
 
 use aigov_sdk::gpu::GpuFamilies;
@@ -52,7 +53,7 @@ impl Policy for ResourceLimits {
 /// `spec.containers[0].resources.limits.cpu`, or
 /// `...limits[nvidia.com/gpu]` for names with dots or slashes: written when
 /// a message shows it, not for every quantity read.
-fn field<'p>(resources: &'p Path, list: &'p str, name: &'p str) -> impl fmt::Display + 'p {
+fn field<'p>(resources: &'p dyn fmt::Display, list: &'p str, name: &'p str) -> impl fmt::Display + 'p {
     fmt::from_fn(move |f| {
         if name.contains(['/', '.']) {
             write!(f, "{resources}.{list}[{name}]")
@@ -60,6 +61,12 @@ fn field<'p>(resources: &'p Path, list: &'p str, name: &'p str) -> impl fmt::Dis
             write!(f, "{resources}.{list}.{name}")
         }
     })
+}
+
+/// A container's `resources` path, built once, when a message or an error
+/// first shows it: most containers pass every check and need none.
+fn resources_at<'t>(t: &'t PodTemplate<'_>, c: &'t ContainerRef<'_, '_>) -> LazyCell<Path, impl FnOnce() -> Path + 't> {
+    LazyCell::new(move || t.resources_path(c))
 }
 
 /// A parsed quantity, or a 400 naming the field.
@@ -163,7 +170,8 @@ fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
 /// container or, for CPU and memory, on the pod as a whole.
 fn required_limits(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
     let res = &c.container.resources;
-    let rpath = t.resources_path(c);
+    let rpath = resources_at(t, c);
+    let rpath = fmt::from_fn(|f| write!(f, "{}", *rpath));
     let mut missing: Vec<&str> = Vec::new();
     for name in &s.required_limits {
         match res.limits.get(name.as_str()) {
@@ -212,7 +220,8 @@ fn pod_level_limit(t: &PodTemplate<'_>, pod_limits: Option<&ResourceList<'_>>, n
 /// alone sets the request).
 fn gpu_quantities(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
     let res = &c.container.resources;
-    let rpath = t.resources_path(c);
+    let rpath = resources_at(t, c);
+    let rpath = fmt::from_fn(|f| write!(f, "{}", *rpath));
     let gpu_names = res.limits.keys().chain(res.requests.keys()).filter(|n| s.gpu_resource_names.is_gpu(n));
     let mut seen: Vec<&str> = Vec::new();
     for name in gpu_names {
@@ -267,7 +276,8 @@ fn gpu_quantities(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v
 /// overcommits the memory a GPU job counts on.
 fn memory_guaranteed(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
     let res = &c.container.resources;
-    let rpath = t.resources_path(c);
+    let rpath = resources_at(t, c);
+    let rpath = fmt::from_fn(|f| write!(f, "{}", *rpath));
     let limit_at = field(&rpath, "limits", "memory");
     let request_at = field(&rpath, "requests", "memory");
     match (res.limits.get("memory"), res.requests.get("memory")) {

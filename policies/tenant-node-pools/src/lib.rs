@@ -201,19 +201,17 @@ enum Aim {
 fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, v: &mut Verdict) {
     let key = c.settings.pool_label.as_str();
     let own = c.owner.pool();
-    let report_others = |field: Path, how: &str, values: &BTreeSet<String>, v: &mut Verdict| {
+    // The field is written only into a violation.
+    let report_others = |field: &dyn Fn() -> Path, how: &str, values: &BTreeSet<String>, v: &mut Verdict| {
         let others: Vec<&str> = values.iter().map(String::as_str).filter(|x| Some(*x) != own).collect();
         if !others.is_empty() {
-            v.violation(format!("`{field}` {how} the {} (node label `{key}`), but {}: {}", pools_of(&others), c.whose(), c.select_instead()));
+            v.violation(format!("`{}` {how} the {} (node label `{key}`), but {}: {}", field(), pools_of(&others), c.whose(), c.select_instead()));
         }
     };
     match label_demand(&t.spec, key) {
         LabelDemand::OneOf(values) => {
-            let field = match demand_field(&t.spec, key) {
-                Some(f) => spec_field(t, f),
-                None => spec_field(t, &[]),
-            };
-            report_others(field, "selects", &values, v);
+            let field = || spec_field(t, demand_field(&t.spec, key).unwrap_or_default());
+            report_others(&field, "selects", &values, v);
         }
         LabelDemand::Open => {
             let required = t.spec.required_node_affinity().map(|n| n.node_selector_terms.iter().collect::<Vec<_>>()).unwrap_or_default();
@@ -236,7 +234,7 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, v: &
                         c.select_instead()
                     ));
                 }
-                report_others(spec_field(t, field), how, &values, v);
+                report_others(&|| spec_field(t, field), how, &values, v);
             }
             let Some(pool) = own.filter(|_| must_select) else { return };
             let (which, since) = match c.owner {
