@@ -514,13 +514,14 @@ fn named(mut pod: serde_json::Value, name: &str) -> serde_json::Value {
 /// what `gpu-quota` reads and counts nothing from, so that every verdict
 /// stays the same, as in a namespace of CPU pods beside the GPU ones.
 fn crowd(pod: &serde_json::Value, n: usize) -> Vec<serde_json::Value> {
+    let gpus = aigov_sdk::GpuResources::default();
     let mut cpu_only = pod.clone();
     for list in ["containers", "initContainers"] {
         let containers = cpu_only.pointer_mut(&format!("/spec/{list}")).and_then(serde_json::Value::as_array_mut);
         for c in containers.into_iter().flatten() {
             for field in ["limits", "requests"] {
                 if let Some(r) = c.pointer_mut(&format!("/resources/{field}")).and_then(serde_json::Value::as_object_mut) {
-                    r.retain(|name, _| !name.contains("gpu") && !name.contains("/mig-"));
+                    r.retain(|name, _| !gpus.is_gpu(name));
                 }
             }
         }

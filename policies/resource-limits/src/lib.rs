@@ -19,7 +19,6 @@ use std::cell::LazyCell;
 use std::fmt;
 
 use aigov_sdk::gpu::GpuFamilies;
-use aigov_sdk::json::Path;
 use aigov_sdk::pod::{RawQuantity, ResourceList};
 use aigov_sdk::text::{count, quoted};
 use aigov_sdk::workload::ContainerList;
@@ -65,8 +64,9 @@ fn field<'p>(resources: &'p dyn fmt::Display, list: &'p str, name: &'p str) -> i
 
 /// A container's `resources` path, built once, when a message or an error
 /// first shows it: most containers pass every check and need none.
-fn resources_at<'t>(t: &'t PodTemplate<'_>, c: &'t ContainerRef<'_, '_>) -> LazyCell<Path, impl FnOnce() -> Path + 't> {
-    LazyCell::new(move || t.resources_path(c))
+fn resources_at<'t>(t: &'t PodTemplate<'_>, c: &'t ContainerRef<'_, '_>) -> impl fmt::Display + 't {
+    let path = LazyCell::new(move || t.resources_path(c));
+    fmt::from_fn(move |f| write!(f, "{}", *path))
 }
 
 /// A parsed quantity, or a 400 naming the field.
@@ -171,7 +171,6 @@ fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
 fn required_limits(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
     let res = &c.container.resources;
     let rpath = resources_at(t, c);
-    let rpath = fmt::from_fn(|f| write!(f, "{}", *rpath));
     let mut missing: Vec<&str> = Vec::new();
     for name in &s.required_limits {
         match res.limits.get(name.as_str()) {
@@ -221,7 +220,6 @@ fn pod_level_limit(t: &PodTemplate<'_>, pod_limits: Option<&ResourceList<'_>>, n
 fn gpu_quantities(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
     let res = &c.container.resources;
     let rpath = resources_at(t, c);
-    let rpath = fmt::from_fn(|f| write!(f, "{}", *rpath));
     let gpu_names = res.limits.keys().chain(res.requests.keys()).filter(|n| s.gpu_resource_names.is_gpu(n));
     let mut seen: Vec<&str> = Vec::new();
     for name in gpu_names {
@@ -277,7 +275,6 @@ fn gpu_quantities(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v
 fn memory_guaranteed(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
     let res = &c.container.resources;
     let rpath = resources_at(t, c);
-    let rpath = fmt::from_fn(|f| write!(f, "{}", *rpath));
     let limit_at = field(&rpath, "limits", "memory");
     let request_at = field(&rpath, "requests", "memory");
     match (res.limits.get("memory"), res.requests.get("memory")) {

@@ -351,14 +351,9 @@ pub fn pruned_to_listed(object: &Value) -> Value {
     let mut out = object.clone();
     if let Some(Value::Object(spec)) = out.get_mut("spec") {
         spec.retain(|k, _| k == "containers" || k == "initContainers");
-        for list in spec.values_mut() {
-            if let Value::Array(containers) = list {
-                for c in containers.iter_mut() {
-                    if let Value::Object(c) = c {
-                        c.retain(|k, _| matches!(k.as_str(), "name" | "resources" | "restartPolicy"));
-                    }
-                }
-            }
+        let containers = spec.values_mut().filter_map(Value::as_array_mut).flatten().filter_map(Value::as_object_mut);
+        for c in containers {
+            c.retain(|k, _| matches!(k.as_str(), "name" | "resources" | "restartPolicy"));
         }
     }
     out

@@ -16,6 +16,7 @@ use crate::Malformed;
 use crate::dec::{Dec, Decode, R};
 use crate::decode_struct;
 use crate::gpu::{GpuCounts, GpuResources, PodSum, resources_gpus};
+use crate::json::Path;
 use crate::pod::{ObjectMeta, Resources};
 use crate::request::Str;
 use crate::workload::ContainerList;
@@ -55,7 +56,7 @@ impl ListedPod<'_> {
         let mut pod = PodSum::default();
         for (list, containers) in [(ContainerList::Containers, &self.containers), (ContainerList::InitContainers, &self.init_containers)] {
             for (i, c) in containers.iter().enumerate() {
-                let at = fmt::from_fn(|f| write!(f, "spec.{}[{i}].resources", list.field()));
+                let at = fmt::from_fn(|f| write!(f, "{}", Path::root().keys(&["spec", list.field()]).index(i).key("resources")));
                 let sidecar = list == ContainerList::InitContainers && c.restart_policy.as_deref() == Some("Always");
                 pod.add(list, sidecar, resources_gpus(&c.resources, gpus, &at)?);
             }

@@ -210,8 +210,7 @@ impl Check<'_, '_> {
     fn container(&mut self, c: &ContainerRef<'_, '_>, pod: &PodLevel, host_paths: &HostPaths) {
         // Where and who, written when a message first needs them.
         let place = Place { t: self.t, c, at: OnceCell::new(), who: OnceCell::new() };
-        let at = || place.at();
-        let who = fmt::from_fn(|f| f.write_str(place.who()));
+        let who = place.who();
         let sc = c.container.security_context.as_ref();
         let windows = self.is_windows();
 
@@ -220,13 +219,13 @@ impl Check<'_, '_> {
                 self.v.violation(format!(
                     "`{}` is `true` for {who}, giving it every device and capability of the node: remove it \
                      (GPUs are requested as resources such as `nvidia.com/gpu`, not through privileged mode)",
-                    at().key("privileged")
+                    place.at().key("privileged")
                 ));
             }
             if sc.is_some_and(host_process) {
                 self.v.violation(format!(
                     "`{}` is `true` for {who}, so it runs as a process on the Windows node itself: remove it",
-                    at().keys(&["windowsOptions", "hostProcess"])
+                    place.at().keys(&["windowsOptions", "hostProcess"])
                 ));
             }
         }
@@ -236,19 +235,19 @@ impl Check<'_, '_> {
                 Some(true) => {}
                 Some(false) => self.v.violation(format!(
                     "`{}` is `false` for {who}, so it may run as root: set it to `true`",
-                    at().key("runAsNonRoot")
+                    place.at().key("runAsNonRoot")
                 )),
                 None if pod.run_as_non_root => {}
                 None => self.v.violation(format!(
                     "{who} may run as root: set `runAsNonRoot: true` in `{}` (for every container) or in `{}`",
                     self.spec_path().key("securityContext"),
-                    at()
+                    place.at()
                 )),
             }
             if sc.and_then(|s| s.run_as_user) == Some(0) {
                 self.v.violation(format!(
                     "`{}` is `0` for {who}, so it runs as root: use a non-zero user ID, such as `1000`",
-                    at().key("runAsUser")
+                    place.at().key("runAsUser")
                 ));
             }
         }
@@ -267,14 +266,14 @@ impl Check<'_, '_> {
                 Some(p) if valid_seccomp(p) => {}
                 Some(p) => self.v.violation(format!(
                     "`{}` is {} for {who}, so it runs without a seccomp filter: set it to `RuntimeDefault` (or `Localhost` with a profile)",
-                    at().keys(&["seccompProfile", "type"]),
+                    place.at().keys(&["seccompProfile", "type"]),
                     shown(p.kind.as_deref())
                 )),
                 None if pod.seccomp => {}
                 None => self.v.violation(format!(
                     "{who} runs without a seccomp profile: set `seccompProfile: {{type: RuntimeDefault}}` in `{}` (for every container) or in `{}`",
                     self.spec_path().key("securityContext"),
-                    at()
+                    place.at()
                 )),
             }
         }
@@ -285,7 +284,7 @@ impl Check<'_, '_> {
         {
             self.v.violation(format!(
                 "`{}` is {} for {who}, so it runs without AppArmor confinement: set it to `RuntimeDefault` (or `Localhost` with a profile), or remove it",
-                at().keys(&["appArmorProfile", "type"]),
+                place.at().keys(&["appArmorProfile", "type"]),
                 shown(p.kind.as_deref())
             ));
         }
@@ -295,8 +294,8 @@ impl Check<'_, '_> {
     }
 
     fn privilege_escalation(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
-        let (at, who) = (|| place.at(), fmt::from_fn(|f| f.write_str(place.who())));
-        let field = fmt::from_fn(|f| write!(f, "{}", at().key("allowPrivilegeEscalation")));
+        let who = place.who();
+        let field = fmt::from_fn(|f| write!(f, "{}", place.at().key("allowPrivilegeEscalation")));
         match (self.s.privilege_escalation, sc.and_then(|s| s.allow_privilege_escalation)) {
             (PrivilegeEscalation::Unchecked, _) | (_, Some(false)) => {}
             (_, Some(true)) => self.v.violation(format!(
@@ -310,13 +309,13 @@ impl Check<'_, '_> {
     }
 
     fn capabilities(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
-        let (at, who) = (|| place.at(), fmt::from_fn(|f| f.write_str(place.who())));
+        let who = place.who();
         let caps = sc.and_then(|s| s.capabilities.as_ref());
         if self.s.require_drop_net_raw {
             let drop = caps.map(|c| c.drop.as_slice()).unwrap_or_default();
             let dropped = drop.iter().any(|d| d.eq_ignore_ascii_case("ALL") || d.eq_ignore_ascii_case("NET_RAW"));
             if !dropped {
-                let field = at().keys(&["capabilities", "drop"]);
+                let field = place.at().keys(&["capabilities", "drop"]);
                 let prefixed = drop.iter().position(|d| d.eq_ignore_ascii_case("CAP_NET_RAW") || d.eq_ignore_ascii_case("CAP_ALL"));
                 match prefixed.and_then(|i| drop.get(i).map(|d| (i, d))) {
                     Some((i, d)) => self.v.violation(format!(
@@ -336,7 +335,7 @@ impl Check<'_, '_> {
     }
 
     fn added_capabilities(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
-        let (at, who) = (|| place.at(), fmt::from_fn(|f| f.write_str(place.who())));
+        let who = place.who();
         let Some(caps) = sc.and_then(|s| s.capabilities.as_ref()) else { return };
         if caps.add.is_empty() {
             return;
@@ -355,7 +354,7 @@ impl Check<'_, '_> {
             let what = if name == "ALL" { "every capability".to_string() } else { format!("`{name}`") };
             self.v.violation(format!(
                 "`{}` gives {who} {what}: remove it ({instead})",
-                at().keys(&["capabilities", "add"]).index(i)
+                place.at().keys(&["capabilities", "add"]).index(i)
             ));
         }
     }
@@ -459,8 +458,9 @@ impl Place<'_, '_, '_> {
         self.at.get_or_init(|| self.t.container_path(self.c).key("securityContext"))
     }
 
-    fn who(&self) -> &str {
-        self.who.get_or_init(|| self.c.describe())
+    /// `` container `trainer` ``.
+    fn who(&self) -> impl fmt::Display + '_ {
+        fmt::from_fn(|f| f.write_str(self.who.get_or_init(|| self.c.describe())))
     }
 }
 
