@@ -29,7 +29,7 @@ use serde_json::value::RawValue;
 use crate::entry::{self, Outcome};
 use crate::metadata::PolicyMetadata;
 use crate::json::{self, Path};
-use crate::request::{Malformed, Request, all_kinds};
+use crate::request::{Malformed, Request, Str, all_kinds};
 use crate::workload::WorkloadKind;
 use crate::settings::SettingsError;
 use crate::verdict::{SettingsResponse, ValidationResponse};
@@ -61,7 +61,7 @@ impl Entry {
 #[serde(deny_unknown_fields, expecting = "an object")]
 struct BundleSettings<'a> {
     #[serde(borrow, default)]
-    rules: Option<BTreeMap<String, &'a RawValue>>,
+    rules: Option<BTreeMap<Str<'a>, &'a RawValue>>,
 }
 
 /// The enabled rules, each with where its settings are in the bundle's
@@ -120,9 +120,9 @@ fn enabled_spans(rules: &[Entry], settings: &str) -> Spans {
     };
     let mut out = Vec::new();
     for (name, raw) in parsed.rules.unwrap_or_default() {
-        let Some(entry) = rules.iter().find(|r| r.name() == name) else {
+        let Some(entry) = rules.iter().find(|r| r.name() == &*name) else {
             let known: Vec<String> = rules.iter().map(|r| format!("`{}`", r.name())).collect();
-            return Err(format!("setting `rules.{name}`: no such rule; the bundle has {}", known.join(", ")));
+            return Err(format!("setting `rules.{}`: no such rule; the bundle has {}", &*name, known.join(", ")));
         };
         // Where the rule's settings are in the text (they are borrowed from it).
         let start = (raw.get().as_ptr() as usize).wrapping_sub(settings.as_ptr() as usize);

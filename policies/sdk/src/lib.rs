@@ -282,6 +282,14 @@ macro_rules! export_policy {
         /// This rule's entry points, for the aigov harness.
         pub const AIGOV_POLICY: $crate::NativePolicy = $crate::NativePolicy::of::<$crate::Single<$policy>>();
 
+        /// What the SDK assumes of every rule's settings to set up a rule
+        /// left at its defaults for free ([`$crate::settings::check_defaults`]).
+        #[cfg(test)]
+        #[test]
+        fn aigov_empty_settings_read_as_the_valid_defaults() {
+            assert_eq!($crate::settings::check_defaults::<<$policy as $crate::Policy>::Settings>(), Ok(()));
+        }
+
         $crate::__export_wasm!($crate::Single<$policy>);
     };
 }

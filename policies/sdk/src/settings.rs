@@ -106,6 +106,12 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
     fn validate(&self) -> Result<(), SettingsError> {
         Ok(())
     }
+
+    /// Whether [`RuleSettings::validate`] refuses the defaults: the rule
+    /// has no safe default and must be configured (`trusted-sources` must
+    /// be told which registries to trust). [`check_defaults`] holds every
+    /// rule to what it says here.
+    const REQUIRES_SETTINGS: bool = false;
 }
 
 /// The keys every rule shares.
@@ -145,8 +151,34 @@ impl<R: RuleSettings> Settings<R> {
     /// Parses a settings object (`null` means all defaults). Unknown keys,
     /// wrong types and out-of-range values are errors that name the key.
     pub fn parse(json: &str) -> Result<Settings<R>, SettingsError> {
+        Ok(Settings::read(json)?.unwrap_or_default())
+    }
+
+    /// Parses and checks a settings object: what `validate_settings` and
+    /// every evaluation accept.
+    pub fn parse_valid(json: &str) -> Result<Settings<R>, SettingsError> {
+        // Settings without a key are the defaults, which serde would read
+        // from `{}` and which pass the rule's checks unless the rule
+        // requires settings ([`check_defaults`], which every rule's tests
+        // run): a rule left at its defaults is set up without decoding or
+        // checking anything. A fresh instance per request (as policy-server
+        // runs them) pays this for every rule of the bundle on every request.
+        let (settings, checked) = match Settings::read(json)? {
+            None => (Settings::default(), !R::REQUIRES_SETTINGS),
+            Some(settings) => (settings, false),
+        };
+        if !checked {
+            settings.validate()?;
+        }
+        Ok(settings)
+    }
+
+    /// [`Settings::parse`], or `None` for an object without members (or
+    /// `null`): all defaults.
+    fn read(json: &str) -> Result<Option<Settings<R>>, SettingsError> {
         let members = match serde_json::from_str::<Members<'_>>(json) {
-            Ok(Members(m)) => m.unwrap_or_default(),
+            Ok(Members(Some(m))) if !m.is_empty() => m,
+            Ok(Members(_)) => return Ok(None),
             Err(e) if e.is_syntax() || e.is_eof() => {
                 return Err(SettingsError::whole(format!("settings are not valid JSON: {e}")));
             }
@@ -160,15 +192,19 @@ impl<R: RuleSettings> Settings<R> {
                 return Err(SettingsError::whole(format!("settings must be an object, got {what}")));
             }
         };
-        let mut settings = Settings::<R>::default();
+        // The shared keys first, the rule's own decoded last: its defaults
+        // are built once, by serde, not also for a `Settings::default()`
+        // the decoded value would replace (a fresh instance, as
+        // policy-server runs, parses every rule's settings per request).
+        let (mut mode, mut exemptions, mut allow_existing_violations) = (Mode::Enforce, Exemptions::default(), true);
         let mut rest = String::from("{");
         for (key, raw) in &members {
             match &**key {
-                "mode" => settings.mode = shared(key, raw)?.unwrap_or_default(),
-                "exemptNamespaces" => settings.exemptions.namespaces = shared(key, raw)?.unwrap_or_default(),
-                "exemptUsers" => settings.exemptions.users = shared(key, raw)?.unwrap_or_default(),
-                "exemptGroups" => settings.exemptions.groups = shared(key, raw)?.unwrap_or_default(),
-                "allowExistingViolations" => settings.allow_existing_violations = shared(key, raw)?.unwrap_or(true),
+                "mode" => mode = shared(key, raw)?.unwrap_or_default(),
+                "exemptNamespaces" => exemptions.namespaces = shared(key, raw)?.unwrap_or_default(),
+                "exemptUsers" => exemptions.users = shared(key, raw)?.unwrap_or_default(),
+                "exemptGroups" => exemptions.groups = shared(key, raw)?.unwrap_or_default(),
+                "allowExistingViolations" => allow_existing_violations = shared(key, raw)?.unwrap_or(true),
                 _ => {
                     if rest.len() > 1 {
                         rest.push(',');
@@ -180,16 +216,8 @@ impl<R: RuleSettings> Settings<R> {
             }
         }
         rest.push('}');
-        settings.rule = serde_json::from_str(&rest).map_err(|e| describe(&rest, &e, ""))?;
-        Ok(settings)
-    }
-
-    /// Parses and checks a settings object: what `validate_settings` and
-    /// every evaluation accept.
-    pub fn parse_valid(json: &str) -> Result<Settings<R>, SettingsError> {
-        let settings = Settings::parse(json)?;
-        settings.validate()?;
-        Ok(settings)
+        let rule = serde_json::from_str(&rest).map_err(|e| describe(&rest, &e, ""))?;
+        Ok(Some(Settings { mode, exemptions, allow_existing_violations, rule }))
     }
 
     /// Checks the parsed settings: shared keys, then the rule's own checks.
@@ -224,6 +252,25 @@ impl<R: RuleSettings> Settings<R> {
         map.insert("exemptGroups".into(), globs(&self.exemptions.groups));
         map.insert("allowExistingViolations".into(), Value::from(self.allow_existing_violations));
         Value::Object(map)
+    }
+}
+
+/// Checks what [`Settings::parse_valid`] assumes of rule settings `R`, which
+/// every rule's tests hold it to (`export_policy!` writes the test): its
+/// defaults pass its own checks exactly when [`RuleSettings::REQUIRES_SETTINGS`]
+/// is false, and serde reads `{}` as exactly the defaults (compared as
+/// JSON), so that settings without a key need neither decoding nor checking.
+pub fn check_defaults<R: RuleSettings>() -> Result<(), String> {
+    let defaults = Settings::<R>::default();
+    match (defaults.validate(), R::REQUIRES_SETTINGS) {
+        (Ok(()), false) | (Err(_), true) => {}
+        (Err(e), false) => return Err(format!("the defaults are refused ({e}), but `REQUIRES_SETTINGS` is false")),
+        (Ok(()), true) => return Err("`REQUIRES_SETTINGS` is true, but the defaults are accepted".to_string()),
+    }
+    let read: R = serde_json::from_str("{}").map_err(|e| format!("`{{}}` is refused: {e}"))?;
+    match (serde_json::to_value(&read), serde_json::to_value(&defaults.rule)) {
+        (Ok(a), Ok(b)) if a == b => Ok(()),
+        (a, b) => Err(format!("`{{}}` reads as {a:?}, but the defaults are {b:?}")),
     }
 }
 
@@ -357,6 +404,84 @@ mod tests {
         assert!(!s.allow_existing_violations);
         assert!(Settings::<Demo>::parse("null").is_ok());
         assert_eq!(Settings::<Demo>::parse(r#"{"mode":null}"#).unwrap().mode, Mode::Enforce, "null keeps the default");
+    }
+
+    #[test]
+    fn settings_without_a_key_are_the_defaults_unread() {
+        assert_eq!(check_defaults::<Demo>(), Ok(()));
+        for empty in ["{}", " { } ", "null", "{\n}"] {
+            assert_eq!(Settings::<Demo>::parse_valid(empty).unwrap(), Settings::default(), "{empty:?}");
+        }
+        assert!(Settings::<Demo>::parse_valid("[]").is_err(), "a list is not settings");
+        assert!(Settings::<Demo>::parse_valid("{").is_err());
+    }
+
+    #[test]
+    fn check_defaults_refuses_what_the_shortcut_would_get_wrong() {
+        // `{}` read by serde differs from `Default` (a field default of its own).
+        #[derive(Default, Serialize, Deserialize)]
+        #[serde(default)]
+        struct OwnFieldDefault {
+            #[serde(default = "three")]
+            n: u32,
+        }
+        fn three() -> u32 {
+            3
+        }
+        impl RuleSettings for OwnFieldDefault {}
+        let e = check_defaults::<OwnFieldDefault>().unwrap_err();
+        assert!(e.starts_with("`{}` reads as Ok(Object {\"n\": Number(3)})"), "{e}");
+        // Defaults the rule's own checks refuse.
+        #[derive(Serialize, Deserialize)]
+        #[serde(default)]
+        struct BadDefaults {
+            names: Vec<String>,
+        }
+        impl Default for BadDefaults {
+            fn default() -> Self {
+                BadDefaults { names: vec![String::new()] }
+            }
+        }
+        impl RuleSettings for BadDefaults {
+            fn validate(&self) -> Result<(), SettingsError> {
+                if self.names.iter().any(String::is_empty) { Err(SettingsError::new("names", "must not hold an empty name")) } else { Ok(()) }
+            }
+        }
+        assert_eq!(
+            check_defaults::<BadDefaults>().unwrap_err(),
+            "the defaults are refused (setting `names`: must not hold an empty name), but `REQUIRES_SETTINGS` is false"
+        );
+        // A rule that must be configured, saying so, and one saying so wrongly.
+        #[derive(Debug, Default, Serialize, Deserialize)]
+        #[serde(default)]
+        struct MustConfigure {
+            names: Vec<String>,
+        }
+        impl RuleSettings for MustConfigure {
+            fn validate(&self) -> Result<(), SettingsError> {
+                if self.names.is_empty() { Err(SettingsError::new("names", "must list a name")) } else { Ok(()) }
+            }
+            const REQUIRES_SETTINGS: bool = true;
+        }
+        assert_eq!(check_defaults::<MustConfigure>(), Ok(()));
+        assert_eq!(Settings::<MustConfigure>::parse_valid("{}").unwrap_err().to_string(), "setting `names`: must list a name");
+        assert!(Settings::<MustConfigure>::parse("{}").is_ok(), "parse alone does not check");
+        #[derive(Default, Serialize, Deserialize)]
+        #[serde(default)]
+        struct WronglyRequired {
+            n: u32,
+        }
+        impl RuleSettings for WronglyRequired {
+            const REQUIRES_SETTINGS: bool = true;
+        }
+        assert_eq!(check_defaults::<WronglyRequired>().unwrap_err(), "`REQUIRES_SETTINGS` is true, but the defaults are accepted");
+        // `{}` refused: a field without a default.
+        #[derive(Default, Serialize, Deserialize)]
+        struct Required {
+            n: u32,
+        }
+        impl RuleSettings for Required {}
+        assert_eq!(check_defaults::<Required>().unwrap_err(), "`{}` is refused: missing field `n` at line 1 column 2");
     }
 
     #[test]

@@ -91,6 +91,9 @@ fn location_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
 }
 
 impl RuleSettings for Settings {
+    /// No registry is safe to trust by default.
+    const REQUIRES_SETTINGS: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         if self.allowed_images.is_empty() {
             return Err(SettingsError::new(
