@@ -102,6 +102,13 @@ fn enabled<'s>(rules: &[Entry], settings: &'s str) -> Result<Vec<(Entry, &'s str
 
 /// [`enabled`], read afresh.
 fn enabled_spans(rules: &[Entry], settings: &str) -> Spans {
+    // serde's derive reads a list as the struct's fields in order, so `[]`
+    // turned the bundle silently off; a rule alone refuses a list.
+    if settings.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('[')
+        && serde_json::from_str::<serde::de::IgnoredAny>(settings).is_ok()
+    {
+        return Err("bundle settings: invalid type: list, expected an object".into());
+    }
     let parsed: BundleSettings<'_> = match serde_json::from_str::<Option<BundleSettings<'_>>>(settings) {
         Ok(s) => s.unwrap_or(BundleSettings { rules: None }),
         Err(e) => {
@@ -300,4 +307,22 @@ fn merge(answers: Vec<(&'static str, ValidationResponse)>, mutated: Option<Strin
         out.mutated_object = mutated.and_then(|m| RawValue::from_string(m).ok());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_list_is_not_the_bundles_settings() {
+        for list in ["[]", " [{}]", r#"[{"gpu-quota":{}}]"#] {
+            assert_eq!(enabled_spans(&[], list).err().unwrap(), "bundle settings: invalid type: list, expected an object", "{list}");
+        }
+        assert!(enabled_spans(&[], "[").err().unwrap().starts_with("bundle settings: EOF while parsing a list"));
+        for none in ["{}", "null", r#"{"rules":null}"#, r#"{"rules":{}}"#] {
+            assert!(enabled_spans(&[], none).unwrap().is_empty(), "{none}");
+        }
+        assert_eq!(enabled_spans(&[], r#"{"rules":{"x":{}}}"#).err().unwrap(), "setting `rules.x`: no such rule; the bundle has ");
+    }
 }
