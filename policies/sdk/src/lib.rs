@@ -282,11 +282,11 @@ macro_rules! export_policy {
         /// This rule's entry points, for the aigov harness.
         pub const AIGOV_POLICY: $crate::NativePolicy = $crate::NativePolicy::of::<$crate::Single<$policy>>();
 
-        /// What the SDK assumes of every rule's settings to set up a rule
-        /// left at its defaults for free ([`$crate::settings::check_defaults`]).
+        /// What the SDK assumes of every rule's settings to read them fast
+        /// ([`$crate::settings::check_defaults`]).
         #[cfg(test)]
         #[test]
-        fn aigov_empty_settings_read_as_the_valid_defaults() {
+        fn aigov_settings_hold_what_the_sdk_assumes() {
             assert_eq!($crate::settings::check_defaults::<<$policy as $crate::Policy>::Settings>(), Ok(()));
         }
 

@@ -16,9 +16,10 @@ use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 use std::rc::Rc;
 
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -131,16 +132,85 @@ pub struct Settings<R> {
     pub rule: R,
 }
 
-impl<R: Default> Default for Settings<R> {
-    fn default() -> Self {
-        Settings {
-            mode: Mode::Enforce,
-            exemptions: Exemptions::default(),
-            allow_existing_violations: true,
-            rule: R::default(),
-        }
+impl<R> Settings<R> {
+    /// `rule` with the shared keys at their defaults.
+    fn with_defaults(rule: R) -> Settings<R> {
+        Settings { mode: Mode::Enforce, exemptions: Exemptions::default(), allow_existing_violations: true, rule }
     }
 }
+
+impl<R: Default> Default for Settings<R> {
+    fn default() -> Self {
+        Settings::with_defaults(R::default())
+    }
+}
+
+/// Reads a settings object as rule settings `R`, taking the shared keys
+/// out into `shared` as they come ([`Settings::read_once`]).
+struct OwnKeys<'s, R> {
+    shared: &'s mut Settings<()>,
+    rule: PhantomData<R>,
+}
+
+impl<'de, R: DeserializeOwned> de::Visitor<'de> for OwnKeys<'_, R> {
+    type Value = R;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<R, A::Error> {
+        R::deserialize(OwnMembers { map, shared: self.shared })
+    }
+}
+
+/// The members of a settings object but the shared keys, which it reads
+/// into `shared` as it passes them: a map for the rule's type to decode.
+struct OwnMembers<'s, A> {
+    map: A,
+    shared: &'s mut Settings<()>,
+}
+
+impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for OwnMembers<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        loop {
+            let Some(key) = self.map.next_key::<Str<'de>>()? else { return Ok(None) };
+            let s = &mut *self.shared;
+            match &*key {
+                "mode" => s.mode = self.map.next_value::<Option<Mode>>()?.unwrap_or_default(),
+                "exemptNamespaces" => s.exemptions.namespaces = self.map.next_value::<Option<Vec<Glob>>>()?.unwrap_or_default(),
+                "exemptUsers" => s.exemptions.users = self.map.next_value::<Option<Vec<Glob>>>()?.unwrap_or_default(),
+                "exemptGroups" => s.exemptions.groups = self.map.next_value::<Option<Vec<Glob>>>()?.unwrap_or_default(),
+                "allowExistingViolations" => s.allow_existing_violations = self.map.next_value::<Option<bool>>()?.unwrap_or(true),
+                own => return seed.deserialize(de::value::StrDeserializer::<A::Error>::new(own)).map(Some),
+            }
+        }
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+impl<'de, A: de::MapAccess<'de>> de::Deserializer<'de> for OwnMembers<'_, A> {
+    type Error = A::Error;
+
+    fn deserialize_any<V: de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, A::Error> {
+        visitor.visit_map(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// What JSON counts as whitespace.
+const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
 
 /// The top-level members of a settings object, in document order.
 #[derive(Deserialize)]
@@ -176,6 +246,34 @@ impl<R: RuleSettings> Settings<R> {
     /// [`Settings::parse`], or `None` for an object without members (or
     /// `null`): all defaults.
     fn read(json: &str) -> Result<Option<Settings<R>>, SettingsError> {
+        let body = json.trim_matches(JSON_WHITESPACE);
+        if body == "null" || body.strip_prefix('{').and_then(|b| b.strip_suffix('}')).is_some_and(|b| b.trim_matches(JSON_WHITESPACE).is_empty()) {
+            return Ok(None);
+        }
+        // One pass: the shared keys taken out as serde meets them, the rest
+        // decoded into the rule's type. Whatever that pass refuses is read
+        // again the long way, which gives every message, and reads a rule's
+        // key given twice (which serde's derive refuses) as its last value.
+        if body.starts_with('{')
+            && let Ok(settings) = Settings::read_once(json)
+        {
+            return Ok(Some(settings));
+        }
+        Settings::read_split(json)
+    }
+
+    /// [`Settings::read`] in one pass over `json` (an object).
+    fn read_once(json: &str) -> Result<Settings<R>, serde_json::Error> {
+        let mut shared = Settings::with_defaults(());
+        let mut d = serde_json::Deserializer::from_str(json);
+        let rule = de::Deserializer::deserialize_map(&mut d, OwnKeys { shared: &mut shared, rule: PhantomData })?;
+        d.end()?;
+        Ok(Settings { mode: shared.mode, exemptions: shared.exemptions, allow_existing_violations: shared.allow_existing_violations, rule })
+    }
+
+    /// [`Settings::read`] the long way: the top-level members split into
+    /// the shared keys and the rule's own, then the rule's decoded.
+    fn read_split(json: &str) -> Result<Option<Settings<R>>, SettingsError> {
         let members = match serde_json::from_str::<Members<'_>>(json) {
             Ok(Members(Some(m))) if !m.is_empty() => m,
             Ok(Members(_)) => return Ok(None),
@@ -194,17 +292,16 @@ impl<R: RuleSettings> Settings<R> {
         };
         // The shared keys first, the rule's own decoded last: its defaults
         // are built once, by serde, not also for a `Settings::default()`
-        // the decoded value would replace (a fresh instance, as
-        // policy-server runs, parses every rule's settings per request).
-        let (mut mode, mut exemptions, mut allow_existing_violations) = (Mode::Enforce, Exemptions::default(), true);
+        // the decoded value would replace.
+        let mut out = Settings::with_defaults(());
         let mut rest = String::from("{");
         for (key, raw) in &members {
             match &**key {
-                "mode" => mode = shared(key, raw)?.unwrap_or_default(),
-                "exemptNamespaces" => exemptions.namespaces = shared(key, raw)?.unwrap_or_default(),
-                "exemptUsers" => exemptions.users = shared(key, raw)?.unwrap_or_default(),
-                "exemptGroups" => exemptions.groups = shared(key, raw)?.unwrap_or_default(),
-                "allowExistingViolations" => allow_existing_violations = shared(key, raw)?.unwrap_or(true),
+                "mode" => out.mode = shared(key, raw)?.unwrap_or_default(),
+                "exemptNamespaces" => out.exemptions.namespaces = shared(key, raw)?.unwrap_or_default(),
+                "exemptUsers" => out.exemptions.users = shared(key, raw)?.unwrap_or_default(),
+                "exemptGroups" => out.exemptions.groups = shared(key, raw)?.unwrap_or_default(),
+                "allowExistingViolations" => out.allow_existing_violations = shared(key, raw)?.unwrap_or(true),
                 _ => {
                     if rest.len() > 1 {
                         rest.push(',');
@@ -217,7 +314,7 @@ impl<R: RuleSettings> Settings<R> {
         }
         rest.push('}');
         let rule = serde_json::from_str(&rest).map_err(|e| describe(&rest, &e, ""))?;
-        Ok(Some(Settings { mode, exemptions, allow_existing_violations, rule }))
+        Ok(Some(Settings { mode: out.mode, exemptions: out.exemptions, allow_existing_violations: out.allow_existing_violations, rule }))
     }
 
     /// Checks the parsed settings: shared keys, then the rule's own checks.
@@ -259,7 +356,9 @@ impl<R: RuleSettings> Settings<R> {
 /// every rule's tests hold it to (`export_policy!` writes the test): its
 /// defaults pass its own checks exactly when [`RuleSettings::REQUIRES_SETTINGS`]
 /// is false, and serde reads `{}` as exactly the defaults (compared as
-/// JSON), so that settings without a key need neither decoding nor checking.
+/// JSON), so that settings without a key need neither decoding nor checking;
+/// none of its keys is a shared key (one could never be set); and its
+/// defaults, every key spelt out, read the same in one pass as the long way.
 pub fn check_defaults<R: RuleSettings>() -> Result<(), String> {
     let defaults = Settings::<R>::default();
     match (defaults.validate(), R::REQUIRES_SETTINGS) {
@@ -269,8 +368,26 @@ pub fn check_defaults<R: RuleSettings>() -> Result<(), String> {
     }
     let read: R = serde_json::from_str("{}").map_err(|e| format!("`{{}}` is refused: {e}"))?;
     match (serde_json::to_value(&read), serde_json::to_value(&defaults.rule)) {
-        (Ok(a), Ok(b)) if a == b => Ok(()),
-        (a, b) => Err(format!("`{{}}` reads as {a:?}, but the defaults are {b:?}")),
+        (Ok(a), Ok(b)) if a == b => {}
+        (a, b) => return Err(format!("`{{}}` reads as {a:?}, but the defaults are {b:?}")),
+    }
+    // A key of the rule's own named as a shared one could never be set:
+    // the shared keys are taken out before the rule's type sees the rest.
+    match serde_json::to_value(&defaults.rule) {
+        Ok(Value::Object(keys)) => {
+            if let Some(k) = SHARED_KEYS.iter().find(|k| keys.contains_key(**k)) {
+                return Err(format!("the rule's own settings have the shared key `{k}`"));
+            }
+        }
+        other => return Err(format!("the defaults are not an object: {other:?}")),
+    }
+    // Every key spelt out (as generated manifests carry them) is read in
+    // one pass, to what the long way reads.
+    let full = defaults.to_json().to_string();
+    let once = Settings::<R>::read_once(&full).map_err(|e| format!("the one pass refuses the defaults spelt out: {e}"))?;
+    match Settings::<R>::read_split(&full) {
+        Ok(Some(long)) if long.to_json() == once.to_json() => Ok(()),
+        other => Err(format!("the defaults spelt out read as {} in one pass, as {:?} the long way", once.to_json(), other.map(|s| s.map(|s| s.to_json())))),
     }
 }
 
@@ -417,6 +534,50 @@ mod tests {
     }
 
     #[test]
+    fn one_pass_reads_as_the_long_way() {
+        let same = [
+            r#"{"maxGpus":3}"#,
+            " {\"names\": [\"a\", \"b\"], \"nested\": {\"limit\": 2}}\n",
+            r#"{"maxGpus":3,"mode":"audit"}"#,
+            r#"{"mode":"audit","exemptNamespaces":["kube-*"],"exemptUsers":["u"],"exemptGroups":["g"],"allowExistingViolations":false,"maxGpus":2}"#,
+            r#"{"mode":null,"allowExistingViolations":null,"exemptUsers":null,"maxGpus":2}"#,
+            r#"{"mode":"bogus","maxGpus":2}"#,
+            r#"{"mode":"bogus","mode":"audit","maxGpus":2}"#,
+            r#"{"mode":"audit","mode":"bogus"}"#,
+            r#"{"exemptGroups":["ok",3],"maxGpus":2}"#,
+            r#"{"exemptNamespaces":[""],"maxGpus":2}"#,
+            r#"{"maxGpus":2,"mode":"audit","mdoe":"audit"}"#,
+            r#"{"nested":{"mode":"audit"}}"#,
+            r#"{"names":["mode"],"maxGpus":1}"#,
+            r#"{"maxGpus":1,"maxGpus":2}"#,
+            r#"{"mo\u0064e":"audit","maxGpus":1}"#,
+            r#"{"maxGpus":null}"#,
+            r#"{"maxGpus":-1}"#,
+            r#"{"mxGpus":1}"#,
+            r#"{"nested":{"limit":true}}"#,
+            r#"{"maxGpus":1} x"#,
+            r#"{"maxGpus":1"#,
+            "[]",
+            "[1]",
+            r#""x""#,
+            "{ }",
+            "null",
+            "",
+        ];
+        for text in same {
+            assert_eq!(Settings::<Demo>::read(text), Settings::<Demo>::read_split(text), "{text}");
+        }
+        // The one pass reads shared keys and the rule's own alike.
+        let text = r#"{"mode":"audit","maxGpus":2,"exemptUsers":["u"],"nested":{"limit":1}}"#;
+        let once = Settings::<Demo>::read_once(text).unwrap();
+        assert_eq!((once.mode, once.rule.max_gpus, once.rule.nested.limit), (Mode::Audit, 2, 1));
+        assert_eq!(Some(once), Settings::<Demo>::read_split(text).unwrap());
+        // A key given twice: serde's derive refuses it, the long way reads the last.
+        assert!(Settings::<Demo>::read_once(r#"{"maxGpus":1,"maxGpus":2}"#).is_err());
+        assert_eq!(Settings::<Demo>::parse(r#"{"maxGpus":1,"maxGpus":2}"#).unwrap().rule.max_gpus, 2);
+    }
+
+    #[test]
     fn check_defaults_refuses_what_the_shortcut_would_get_wrong() {
         // `{}` read by serde differs from `Default` (a field default of its own).
         #[derive(Default, Serialize, Deserialize)]
@@ -475,6 +636,14 @@ mod tests {
             const REQUIRES_SETTINGS: bool = true;
         }
         assert_eq!(check_defaults::<WronglyRequired>().unwrap_err(), "`REQUIRES_SETTINGS` is true, but the defaults are accepted");
+        // A rule's own key named as a shared one.
+        #[derive(Default, Serialize, Deserialize)]
+        #[serde(default)]
+        struct OwnMode {
+            mode: u32,
+        }
+        impl RuleSettings for OwnMode {}
+        assert_eq!(check_defaults::<OwnMode>().unwrap_err(), "the rule's own settings have the shared key `mode`");
         // `{}` refused: a field without a default.
         #[derive(Default, Serialize, Deserialize)]
         struct Required {
