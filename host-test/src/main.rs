@@ -513,7 +513,13 @@ fn bench(args: &aigov::tools::bench::Args, out: &mut dyn Write) -> Result<ExitCo
         (None, true) => Plan::quick(),
         (None, false) => Plan::default(),
     };
-    let config = bench::Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone(), namespace_pods: args.namespace_pods };
+    let config = bench::Config {
+        artifacts: args.artifacts.clone(),
+        plan,
+        rules: args.rules.clone(),
+        namespace_pods: args.namespace_pods,
+        spelt_out_settings: args.spelt_out_settings,
+    };
     let report = bench::bench(&config)?;
     let text = if args.markdown { bench::render_markdown(&report) } else { bench::render_text(&report) };
     out.write_all(text.as_bytes())?;

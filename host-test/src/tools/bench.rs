@@ -103,6 +103,14 @@ pub struct Args {
     /// cluster. Every verdict stays what it is with none.
     #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "scan")]
     pub namespace_pods: usize,
+    /// Every rule's settings spelt out, every key with its value, as
+    /// `aigov manifests` writes them into the policies it generates (the
+    /// defaults, with a rule's example settings over them), instead of
+    /// only what a rule needs (`{}`, or the example settings of a rule
+    /// that refuses its defaults). A fresh instance reads them on every
+    /// request. Every verdict stays the same.
+    #[arg(long, conflicts_with = "scan")]
+    pub spelt_out_settings: bool,
 }
 
 /// Runs `aigov bench`.
@@ -117,7 +125,13 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         (None, true) => Plan::quick(),
         (None, false) => Plan::default(),
     };
-    let config = Config { artifacts: args.artifacts.clone(), plan, rules: args.rules.clone(), namespace_pods: args.namespace_pods };
+    let config = Config {
+        artifacts: args.artifacts.clone(),
+        plan,
+        rules: args.rules.clone(),
+        namespace_pods: args.namespace_pods,
+        spelt_out_settings: args.spelt_out_settings,
+    };
     let report = bench(&config)?;
     if args.markdown {
         print!("{}", render_markdown(&report));
@@ -410,6 +424,8 @@ pub struct Report {
     pub plan: Plan,
     /// Running CPU-only pods in the bench Pod's namespace besides it.
     pub namespace_pods: usize,
+    /// Every rule's settings spelt out (`--spelt-out-settings`).
+    pub spelt_out_settings: bool,
     /// The requests.
     pub requests: Vec<RequestInfo>,
     /// Every measurement, per request: the floor, then each rule's five.
@@ -442,6 +458,8 @@ pub struct Config {
     /// Running CPU-only pods the bench Pod's namespace holds besides it
     /// (`--namespace-pods`).
     pub namespace_pods: usize,
+    /// Every rule's settings spelt out (`--spelt-out-settings`).
+    pub spelt_out_settings: bool,
 }
 
 // ---------------------------------------------------------------- running
@@ -532,19 +550,27 @@ fn crowd(pod: &serde_json::Value, n: usize) -> Vec<serde_json::Value> {
     (1..=n).map(|i| named(cpu_only.clone(), &format!("ml-notebook-{i}"))).collect()
 }
 
-/// Settings of the bundle with every rule on, each with the settings a
-/// deployment starts from (its defaults, or its example settings where it
-/// refuses its defaults).
-fn bundle_settings() -> Result<String> {
+/// The settings rule `rule` is timed with: `{}`, or its example settings
+/// where it refuses its defaults; with `spelt_out`, every key, as `aigov
+/// manifests` writes them.
+fn rule_settings(rule: &NativePolicy, spelt_out: bool) -> Result<serde_json::Value> {
+    if spelt_out || native::example_settings(rule.metadata.name).is_some() {
+        native::deployable_settings(rule)
+    } else {
+        Ok(serde_json::json!({}))
+    }
+}
+
+/// Settings of the bundle with every rule on, each with [`rule_settings`].
+fn bundle_settings(spelt_out: bool) -> Result<String> {
     let mut rules = serde_json::Map::new();
     for rule in native::RULES {
-        let settings = if native::example_settings(rule.metadata.name).is_some() { native::deployable_settings(rule)? } else { serde_json::json!({}) };
-        rules.insert(rule.metadata.name.to_string(), settings);
+        rules.insert(rule.metadata.name.to_string(), rule_settings(rule, spelt_out)?);
     }
     Ok(serde_json::json!({ "rules": rules }).to_string())
 }
 
-fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy, cluster: &Arc<FixtureCluster>) -> Result<Forms> {
+fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy, cluster: &Arc<FixtureCluster>, spelt_out: bool) -> Result<Forms> {
     let bundle = std::ptr::eq(rule, &native::BUNDLE);
     let name = if bundle { artifact::BUNDLE } else { rule.metadata.name };
     let read = |path: PathBuf| -> Result<Vec<u8>> {
@@ -562,14 +588,7 @@ fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy
         .map(|r| (r.api_version.to_string(), r.kind.to_string()))
         .collect();
     let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), name, allowed));
-    let settings = if bundle {
-        bundle_settings()?
-    } else {
-        match native::example_settings(name) {
-            Some(_) => native::deployable_settings(rule)?.to_string(),
-            None => "{}".to_string(),
-        }
-    };
+    let settings = if bundle { bundle_settings(spelt_out)? } else { rule_settings(rule, spelt_out)?.to_string() };
     Ok(Forms {
         name: if bundle { BUNDLE_NAME.to_string() } else { name.to_string() },
         rule,
@@ -694,7 +713,7 @@ pub fn bench(config: &Config) -> Result<Report> {
     let cluster = Arc::new(bench_cluster(config.namespace_pods)?);
     let mut loaded: Vec<Forms> = Vec::new();
     for rule in candidates.iter().filter(|c| plan_rules.iter().flatten().any(|r| std::ptr::eq(*r, **c))) {
-        loaded.push(load(&engine, &config.artifacts, rule, &cluster)?);
+        loaded.push(load(&engine, &config.artifacts, rule, &cluster, config.spelt_out_settings)?);
     }
 
     /// What a timer measures.
@@ -785,6 +804,7 @@ pub fn bench(config: &Config) -> Result<Report> {
         machine: Machine::detect(),
         plan: config.plan,
         namespace_pods: config.namespace_pods,
+        spelt_out_settings: config.spelt_out_settings,
         requests: requests
             .iter()
             .map(|(n, d, text)| RequestInfo { name: n.to_string(), description: d.to_string(), bytes: text.len() })
@@ -878,10 +898,13 @@ fn request_label(report: &Report, name: &str) -> String {
 }
 
 fn header(report: &Report) -> String {
-    let crowd = match report.namespace_pods {
+    let mut crowd = match report.namespace_pods {
         0 => String::new(),
         n => format!(" Namespace `ml-training` holds {n} more running CPU-only pods (`--namespace-pods`), which `gpu-quota` lists."),
     };
+    if report.spelt_out_settings {
+        crowd.push_str(" Every rule's settings spelt out, every key, as `aigov manifests` writes them (`--spelt-out-settings`).");
+    }
     format!(
         "Machine: {} CPUs, {}. Engine: wasmtime with the pooling allocator, InstancePre, epoch interruption on. {}; per-request median and 90th percentile; × floor = median / native JSON skim of the same request.{crowd}",
         report.machine.cpus,

@@ -14,7 +14,7 @@ use aigov::tools::scan::Target;
 #[test]
 fn every_row_is_present_and_positive() {
     let artifacts = artifacts();
-    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(3), rules: Vec::new(), namespace_pods: 0 };
+    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(3), rules: Vec::new(), ..Config::default() };
     let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench could not run: {e:#}\n(run `make artifacts` first)"));
 
     let mut expected_rows = 0;
@@ -79,12 +79,24 @@ fn every_row_is_present_and_positive() {
 
     // `--namespace-pods`: gpu-quota reads a crowded namespace, and answers
     // every request as with none.
-    let crowded = Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-quota".into()], namespace_pods: 20 };
+    let crowded = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["gpu-quota".into()], namespace_pods: 20, ..Config::default() };
     let crowded = bench(&crowded).unwrap_or_else(|e| panic!("aigov bench --namespace-pods could not run: {e:#}"));
     let quota = |r: &aigov::tools::bench::Report| -> Vec<String> { r.verdicts.iter().filter(|v| v.contains("/gpu-quota: ")).cloned().collect() };
     assert!(!quota(&report).is_empty());
     assert_eq!(quota(&crowded), quota(&report));
     assert!(render_text(&crowded).contains("holds 20 more running CPU-only pods"));
+
+    // `--spelt-out-settings`: the settings generated policies carry, every
+    // key spelt out, give every rule and the bundle the same answers.
+    let rules = vec!["aigov-bundle".to_string(), "gpu-access".to_string()];
+    let spelt_out = Config { artifacts, plan: Plan::exact(1), rules, spelt_out_settings: true, ..Config::default() };
+    let spelt_out = bench(&spelt_out).unwrap_or_else(|e| panic!("aigov bench --spelt-out-settings could not run: {e:#}"));
+    let of = |r: &aigov::tools::bench::Report| -> Vec<String> {
+        r.verdicts.iter().filter(|v| v.contains("/gpu-access: ") || v.contains("/bundle (every rule): ")).cloned().collect()
+    };
+    assert!(of(&spelt_out).len() >= 5, "{:?}", spelt_out.verdicts);
+    assert_eq!(of(&spelt_out), of(&report));
+    assert!(render_text(&spelt_out).contains("settings spelt out"));
 
     let markdown = render_markdown(&report);
     // The first table: one line per row, after its header and rule line.
@@ -122,10 +134,10 @@ fn the_scan_benchmark_scans_every_manifest_in_every_form() {
 #[test]
 fn the_bundle_can_be_benchmarked_alone() {
     let artifacts = artifacts();
-    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["aigov-bundle".into()], namespace_pods: 0 };
+    let config = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["aigov-bundle".into()], ..Config::default() };
     let report = bench(&config).unwrap_or_else(|e| panic!("aigov bench --rule aigov-bundle could not run: {e:#}"));
     let rules: std::collections::BTreeSet<Option<&str>> = report.rows.iter().map(|r| r.rule.as_deref()).collect();
     assert_eq!(rules, [None, Some(BUNDLE_NAME)].into_iter().collect(), "only the floors and the bundle");
-    let e = bench(&Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-runtime-clas".into()], namespace_pods: 0 }).unwrap_err();
+    let e = bench(&Config { artifacts, plan: Plan::exact(1), rules: vec!["gpu-runtime-clas".into()], ..Config::default() }).unwrap_err();
     assert!(e.to_string().contains("no rule named `gpu-runtime-clas`") && e.to_string().contains("aigov-bundle"), "{e}");
 }
