@@ -313,7 +313,10 @@ impl<R: RuleSettings> Settings<R> {
             }
         }
         rest.push('}');
-        let rule = serde_json::from_str(&rest).map_err(|e| describe(&rest, &e, ""))?;
+        // Through the same adapter as the one pass (there are no shared
+        // keys left to take out), so that the rule's type is decoded by one
+        // body of code, not two.
+        let rule = Settings::<R>::read_once(&rest).map_err(|e| describe(&rest, &e, ""))?.rule;
         Ok(Some(Settings { mode: out.mode, exemptions: out.exemptions, allow_existing_violations: out.allow_existing_violations, rule }))
     }
 
