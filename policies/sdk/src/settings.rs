@@ -6,11 +6,16 @@
 //! type, a serde struct with `deny_unknown_fields`, so a typo in a key is an
 //! error, never a silently ignored setting.
 //!
-//! Settings are parsed without an intermediate `serde_json::Value`: the
-//! shared keys are split off the top-level object, the rest is decoded into
-//! the rule's type, and errors name the key from where serde stopped. A host
-//! that keeps its instance (`kwctl bench`, a warm waPC instance) sends the
-//! same settings with every request; [`cached`] parses them once.
+//! Settings are parsed in one pass, without an intermediate
+//! `serde_json::Value`: the shared keys are taken out of the top-level
+//! object as serde meets them, the rest is decoded into the rule's type.
+//! Settings that pass refuses are read again the long way (the members
+//! split first), whose errors name the key from where serde stopped.
+//! Settings without a key are the defaults, read without decoding anything.
+//! A host that keeps its instance (`kwctl bench`, a warm waPC instance)
+//! sends the same settings with every request; [`cached`] parses them once.
+//! A fresh instance per request (as policy-server runs them) reads them on
+//! every request, which is why the common cases are made cheap.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -139,6 +144,13 @@ impl<R> Settings<R> {
     }
 }
 
+impl Settings<()> {
+    /// These shared keys with `rule`.
+    fn with_rule<R>(self, rule: R) -> Settings<R> {
+        Settings { mode: self.mode, exemptions: self.exemptions, allow_existing_violations: self.allow_existing_violations, rule }
+    }
+}
+
 impl<R: Default> Default for Settings<R> {
     fn default() -> Self {
         Settings::with_defaults(R::default())
@@ -211,8 +223,8 @@ impl<'de, A: de::MapAccess<'de>> de::Deserializer<'de> for OwnMembers<'_, A> {
 /// What JSON counts as whitespace.
 const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 
-
-/// The top-level members of a settings object, in document order.
+/// The top-level members of a settings object, by key (of a key given
+/// twice, the last).
 #[derive(Deserialize)]
 #[serde(transparent)]
 struct Members<'a>(#[serde(borrow)] Option<BTreeMap<Str<'a>, &'a RawValue>>);
@@ -268,7 +280,7 @@ impl<R: RuleSettings> Settings<R> {
         let mut d = serde_json::Deserializer::from_str(json);
         let rule = de::Deserializer::deserialize_map(&mut d, OwnKeys { shared: &mut shared, rule: PhantomData })?;
         d.end()?;
-        Ok(Settings { mode: shared.mode, exemptions: shared.exemptions, allow_existing_violations: shared.allow_existing_violations, rule })
+        Ok(shared.with_rule(rule))
     }
 
     /// [`Settings::read`] the long way: the top-level members split into
@@ -317,7 +329,7 @@ impl<R: RuleSettings> Settings<R> {
         // keys left to take out), so that the rule's type is decoded by one
         // body of code, not two.
         let rule = Settings::<R>::read_once(&rest).map_err(|e| describe(&rest, &e, ""))?.rule;
-        Ok(Some(Settings { mode: out.mode, exemptions: out.exemptions, allow_existing_violations: out.allow_existing_violations, rule }))
+        Ok(Some(out.with_rule(rule)))
     }
 
     /// Checks the parsed settings: shared keys, then the rule's own checks.
