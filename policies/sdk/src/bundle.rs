@@ -104,7 +104,7 @@ fn enabled<'s>(rules: &[Entry], settings: &'s str) -> Result<Vec<(Entry, &'s str
 fn enabled_spans(rules: &[Entry], settings: &str) -> Spans {
     // serde's derive reads a list as the struct's fields in order, so `[]`
     // turned the bundle silently off; a rule alone refuses a list.
-    if settings.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('[')
+    if settings.trim_start_matches(json::WHITESPACE).starts_with('[')
         && serde_json::from_str::<serde::de::IgnoredAny>(settings).is_ok()
     {
         return Err("bundle settings: invalid type: list, expected an object".into());

@@ -109,7 +109,7 @@ impl<'a> Dec<'a> {
     /// whitespace before it: the value just decoded, when `from` is the
     /// offset before it.
     pub fn since(&self, from: usize) -> &'a str {
-        self.text.get(from..self.i).unwrap_or_default().trim_start_matches([' ', '\t', '\n', '\r'])
+        self.text.get(from..self.i).unwrap_or_default().trim_start_matches(crate::json::WHITESPACE)
     }
 
     /// Decodes a whole document as `T`: one value, then only whitespace.

@@ -18,6 +18,9 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+/// What JSON counts as whitespace (`str::trim` would take more).
+pub const WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
 /// One step of a path into a JSON document.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Seg {

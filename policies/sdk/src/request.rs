@@ -539,7 +539,7 @@ impl<'a> Request<'a> {
             dry_run: h.dry_run,
         };
         // The document's value, without the JSON whitespace around it.
-        let value = object.trim_matches([' ', '\t', '\n', '\r']);
+        let value = object.trim_matches(json::WHITESPACE);
         header.object = match WorkloadKind::of(&header.kind.group, &header.kind.kind) {
             _ if value == "null" => Object::None,
             Some(kind) => Object::Workload(Box::new(Workload::parse(kind, object)?), value),

@@ -220,9 +220,6 @@ impl<'de, A: de::MapAccess<'de>> de::Deserializer<'de> for OwnMembers<'_, A> {
     }
 }
 
-/// What JSON counts as whitespace.
-const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
-
 /// The top-level members of a settings object, by key (of a key given
 /// twice, the last).
 #[derive(Deserialize)]
@@ -258,8 +255,8 @@ impl<R: RuleSettings> Settings<R> {
     /// [`Settings::parse`], or `None` for an object without members (or
     /// `null`): all defaults.
     fn read(json: &str) -> Result<Option<Settings<R>>, SettingsError> {
-        let body = json.trim_matches(JSON_WHITESPACE);
-        if body == "null" || body.strip_prefix('{').and_then(|b| b.strip_suffix('}')).is_some_and(|b| b.trim_matches(JSON_WHITESPACE).is_empty()) {
+        let body = json.trim_matches(crate::json::WHITESPACE);
+        if body == "null" || body.strip_prefix('{').and_then(|b| b.strip_suffix('}')).is_some_and(|b| b.trim_matches(crate::json::WHITESPACE).is_empty()) {
             return Ok(None);
         }
         // One pass: the shared keys taken out as serde meets them, the rest
