@@ -462,7 +462,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         }
         Command::Scan(args) => aigov::tools::scan::run(&args, out),
         Command::Simulate(args) => aigov::tools::simulate::run(&args, out),
-        Command::Bench(args) => bench(&args, out),
+        Command::Bench(args) => aigov::tools::bench::run(&args, out),
         Command::Sizes(args) => aigov::tools::sizes::run(&args, out),
         Command::Playground(args) => aigov::tools::playground::serve(&args, out),
         Command::PlaygroundData { samples, output } => {
@@ -497,33 +497,6 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// `aigov bench`: what `tools::bench::run` does, with the report written to
-/// `out` rather than printed.
-fn bench(args: &aigov::tools::bench::Args, out: &mut dyn Write) -> Result<ExitCode> {
-    use aigov::tools::bench::{self, Plan};
-    if let Some(n) = args.scan {
-        let b = aigov::tools::scanbench::bench_scan(&args.artifacts, n)?;
-        out.write_all(aigov::tools::scanbench::render_scan(&b, args.markdown).as_bytes())?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let plan = match (args.iterations, args.quick) {
-        (Some(n), _) => Plan::exact(n as usize),
-        (None, true) => Plan::quick(),
-        (None, false) => Plan::default(),
-    };
-    let config = bench::Config {
-        artifacts: args.artifacts.clone(),
-        plan,
-        rules: args.rules.clone(),
-        namespace_pods: args.namespace_pods,
-        spelt_out_settings: args.spelt_out_settings,
-    };
-    let report = bench::bench(&config)?;
-    let text = if args.markdown { bench::render_markdown(&report) } else { bench::render_text(&report) };
-    out.write_all(text.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A path to an artifact, or a rule name.

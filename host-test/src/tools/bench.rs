@@ -113,11 +113,11 @@ pub struct Args {
     pub spelt_out_settings: bool,
 }
 
-/// Runs `aigov bench`.
-pub fn run(args: &Args) -> Result<ExitCode> {
+/// Runs `aigov bench`, writing the report to `out`.
+pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<ExitCode> {
     if let Some(n) = args.scan {
         let b = crate::tools::scanbench::bench_scan(&args.artifacts, n)?;
-        print!("{}", crate::tools::scanbench::render_scan(&b, args.markdown));
+        out.write_all(crate::tools::scanbench::render_scan(&b, args.markdown).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let plan = match (args.iterations, args.quick) {
@@ -133,11 +133,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         spelt_out_settings: args.spelt_out_settings,
     };
     let report = bench(&config)?;
-    if args.markdown {
-        print!("{}", render_markdown(&report));
-    } else {
-        print!("{}", render_text(&report));
-    }
+    let text = if args.markdown { render_markdown(&report) } else { render_text(&report) };
+    out.write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 
