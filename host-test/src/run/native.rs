@@ -30,6 +30,27 @@ pub fn deployable_settings(rule: &aigov_sdk::NativePolicy) -> anyhow::Result<ser
     Ok(settings)
 }
 
+/// What a generated policy writes of `settings`: the keys whose value
+/// differs from `defaults` (both objects; anything else is kept whole).
+/// The module pinned beside the settings holds the defaults, so a key left
+/// out reads as its default: leaving them out changes nothing but the
+/// bytes Kubewarden sends, and a fresh instance reads, with every request
+/// (BENCHMARKS.md, "Settings spelt out").
+pub fn without_defaults(settings: &serde_json::Value, defaults: &serde_json::Value) -> serde_json::Value {
+    let mut out = settings.clone();
+    if let (Some(keys), Some(defaults)) = (out.as_object_mut(), defaults.as_object()) {
+        keys.retain(|key, value| defaults.get(key) != Some(value));
+    }
+    out
+}
+
+/// The settings a generated policy of `rule` carries: its
+/// [`deployable_settings`] [`without_defaults`]: `{}`, or the example
+/// lists of a rule that refuses its defaults.
+pub fn written_settings(rule: &aigov_sdk::NativePolicy) -> anyhow::Result<serde_json::Value> {
+    Ok(without_defaults(&deployable_settings(rule)?, &(rule.default_settings)()))
+}
+
 /// The names of every rule.
 pub fn names() -> impl Iterator<Item = &'static str> {
     RULES.iter().map(|r| r.metadata.name)

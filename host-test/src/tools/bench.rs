@@ -103,12 +103,12 @@ pub struct Args {
     /// cluster. Every verdict stays what it is with none.
     #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "scan")]
     pub namespace_pods: usize,
-    /// Every rule's settings spelt out, every key with its value, as
-    /// `aigov manifests` writes them into the policies it generates (the
-    /// defaults, with a rule's example settings over them), instead of
-    /// only what a rule needs (`{}`, or the example settings of a rule
-    /// that refuses its defaults). A fresh instance reads them on every
-    /// request. Every verdict stays the same.
+    /// Every rule's settings spelt out, every key with its value (the
+    /// defaults, with a rule's example settings over them), as a policy
+    /// that writes out every default carries them, instead of what `aigov
+    /// manifests` writes (only what differs from the defaults: `{}`, or
+    /// the example settings of a rule that refuses its defaults). A fresh
+    /// instance reads them on every request. Every verdict stays the same.
     #[arg(long, conflicts_with = "scan")]
     pub spelt_out_settings: bool,
 }
@@ -547,15 +547,11 @@ fn crowd(pod: &serde_json::Value, n: usize) -> Vec<serde_json::Value> {
     (1..=n).map(|i| named(cpu_only.clone(), &format!("ml-notebook-{i}"))).collect()
 }
 
-/// The settings rule `rule` is timed with: `{}`, or its example settings
-/// where it refuses its defaults; with `spelt_out`, every key, as `aigov
-/// manifests` writes them.
+/// The settings rule `rule` is timed with: those `aigov manifests` writes
+/// (`{}`, or the example settings where it refuses its defaults); with
+/// `spelt_out`, every key.
 fn rule_settings(rule: &NativePolicy, spelt_out: bool) -> Result<serde_json::Value> {
-    if spelt_out || native::example_settings(rule.metadata.name).is_some() {
-        native::deployable_settings(rule)
-    } else {
-        Ok(serde_json::json!({}))
-    }
+    if spelt_out { native::deployable_settings(rule) } else { native::written_settings(rule) }
 }
 
 /// Settings of the bundle with every rule on, each with [`rule_settings`].
@@ -900,7 +896,7 @@ fn header(report: &Report) -> String {
         n => format!(" Namespace `ml-training` holds {n} more running CPU-only pods (`--namespace-pods`), which `gpu-quota` lists."),
     };
     if report.spelt_out_settings {
-        crowd.push_str(" Every rule's settings spelt out, every key, as `aigov manifests` writes them (`--spelt-out-settings`).");
+        crowd.push_str(" Every rule's settings spelt out, every key, defaults included (`--spelt-out-settings`).");
     }
     format!(
         "Machine: {} CPUs, {}. Engine: wasmtime with the pooling allocator, InstancePre, epoch interruption on. {}; per-request median and 90th percentile; × floor = median / native JSON skim of the same request.{crowd}",

@@ -981,12 +981,10 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Rules> {
                     }
                     settings
                 }
-                // A rule that refuses its defaults runs with its example
-                // settings (host-test/settings/<rule>.yaml, built in).
-                None => match native::example_settings(name) {
-                    Some(_) => native::deployable_settings(rule)?.to_string(),
-                    None => "{}".into(),
-                },
+                // The settings a generated policy writes: `{}`, or the
+                // example settings of a rule that refuses its defaults
+                // (host-test/settings/<rule>.yaml, built in).
+                None => native::written_settings(rule)?.to_string(),
             };
             Ok(Loaded { settings, ..loaded })
         })

