@@ -211,6 +211,59 @@ impl<'t> Cursor<'t> {
     }
 }
 
+/// The members of the object `text` holds, as (key, the value's text), in
+/// order; `None` if it holds no object. For text serde has read already:
+/// separators are not checked.
+pub fn members(text: &str) -> Option<Vec<(String, &str)>> {
+    let mut out = Vec::new();
+    let mut c = Cursor::new(text);
+    c.ws();
+    if c.peek()? != b'{' {
+        return None;
+    }
+    c.i += 1;
+    loop {
+        c.ws();
+        match c.peek()? {
+            b'}' => return Some(out),
+            b',' => c.i += 1,
+            _ => {
+                let key = unescape(c.string()?);
+                c.ws();
+                c.i += usize::from(c.peek()? == b':');
+                c.ws();
+                let start = c.i;
+                c.value()?;
+                out.push((key, text.get(start..c.i)?));
+            }
+        }
+    }
+}
+
+/// The elements' texts of the array `text` holds, in order; `None` if it
+/// holds no array. For text serde has read already, as [`members`].
+pub fn elements(text: &str) -> Option<Vec<&str>> {
+    let mut out = Vec::new();
+    let mut c = Cursor::new(text);
+    c.ws();
+    if c.peek()? != b'[' {
+        return None;
+    }
+    c.i += 1;
+    loop {
+        c.ws();
+        match c.peek()? {
+            b']' => return Some(out),
+            b',' => c.i += 1,
+            _ => {
+                let start = c.i;
+                c.value()?;
+                out.push(text.get(start..c.i)?);
+            }
+        }
+    }
+}
+
 /// The decoded text of a raw JSON string's contents.
 fn unescape(raw: &str) -> String {
     if !raw.contains('\\') {
@@ -615,6 +668,16 @@ pub fn apply(text: &str, edits: &[Edit]) -> Result<String, EditError> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+
+    #[test]
+    fn members_and_elements_split_a_container_into_texts() {
+        let text = r#" { "a" : [1, {"b": "]"}] , "c\u0064":{} ,"e":"x}" } "#;
+        assert_eq!(members(text).unwrap(), [("a".to_string(), r#"[1, {"b": "]"}]"#), ("cd".to_string(), "{}"), ("e".to_string(), r#""x}""#)]);
+        assert_eq!(elements(r#"[1, {"b": "]"}]"#).unwrap(), ["1", r#"{"b": "]"}"#]);
+        assert_eq!(elements(" [ ] ").unwrap(), Vec::<&str>::new());
+        assert_eq!(members("{}").unwrap(), []);
+        assert!(members("[]").is_none() && elements("{}").is_none() && members(r#"{"a":1"#).is_none());
+    }
 
     fn at(text: &str, needle: &str) -> String {
         let offset = text.find(needle).unwrap() + needle.len();

@@ -4,7 +4,9 @@
 //! `exemptNamespaces`, `exemptUsers` and `exemptGroups` (wildcards allowed),
 //! and `allowExistingViolations`. The rest belongs to the rule's own settings
 //! type, a serde struct with `deny_unknown_fields`, so a typo in a key is an
-//! error, never a silently ignored setting.
+//! error, never a silently ignored setting; a list where the rule's type
+//! holds an object is refused too (serde's derive would read it as the
+//! struct's fields in order).
 //!
 //! Settings are parsed in one pass, without an intermediate
 //! `serde_json::Value`: the shared keys are taken out of the top-level
@@ -263,12 +265,23 @@ impl<R: RuleSettings> Settings<R> {
         // decoded into the rule's type. Whatever that pass refuses is read
         // again the long way, which gives every message, and reads a rule's
         // key given twice (which serde's derive refuses) as its last value.
-        if body.starts_with('{')
+        let settings = if body.starts_with('{')
             && let Ok(settings) = Settings::read_once(json)
         {
-            return Ok(Some(settings));
+            Some(settings)
+        } else {
+            Settings::read_split(json)?
+        };
+        // Serde's derive also reads a struct from a list (its fields in
+        // order, `[]` as the defaults): refused, as a list where an object
+        // belongs. Only settings holding a list can hold one there.
+        if let Some(read) = &settings
+            && body.contains('[')
+        {
+            let rule = serde_json::to_string(&read.rule).unwrap_or_default();
+            no_list_read_as_object(json, &rule, &mut String::new())?;
         }
-        Settings::read_split(json)
+        Ok(settings)
     }
 
     /// [`Settings::read`] in one pass over `json` (an object).
@@ -449,6 +462,44 @@ pub fn non_empty_patterns(key: &dyn fmt::Display, list: &[Glob]) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// Refuses settings `given` where it holds a list and the rule's settings
+/// as read from it (`read`, serialized) hold an object: serde's derive
+/// reads a list as a struct's fields in order, so `"cpuTraining": []` would
+/// be the defaults and `[["nvidia.com/gpu", "NoSchedule"]]` a taint,
+/// silently. Walks the two texts side by side, by key and by index (keys
+/// only `given` holds, the shared ones, are not the rule's).
+fn no_list_read_as_object(given: &str, read: &str, path: &mut String) -> Result<(), SettingsError> {
+    fn at(path: &mut String, key: fmt::Arguments<'_>, given: &str, read: &str) -> Result<(), SettingsError> {
+        let len = path.len();
+        let _ = fmt::Write::write_fmt(path, key);
+        let out = no_list_read_as_object(given, read, path);
+        path.truncate(len);
+        out
+    }
+    let first = |text: &str| text.trim_start_matches(json::WHITESPACE).bytes().next();
+    match (first(given), first(read)) {
+        (Some(b'['), Some(b'{')) => Err(SettingsError::new(path.clone(), "invalid type: list, expected an object")),
+        (Some(b'{'), Some(b'{')) => {
+            let (Some(given), Some(read)) = (json::members(given), json::members(read)) else { return Ok(()) };
+            let dot = if path.is_empty() { "" } else { "." };
+            for (key, value) in &given {
+                if let Some((_, r)) = read.iter().find(|(k, _)| k == key) {
+                    at(path, format_args!("{dot}{key}"), value, r)?;
+                }
+            }
+            Ok(())
+        }
+        (Some(b'['), Some(b'[')) => {
+            let (Some(given), Some(read)) = (json::elements(given), json::elements(read)) else { return Ok(()) };
+            for (i, (value, r)) in given.iter().zip(&read).enumerate() {
+                at(path, format_args!("[{i}]"), value, r)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Turns a serde error in `text` (the value of `key`, or the rule's own
@@ -686,6 +737,26 @@ mod tests {
         assert_eq!(err(r#"{"exemptUsers":"bob"}"#), "setting `exemptUsers`: invalid type: string \"bob\", expected a list");
         assert_eq!(err(r#"{"exemptGroups":["ok", 3]}"#), "setting `exemptGroups[1]`: invalid type: integer `3`, expected a string");
         assert_eq!(err(r#"{"allowExistingViolations":"yes"}"#), "setting `allowExistingViolations`: invalid type: string \"yes\", expected a boolean");
+    }
+
+    #[test]
+    fn a_list_where_an_object_belongs_is_refused() {
+        // Serde's derive would read these as the nested struct's fields in
+        // order: `[]` as its defaults, `[7]` as `limit: 7`.
+        assert_eq!(err(r#"{"nested":[]}"#), "setting `nested`: invalid type: list, expected an object");
+        assert_eq!(err(r#"{"names":["a"],"nested":[7]}"#), "setting `nested`: invalid type: list, expected an object");
+        // In a list of structs, by index; lists of values are untouched.
+        #[derive(Debug, Default, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+        struct Listed {
+            limits: Vec<Nested>,
+            names: Vec<String>,
+        }
+        impl RuleSettings for Listed {}
+        let listed = |json: &str| Settings::<Listed>::parse_valid(json).map(|s| s.rule.limits.len()).map_err(|e| e.to_string());
+        assert_eq!(listed(r#"{"limits":[{"limit":1},[2]]}"#), Err("setting `limits[1]`: invalid type: list, expected an object".into()));
+        assert_eq!(listed(r#"{"limits":[{"limit":1},{"limit":2}],"names":["x"],"exemptUsers":["a"]}"#), Ok(2));
+        assert_eq!(listed(r#"{"limits":[]}"#), Ok(0));
     }
 
     #[test]
