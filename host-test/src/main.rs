@@ -56,7 +56,10 @@ enum Command {
         /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
         /// or JSON; a plain object is submitted as CREATE by a default user).
         request: PathBuf,
-        /// Settings file (YAML or JSON); default: the rule's defaults.
+        /// Settings file (YAML or JSON); default: the rule's defaults. They
+        /// are checked first with the rule's `validate_settings`, as a
+        /// policy server (and `kwctl run`) checks them before any request:
+        /// settings it refuses are an error, exit status 2.
         #[arg(long)]
         settings: Option<PathBuf>,
         /// Directory (or file) of YAML/JSON objects served to cluster lookups.
@@ -389,7 +392,19 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             let evaluator = resolve(&engine, &artifact, &artifacts, component, native)?;
             let request = eval_request(&request, &submission)?;
             let settings = match settings {
-                Some(path) => read_settings(&path)?,
+                Some(path) => {
+                    let text = read_settings(&path)?;
+                    let answer = evaluator.validate_settings(&text)?;
+                    if !answer.valid {
+                        anyhow::bail!(
+                            "{}: `{}` refuses these settings: {}",
+                            path.display(),
+                            evaluator.name,
+                            answer.message.unwrap_or_default()
+                        );
+                    }
+                    text
+                }
                 None => "{}".to_string(),
             };
             let cluster = match cluster {

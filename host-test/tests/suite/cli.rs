@@ -112,6 +112,21 @@ fn eval_applies_user_and_group_to_verbatim_requests() {
     assert!(text(&oncall.stderr).contains("userInfo.username `jane.doe@example.com` → `oncall@example.com` (--user)"));
     let _ = std::fs::remove_file(&settings);
 
+    // Settings the rule refuses are an error before any request, as in a
+    // policy server and `kwctl run`: here a list where an object belongs,
+    // which serde alone would read as the defaults.
+    std::fs::write(&settings, "allowedUsers: []\nallowedUsers2: 1\n").unwrap();
+    let unknown = eval(&["--settings", settings.to_str().unwrap()]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown.stderr));
+    assert!(text(&unknown.stderr).contains("`exec-guard` refuses these settings: setting `allowedUsers2`: unknown setting"), "{}", text(&unknown.stderr));
+    assert!(unknown.stdout.is_empty());
+    std::fs::write(&settings, "cpuTraining: []\n").unwrap();
+    let pod = root().join("host-test/samples/01-gpu-training-pod.yaml");
+    let out = aigov(&["eval", "gpu-access", pod.to_str().unwrap(), "--native", "--settings", settings.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("`gpu-access` refuses these settings: setting `cpuTraining`: invalid type: list, expected an object"), "{}", text(&out.stderr));
+    let _ = std::fs::remove_file(&settings);
+
     // Flags that would change what the request is are refused, by name.
     for (flag, value) in [("--operation", "DELETE"), ("--namespace", "other"), ("--name", "other-pod")] {
         let out = eval(&[flag, value]);

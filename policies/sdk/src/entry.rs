@@ -119,7 +119,7 @@ pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
         Ok(text) => text,
         Err(refused) => return refused,
     };
-    match Settings::<P::Settings>::parse_valid(text) {
+    match Settings::<P::Settings>::parse_checked(text) {
         Ok(_) => SettingsResponse { valid: true, message: None },
         Err(e) => SettingsResponse { valid: false, message: Some(e.to_string()) },
     }

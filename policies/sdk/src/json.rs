@@ -214,7 +214,7 @@ impl<'t> Cursor<'t> {
 /// The members of the object `text` holds, as (key, the value's text), in
 /// order; `None` if it holds no object. For text serde has read already:
 /// separators are not checked.
-pub fn members(text: &str) -> Option<Vec<(String, &str)>> {
+pub fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
     let mut out = Vec::new();
     let mut c = Cursor::new(text);
     c.ws();
@@ -228,7 +228,8 @@ pub fn members(text: &str) -> Option<Vec<(String, &str)>> {
             b'}' => return Some(out),
             b',' => c.i += 1,
             _ => {
-                let key = unescape(c.string()?);
+                let raw = c.string()?;
+                let key = if raw.contains('\\') { Cow::Owned(unescape(raw)) } else { Cow::Borrowed(raw) };
                 c.ws();
                 c.i += usize::from(c.peek()? == b':');
                 c.ws();
@@ -672,7 +673,8 @@ mod tests {
     #[test]
     fn members_and_elements_split_a_container_into_texts() {
         let text = r#" { "a" : [1, {"b": "]"}] , "c\u0064":{} ,"e":"x}" } "#;
-        assert_eq!(members(text).unwrap(), [("a".to_string(), r#"[1, {"b": "]"}]"#), ("cd".to_string(), "{}"), ("e".to_string(), r#""x}""#)]);
+        let got: Vec<(String, &str)> = members(text).unwrap().into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
+        assert_eq!(got, [("a".to_string(), r#"[1, {"b": "]"}]"#), ("cd".to_string(), "{}"), ("e".to_string(), r#""x}""#)]);
         assert_eq!(elements(r#"[1, {"b": "]"}]"#).unwrap(), ["1", r#"{"b": "]"}"#]);
         assert_eq!(elements(" [ ] ").unwrap(), Vec::<&str>::new());
         assert_eq!(members("{}").unwrap(), []);

@@ -4,9 +4,9 @@
 //! `exemptNamespaces`, `exemptUsers` and `exemptGroups` (wildcards allowed),
 //! and `allowExistingViolations`. The rest belongs to the rule's own settings
 //! type, a serde struct with `deny_unknown_fields`, so a typo in a key is an
-//! error, never a silently ignored setting; a list where the rule's type
-//! holds an object is refused too (serde's derive would read it as the
-//! struct's fields in order).
+//! error, never a silently ignored setting; `validate_settings` refuses a
+//! list where the rule's type holds an object too (serde's derive would
+//! read it as the struct's fields in order).
 //!
 //! Settings are parsed in one pass, without an intermediate
 //! `serde_json::Value`: the shared keys are taken out of the top-level
@@ -265,21 +265,30 @@ impl<R: RuleSettings> Settings<R> {
         // decoded into the rule's type. Whatever that pass refuses is read
         // again the long way, which gives every message, and reads a rule's
         // key given twice (which serde's derive refuses) as its last value.
-        let settings = if body.starts_with('{')
+        if body.starts_with('{')
             && let Ok(settings) = Settings::read_once(json)
         {
-            Some(settings)
-        } else {
-            Settings::read_split(json)?
-        };
-        // Serde's derive also reads a struct from a list (its fields in
-        // order, `[]` as the defaults): refused, as a list where an object
-        // belongs. Only settings holding a list can hold one there.
-        if let Some(read) = &settings
-            && body.contains('[')
-        {
-            let rule = serde_json::to_string(&read.rule).unwrap_or_default();
-            no_list_read_as_object(json, &rule, &mut String::new())?;
+            return Ok(Some(settings));
+        }
+        Settings::read_split(json)
+    }
+
+    /// [`Settings::parse_valid`], and a list where the rule's settings hold
+    /// an object refused ([`no_list_read_as_object`]): what
+    /// `validate_settings` accepts. Kubewarden checks a policy's settings
+    /// with `validate_settings` before the policy serves a request, so a
+    /// request's reading ([`cached`]) skips this comparison, which would
+    /// cost a fresh instance a serialization of the settings.
+    pub fn parse_checked(json: &str) -> Result<Settings<R>, SettingsError> {
+        let settings = Settings::parse_valid(json)?;
+        // Only settings holding a list can hold one where an object
+        // belongs, and only settings types with a struct inside (a few)
+        // hold an object below the top-level one.
+        if json.contains('[') {
+            let rule = serde_json::to_string(&settings.rule).unwrap_or_default();
+            if rule.get(1..).is_some_and(|inner| inner.contains('{')) {
+                no_list_read_as_object(json, &rule)?;
+            }
         }
         Ok(settings)
     }
@@ -468,38 +477,53 @@ pub fn non_empty_patterns(key: &dyn fmt::Display, list: &[Glob]) -> Result<(), S
 /// as read from it (`read`, serialized) hold an object: serde's derive
 /// reads a list as a struct's fields in order, so `"cpuTraining": []` would
 /// be the defaults and `[["nvidia.com/gpu", "NoSchedule"]]` a taint,
-/// silently. Walks the two texts side by side, by key and by index (keys
-/// only `given` holds, the shared ones, are not the rule's).
-fn no_list_read_as_object(given: &str, read: &str, path: &mut String) -> Result<(), SettingsError> {
-    fn at(path: &mut String, key: fmt::Arguments<'_>, given: &str, read: &str) -> Result<(), SettingsError> {
-        let len = path.len();
-        let _ = fmt::Write::write_fmt(path, key);
-        let out = no_list_read_as_object(given, read, path);
-        path.truncate(len);
-        out
-    }
-    let first = |text: &str| text.trim_start_matches(json::WHITESPACE).bytes().next();
-    match (first(given), first(read)) {
-        (Some(b'['), Some(b'{')) => Err(SettingsError::new(path.clone(), "invalid type: list, expected an object")),
-        (Some(b'{'), Some(b'{')) => {
-            let (Some(given), Some(read)) = (json::members(given), json::members(read)) else { return Ok(()) };
-            let dot = if path.is_empty() { "" } else { "." };
-            for (key, value) in &given {
-                if let Some((_, r)) = read.iter().find(|(k, _)| k == key) {
-                    at(path, format_args!("{dot}{key}"), value, r)?;
+/// silently. Walks the two texts side by side, by key and by index, into
+/// the containers `read` holds only (keys only `given` holds, the shared
+/// ones, are not the rule's).
+fn no_list_read_as_object(given: &str, read: &str) -> Result<(), SettingsError> {
+    /// The path down to the list, built only once one is found.
+    fn walk(given: &str, read: &str) -> Result<(), Vec<String>> {
+        let first = |text: &str| text.trim_start_matches(json::WHITESPACE).bytes().next();
+        let container = |text: &str| matches!(first(text), Some(b'{' | b'['));
+        let within = |step: String| move |mut path: Vec<String>| {
+            path.push(step);
+            path
+        };
+        match (first(given), first(read)) {
+            (Some(b'['), Some(b'{')) => Err(Vec::new()),
+            (Some(b'{'), Some(b'{')) => {
+                let (Some(given), Some(read)) = (json::members(given), json::members(read)) else { return Ok(()) };
+                for (key, value) in &given {
+                    if let Some((_, r)) = read.iter().find(|(k, _)| k == key)
+                        && container(r)
+                    {
+                        walk(value, r).map_err(within(key.to_string()))?;
+                    }
                 }
+                Ok(())
             }
-            Ok(())
-        }
-        (Some(b'['), Some(b'[')) => {
-            let (Some(given), Some(read)) = (json::elements(given), json::elements(read)) else { return Ok(()) };
-            for (i, (value, r)) in given.iter().zip(&read).enumerate() {
-                at(path, format_args!("[{i}]"), value, r)?;
+            (Some(b'['), Some(b'[')) => {
+                let (Some(given), Some(read)) = (json::elements(given), json::elements(read)) else { return Ok(()) };
+                for (i, (value, r)) in given.iter().zip(&read).enumerate() {
+                    if container(r) {
+                        walk(value, r).map_err(within(format!("[{i}]")))?;
+                    }
+                }
+                Ok(())
             }
-            Ok(())
+            _ => Ok(()),
         }
-        _ => Ok(()),
     }
+    walk(given, read).map_err(|steps| {
+        let mut path = String::new();
+        for step in steps.iter().rev() {
+            if !path.is_empty() && !step.starts_with('[') {
+                path.push('.');
+            }
+            path.push_str(step);
+        }
+        SettingsError::new(path, "invalid type: list, expected an object")
+    })
 }
 
 /// Turns a serde error in `text` (the value of `key`, or the rule's own
@@ -568,7 +592,7 @@ mod tests {
     }
 
     fn err(json: &str) -> String {
-        Settings::<Demo>::parse_valid(json).expect_err("settings must be refused").to_string()
+        Settings::<Demo>::parse_checked(json).expect_err("settings must be refused").to_string()
     }
 
     #[test]
@@ -753,7 +777,7 @@ mod tests {
             names: Vec<String>,
         }
         impl RuleSettings for Listed {}
-        let listed = |json: &str| Settings::<Listed>::parse_valid(json).map(|s| s.rule.limits.len()).map_err(|e| e.to_string());
+        let listed = |json: &str| Settings::<Listed>::parse_checked(json).map(|s| s.rule.limits.len()).map_err(|e| e.to_string());
         assert_eq!(listed(r#"{"limits":[{"limit":1},[2]]}"#), Err("setting `limits[1]`: invalid type: list, expected an object".into()));
         assert_eq!(listed(r#"{"limits":[{"limit":1},{"limit":2}],"names":["x"],"exemptUsers":["a"]}"#), Ok(2));
         assert_eq!(listed(r#"{"limits":[]}"#), Ok(0));
