@@ -625,18 +625,23 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
     Ok(out)
 }
 
-/// Every setting of rule `r` at its default, as comments that follow
-/// `spec.settings` (the policy's last key): a line uncommented (`# `
-/// deleted) sits under `settings:` as written. Empty for the bundle.
+/// Every setting of rule `r` its policy does not write, at its default, as
+/// comments that follow `spec.settings` (the policy's last key): a line
+/// uncommented (`# ` deleted) sits under `settings:` as written. Empty for
+/// the bundle.
 pub fn defaults_comment(r: &Packaged) -> Result<String> {
     let Some(rule) = native::rule(&r.name) else { return Ok(String::new()) };
+    let mut defaults = (rule.default_settings)();
+    if let (Some(listed), Some(written)) = (defaults.as_object_mut(), r.written_settings().as_object()) {
+        listed.retain(|key, _| !written.contains_key(key));
+    }
     let mut out = String::from(
         "  # `settings` holds only what differs from the rule's defaults: the module pinned above\n\
          \x20 # holds them, and Kubewarden sends every key written there with every request, to be\n\
-         \x20 # read again. Every setting and its default follow. To change one, uncomment its line\n\
-         \x20 # (delete `# `), with its parent's, and drop the `{}` after `settings:` if it is there.\n",
+         \x20 # read again. Every other setting and its default follow. To change one, uncomment its\n\
+         \x20 # line (delete `# `), with its parent's, and drop the `{}` after `settings:` if it is there.\n",
     );
-    for line in yaml(&(rule.default_settings)())?.lines() {
+    for line in yaml(&defaults)?.lines() {
         let _ = writeln!(out, "  #   {line}");
     }
     Ok(out)
@@ -1309,9 +1314,10 @@ mod tests {
         assert!(bundle_cluster_admission_policy(&bundle, &rules, &[], "r", &[]).is_err(), "no rule on, no policy");
     }
 
-    /// The commented defaults after a policy's settings: uncommented as
-    /// the comment says, they are the policy's settings, and they are the
-    /// rule's defaults.
+    /// The commented defaults after a policy's settings: every setting the
+    /// policy does not write, at its default, and uncommented as the
+    /// comment says, in place, they join the written ones: every setting,
+    /// each once.
     #[test]
     fn every_default_is_listed_after_the_settings_and_uncomments_in_place() {
         for name in native::names() {
@@ -1320,14 +1326,21 @@ mod tests {
             let text = cluster_admission_policy(&r, "r.example.com", &[]).unwrap();
             let listed: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("  #   ")).collect();
             let listed: Value = serde_norway::from_str(&listed.join("\n")).unwrap();
-            assert_eq!(listed, (rule.default_settings)(), "{name}:\n{text}");
             let policy: Value = serde_norway::from_str(&text).unwrap();
             assert_eq!(policy["spec"]["settings"], r.written_settings(), "{name}");
-            if r.written_settings() == serde_json::json!({}) {
-                let uncommented = text.replace("  settings: {}\n", "  settings:\n").replace("\n  #   ", "\n    ");
-                let policy: Value = serde_norway::from_str(&uncommented).unwrap();
-                assert_eq!(policy["spec"]["settings"], (rule.default_settings)(), "{name}:\n{uncommented}");
+            // Written and listed, every key once.
+            let mut both = listed.as_object().unwrap().clone();
+            for (key, value) in r.written_settings().as_object().unwrap() {
+                assert!(both.insert(key.clone(), (rule.default_settings)()[key].clone()).is_none(), "{name}: `{key}` written and listed");
+                assert_ne!(value, &(rule.default_settings)()[key], "{name}: `{key}` written at its default");
             }
+            assert_eq!(Value::Object(both), (rule.default_settings)(), "{name}:\n{text}");
+            // Uncommented in place, the policy holds every setting.
+            let uncommented = text.replace("  settings: {}\n", "  settings:\n").replace("\n  #   ", "\n    ");
+            let policy: Value = serde_norway::from_str(&uncommented).unwrap();
+            let mut every = (rule.default_settings)();
+            every.as_object_mut().unwrap().extend(r.written_settings().as_object().unwrap().clone());
+            assert_eq!(policy["spec"]["settings"], every, "{name}:\n{uncommented}");
         }
     }
 
