@@ -621,18 +621,18 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
         );
     }
     let mut out = render_policy(out, &resource, excluded)?;
-    out.push_str(&defaults_comment(r)?);
+    out.push_str(&defaults_comment(r, &written)?);
     Ok(out)
 }
 
-/// Every setting of rule `r` its policy does not write, at its default, as
-/// comments that follow `spec.settings` (the policy's last key): a line
-/// uncommented (`# ` deleted) sits under `settings:` as written. Empty for
-/// the bundle.
-pub fn defaults_comment(r: &Packaged) -> Result<String> {
+/// Every setting of rule `r` its policy does not write (`written`), at its
+/// default, as comments that follow `spec.settings` (the policy's last
+/// key): a line uncommented (`# ` deleted) sits under `settings:` as
+/// written. Empty for the bundle.
+pub fn defaults_comment(r: &Packaged, written: &Value) -> Result<String> {
     let Some(rule) = native::rule(&r.name) else { return Ok(String::new()) };
     let mut defaults = (rule.default_settings)();
-    if let (Some(listed), Some(written)) = (defaults.as_object_mut(), r.written_settings().as_object()) {
+    if let (Some(listed), Some(written)) = (defaults.as_object_mut(), written.as_object()) {
         listed.retain(|key, _| !written.contains_key(key));
     }
     let mut out = String::from(

@@ -215,54 +215,47 @@ impl<'t> Cursor<'t> {
 /// order; `None` if it holds no object. For text serde has read already:
 /// separators are not checked.
 pub fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
-    let mut out = Vec::new();
-    let mut c = Cursor::new(text);
-    c.ws();
-    if c.peek()? != b'{' {
-        return None;
-    }
-    c.i += 1;
-    loop {
+    items(text, b'{', b'}', |c| {
+        let raw = c.string()?;
+        let key = if raw.contains('\\') { Cow::Owned(unescape(raw)) } else { Cow::Borrowed(raw) };
         c.ws();
-        match c.peek()? {
-            b'}' => return Some(out),
-            b',' => c.i += 1,
-            _ => {
-                let raw = c.string()?;
-                let key = if raw.contains('\\') { Cow::Owned(unescape(raw)) } else { Cow::Borrowed(raw) };
-                c.ws();
-                c.i += usize::from(c.peek()? == b':');
-                c.ws();
-                let start = c.i;
-                c.value()?;
-                out.push((key, text.get(start..c.i)?));
-            }
-        }
-    }
+        c.i += usize::from(c.peek()? == b':');
+        c.ws();
+        Some((key, value_text(c)?))
+    })
 }
 
 /// The elements' texts of the array `text` holds, in order; `None` if it
 /// holds no array. For text serde has read already, as [`members`].
 pub fn elements(text: &str) -> Option<Vec<&str>> {
+    items(text, b'[', b']', value_text)
+}
+
+/// The items of the container `text` holds between `open` and `close`,
+/// each read by `item` from its first byte; `None` if `text` holds none.
+fn items<'t, T>(text: &'t str, open: u8, close: u8, mut item: impl FnMut(&mut Cursor<'t>) -> Option<T>) -> Option<Vec<T>> {
     let mut out = Vec::new();
     let mut c = Cursor::new(text);
     c.ws();
-    if c.peek()? != b'[' {
+    if c.peek()? != open {
         return None;
     }
     c.i += 1;
     loop {
         c.ws();
         match c.peek()? {
-            b']' => return Some(out),
+            b if b == close => return Some(out),
             b',' => c.i += 1,
-            _ => {
-                let start = c.i;
-                c.value()?;
-                out.push(text.get(start..c.i)?);
-            }
+            _ => out.push(item(&mut c)?),
         }
     }
+}
+
+/// The text of the value at the cursor, which moves past it.
+fn value_text<'t>(c: &mut Cursor<'t>) -> Option<&'t str> {
+    let start = c.i;
+    c.value()?;
+    std::str::from_utf8(c.b.get(start..c.i)?).ok()
 }
 
 /// The decoded text of a raw JSON string's contents.

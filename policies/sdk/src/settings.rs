@@ -481,13 +481,14 @@ pub fn non_empty_patterns(key: &dyn fmt::Display, list: &[Glob]) -> Result<(), S
 /// the containers `read` holds only (keys only `given` holds, the shared
 /// ones, are not the rule's).
 fn no_list_read_as_object(given: &str, read: &str) -> Result<(), SettingsError> {
-    /// The path down to the list, built only once one is found.
-    fn walk(given: &str, read: &str) -> Result<(), Vec<String>> {
+    /// The steps down to the list, innermost first, gathered only once one
+    /// is found.
+    fn walk(given: &str, read: &str) -> Result<(), Vec<json::Seg>> {
         let first = |text: &str| text.trim_start_matches(json::WHITESPACE).bytes().next();
         let container = |text: &str| matches!(first(text), Some(b'{' | b'['));
-        let within = |step: String| move |mut path: Vec<String>| {
-            path.push(step);
-            path
+        let within = |step: json::Seg| move |mut steps: Vec<json::Seg>| {
+            steps.push(step);
+            steps
         };
         match (first(given), first(read)) {
             (Some(b'['), Some(b'{')) => Err(Vec::new()),
@@ -497,7 +498,7 @@ fn no_list_read_as_object(given: &str, read: &str) -> Result<(), SettingsError> 
                     if let Some((_, r)) = read.iter().find(|(k, _)| k == key)
                         && container(r)
                     {
-                        walk(value, r).map_err(within(key.to_string()))?;
+                        walk(value, r).map_err(within(json::Seg::Key(key.to_string().into())))?;
                     }
                 }
                 Ok(())
@@ -506,7 +507,7 @@ fn no_list_read_as_object(given: &str, read: &str) -> Result<(), SettingsError> 
                 let (Some(given), Some(read)) = (json::elements(given), json::elements(read)) else { return Ok(()) };
                 for (i, (value, r)) in given.iter().zip(&read).enumerate() {
                     if container(r) {
-                        walk(value, r).map_err(within(format!("[{i}]")))?;
+                        walk(value, r).map_err(within(json::Seg::Index(i)))?;
                     }
                 }
                 Ok(())
@@ -514,15 +515,9 @@ fn no_list_read_as_object(given: &str, read: &str) -> Result<(), SettingsError> 
             _ => Ok(()),
         }
     }
-    walk(given, read).map_err(|steps| {
-        let mut path = String::new();
-        for step in steps.iter().rev() {
-            if !path.is_empty() && !step.starts_with('[') {
-                path.push('.');
-            }
-            path.push_str(step);
-        }
-        SettingsError::new(path, "invalid type: list, expected an object")
+    walk(given, read).map_err(|mut steps| {
+        steps.reverse();
+        SettingsError::new(json::Path(steps).to_string(), "invalid type: list, expected an object")
     })
 }
 
