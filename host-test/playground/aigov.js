@@ -128,7 +128,7 @@ export const NO_CLUSTER =
  * makes matching lookups fail, as the harness's fixtures do. With no
  * objects at all, every lookup fails with `unavailable`.
  */
-export function clusterOf(objects, allowed, clusterScoped, owner = "aigov-bundle") {
+export function clusterOf(objects, allowed, clusterScoped) {
   const items = [];
   const failures = [];
   const add = (o) => {
@@ -164,7 +164,8 @@ export function clusterOf(objects, allowed, clusterScoped, owner = "aigov-bundle
   const check = (apiVersion, kind) => {
     if (empty) return { err: { tag: "unavailable", val: NO_CLUSTER } };
     if (!allowed.some((a) => a.apiVersion === apiVersion && a.kind === kind)) {
-      return { err: { tag: "forbidden", val: `\`${owner}\` does not declare ${kind} (${apiVersion}) in its contextAwareResources` } };
+      // policy-server's words for a kind the policy's metadata does not declare
+      return { err: { tag: "forbidden", val: `Policy has not been granted access to Kubernetes ${apiVersion}/${kind} resources. The violation has been reported.` } };
     }
     return null;
   };
@@ -172,7 +173,7 @@ export function clusterOf(objects, allowed, clusterScoped, owner = "aigov-bundle
     const refused = check(apiVersion, kind);
     if (refused) return refused;
     if (namespace !== null && scoped.has(kind)) {
-      return { err: { tag: "invalid", val: `${kind} (${apiVersion}) is cluster-scoped and cannot be listed in a namespace: list it in the whole cluster` } };
+      return { err: { tag: "invalid", val: `resource ${apiVersion}/${kind} is cluster wide. Cannot search for it inside of a namespace` } };
     }
     const failed = failure(apiVersion, kind, null, namespace);
     if (failed) return failed;

@@ -283,7 +283,7 @@ impl Evaluator {
 
     /// `cluster` as this rule may see it: only the kinds it declares.
     pub fn scoped(&self, cluster: &Arc<FixtureCluster>) -> Scoped {
-        Scoped::new(cluster.clone(), &self.name, self.allowed.clone())
+        Scoped::new(cluster.clone(), self.allowed.clone())
     }
 
     /// Validates an AdmissionRequest (JSON) with settings (JSON).

@@ -39,6 +39,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use aigov_sdk::cluster::{CLUSTER_WIDE, GRANT_REFUSED, NO_NAMESPACE};
 use aigov_sdk::{Cluster, LookupError};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -208,7 +209,7 @@ impl FixtureCluster {
         let namespace = match (scope, namespace) {
             (scope::Scope::Cluster, _) => None,
             (scope::Scope::Namespaced, None) => {
-                return Err(LookupError::Invalid(format!("{kind} ({api_version}) is namespaced, but no namespace was given")));
+                return Err(LookupError::Invalid(format!("Resource {api_version}/{kind}{NO_NAMESPACE}")));
             }
             (_, ns) => ns,
         };
@@ -219,12 +220,7 @@ impl FixtureCluster {
             .and_then(|k| k.by_name.get(&(namespace.map(str::to_string), name.to_string())))
             .and_then(|at| self.text(*at))
             .map(str::to_string)
-            .ok_or_else(|| {
-                LookupError::NotFound(match namespace {
-                    Some(ns) => format!("{kind} `{ns}/{name}` ({api_version}) not found"),
-                    None => format!("{kind} `{name}` ({api_version}) not found"),
-                })
-            })
+            .ok_or_else(|| LookupError::not_found(api_version, kind, name, namespace))
     }
 
     /// `list`: filtered by label and field selectors as the API server
@@ -241,7 +237,7 @@ impl FixtureCluster {
     ) -> Result<String, LookupError> {
         if namespace.is_some() && scope::of(api_version, kind) == scope::Scope::Cluster {
             return Err(LookupError::Invalid(format!(
-                "{kind} ({api_version}) is cluster-scoped and cannot be listed in a namespace: list it in the whole cluster"
+                "resource {api_version}/{kind}{CLUSTER_WIDE}"
             )));
         }
         if let Some(e) = self.failure(api_version, kind, None, namespace) {
@@ -307,14 +303,14 @@ pub type Allowed = Arc<[(String, String)]>;
 #[derive(Clone)]
 pub struct Scoped {
     cluster: Arc<FixtureCluster>,
-    rule: Arc<str>,
     allowed: Allowed,
 }
 
 impl Scoped {
-    /// Scopes `cluster` to what rule `rule` declares.
-    pub fn new(cluster: Arc<FixtureCluster>, rule: &str, allowed: Allowed) -> Scoped {
-        Scoped { cluster, rule: rule.into(), allowed }
+    /// Scopes `cluster` to the kinds a rule declares. A lookup of another
+    /// kind is refused in policy-server's words.
+    pub fn new(cluster: Arc<FixtureCluster>, allowed: Allowed) -> Scoped {
+        Scoped { cluster, allowed }
     }
 
     fn allow(&self, api_version: &str, kind: &str) -> Result<(), LookupError> {
@@ -322,8 +318,7 @@ impl Scoped {
             Ok(())
         } else {
             Err(LookupError::Forbidden(format!(
-                "`{}` does not declare {kind} ({api_version}) in its contextAwareResources",
-                self.rule
+                "{GRANT_REFUSED}{api_version}/{kind} resources. The violation has been reported."
             )))
         }
     }
@@ -1064,10 +1059,13 @@ mod tests {
     #[test]
     fn scoping_forbids_undeclared_kinds() {
         let c = Arc::new(cluster());
-        let s = Scoped::new(c, "exec-guard", vec![("v1".to_string(), "Pod".to_string())].into());
+        let s = Scoped::new(c, vec![("v1".to_string(), "Pod".to_string())].into());
         assert!(s.get_resource("v1", "Pod", "a", Some("ml")).is_ok());
         let e = s.get_resource("v1", "Namespace", "ml", None).unwrap_err();
-        assert_eq!(e, LookupError::Forbidden("`exec-guard` does not declare Namespace (v1) in its contextAwareResources".into()));
+        assert_eq!(
+            e,
+            LookupError::Forbidden("Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.".into())
+        );
     }
 
     #[test]
@@ -1087,7 +1085,7 @@ mod tests {
 
     #[test]
     fn recording_keeps_each_lookup_and_its_answer_in_order() {
-        let scoped = Scoped::new(Arc::new(cluster()), "r", vec![("v1".to_string(), "Pod".to_string())].into());
+        let scoped = Scoped::new(Arc::new(cluster()), vec![("v1".to_string(), "Pod".to_string())].into());
         let r = Recording::new(scoped);
         let pod = r.get_resource("v1", "Pod", "a", Some("ml")).unwrap();
         assert!(r.list_resources_by_namespace("v1", "Pod", "ml", Some("team=x"), None).is_ok());
@@ -1101,7 +1099,7 @@ mod tests {
         });
         assert_eq!(got[1].args, [Some("v1".into()), Some("Pod".into()), Some("ml".into()), Some("team=x".into()), None]);
         assert_eq!(got[2].function, "list-resources-all");
-        assert!(matches!(&got[2].answer, LookupAnswer::Err { tag: "forbidden", val } if val.contains("does not declare Namespace")));
+        assert!(matches!(&got[2].answer, LookupAnswer::Err { tag: "forbidden", val } if val.contains("access to Kubernetes v1/Namespace resources")));
         let json = serde_json::to_value(&got[2]).unwrap();
         assert_eq!(json["args"], json!(["v1", "Namespace", null, "metadata.name=ml"]));
         assert_eq!(json["answer"]["err"]["tag"], "forbidden", "{json}");

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use aigov_sdk::cluster::{Asked, CALLBACK_FAILED, CLUSTER_WIDE, GRANT_REFUSED, NO_NAMESPACE, STATUS_DEBUG};
 use aigov_sdk::{Cluster, LookupError};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
@@ -93,38 +94,69 @@ struct ListResources {
     field_selector: Option<String>,
 }
 
-/// Answers one host call. Lookup errors go back to the guest tagged with
-/// their kind (`not-found: ...`), which the SDK reads back.
+/// Answers one host call. A failed lookup goes back to the guest in the
+/// words Kubewarden's policy-evaluator uses ([`kubewarden_words`]), which
+/// the SDK reads back by what it asked.
 fn host_call(cluster: &dyn Cluster, binding: &str, namespace: &str, operation: &str, payload: &[u8]) -> Result<String, String> {
     if binding != "kubewarden" || namespace != "kubernetes" {
-        return Err(format!("unavailable: host capability `{binding}/{namespace}/{operation}` is not provided"));
+        return Err(format!("host capability `{binding}/{namespace}/{operation}` is not provided"));
     }
-    let bad = |e: serde_json::Error| format!("invalid: malformed `{operation}` request: {e}");
-    let result = match operation {
+    let bad = |e: serde_json::Error| format!("malformed `{operation}` request: {e}");
+    match operation {
         "get_resource" => {
             let r: GetResource = serde_json::from_slice(payload).map_err(bad)?;
-            cluster.get_resource(&r.api_version, &r.kind, &r.name, r.namespace.as_deref())
+            let asked = Asked { api_version: &r.api_version, kind: &r.kind, name: Some(&r.name), namespace: r.namespace.as_deref() };
+            cluster
+                .get_resource(&r.api_version, &r.kind, &r.name, r.namespace.as_deref())
+                .map_err(|e| kubewarden_words(&e, &asked))
         }
         "list_resources_by_namespace" => {
             let r: ListResources = serde_json::from_slice(payload).map_err(bad)?;
-            match r.namespace.as_deref() {
-                Some(ns) => cluster.list_resources_by_namespace(
-                    &r.api_version,
-                    &r.kind,
-                    ns,
-                    r.label_selector.as_deref(),
-                    r.field_selector.as_deref(),
-                ),
-                None => Err(LookupError::Invalid("`namespace` is required".into())),
-            }
+            let asked = Asked { api_version: &r.api_version, kind: &r.kind, name: None, namespace: r.namespace.as_deref() };
+            let Some(ns) = r.namespace.as_deref() else {
+                return Err(format!("malformed `{operation}` request: `namespace` is required"));
+            };
+            cluster
+                .list_resources_by_namespace(&r.api_version, &r.kind, ns, r.label_selector.as_deref(), r.field_selector.as_deref())
+                .map_err(|e| kubewarden_words(&e, &asked))
         }
         "list_resources_all" => {
             let r: ListResources = serde_json::from_slice(payload).map_err(bad)?;
-            cluster.list_resources_all(&r.api_version, &r.kind, r.label_selector.as_deref(), r.field_selector.as_deref())
+            let asked = Asked { api_version: &r.api_version, kind: &r.kind, name: None, namespace: None };
+            cluster
+                .list_resources_all(&r.api_version, &r.kind, r.label_selector.as_deref(), r.field_selector.as_deref())
+                .map_err(|e| kubewarden_words(&e, &asked))
         }
-        other => return Err(format!("unavailable: host call `kubernetes/{other}` is not provided")),
+        other => Err(format!("host call `kubernetes/{other}` is not provided")),
+    }
+}
+
+/// A failed lookup as Kubewarden's policy-evaluator words it to a waPC
+/// guest: a `get` that finds nothing in its own words, the kinds a policy
+/// does not declare and lookups it cannot make refused in its own words,
+/// the API server's refusals as
+/// kube-client's `ApiError` (403 Forbidden, 404 NotFound, 400 BadRequest,
+/// with the `Status` and its cause), anything else as the client's error,
+/// each after `Callback evaluation failure: `.
+pub fn kubewarden_words(e: &LookupError, asked: &Asked<'_>) -> String {
+    let api_error = |message: &str, reason: &str, code: u16| {
+        format!(
+            "{CALLBACK_FAILED}ApiError: {message}: {reason}{STATUS_DEBUG}status: Some(Failure), code: {code}, message: {message:?}, \
+             metadata: None, reason: {reason:?}, details: None }})\n\nCaused by:\n    {message}: {reason}"
+        )
     };
-    result.map_err(|e| e.to_tagged())
+    match (e, asked.name) {
+        (LookupError::NotFound(_), Some(name)) => {
+            let (api_version, kind, namespace) = (asked.api_version, asked.kind, asked.namespace);
+            format!("{CALLBACK_FAILED}Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'")
+        }
+        (LookupError::NotFound(m), None) => api_error(m, "NotFound", 404),
+        (LookupError::Forbidden(m), _) if m.starts_with(GRANT_REFUSED) => m.clone(),
+        (LookupError::Forbidden(m), _) => api_error(m, "Forbidden", 403),
+        (LookupError::Invalid(m), _) if m.ends_with(NO_NAMESPACE) || m.ends_with(CLUSTER_WIDE) => format!("{CALLBACK_FAILED}{m}"),
+        (LookupError::Invalid(m), _) => api_error(m, "BadRequest", 400),
+        (LookupError::Unavailable(m), _) => format!("{CALLBACK_FAILED}{m}"),
+    }
 }
 
 /// Guest memory access and the `wapc` host functions. Kept apart because
@@ -353,5 +385,47 @@ impl WapcInstance {
     /// How many times the guest grew its memory since it was instantiated.
     pub fn memory_growths(&self) -> u32 {
         self.store.data().limits.growths()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+mod tests {
+    use aigov_sdk::LookupError;
+    use aigov_sdk::cluster::Asked;
+
+    use super::kubewarden_words;
+
+    /// What the harness tells a module is what the SDK reads back: the
+    /// same error, so a rule decides alike as a module and natively.
+    #[test]
+    fn lookup_errors_survive_kubewarden_words() {
+        let get = Asked { api_version: "v1", kind: "Pod", name: Some("ghost-0"), namespace: Some("ml") };
+        let list = Asked { api_version: "v1", kind: "Pod", name: None, namespace: Some("ml") };
+        let all = Asked { api_version: "v1", kind: "Namespace", name: None, namespace: None };
+        let errors = [
+            LookupError::not_found("v1", "Pod", "ghost-0", Some("ml")),
+            LookupError::Forbidden("pods \"ghost-0\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"pods\"".into()),
+            LookupError::Forbidden("Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported.".into()),
+            LookupError::Invalid("unable to parse requirement: found '=', expected: identifier".into()),
+            LookupError::Invalid("Resource v1/Pod is namespaced, but no namespace was provided".into()),
+            LookupError::Invalid("resource v1/Namespace is cluster wide. Cannot search for it inside of a namespace".into()),
+            LookupError::Unavailable("Get \"https://10.96.0.1:443/api/v1/namespaces/ml\": dial tcp 10.96.0.1:443: i/o timeout\n(retrying)".into()),
+        ];
+        for asked in [get, list, all] {
+            for e in &errors {
+                let words = kubewarden_words(e, &asked);
+                assert_eq!(LookupError::from_kubewarden(&words, &asked), *e, "{words}");
+            }
+        }
+        assert_eq!(
+            kubewarden_words(&errors[0], &get),
+            "Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'"
+        );
+        assert!(kubewarden_words(&errors[1], &get).starts_with("Callback evaluation failure: ApiError: pods \"ghost-0\" is forbidden: "));
+        assert!(kubewarden_words(&errors[1], &get).contains(": Forbidden (Status { status: Some(Failure), code: 403, "));
+        assert_eq!(kubewarden_words(&errors[2], &get), "Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported.");
+        let missing = LookupError::NotFound("pods \"x\" not found".into());
+        assert_eq!(LookupError::from_kubewarden(&kubewarden_words(&missing, &list), &list), missing);
     }
 }

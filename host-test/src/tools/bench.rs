@@ -580,7 +580,7 @@ fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy
         .iter()
         .map(|r| (r.api_version.to_string(), r.kind.to_string()))
         .collect();
-    let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), name, allowed));
+    let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), allowed));
     let settings = if bundle { bundle_settings(spelt_out)? } else { rule_settings(rule, spelt_out)?.to_string() };
     Ok(Forms {
         name: if bundle { BUNDLE_NAME.to_string() } else { name.to_string() },
@@ -1089,7 +1089,7 @@ mod tests {
     #[test]
     fn the_crowd_is_running_cpu_pods_gpu_quota_lists() {
         use aigov_sdk::Cluster;
-        let pods_of = |n: usize| Scoped::new(Arc::new(bench_cluster(n).unwrap()), "gpu-quota", Arc::from([("v1".to_string(), "Pod".to_string())]));
+        let pods_of = |n: usize| Scoped::new(Arc::new(bench_cluster(n).unwrap()), Arc::from([("v1".to_string(), "Pod".to_string())]));
         let list = pods_of(3).list_resources_by_namespace("v1", "Pod", "ml-training", None, Some("status.phase!=Succeeded,status.phase!=Failed")).unwrap();
         let pods = aigov_sdk::cluster::list_pods(&list).unwrap();
         let names: Vec<_> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default().to_string()).collect();

@@ -33,8 +33,8 @@ impl LookupError {
         }
     }
 
-    /// The tag a waPC host puts before the message to carry the kind
-    /// (`not-found: ...`); hosts that send no tag give `Unavailable`.
+    /// The name of the kind of failure, as the WIT `lookup-error` variant
+    /// spells it.
     pub fn tag(&self) -> &'static str {
         match self {
             LookupError::NotFound(_) => "not-found",
@@ -44,27 +44,65 @@ impl LookupError {
         }
     }
 
-    /// Reads a waPC host error: `tag: message`, or an untagged message.
-    pub fn from_tagged(text: &str) -> LookupError {
-        let (tag, rest) = text.split_once(": ").unwrap_or(("", text));
-        match tag {
-            "not-found" => LookupError::NotFound(rest.to_string()),
-            "forbidden" => LookupError::Forbidden(rest.to_string()),
-            "invalid" => LookupError::Invalid(rest.to_string()),
-            "unavailable" => LookupError::Unavailable(rest.to_string()),
-            _ => LookupError::Unavailable(text.to_string()),
+    /// The object `name` of `kind` does not exist, in the same words from
+    /// every host, so that a rule's message does not depend on which one
+    /// answered.
+    pub fn not_found(api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> LookupError {
+        LookupError::NotFound(match namespace {
+            Some(ns) => format!("{kind} `{ns}/{name}` ({api_version}) not found"),
+            None => format!("{kind} `{name}` ({api_version}) not found"),
+        })
+    }
+
+    /// Reads the error Kubewarden's policy-evaluator gives a waPC guest for
+    /// a failed `kubernetes` host call (after the guest's `Host error: `),
+    /// as its callback handler and kube-client word it:
+    ///
+    /// - `Callback evaluation failure: Cannot find <apiVersion>/<kind> named
+    ///   '<name>' inside of namespace '<Some("ns") or None>'`: the object
+    ///   does not exist (a `get`: kube-client's `get_opt` turns the API
+    ///   server's 404 into nothing found);
+    /// - `Callback evaluation failure: ApiError: <message>: <reason> (Status
+    ///   { …, code: <code>, … })`, then kube's cause: the API server refused;
+    ///   401 and 403 are forbidden, 404 not found, 400 and 422 invalid, the
+    ///   rest unavailable; the message is the API server's own;
+    /// - `Policy has not been granted access to Kubernetes <apiVersion>/<kind>
+    ///   resources. …`: the policy's metadata does not declare the kind
+    ///   (forbidden);
+    /// - `… Resource <apiVersion>/<kind> is namespaced, but no namespace was
+    ///   provided` and `… resource <apiVersion>/<kind> is cluster wide.
+    ///   Cannot search for it inside of a namespace`: invalid;
+    /// - anything else (the cluster unreachable, a kind it does not serve):
+    ///   unavailable, with the text after `Callback evaluation failure: `.
+    pub fn from_kubewarden(text: &str, asked: &Asked<'_>) -> LookupError {
+        if text.starts_with(GRANT_REFUSED) {
+            return LookupError::Forbidden(text.to_string());
         }
+        let text = text.strip_prefix(CALLBACK_FAILED).unwrap_or(text);
+        if let Some(name) = asked.name
+            && is_not_found(text, asked, name)
+        {
+            return LookupError::not_found(asked.api_version, asked.kind, name, asked.namespace);
+        }
+        if let Some((message, code)) = api_error(text) {
+            let message = message.to_string();
+            return match code {
+                401 | 403 => LookupError::Forbidden(message),
+                404 => LookupError::NotFound(message),
+                400 | 422 => LookupError::Invalid(message),
+                _ => LookupError::Unavailable(message),
+            };
+        }
+        if text.ends_with(NO_NAMESPACE) || text.ends_with(CLUSTER_WIDE) {
+            return LookupError::Invalid(text.to_string());
+        }
+        LookupError::Unavailable(text.to_string())
     }
 
     /// The first line of the explanation: hosts may return long texts,
     /// stack traces included, which a person reading a denial does not need.
     pub fn first_line(&self) -> &str {
         first_line(self.message())
-    }
-
-    /// `tag: message`, as a waPC host sends it.
-    pub fn to_tagged(&self) -> String {
-        format!("{}: {}", self.tag(), self.message())
     }
 }
 
@@ -75,6 +113,65 @@ impl fmt::Display for LookupError {
 }
 
 impl std::error::Error for LookupError {}
+
+/// What a lookup asked for, by which a host's error names it.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// The kind's `apiVersion`.
+    pub api_version: &'a str,
+    /// The kind.
+    pub kind: &'a str,
+    /// The object's name, for a `get`.
+    pub name: Option<&'a str>,
+    /// The namespace, if the lookup named one.
+    pub namespace: Option<&'a str>,
+}
+
+/// What policy-evaluator puts before a failed callback's error.
+pub const CALLBACK_FAILED: &str = "Callback evaluation failure: ";
+/// How policy-evaluator begins its refusal of a kind the policy's metadata
+/// does not declare.
+pub const GRANT_REFUSED: &str = "Policy has not been granted access to Kubernetes ";
+/// How policy-evaluator ends a `get` of a namespaced kind without a namespace.
+pub const NO_NAMESPACE: &str = " is namespaced, but no namespace was provided";
+/// How policy-evaluator ends a namespaced listing of a cluster-scoped kind.
+pub const CLUSTER_WIDE: &str = " is cluster wide. Cannot search for it inside of a namespace";
+/// Where kube-client's `ApiError: <message>: <reason>` ends and the
+/// `Debug` of the API server's `Status` begins.
+pub const STATUS_DEBUG: &str = " (Status { ";
+
+/// Whether `text` is policy-evaluator's `Cannot find <apiVersion>/<kind>
+/// named '<name>' inside of namespace '<namespace>'` for this `get`, the
+/// namespace written as Rust's `Debug` writes an `Option<&str>` (`Some("ml")`
+/// or `None`; names need no escaping).
+fn is_not_found(text: &str, asked: &Asked<'_>, name: &str) -> bool {
+    let rest = text
+        .strip_prefix("Cannot find ")
+        .and_then(|t| t.strip_prefix(asked.api_version))
+        .and_then(|t| t.strip_prefix('/'))
+        .and_then(|t| t.strip_prefix(asked.kind))
+        .and_then(|t| t.strip_prefix(" named '"))
+        .and_then(|t| t.strip_prefix(name))
+        .and_then(|t| t.strip_prefix("' inside of namespace '"));
+    match (rest, asked.namespace) {
+        (Some(rest), Some(ns)) => rest.strip_prefix("Some(\"").and_then(|t| t.strip_prefix(ns)) == Some("\")'"),
+        (Some(rest), None) => rest == "None'",
+        (None, _) => false,
+    }
+}
+
+/// The API server's message and HTTP code in kube-client's `ApiError:
+/// <message>: <reason> (Status { status: Some(Failure), code: 403, … })`.
+fn api_error(text: &str) -> Option<(&str, u16)> {
+    let rest = text.strip_prefix("ApiError: ")?;
+    let (head, status) = rest.split_once(STATUS_DEBUG)?;
+    let code = status.split_once("code: ")?.1;
+    let digits = code.find(|c: char| !c.is_ascii_digit()).unwrap_or(code.len());
+    let code = code.get(..digits)?.parse().ok()?;
+    // The reason (`Forbidden`, `BadRequest`, …) follows the last colon.
+    let message = head.rsplit_once(':').map_or(head, |(message, _reason)| message);
+    Some((message, code))
+}
 
 /// The items of a `List` a lookup returned, each as JSON text (decode a
 /// Pod with [`crate::Workload::parse`], any object's metadata with
@@ -214,19 +311,70 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tags_round_trip_and_untagged_text_is_unavailable() {
-        for e in [
-            LookupError::NotFound("pod `a/b` not found".into()),
-            LookupError::Forbidden("x".into()),
-            LookupError::Invalid("y: z".into()),
-            LookupError::Unavailable("down".into()),
-        ] {
-            assert_eq!(LookupError::from_tagged(&e.to_tagged()), e);
-        }
+    fn kubewarden_host_errors_are_read_by_kind() {
+        let pod = Asked { api_version: "v1", kind: "Pod", name: Some("ghost-0"), namespace: Some("ml") };
+        let namespace = Asked { api_version: "v1", kind: "Namespace", name: Some("brand-new"), namespace: None };
+        let pods = Asked { api_version: "v1", kind: "Pod", name: None, namespace: Some("ml") };
+        let read = LookupError::from_kubewarden;
+        // policy-evaluator's words, as a guest receives them.
         assert_eq!(
-            LookupError::from_tagged("Cannot find v1/Pod named 'x'"),
-            LookupError::Unavailable("Cannot find v1/Pod named 'x'".into())
+            read("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'", &pod),
+            LookupError::NotFound("Pod `ml/ghost-0` (v1) not found".into())
         );
+        assert_eq!(
+            read("Callback evaluation failure: Cannot find v1/Namespace named 'brand-new' inside of namespace 'None'", &namespace),
+            LookupError::NotFound("Namespace `brand-new` (v1) not found".into())
+        );
+        // Another object's absence, or a kind the cluster does not serve, is not this object's.
+        assert!(matches!(
+            read("Callback evaluation failure: Cannot find v1/Pod named 'other' inside of namespace 'Some(\"ml\")'", &pod),
+            LookupError::Unavailable(_)
+        ));
+        assert_eq!(
+            read("Callback evaluation failure: Cannot find resource resource.k8s.io/v1/ResourceClaim", &pod),
+            LookupError::Unavailable("Cannot find resource resource.k8s.io/v1/ResourceClaim".into())
+        );
+        let forbidden = "pods \"trainer-0\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"pods\" in API group \"\" in the namespace \"ml\"";
+        assert_eq!(
+            read(
+                &format!(
+                    "Callback evaluation failure: ApiError: {forbidden}: Forbidden (Status {{ status: Some(Failure), code: 403, message: {forbidden:?}, metadata: None, reason: \"Forbidden\", details: None }})\n\nCaused by:\n    {forbidden}: Forbidden"
+                ),
+                &pod
+            ),
+            LookupError::Forbidden(forbidden.into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: ApiError: unable to parse requirement: found '=', expected: identifier: BadRequest (Status { status: Some(Failure), code: 400, message: \"x\", metadata: None, reason: \"BadRequest\", details: None })", &pods),
+            LookupError::Invalid("unable to parse requirement: found '=', expected: identifier".into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: ApiError: the server could not find the requested resource: NotFound (Status { status: Some(Failure), code: 404, message: \"\", metadata: None, reason: \"NotFound\", details: None })", &pods),
+            LookupError::NotFound("the server could not find the requested resource".into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: ApiError: etcdserver: request timed out: Timeout (Status { status: Some(Failure), code: 504, message: \"\", metadata: None, reason: \"Timeout\", details: None })", &pods),
+            LookupError::Unavailable("etcdserver: request timed out".into())
+        );
+        let refused = "Policy has not been granted access to Kubernetes v1/Secret resources. The violation has been reported.";
+        assert_eq!(read(refused, &pods), LookupError::Forbidden(refused.into()));
+        assert!(matches!(
+            read("Callback evaluation failure: Resource v1/Pod is namespaced, but no namespace was provided", &pod),
+            LookupError::Invalid(_)
+        ));
+        assert!(matches!(
+            read("Callback evaluation failure: resource v1/Namespace is cluster wide. Cannot search for it inside of a namespace", &pods),
+            LookupError::Invalid(_)
+        ));
+        assert_eq!(
+            read("Callback evaluation failure: HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)", &pods),
+            LookupError::Unavailable("HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)".into())
+        );
+        assert_eq!(read("ApiError: no status", &pods), LookupError::Unavailable("ApiError: no status".into()));
+        assert!(matches!(
+            read("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'None'", &pod),
+            LookupError::Unavailable(_)
+        ));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use wapc_guest::{CallResult, host_call, register_function};
 
+use crate::cluster::Asked;
 use crate::{Cluster, Handler, LookupError};
 
 /// Registers the artifact's waPC operations. Called from `wapc_init`.
@@ -50,21 +51,24 @@ struct ListResources<'a> {
     field_selector: Option<&'a str>,
 }
 
-fn call<T: Serialize>(operation: &str, request: &T) -> Result<String, LookupError> {
+/// One `kubernetes` host call. Kubewarden's errors are words, not codes:
+/// [`LookupError::from_kubewarden`] reads them by what was asked.
+fn call<T: Serialize>(operation: &str, request: &T, asked: Asked<'_>) -> Result<String, LookupError> {
     let payload = serde_json::to_vec(request).map_err(|e| LookupError::Invalid(e.to_string()))?;
     match host_call("kubewarden", "kubernetes", operation, &payload) {
         Ok(bytes) => String::from_utf8(bytes)
             .map_err(|_| LookupError::Unavailable(format!("the host's `{operation}` answer is not UTF-8"))),
         Err(e) => {
             let text = e.to_string();
-            Err(LookupError::from_tagged(text.strip_prefix("Host error: ").unwrap_or(&text)))
+            Err(LookupError::from_kubewarden(text.strip_prefix("Host error: ").unwrap_or(&text), &asked))
         }
     }
 }
 
 impl Cluster for WapcCluster {
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
-        call("get_resource", &GetResource { api_version, kind, name, namespace, disable_cache: false })
+        let asked = Asked { api_version, kind, name: Some(name), namespace };
+        call("get_resource", &GetResource { api_version, kind, name, namespace, disable_cache: false }, asked)
     }
 
     fn list_resources_by_namespace(
@@ -78,6 +82,7 @@ impl Cluster for WapcCluster {
         call(
             "list_resources_by_namespace",
             &ListResources { api_version, kind, namespace: Some(namespace), label_selector, field_selector },
+            Asked { api_version, kind, name: None, namespace: Some(namespace) },
         )
     }
 
@@ -91,6 +96,7 @@ impl Cluster for WapcCluster {
         call(
             "list_resources_all",
             &ListResources { api_version, kind, namespace: None, label_selector, field_selector },
+            Asked { api_version, kind, name: None, namespace: None },
         )
     }
 }
