@@ -79,8 +79,12 @@ impl LookupError {
             return LookupError::Forbidden(text.to_string());
         }
         let text = text.strip_prefix(CALLBACK_FAILED).unwrap_or(text);
+        // policy-evaluator writes the error with anyhow's `Debug`, which
+        // adds its causes and, with RUST_BACKTRACE set, a backtrace, each
+        // after a blank line: the words are on the first line.
+        let line = text.lines().next().unwrap_or_default();
         if let Some(name) = asked.name
-            && is_not_found(text, asked, name)
+            && is_not_found(line, asked, name)
         {
             return LookupError::not_found(asked.api_version, asked.kind, name, asked.namespace);
         }
@@ -93,8 +97,8 @@ impl LookupError {
                 _ => LookupError::Unavailable(message),
             };
         }
-        if text.ends_with(NO_NAMESPACE) || text.ends_with(CLUSTER_WIDE) {
-            return LookupError::Invalid(text.to_string());
+        if line.ends_with(NO_NAMESPACE) || line.ends_with(CLUSTER_WIDE) {
+            return LookupError::Invalid(line.to_string());
         }
         LookupError::Unavailable(text.to_string())
     }
@@ -369,6 +373,16 @@ mod tests {
         assert_eq!(
             read("Callback evaluation failure: HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)", &pods),
             LookupError::Unavailable("HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)".into())
+        );
+        // With RUST_BACKTRACE set, anyhow's `Debug` adds a backtrace.
+        let backtrace = "\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: policy_evaluator::callback_handler";
+        assert_eq!(
+            read(&format!("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'{backtrace}"), &pod),
+            LookupError::NotFound("Pod `ml/ghost-0` (v1) not found".into())
+        );
+        assert_eq!(
+            read(&format!("Callback evaluation failure: Resource v1/Pod is namespaced, but no namespace was provided{backtrace}"), &pod),
+            LookupError::Invalid("Resource v1/Pod is namespaced, but no namespace was provided".into())
         );
         assert_eq!(read("ApiError: no status", &pods), LookupError::Unavailable("ApiError: no status".into()));
         assert!(matches!(
