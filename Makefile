@@ -63,7 +63,7 @@ KEY        ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
+.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -76,6 +76,7 @@ help:
 	@echo "make sizes         record every artifact's bytes of code (host-test/code-sizes.json); make test holds them to it"
 	@echo "make jco-check     every component under Node.js (jco transpile) answers every case as the harness does"
 	@echo "make wasmtime-check  every import-free component under the wasmtime CLI (run --invoke) answers every case as the harness does"
+	@echo "make kubewarden-check KWCTL=path POLICY_SERVER=path  every case through Kubewarden's kwctl and policy-server (not built here)"
 	@echo "make playground    the browser playground (artifacts/playground); serve it with target/release/aigov playground"
 	@echo "make playground-check  the playground in headless Chromium: verdicts, highlighting, diffs, the whole case corpus"
 
@@ -333,6 +334,23 @@ case-records: artifacts
 jco-check: case-records jco-deps
 	node host-test/tests/jco/run.mjs --jco $(JCO_TOOLS) --policies policies --artifacts $(ARTIFACTS) \
 	  --records $(CASE_RECORDS) --out $(JCO_OUT)/transpiled
+
+## Every case answered by Kubewarden's own hosts (host-test/tests/kubewarden):
+## `kwctl run` on every rule's module and on the bundle's, with each case's
+## cluster lookups replayed as a kwctl session in policy-evaluator's words;
+## then every module pushed to a registry on loopback, signed by `aigov
+## sign` and checked by `kwctl verify`, and policy-server serving the
+## policies.yml `aigov manifests` writes, verifying each module's signature
+## as it pulls it (served.sh). Not in `make test`: this
+## project does not build kwctl or policy-server (README, "Checked against
+## Kubewarden"). About 25 minutes here: kwctl starts anew for every call.
+KUBEWARDEN_OUT := $(CURDIR)/target/kubewarden-check
+kubewarden-check: case-records e2e-deps
+	@test -x "$(KWCTL)" && test -x "$(POLICY_SERVER)" || \
+	  { echo "kubewarden-check: set KWCTL=<kwctl binary> POLICY_SERVER=<policy-server binary>" >&2; exit 2; }
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pyyaml jsonpatch
+	python3 host-test/tests/kubewarden/check.py kwctl $(KWCTL) $(CASE_RECORDS) $(ARTIFACTS)
+	host-test/tests/kubewarden/served.sh $(KWCTL) $(POLICY_SERVER) $(AIGOV) $(ARTIFACTS) $(CASE_RECORDS) $(KUBEWARDEN_OUT)
 
 ## The plainest host: the wasmtime CLI, the version the harness links,
 ## installed once into target/tools (about 4 minutes here). Only what
