@@ -132,12 +132,12 @@ fn host_call(cluster: &dyn Cluster, binding: &str, namespace: &str, operation: &
 }
 
 /// A failed lookup as Kubewarden's policy-evaluator words it to a waPC
-/// guest: a `get` that finds nothing in its own words, the kinds a policy
-/// does not declare and lookups it cannot make refused in its own words,
-/// the API server's refusals as
-/// kube-client's `ApiError` (403 Forbidden, 404 NotFound, 400 BadRequest,
-/// with the `Status` and its cause), anything else as the client's error,
-/// each after `Callback evaluation failure: `.
+/// guest: a `get` that finds nothing, a kind the policy does not declare
+/// and a lookup it cannot make, each in policy-evaluator's own words; the
+/// API server's refusals as kube-client's `ApiError` (403 Forbidden, 404
+/// NotFound, 400 BadRequest, with the `Status` and its cause); anything
+/// else as the client's error. All but the undeclared kind come after
+/// `Callback evaluation failure: `, as policy-evaluator sends them.
 pub fn kubewarden_words(e: &LookupError, asked: &Asked<'_>) -> String {
     let api_error = |message: &str, reason: &str, code: u16| {
         format!(
