@@ -280,8 +280,8 @@ fuzz: artifacts fuzz-deps
 
 ## The short fuzzing run of `make test`: the decoder and every rule, and the
 ## differential decoder check, 20 s each. (The three forms are fuzzed by
-## `make fuzz`; in `make test` the mutated corpus runs through them in the
-## harness's unit tests.)
+## `make fuzz`; in `make test` a sample of the mutated corpus runs through
+## them in host-test/tests/suite/forms_fuzz.rs.)
 fuzz-smoke: artifacts fuzz-deps
 	$(MAKE) --no-print-directory -o artifacts -o fuzz-deps fuzz FUZZ_SECONDS=20 FUZZ_TARGETS="rules differential"
 

@@ -286,6 +286,17 @@ impl Evaluator {
         Scoped::new(cluster.clone(), self.allowed.clone())
     }
 
+    /// Natively, the request as a component receives it: the text itself,
+    /// where [`Evaluator::validate`] gives the native form and the module
+    /// Kubewarden's payload with the request spliced in. For a request that
+    /// is one JSON value the two are the same input; for any other text
+    /// they are not (empty text makes an invalid payload, and
+    /// `{..},"operation":..` a different, valid one). `None` for an artifact.
+    pub fn validate_request_form(&self, request: &str, settings: &str, cluster: &Arc<FixtureCluster>) -> Option<ValidationResponse> {
+        let Inner::Native(rule) = &self.inner else { return None };
+        Some((rule.validate_request)(request, settings, &self.scoped(cluster)))
+    }
+
     /// Validates an AdmissionRequest (JSON) with settings (JSON).
     pub fn validate(&self, request: &str, settings: &str, cluster: &Arc<FixtureCluster>) -> Result<ValidationResponse> {
         let scoped = self.scoped(cluster);

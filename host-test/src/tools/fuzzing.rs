@@ -86,19 +86,32 @@ impl Forms {
         Ok(Forms { rules, cluster: Arc::new(FixtureCluster::empty()) })
     }
 
-    /// Natively, as a module and as a component: the same answers.
+    /// Natively, as a module and as a component: the same answers. The
+    /// module reads Kubewarden's payload and the component the request
+    /// itself, so each is held to the native answer to the same input (see
+    /// [`Evaluator::validate_request_form`]); for a request that is one JSON
+    /// value the native payload and request forms must agree as well, so
+    /// all three give one answer.
     pub fn check(&self, data: &[u8]) -> Result<(), String> {
         let Ok(request) = std::str::from_utf8(data) else { return Ok(()) };
+        let one_value = serde_json::from_str::<serde::de::IgnoredAny>(request).is_ok();
         for (forms, settings) in &self.rules {
-            let mut first: Option<(&str, ValidationResponse)> = None;
+            let mut native: Option<(ValidationResponse, ValidationResponse)> = None;
             for e in forms {
-                let r = e.validate(request, settings, &self.cluster).map_err(|err| format!("{} ({}): {err:#}", e.name, e.form()))?;
-                match &first {
-                    None => first = Some((e.form(), r)),
-                    Some((f, a)) if *a != r => {
-                        return Err(format!("{}: {} and {} disagree:\n{a:?}\n{r:?}", e.name, f, e.form()));
+                let answer = e.validate(request, settings, &self.cluster).map_err(|err| format!("{} ({}): {err:#}", e.name, e.form()))?;
+                if let Some(request_form) = e.validate_request_form(request, settings, &self.cluster) {
+                    if one_value && request_form != answer {
+                        return Err(format!("{}: the native payload and request forms disagree:\n{answer:?}\n{request_form:?}", e.name));
                     }
-                    Some(_) => {}
+                    native = Some((answer, request_form));
+                    continue;
+                }
+                let Some((payload_form, request_form)) = &native else {
+                    return Err(format!("{}: the native form must come first", e.name));
+                };
+                let (expected, input) = if e.form() == "module" { (payload_form, "payload") } else { (request_form, "request") };
+                if *expected != answer {
+                    return Err(format!("{}: native and {} disagree on the same {input}:\n{expected:?}\n{answer:?}", e.name, e.form()));
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! The harness's integration tests, one module each, in one test binary:
 //! every test binary links wasmtime and the harness, and one link instead of
-//! eleven takes a minute of CPU off `make test`. (`cases`, `registry` and
+//! twelve takes a minute of CPU off `make test`. (`cases`, `registry` and
 //! `wasmtime_cli` stay binaries of their own: `make` runs them apart.)
 //! Most need `make artifacts` first.
 
@@ -8,6 +8,7 @@ mod common;
 
 mod bench_smoke;
 mod cli;
+mod forms_fuzz;
 mod export_cases;
 mod limits;
 mod mutation;
