@@ -11,7 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use crate::common::{artifacts, root};
-use aigov::tools::fuzzing::{Forms, seeds, subjects};
+use aigov::tools::fuzzing::{Forms, regression_inputs, seeds, subjects};
 use aigov_sdk::fuzzing::mutate;
 
 fn forms() -> Forms {
@@ -29,16 +29,11 @@ fn the_three_forms_agree_on_inputs_that_are_not_one_json_value() {
     for input in ["", " ", "{", "[]", "1 2", &trailing, request] {
         forms.check(input.as_bytes()).unwrap_or_else(|e| panic!("{input:?}: {e}"));
     }
-    let regressions = root().join("host-test/fuzz/regressions");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&regressions).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            forms.check(&std::fs::read(&path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            n += 1;
-        }
+    let inputs = regression_inputs(&root().join("host-test/fuzz/regressions")).unwrap();
+    for (path, data) in &inputs {
+        forms.check(data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
-    assert!(n >= 7, "the regression inputs are read: {n}");
+    assert!(inputs.len() >= 7, "the regression inputs are read: {}", inputs.len());
 }
 
 #[test]

@@ -8,8 +8,8 @@ mod common;
 
 mod bench_smoke;
 mod cli;
-mod forms_fuzz;
 mod export_cases;
+mod forms_fuzz;
 mod limits;
 mod mutation;
 mod reports;

@@ -83,10 +83,18 @@ fn well_formed(who: &str, r: &ValidationResponse, json_ok: bool, input: &str) ->
     Ok(())
 }
 
+/// Whether `text` is one JSON value (whitespace around it allowed): only
+/// then is it the same input spliced into Kubewarden's payload as given on
+/// its own. Text with trailing data (`{..},"operation":..`) becomes a
+/// different, valid payload; empty text an invalid one.
+pub fn is_one_json_value(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
 /// The SDK's decoder and every rule, natively: see the module docs.
 pub fn check_rules(subjects: &Subjects, data: &[u8]) -> Result<(), String> {
     let Some(request) = text(data) else { return Ok(()) };
-    let json_ok = serde_json::from_str::<serde::de::IgnoredAny>(request).is_ok();
+    let json_ok = is_one_json_value(request);
     let cluster = crate::NoCluster;
     for (rule, settings) in &subjects.rules {
         let r = (rule.validate_request)(request, settings, &cluster);
