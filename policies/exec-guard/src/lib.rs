@@ -186,7 +186,7 @@ fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings
         let claimed = requests.iter().map(|r| r.total()).fold(0, u64::saturating_add);
         held = held.saturating_add(if per_pod > 0 { per_pod } else { claimed });
         resources.extend(requests.into_iter().flat_map(|r| r.resources.into_iter().map(|(name, _)| name)));
-        match template.claimed_gpus(namespace, cluster, &s.resource_claims) {
+        match template.claimed_gpus(namespace, cluster, s.resource_claims.lookup()) {
             Ok(claims) => {
                 for c in claims {
                     // `allocationMode: All` takes every GPU on the node: at least one.

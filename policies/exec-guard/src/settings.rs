@@ -1,7 +1,7 @@
 //! Settings of `exec-guard`.
 
 use aigov_sdk::settings::non_empty_patterns;
-use aigov_sdk::{GpuResources, Glob, OnLookupError, ResourceClaims, RuleSettings, SettingsError};
+use aigov_sdk::{GpuResources, Glob, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
@@ -28,7 +28,7 @@ pub struct Settings {
     /// ResourceClaims and ResourceClaimTemplates are looked up, and devices
     /// of `gpuDeviceClasses` count as GPUs. Default on: the rule already
     /// reads the pod.
-    pub resource_claims: ResourceClaims,
+    pub resource_claims: ResolvedClaims,
     /// What a failed lookup (forbidden, unavailable) does: `deny` (default)
     /// or `allow`. A pod that does not exist is always denied.
     pub on_lookup_error: OnLookupError,
@@ -42,7 +42,7 @@ impl Default for Settings {
             allow_non_gpu_pods: true,
             guard_port_forward: false,
             gpu_resource_names: GpuResources::default(),
-            resource_claims: ResourceClaims::resolving(),
+            resource_claims: ResolvedClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }

@@ -18,11 +18,10 @@
 
 mod settings;
 
-use aigov_sdk::gpu::GpuRequest;
 use aigov_sdk::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
-use aigov_sdk::text::{count, one_of, quoted};
+use aigov_sdk::text::{one_of, quoted};
 use aigov_sdk::namespaces::Reported;
-use aigov_sdk::{Cluster, Malformed, Namespace, ObjectMeta, Path, Policy, PodTemplate, Request, Verdict, Workload, WorkloadKind};
+use aigov_sdk::{Cluster, GpuUse, Malformed, Namespace, ObjectMeta, Path, Policy, PodTemplate, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings};
 
@@ -43,7 +42,15 @@ impl Policy for GpuAccess {
         // template needs it; `Err(Reported)` once a failed lookup is reported.
         let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
+            let gpus = template.gpu_use(
+                &settings.gpu_resource_names,
+                namespace.name(),
+                cluster,
+                settings.resource_claims.lookup(),
+                settings.on_lookup_error,
+                (", so whether its pods hold GPUs cannot be decided", "; admitted"),
+                &mut verdict,
+            )?;
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
                 check_cpu_training(template, &gpus, c, &mut verdict);
                 if !gpus.is_empty() {
@@ -52,8 +59,8 @@ impl Policy for GpuAccess {
                 }
             }
             if gpus.is_empty() {
-                // A pod with DRA claims may hold GPUs this rule does not see.
-                if !node_agent && template.spec.resource_claims.is_empty() {
+                // Claims not read may hold GPUs this rule does not see.
+                if !node_agent && !gpus.unresolved {
                     check_stays_off_gpu_nodes(template, settings, &mut verdict);
                 }
                 continue;
@@ -75,11 +82,7 @@ impl Policy for GpuAccess {
 fn is_node_agent(w: &Workload<'_>) -> bool {
     match w.kind {
         WorkloadKind::DaemonSet => true,
-        WorkloadKind::Pod => w
-            .metadata
-            .owner_references
-            .iter()
-            .any(|o| o.controller == Some(true) && &*o.kind == "DaemonSet" && o.api_version.starts_with("apps/")),
+        WorkloadKind::Pod => w.metadata.controller().is_some_and(|o| &*o.kind == "DaemonSet"),
         _ => false,
     }
 }
@@ -96,21 +99,7 @@ fn spec_field(t: &PodTemplate<'_>, keys: &[&str]) -> Path {
     if t.is_partial() { Path::root().keys(&["spec", "podTemplateOverrides"]) } else { t.spec_path().keys(keys) }
 }
 
-/// Why the template counts as a GPU template: its first GPU request, and
-/// how many more there are.
-fn why(gpus: &[GpuRequest]) -> String {
-    let first = gpus
-        .first()
-        .and_then(|g| g.resources.first().map(|(name, n)| format!("container `{}` requests {n} `{name}`", g.container_name)));
-    let more = gpus.iter().map(|g| g.resources.len() as u64).sum::<u64>().saturating_sub(1);
-    match (first, more) {
-        (None, _) => "GPU resources".into(),
-        (Some(f), 0) => f,
-        (Some(f), n) => format!("{f}, and {}", count(n, "more request")),
-    }
-}
-
-fn check_service_account(t: &PodTemplate<'_>, gpus: &[GpuRequest], e: &ServiceAccounts, ns: &str, v: &mut Verdict) {
+fn check_service_account(t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts, ns: &str, v: &mut Verdict) {
     let spec = &t.spec;
     let account = spec.service_account();
     if e.allowed.iter().any(|g| g.matches(account)) {
@@ -120,7 +109,7 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &[GpuRequest], e: &ServiceAc
         v.violation(format!(
             "`{}` requests GPUs ({}), but no workload in namespace `{ns}` may use GPUs: run it in a namespace with GPU access, or ask your cluster administrators",
             t.spec_path(),
-            why(gpus)
+            gpus
         ));
         return;
     }
@@ -133,7 +122,7 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &[GpuRequest], e: &ServiceAc
     if named.is_none() && t.is_partial() {
         v.warn(format!(
             "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` sets no service account; its training runtime may, but this rule does not see it: pods that request GPUs in namespace `{ns}` must run as {}",
-            why(gpus),
+            gpus,
             one_of(&allowed)
         ));
         return;
@@ -149,12 +138,12 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &[GpuRequest], e: &ServiceAc
     };
     v.violation(format!(
         "`{field}` {is}, but pods that request GPUs ({}) in namespace `{ns}` must run as {}: {fix}",
-        why(gpus),
+        gpus,
         one_of(&allowed)
     ));
 }
 
-fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &[GpuRequest], s: &Settings, v: &mut Verdict) {
+fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, v: &mut Verdict) {
     let mut missing: Vec<String> = Vec::new();
     for (key, value) in &s.required_node_selector {
         match label_demand(&t.spec, key) {
@@ -169,7 +158,7 @@ fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &[GpuRequest], s: &Settin
                 v.violation(format!(
                     "`{field}` selects nodes with `{key}` {}, but pods that request GPUs ({}) must select exactly `{key}: {value}`",
                     one_of(&got),
-                    why(gpus)
+                    gpus
                 ));
             }
         }
@@ -181,14 +170,14 @@ fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &[GpuRequest], s: &Settin
     if t.is_partial() {
         v.warn(format!(
             "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` does not select GPU nodes; its training runtime may, but this rule does not see it: GPU pods need `{add}`",
-            why(gpus)
+            gpus
         ));
         return;
     }
     v.violation(format!(
         "`{}` requests GPUs ({}) but does not select GPU nodes: add `{add}` (or a required node affinity with the same values)",
         t.spec_path(),
-        why(gpus)
+        gpus
     ));
 }
 
@@ -274,14 +263,21 @@ fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict)
     }
 }
 
-fn check_cpu_training(t: &PodTemplate<'_>, gpus: &[GpuRequest], c: &CpuTraining, v: &mut Verdict) {
+fn check_cpu_training(t: &PodTemplate<'_>, gpus: &GpuUse, c: &CpuTraining, v: &mut Verdict) {
     let label = format!("{}: {}", c.label, c.value);
-    for g in gpus {
+    for g in &gpus.requests {
         let names: Vec<&str> = g.resources.iter().map(|(n, _)| n.as_str()).collect();
         let at = if t.is_partial() { t.path().key("resourcesPerNode") } else { g.container_path.key("resources") };
         v.violation(format!(
             "`{at}` requests GPUs ({}), but the workload is labelled `{label}`, and CPU training requests no GPU: remove the GPU request, or label the workload for GPU training",
             quoted(&names)
+        ));
+    }
+    for claim in &gpus.claims {
+        v.violation(format!(
+            "`{}` claims GPUs ({}), but the workload is labelled `{label}`, and CPU training requests no GPU: remove the claim, or label the workload for GPU training",
+            spec_field(t, &["resourceClaims"]),
+            claim.describe()
         ));
     }
     if !c.require_node_preference {

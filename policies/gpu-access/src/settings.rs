@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use aigov_sdk::names::{label_key, label_value, name_part};
 use aigov_sdk::scheduling::TaintSetting;
 use aigov_sdk::settings::non_empty_patterns;
-use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, RuleSettings, SettingsError};
+use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -38,7 +38,14 @@ pub struct Settings {
     pub check_daemon_sets: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// What a failed Namespace lookup does: `deny` (default) or `allow`.
+    /// GPUs claimed through Dynamic Resource Allocation: the pod's
+    /// ResourceClaims and ResourceClaimTemplates are read (on by default),
+    /// and devices of `gpuDeviceClasses` count as GPUs, so a pod that gets
+    /// its GPU through `spec.resourceClaims` is held to the same service
+    /// accounts and node selection.
+    pub resource_claims: ResolvedClaims,
+    /// What a failed lookup (the Namespace, a resource claim) does: `deny`
+    /// (default) or `allow`.
     pub on_lookup_error: OnLookupError,
 }
 
@@ -58,6 +65,7 @@ impl Default for Settings {
             cpu_training: Some(CpuTraining::default()),
             check_daemon_sets: false,
             gpu_resource_names: GpuResources::default(),
+            resource_claims: ResolvedClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -131,7 +139,8 @@ impl RuleSettings for Settings {
             label_key(&c.label).map_err(|why| SettingsError::new("cpuTraining.label", format!("`{}` is not a valid label key: {why}", c.label)))?;
             name_part(&c.value).map_err(|why| SettingsError::new("cpuTraining.value", format!("`{}` is not a valid label value: {why}", c.value)))?;
         }
-        self.gpu_resource_names.validate("gpuResourceNames")
+        self.gpu_resource_names.validate("gpuResourceNames")?;
+        self.resource_claims.validate("resourceClaims")
     }
 }
 

@@ -13,11 +13,10 @@
 
 mod settings;
 
-use aigov_sdk::gpu::GpuRequest;
 use aigov_sdk::scheduling::{LabelDemand, demand_field, label_demand};
-use aigov_sdk::text::{count, one_of, quoted};
+use aigov_sdk::text::{one_of, quoted};
 use aigov_sdk::namespaces::Reported;
-use aigov_sdk::{Cluster, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
+use aigov_sdk::{Cluster, GpuUse, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{GFD_PRODUCT_LABEL, Products, Settings};
 
@@ -36,7 +35,15 @@ impl Policy for GpuClassByNamespace {
         // Which entry applies, found when the first GPU template needs it.
         let mut entry: Option<Result<Option<&Products>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
+            let gpus = template.gpu_use(
+                &settings.gpu_resource_names,
+                namespace.name(),
+                cluster,
+                settings.resource_claims.lookup(),
+                settings.on_lookup_error,
+                (", so the GPU products its pods get cannot be checked", "; admitted"),
+                &mut verdict,
+            )?;
             if gpus.is_empty() {
                 continue;
             }
@@ -52,9 +59,32 @@ impl Policy for GpuClassByNamespace {
     }
 }
 
-/// Checks one template that requests GPUs against the entry that applies.
-fn check(t: &PodTemplate<'_>, gpus: &[GpuRequest], p: &Products, s: &Settings, ns: &str, v: &mut Verdict) {
+/// Checks one template that holds GPUs against the entry that applies:
+/// the products its claims' device classes give, then the products its
+/// node selection lets it land on.
+fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &str, v: &mut Verdict) {
     let key = s.product_label.as_str();
+    let mut unknown_product = !gpus.requests.is_empty();
+    for claim in &gpus.claims {
+        for class in &claim.classes {
+            let Some(product) = s.device_class_products.get(class) else {
+                unknown_product = true;
+                continue;
+            };
+            if !p.allows(product) {
+                v.violation(format!(
+                    "`{}` claims devices of class `{class}` (GPU product `{product}`, as `deviceClassProducts` says) through {}, which pods in namespace `{ns}` may not use; they may use {}",
+                    t.spec_path().key("resourceClaims"),
+                    claim.source,
+                    may_use(p),
+                ));
+            }
+        }
+    }
+    // A pod bound to a node by name skips the scheduler; the kubelet still
+    // refuses it on a node its node selection does not match, so it must
+    // name a product for the check to mean anything.
+    let bound = t.spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
     match label_demand(&t.spec, key) {
         LabelDemand::OneOf(values) => {
             let bad: Vec<&str> = values.iter().map(String::as_str).filter(|x| !p.allows(x)).collect();
@@ -69,7 +99,7 @@ fn check(t: &PodTemplate<'_>, gpus: &[GpuRequest], p: &Products, s: &Settings, n
                 may_use(p),
             ));
         }
-        LabelDemand::Open if !p.required => {}
+        LabelDemand::Open if !unknown_product || (!p.required && !bound) => {}
         LabelDemand::Open => {
             let how = match example(p) {
                 Some(e) => format!("set `nodeSelector: {{{key}: {e}}}`, or a required node affinity on `{key}`"),
@@ -77,16 +107,22 @@ fn check(t: &PodTemplate<'_>, gpus: &[GpuRequest], p: &Products, s: &Settings, n
             };
             if t.is_partial() {
                 v.warn(format!(
-                    "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` selects no GPU product; its training runtime may, but this rule does not see it: pods in namespace `{ns}` may use {}",
-                    why(gpus),
+                    "the trainer requests GPUs ({gpus}) and `spec.podTemplateOverrides` selects no GPU product; its training runtime may, but this rule does not see it: pods in namespace `{ns}` may use {}",
+                    may_use(p),
+                ));
+                return;
+            }
+            if bound && !p.required {
+                v.violation(format!(
+                    "`{}` binds the pod to a node by name, skipping the scheduler, and the pod requests GPUs ({gpus}) but selects no GPU product, so it can be bound to any GPU node; pods in namespace `{ns}` may use {}: {how} (the kubelet refuses the pod on a node that does not match it)",
+                    t.spec_path().key("nodeName"),
                     may_use(p),
                 ));
                 return;
             }
             v.violation(format!(
-                "`{}` requests GPUs ({}) but selects no GPU product, so its pods can land on any GPU node; pods in namespace `{ns}` may use {}: {how}",
+                "`{}` requests GPUs ({gpus}) but selects no GPU product, so its pods can land on any GPU node; pods in namespace `{ns}` may use {}: {how}",
                 t.spec_path(),
-                why(gpus),
                 may_use(p),
             ));
         }
@@ -121,20 +157,6 @@ fn may_use(p: &Products) -> String {
 /// A product to suggest: the first allowed one without wildcards.
 fn example(p: &Products) -> Option<&str> {
     p.allowed.iter().map(|g| g.as_str()).find(|g| !g.contains(['*', '?']))
-}
-
-/// Why the template counts as a GPU template: its first GPU container, and
-/// how many more there are.
-fn why(gpus: &[GpuRequest]) -> String {
-    let first = gpus
-        .first()
-        .and_then(|g| g.resources.first().map(|(name, n)| format!("container `{}` requests {n} `{name}`", g.container_name)));
-    let more = gpus.iter().map(|g| g.resources.len() as u64).sum::<u64>().saturating_sub(1);
-    match (first, more) {
-        (None, _) => "GPU resources".into(),
-        (Some(f), 0) => f,
-        (Some(f), n) => format!("{f}, and {}", count(n, "more request")),
-    }
 }
 
 aigov_sdk::export_policy!(GpuClassByNamespace);

@@ -1,7 +1,9 @@
 //! Settings of `gpu-class-by-namespace`.
 
 use aigov_sdk::names::{label_key, label_value_pattern};
-use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, RuleSettings, SettingsError};
+use std::collections::BTreeMap;
+
+use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The node label NVIDIA's GPU feature discovery puts on GPU nodes, naming
@@ -23,7 +25,19 @@ pub struct Settings {
     pub product_label: String,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// What a failed Namespace lookup does: `deny` (default) or `allow`.
+    /// GPUs claimed through Dynamic Resource Allocation: the pod's
+    /// ResourceClaims and ResourceClaimTemplates are read (on by default),
+    /// and a pod whose claims bring GPU devices is held to the same
+    /// products.
+    pub resource_claims: ResolvedClaims,
+    /// The GPU product each DRA device class gives, where a class stands
+    /// for one product (`h100.nvidia.com: NVIDIA-H100-80GB-HBM3`): a claim
+    /// of such a class is checked as a node selector naming that product
+    /// would be. A claim of a class not listed says nothing of its product,
+    /// so the pod's node selection must name one. Default: none.
+    pub device_class_products: BTreeMap<String, String>,
+    /// What a failed lookup (the Namespace, a resource claim) does: `deny`
+    /// (default) or `allow`.
     pub on_lookup_error: OnLookupError,
 }
 
@@ -38,6 +52,8 @@ impl Default for Settings {
             }],
             product_label: GFD_PRODUCT_LABEL.into(),
             gpu_resource_names: GpuResources::default(),
+            resource_claims: ResolvedClaims::default(),
+            device_class_products: BTreeMap::new(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -111,7 +127,13 @@ impl RuleSettings for Settings {
         if let Err(why) = label_key(&self.product_label) {
             return Err(SettingsError::new("productLabel", format!("`{}` is not a valid node label key: {why}", self.product_label)));
         }
-        self.gpu_resource_names.validate("gpuResourceNames")
+        for (class, product) in &self.device_class_products {
+            if let Err(why) = aigov_sdk::names::name_part(product) {
+                return Err(SettingsError::new(format!("deviceClassProducts.{class}"), format!("`{product}` is not a GPU product label value: {why}")));
+            }
+        }
+        self.gpu_resource_names.validate("gpuResourceNames")?;
+        self.resource_claims.validate("resourceClaims")
     }
 }
 

@@ -27,8 +27,10 @@ impl Policy for GpuNodeAvoidance {
             return Ok(v);
         };
         // A controller's copy (a Deployment's ReplicaSet) follows its owner;
-        // a DaemonSet's pods and a node's mirror pods belong on their node.
-        if mutate::controlled_copy(w) || w.metadata.controller().is_some_and(|c| matches!(&*c.kind, "DaemonSet" | "Node")) {
+        // a DaemonSet's pods belong on their node (as a node's mirror pods
+        // do, which are bound to it by `nodeName`, below). A Node named as
+        // controller by anyone but its kubelet proves nothing.
+        if mutate::controlled_copy(w) || w.metadata.controller().is_some_and(|c| &*c.kind == "DaemonSet") {
             return Ok(v);
         }
         for t in w.templates() {

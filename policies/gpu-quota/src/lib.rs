@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use aigov_sdk::cluster::{list_pods, object_meta};
 use aigov_sdk::glob;
+use aigov_sdk::scale::ScaleChange;
 use aigov_sdk::text::count;
 use aigov_sdk::{
     Cluster, GpuCounts, Malformed, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload, WorkloadKind,
@@ -35,30 +36,17 @@ impl Policy for GpuQuota {
 
     fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
+        if let Some(change) = ScaleChange::of(req)? {
+            check_scale(&change, req.object_namespace(), settings, cluster, &mut verdict)?;
+            return Ok(verdict);
+        }
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        // GPUs per pod of each template, before any lookup: a workload
-        // without GPUs costs no host call.
-        let mut gpus: Vec<(&PodTemplate<'_>, GpuCounts)> = Vec::new();
-        for t in workload.templates() {
-            let per_pod = t.gpus_per_pod(&settings.gpu_resource_names)?;
-            if !per_pod.is_empty() {
-                gpus.push((t, per_pod));
-            }
-        }
-        if gpus.is_empty() {
+        let namespace = req.object_namespace();
+        let Some((caps, gpus)) = check_at_full_scale(workload, namespace, settings, cluster, &mut verdict)? else {
             return Ok(verdict);
-        }
-        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
-        let caps = match Caps::of(settings, namespace, cluster) {
-            Ok(c) => c,
-            Err(why) => {
-                lookup_failed(&mut verdict, settings, format!("the Namespace `{namespace}` could not be read ({why}), so the GPU limits that apply to it are unknown"));
-                return Ok(verdict);
-            }
         };
-        check_workload(workload, &gpus, &caps, namespace, &mut verdict);
         // Only a new Pod adds GPUs to its namespace: a Pod's extended
         // resources cannot change once it exists (in-place resize covers
         // CPU and memory alone), so an UPDATE is not counted again.
@@ -69,6 +57,69 @@ impl Policy for GpuQuota {
             check_namespace(workload, own, &caps, namespace, settings, cluster, &mut verdict)?;
         }
         Ok(verdict)
+    }
+}
+
+/// GPUs per pod of each template, and the workload's GPUs at full scale
+/// against its namespace's cap. `None` when it holds no GPU (then nothing
+/// is looked up) or the caps could not be read (reported on `v`).
+#[allow(clippy::type_complexity)]
+fn check_at_full_scale<'w, 'a>(
+    w: &'w Workload<'a>,
+    namespace: &str,
+    s: &Settings,
+    cluster: &dyn Cluster,
+    v: &mut Verdict,
+) -> Result<Option<(Caps, Vec<(&'w PodTemplate<'a>, GpuCounts)>)>, Malformed> {
+    let mut gpus: Vec<(&PodTemplate<'_>, GpuCounts)> = Vec::new();
+    for t in w.templates() {
+        let per_pod = t.gpus_per_pod(&s.gpu_resource_names)?;
+        if !per_pod.is_empty() {
+            gpus.push((t, per_pod));
+        }
+    }
+    if gpus.is_empty() {
+        return Ok(None);
+    }
+    let caps = match Caps::of(s, namespace, cluster) {
+        Ok(c) => c,
+        Err(why) => {
+            lookup_failed(v, s, format!("the Namespace `{namespace}` could not be read ({why}), so the GPU limits that apply to it are unknown"));
+            return Ok(None);
+        }
+    };
+    check_workload(w, &gpus, &caps, namespace, v);
+    Ok(Some((caps, gpus)))
+}
+
+/// `kubectl scale` (or an autoscaler) raising a workload's replicas: the
+/// workload is looked up and judged at its new scale, as if it had been
+/// submitted with that `spec.replicas`. Lowering them is always admitted.
+fn check_scale(change: &ScaleChange, namespace: &str, s: &Settings, cluster: &dyn Cluster, v: &mut Verdict) -> Result<(), Malformed> {
+    if change.scales_down() {
+        return Ok(());
+    }
+    let what = |why: &str| {
+        format!(
+            "the {} `{}` could not be read ({why}), so the GPUs it would hold at {} replicas are unknown",
+            change.kind.kind(),
+            change.name,
+            change.replicas
+        )
+    };
+    let json = match change.target(namespace, cluster) {
+        Ok(json) => json,
+        Err(e) => {
+            lookup_failed(v, s, what(e.first_line()));
+            return Ok(());
+        }
+    };
+    match Workload::parse(change.kind, &json) {
+        Ok(w) => check_at_full_scale(&w, namespace, s, cluster, v).map(|_| ()),
+        Err(e) => {
+            lookup_failed(v, s, what(&e.0));
+            Ok(())
+        }
     }
 }
 

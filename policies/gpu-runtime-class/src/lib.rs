@@ -8,11 +8,10 @@
 
 mod settings;
 
-use aigov_sdk::gpu::ClaimError;
 use aigov_sdk::gpu_runtime::{self, CalledFor};
 use aigov_sdk::scheduling::pod_tolerates;
 use aigov_sdk::text::quoted;
-use aigov_sdk::{Cluster, Malformed, OnLookupError, Policy, PodTemplate, Request, Verdict};
+use aigov_sdk::{Cluster, Malformed, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{Requirement, Settings, Taint};
 
@@ -27,7 +26,7 @@ impl Policy for GpuRuntimeClass {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
+        let namespace = req.object_namespace();
         for template in workload.templates() {
             let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
             let claims = claims(template, namespace, cluster, settings, &mut verdict)?;
@@ -53,18 +52,9 @@ impl Policy for GpuRuntimeClass {
 /// What the template's DRA claims bring: `(device class, claim)` pairs.
 /// A failed lookup denies or warns, as `onLookupError` says.
 fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
-    match t.claimed_gpus(ns, cluster, &s.resource_claims) {
-        Ok(c) => Ok(c.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect()),
-        Err(ClaimError::Malformed(e)) => Err(e),
-        Err(ClaimError::Lookup(e)) => {
-            let what = format!("the resource claims of `{}` could not be read ({})", t.spec_path().key("resourceClaims"), e.first_line());
-            match s.on_lookup_error {
-                OnLookupError::Deny => v.violation(format!("{what}, so their GPUs cannot be checked; try again, or ask your cluster administrators")),
-                OnLookupError::Allow => v.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
-            }
-            Ok(Vec::new())
-        }
-    }
+    let needed_for = (", so their GPUs cannot be checked", "; admitted");
+    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
+    Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
 }
 
 fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>, v: &mut Verdict) {

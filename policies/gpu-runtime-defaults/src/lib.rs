@@ -11,12 +11,11 @@
 
 mod settings;
 
-use aigov_sdk::gpu::ClaimError;
 use aigov_sdk::gpu_runtime::{self, CalledFor};
 use aigov_sdk::mutate::{self, may_edit_template};
 use aigov_sdk::scheduling::pod_tolerates;
 use aigov_sdk::text::quoted;
-use aigov_sdk::{Cluster, Malformed, OnLookupError, Policy, PodTemplate, Request, Verdict};
+use aigov_sdk::{Cluster, Malformed, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{Requirement, Settings, Taint};
 
@@ -35,7 +34,7 @@ impl Policy for GpuRuntimeDefaults {
         if mutate::controlled_copy(w) {
             return Ok(v);
         }
-        let namespace = req.namespace().or(w.metadata.namespace.as_deref()).unwrap_or("default");
+        let namespace = req.object_namespace();
         for t in w.templates() {
             if !may_edit_template(req, t) {
                 continue;
@@ -97,20 +96,9 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v:
 /// What the template's DRA claims bring: `(device class, claim)` pairs.
 /// A failed lookup denies or warns, as `onLookupError` says.
 fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
-    match t.claimed_gpus(ns, cluster, &s.resource_claims) {
-        Ok(c) => Ok(c.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect()),
-        Err(ClaimError::Malformed(e)) => Err(e),
-        Err(ClaimError::Lookup(e)) => {
-            let what = format!("the resource claims of `{}` could not be read ({})", t.spec_path().key("resourceClaims"), e.first_line());
-            match s.on_lookup_error {
-                OnLookupError::Deny => v.violation(format!(
-                    "{what}, so the rule cannot tell which GPU defaults the pod needs; try again, or ask your cluster administrators"
-                )),
-                OnLookupError::Allow => v.warn(format!("{what}; admitted without GPU defaults for them because `onLookupError` is `allow`")),
-            }
-            Ok(Vec::new())
-        }
-    }
+    let needed_for = (", so the rule cannot tell which GPU defaults the pod needs", "; admitted without GPU defaults for them");
+    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
+    Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
 }
 
 aigov_sdk::export_policy!(GpuRuntimeDefaults);

@@ -68,7 +68,7 @@ impl Policy for IdleGpuPods {
 /// `resourceClaims.resolve`); a failed lookup denies or warns, as
 /// `onLookupError` says.
 fn claimed(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<String>, Malformed> {
-    match t.claimed_gpus(ns, cluster, &s.resource_claims) {
+    match t.claimed_gpus(ns, cluster, s.resource_claims.lookup()) {
         Ok(c) => Ok(c.into_iter().map(|c| c.claim).collect()),
         Err(ClaimError::Malformed(e)) => Err(e),
         Err(ClaimError::Lookup(e)) => {

@@ -43,7 +43,7 @@ impl Policy for MigProfiles {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
+        let namespace = req.object_namespace();
         let gpus = nvidia();
         // The namespace's ResourceQuotas, listed once, when first needed.
         let mut quotas: Option<Result<Vec<Quota>, String>> = None;

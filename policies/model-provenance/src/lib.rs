@@ -44,7 +44,11 @@ impl Policy for ModelProvenance {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        if !settings.governs(workload.kind) {
+        // A controller's copy (the StatefulSet a Notebook's controller
+        // builds, the Deployment KServe builds for an InferenceService)
+        // carries what its owner declared, checked when the owner was
+        // submitted; its own metadata is the controller's.
+        if !settings.governs(workload.kind) || aigov_sdk::mutate::controlled_copy(workload) {
             return Ok(verdict);
         }
         for (key, message) in check(workload, settings) {
@@ -66,7 +70,7 @@ pub fn check(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
     // data handling: the pods' labels are what matters.
     for set in label_sets(w, scope).into_iter().filter(|s| s.site != LabelSite::JobTemplate) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
-        if set.site != LabelSite::Object {
+        if set.site != LabelSite::Object && set.inherits.is_none() {
             out.extend(disagreements(&s.required_labels, set.labels, &w.metadata.labels, &set.path.to_string()).into_iter().map(|m| (m.clone(), m)));
         }
     }

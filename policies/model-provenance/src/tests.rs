@@ -111,13 +111,25 @@ fn kubeflow_jobs_check_every_replica_template_and_trainjobs_the_top() {
 }
 
 #[test]
-fn inference_services_use_the_components_labels() {
+fn inference_services_lend_their_labels_to_the_components() {
+    // KServe gives every component's pods the InferenceService's labels,
+    // the component's own `labels` over them.
     let isvc = format!(
         r#"{{"metadata":{{"annotations":{ANN},"labels":{LABELS}}},"spec":{{"predictor":{{"model":{{"modelFormat":{{"name":"sklearn"}},"storageUri":"gs://m"}}}}}}}}"#
     );
-    let found = problems(WorkloadKind::InferenceService, &isvc);
-    assert_eq!(found.len(), 1);
-    assert!(found[0].starts_with("label `data-classification` is missing from `spec.predictor.labels`"), "{found:?}");
+    assert_eq!(problems(WorkloadKind::InferenceService, &isvc), Vec::<String>::new());
+    let contradicting = format!(
+        r#"{{"metadata":{{"annotations":{ANN},"labels":{LABELS}}},"spec":{{"predictor":{{"labels":{{"data-classification":"public"}},"model":{{"modelFormat":{{"name":"sklearn"}},"storageUri":"gs://m"}}}}}}}}"#
+    );
+    let found = problems(WorkloadKind::InferenceService, &contradicting);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("label `data-classification` in `spec.predictor.labels` is `public`, but `metadata.labels` has `"), "{found:?}");
+    let unlabelled = format!(
+        r#"{{"metadata":{{"annotations":{ANN}}},"spec":{{"predictor":{{"labels":{LABELS},"model":{{"modelFormat":{{"name":"sklearn"}},"storageUri":"gs://m"}}}}}}}}"#
+    );
+    let found = problems(WorkloadKind::InferenceService, &unlabelled);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("label `data-classification` is missing from `metadata.labels`"), "{found:?}");
 }
 
 #[test]

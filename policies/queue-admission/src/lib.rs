@@ -27,7 +27,7 @@ impl Policy for QueueAdmission {
         if !is_queued_kind(w.kind) {
             return Ok(v);
         }
-        let ns = req.namespace().or(w.metadata.namespace.as_deref()).unwrap_or("default");
+        let ns = req.object_namespace();
         if !any_match(&s.governed_namespaces, ns) {
             return Ok(v);
         }

@@ -252,6 +252,21 @@ pub enum OnLookupError {
     Allow,
 }
 
+impl OnLookupError {
+    /// Records a failed lookup the way every context-aware rule words it:
+    /// `what` could not be read (quoting the first line of the host's
+    /// error), then with `deny` a violation, `what` + `deny` + "; try again,
+    /// or ask your cluster administrators" (`deny`: `, so … cannot be
+    /// decided`), with `allow` a warning, `what` + `allow` + " because
+    /// `onLookupError` is `allow`" (`allow`: `; admitted`).
+    pub fn report(self, what: &str, deny: &str, allow: &str, verdict: &mut crate::Verdict) {
+        match self {
+            OnLookupError::Deny => verdict.violation(format!("{what}{deny}; try again, or ask your cluster administrators")),
+            OnLookupError::Allow => verdict.warn(format!("{what}{allow} because `onLookupError` is `allow`")),
+        }
+    }
+}
+
 /// Read-only access to cluster state.
 pub trait Cluster {
     /// One object as JSON. `api_version` is `v1` or `group/version`; `kind`

@@ -9,13 +9,19 @@
 //! - updates of objects being deleted (`deletionTimestamp` set): a
 //!   controller removing its finalizer sends exactly that, and refusing it
 //!   leaves the object terminating forever;
+//! - updates that change only bookkeeping (`status`, finalizers, owner
+//!   references removed by the garbage collector: see
+//!   [`mutate::bookkeeping_only`]), checked only when the rule would refuse
+//!   or change the object, so the common update costs nothing more;
 //! - exempt namespaces, users and groups.
 //!
 //! After it runs: on UPDATE with `allowExistingViolations` (the default),
 //! violations the old object already had are dropped (and reported as
 //! warnings), so a label edit on a workload created before the rule existed
 //! goes through while anything new is refused; edits of a mutating rule are
-//! applied only when the request is admitted and is a CREATE or UPDATE.
+//! applied only when the request is admitted and is a CREATE or UPDATE, and
+//! on UPDATE only where the API server accepts them
+//! ([`mutate::update_allows`]; the others become warnings).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,6 +29,7 @@ use std::fmt::Write as _;
 use serde_json::value::RawValue;
 
 use crate::json::{self, Edit};
+use crate::mutate;
 use crate::metadata::PolicyMetadata;
 use crate::dec::Dec;
 use crate::request::{AdmissionRequest, Malformed, Operation, Request, Wants, decode_request, explain_request};
@@ -234,7 +241,10 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
         }
     };
     let parts = verdict.into_parts();
-    let (mut violations, edits) = (parts.violations, parts.edits);
+    let (mut violations, mut edits) = (parts.violations, parts.edits);
+    if (!violations.is_empty() || !edits.is_empty()) && mutate::bookkeeping_only(request) {
+        return outcome;
+    }
     outcome.warnings = parts.warnings;
     outcome.audit_annotations = parts.audit_annotations;
     if !violations.is_empty() && settings.allow_existing_violations && request.operation() == Operation::Update {
@@ -247,6 +257,18 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
         );
     }
     outcome.violations = violations.into_iter().map(|(_, v)| v).collect();
+    if request.operation() == Operation::Update && !edits.is_empty() {
+        let (kept, refused): (Vec<Edit>, Vec<Edit>) = edits.into_iter().partition(|e| mutate::update_allows(request, e.path()));
+        edits = kept;
+        let what = request.workload().map(|w| w.kind.kind()).unwrap_or("object");
+        outcome.warnings.extend(refused.iter().map(|e| {
+            format!(
+                "{} (not applied): would {}, but Kubernetes allows no change to the pod template of an existing {what} beyond its scheduling directives, and those only while it is suspended and has never started; recreate the {what} to get it",
+                P::METADATA.name,
+                describe(e)
+            )
+        }));
+    }
     if !edits.is_empty() && outcome.violations.is_empty() && matches!(request.operation(), Operation::Create | Operation::Update) {
         match settings.mode {
             Mode::Enforce => match mutate(request, &edits) {

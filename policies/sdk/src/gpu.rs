@@ -11,12 +11,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, LookupError};
+use crate::cluster::{Cluster, LookupError, OnLookupError};
 use crate::glob::{Glob, any_match};
 use crate::json::Path;
 use crate::pod::Resources;
 use crate::request::{Malformed, Str, nullable};
 use crate::settings::{SettingsError, non_empty_patterns};
+use crate::verdict::Verdict;
 use crate::workload::{ContainerList, ContainerRef, PodTemplate};
 
 /// The extended resources that count as GPUs: wildcard patterns, by default
@@ -397,27 +398,59 @@ pub fn describe_counts(counts: &GpuCounts) -> String {
 /// `ResourceClaimTemplate` of `resource.k8s.io/v1` in its
 /// `contextAwareResources`) and counts devices of the GPU device classes.
 /// Without it, DRA GPUs are not seen.
+///
+/// `D` is the rule's default for `resolve` ([`NotByDefault`], or
+/// [`ByDefault`] for the context-aware rules that read claims unasked):
+/// settings that write `resourceClaims` without `resolve` keep that
+/// default, so writing only `gpuDeviceClasses` never switches resolution
+/// off.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct ResourceClaims {
-    /// Whether to look claims up. Default set by each rule.
+#[serde(rename_all = "camelCase", deny_unknown_fields, default, bound = "")]
+pub struct ResourceClaims<D: ResolveDefault = NotByDefault> {
+    /// Whether to look claims up. Default: the rule's (`D`).
     pub resolve: bool,
     /// Device classes that are GPUs (wildcards allowed). Default
     /// `gpu.nvidia.com` (NVIDIA's DRA driver).
     pub gpu_device_classes: Vec<Glob>,
+    #[serde(skip)]
+    rule_default: std::marker::PhantomData<D>,
 }
 
-impl Default for ResourceClaims {
+/// A rule's default for [`ResourceClaims::resolve`].
+pub trait ResolveDefault: Clone + fmt::Debug + PartialEq + Eq {
+    /// The default.
+    const RESOLVE: bool;
+}
+
+/// Claims are not read unless `resolve` is set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotByDefault;
+
+/// Claims are read unless `resolve: false` is set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ByDefault;
+
+impl ResolveDefault for NotByDefault {
+    const RESOLVE: bool = false;
+}
+
+impl ResolveDefault for ByDefault {
+    const RESOLVE: bool = true;
+}
+
+/// The `resourceClaims` setting of rules that read claims by default.
+pub type ResolvedClaims = ResourceClaims<ByDefault>;
+
+impl<D: ResolveDefault> Default for ResourceClaims<D> {
     fn default() -> Self {
-        ResourceClaims { resolve: false, gpu_device_classes: vec![Glob::new("gpu.nvidia.com")] }
+        ResourceClaims { resolve: D::RESOLVE, gpu_device_classes: vec![Glob::new("gpu.nvidia.com")], rule_default: std::marker::PhantomData }
     }
 }
 
-impl ResourceClaims {
-    /// Resolution switched on (the default of rules that already look pods
-    /// up, like exec-guard).
-    pub fn resolving() -> ResourceClaims {
-        ResourceClaims { resolve: true, ..ResourceClaims::default() }
+impl<D: ResolveDefault> ResourceClaims<D> {
+    /// The setting as the lookups read it.
+    pub fn lookup(&self) -> ClaimLookup<'_> {
+        ClaimLookup { resolve: self.resolve, gpu_device_classes: &self.gpu_device_classes }
     }
 
     /// Checks the settings under `key`.
@@ -430,6 +463,16 @@ impl ResourceClaims {
         }
         non_empty_patterns(&format_args!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
     }
+}
+
+/// A [`ResourceClaims`] setting, whatever its rule's default: what
+/// [`PodTemplate::claimed_gpus`] reads.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimLookup<'s> {
+    /// Whether to look claims up.
+    pub resolve: bool,
+    /// Device classes that are GPUs.
+    pub gpu_device_classes: &'s [Glob],
 }
 
 /// The API version of the DRA kinds (GA since Kubernetes 1.34).
@@ -583,7 +626,7 @@ impl PodTemplate<'_> {
     /// The GPUs this template's pods claim through DRA, resolving each
     /// `spec.resourceClaims` entry in `namespace`. Claims of no GPU device
     /// class are left out.
-    pub fn claimed_gpus(&self, namespace: &str, cluster: &dyn Cluster, settings: &ResourceClaims) -> Result<Vec<ClaimedGpus>, ClaimError> {
+    pub fn claimed_gpus(&self, namespace: &str, cluster: &dyn Cluster, settings: ClaimLookup<'_>) -> Result<Vec<ClaimedGpus>, ClaimError> {
         let mut out = Vec::new();
         if !settings.resolve {
             return Ok(out);
@@ -604,7 +647,7 @@ impl PodTemplate<'_> {
                     .spec
                     .and_then(|s| s.spec)
             };
-            match claim_gpus_and_classes(spec, &settings.gpu_device_classes) {
+            match claim_gpus_and_classes(spec, settings.gpu_device_classes) {
                 (Some(0), _) => {}
                 (devices, classes) => out.push(ClaimedGpus {
                     claim: claim.name.to_string(),
@@ -615,6 +658,125 @@ impl PodTemplate<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+impl PodTemplate<'_> {
+    /// [`PodTemplate::claimed_gpus`], with a failed lookup reported on
+    /// `verdict` as `on` says ([`OnLookupError::report`]: `deny` and `allow`
+    /// say what the claims were needed for) and no claims returned for it.
+    /// Only a claim object that cannot be read is an error.
+    pub fn claimed_gpus_or_report(
+        &self,
+        namespace: &str,
+        cluster: &dyn Cluster,
+        settings: ClaimLookup<'_>,
+        on: OnLookupError,
+        (deny, allow): (&str, &str),
+        verdict: &mut Verdict,
+    ) -> Result<Vec<ClaimedGpus>, Malformed> {
+        Ok(self.claims_or_report(namespace, cluster, settings, on, (deny, allow), verdict)?.unwrap_or_default())
+    }
+
+    /// The claims, or `None` when the lookup failed (and was reported).
+    fn claims_or_report(
+        &self,
+        namespace: &str,
+        cluster: &dyn Cluster,
+        settings: ClaimLookup<'_>,
+        on: OnLookupError,
+        (deny, allow): (&str, &str),
+        verdict: &mut Verdict,
+    ) -> Result<Option<Vec<ClaimedGpus>>, Malformed> {
+        match self.claimed_gpus(namespace, cluster, settings) {
+            Ok(c) => Ok(Some(c)),
+            Err(ClaimError::Malformed(e)) => Err(e),
+            Err(ClaimError::Lookup(e)) => {
+                let what = format!("the resource claims of `{}` could not be read ({})", self.spec_path().key("resourceClaims"), e.first_line());
+                on.report(&what, deny, allow, verdict);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Everything this template's pods hold GPUs through: the containers'
+    /// GPU resources, and with `claims.resolve` the resource claims of GPU
+    /// device classes (a failed lookup reported as
+    /// [`PodTemplate::claimed_gpus_or_report`] does). The one answer to
+    /// "does this pod hold GPUs" for every rule that asks it.
+    pub fn gpu_use(
+        &self,
+        gpus: &GpuResources,
+        namespace: &str,
+        cluster: &dyn Cluster,
+        claims: ClaimLookup<'_>,
+        on: OnLookupError,
+        lookup_needed_for: (&str, &str),
+        verdict: &mut Verdict,
+    ) -> Result<GpuUse, Malformed> {
+        let requests = self.gpu_requests(gpus)?;
+        let resolve = claims.resolve;
+        let found = self.claims_or_report(namespace, cluster, claims, on, lookup_needed_for, verdict)?;
+        let unresolved = !self.spec.resource_claims.is_empty() && (!resolve || found.is_none());
+        Ok(GpuUse { requests, claims: found.unwrap_or_default(), unresolved })
+    }
+}
+
+/// What a pod template holds GPUs through ([`PodTemplate::gpu_use`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GpuUse {
+    /// Containers that request GPU resources.
+    pub requests: Vec<GpuRequest>,
+    /// Resource claims that bring GPU devices.
+    pub claims: Vec<ClaimedGpus>,
+    /// Whether the template has resource claims that were not read
+    /// (`resourceClaims.resolve` off, or the lookup failed): they may bring
+    /// GPUs this answer does not count.
+    pub unresolved: bool,
+}
+
+impl GpuUse {
+    /// Whether the pods hold no GPU.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty() && self.claims.is_empty()
+    }
+}
+
+/// Why the template counts as a GPU template, for messages: its first GPU
+/// request (`` container `train` requests 2 `nvidia.com/gpu` ``, or
+/// `` resource claim `gpu` (ResourceClaimTemplate `a100`) requests 1 device
+/// of class `gpu.nvidia.com` ``), and how many more there are.
+impl fmt::Display for GpuUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let resources = self.requests.iter().map(|g| g.resources.len() as u64).sum::<u64>();
+        let more = (resources + self.claims.len() as u64).saturating_sub(1);
+        let first_request = self
+            .requests
+            .first()
+            .and_then(|g| g.resources.first().map(|(name, n)| format!("container `{}` requests {n} `{name}`", g.container_name)));
+        let first = first_request.or_else(|| self.claims.first().map(ClaimedGpus::describe));
+        match (first, more) {
+            (None, _) => f.write_str("GPU resources"),
+            (Some(first), 0) => f.write_str(&first),
+            (Some(first), n) => write!(f, "{first}, and {}", crate::text::count(n, "more request")),
+        }
+    }
+}
+
+impl ClaimedGpus {
+    /// `` resource claim `gpu` (ResourceClaimTemplate `a100`) requests 2
+    /// devices of class `gpu.nvidia.com` ``.
+    pub fn describe(&self) -> String {
+        let devices = match self.devices {
+            None => "every device".to_string(),
+            Some(1) => "1 device".to_string(),
+            Some(n) => format!("{n} devices"),
+        };
+        let class = match self.classes.as_slice() {
+            [one] => format!("of class `{one}`"),
+            many => format!("of the classes {}", crate::text::quoted(many)),
+        };
+        format!("resource claim `{}` ({}) requests {devices} {class}", self.claim, self.source)
     }
 }
 

@@ -119,6 +119,9 @@ impl RequiredLabels {
     /// record it with [`crate::Verdict::violation_keyed`] so that an
     /// UPDATE's old object with the same problem is recognised.
     pub fn check_set(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Vec<(String, String)> {
+        if let Some(object) = set.inherits {
+            return self.check_over(set, object);
+        }
         let mut found: Vec<(String, String)> = self.check_at(set.labels, &set.path).into_iter().map(|p| (p.clone(), p)).collect();
         if let Some((_, first)) = found.first_mut()
             && let Some(hint) = self.copy_hint(set, own, pods_why)
@@ -136,6 +139,32 @@ impl RequiredLabels {
             .iter()
             .flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why))
             .collect()
+    }
+
+    /// A set that adds to the object's labels (an InferenceService
+    /// component's): a label it leaves out is the object's, checked there;
+    /// one it sets must be allowed, and must agree with the object's, since
+    /// its pods get the component's value and the rest of the workload the
+    /// object's.
+    fn check_over(&self, set: &LabelSet<'_, '_>, object: &Labels<'_>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (key, allowed) in &self.0 {
+            let Some(value) = set.labels.get(key.as_str()) else { continue };
+            let path = &set.path;
+            let m = if value.trim().is_empty() {
+                format!("label `{key}` in `{path}` is empty{}", self.hint(key))
+            } else if !allowed.is_empty() && !allowed.iter().any(|a| a == &**value) {
+                format!("label `{key}` in `{path}` is `{value}`; allowed: {}", quoted(allowed))
+            } else if let Some(theirs) = object.get(key.as_str()).filter(|o| *o != value) {
+                format!(
+                    "label `{key}` in `{path}` is `{value}`, but `metadata.labels` has `{theirs}`: these pods get `{value}` and the rest of the workload `{theirs}`, so make them agree (or leave it out of `{path}`)"
+                )
+            } else {
+                continue;
+            };
+            out.push((m.clone(), m));
+        }
+        out
     }
 
     /// What to copy from the object's labels to a template missing them.
@@ -210,6 +239,11 @@ pub struct LabelSet<'w, 'a> {
     /// templates whose [`crate::PodTemplate::path`] starts with it are the
     /// pods these labels speak for.
     pub scope: Path,
+    /// The object's labels, when the pods get them too and these only add
+    /// to them (an InferenceService component: KServe gives its pods the
+    /// InferenceService's labels and the component's, the component's
+    /// winning).
+    pub inherits: Option<&'w Labels<'a>>,
 }
 
 impl LabelSet<'_, '_> {
@@ -223,27 +257,48 @@ impl LabelSet<'_, '_> {
 /// the object's labels, then each job template (CronJob, JobSet) before the
 /// pod template inside it, then the pod templates. A TrainJob's trainer,
 /// completed by its training runtime, has no labels of its own and is left
-/// out.
+/// out. Where the labels of the pods really come from, as the controllers
+/// build them:
+///
+/// - the object's own labels are its pods' labels for a bare Pod, a
+///   Kubeflow Notebook (the notebook-controller copies the Notebook's
+///   labels onto its pod, and the Notebook CRD's `spec.template` has no
+///   `metadata`: the API server prunes it before admission, so the
+///   template has no label set) and a KServe InferenceService (KServe gives
+///   every component's pods the InferenceService's labels, the
+///   component's own `labels` added over them: see [`LabelSet::inherits`]);
+///   these are checked whatever `scope.object` says;
+/// - an object a trusted controller made ([`crate::ObjectMeta::controller`]:
+///   a Notebook's StatefulSet, a Deployment's ReplicaSet) has its own labels
+///   from that controller, not from its author, so only what reaches its
+///   pods is checked.
 pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope) -> Vec<LabelSet<'w, 'a>> {
-    let owns = workload.kind.owns_templates();
+    use crate::workload::WorkloadKind::{InferenceService, Notebook};
+    let kind = workload.kind;
+    let owns = kind.owns_templates();
+    let object_labels_pods = !owns || matches!(kind, Notebook | InferenceService);
+    let controller_made = owns && workload.metadata.controller().is_some();
     let mut sets = Vec::new();
-    if scope.object || !owns {
+    if (scope.object && !controller_made) || object_labels_pods {
         sets.push(LabelSet {
             path: Path::root().keys(&["metadata", "labels"]),
             labels: &workload.metadata.labels,
             site: LabelSite::Object,
             scope: Path::root(),
+            inherits: None,
         });
     }
+    let inherits = (kind == InferenceService).then_some(&workload.metadata.labels);
     let job = |j: &'w crate::workload::JobTemplate<'a>| LabelSet {
         path: j.path.keys(&["metadata", "labels"]),
         labels: &j.metadata.labels,
         site: LabelSite::JobTemplate,
         scope: j.path.clone(),
+        inherits: None,
     };
     let jobs: &[crate::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
     let mut jobs_done = 0;
-    for t in workload.templates().filter(|t| owns && !t.is_partial()) {
+    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial()) {
         if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
             let upto = jobs_done + i + 1;
             sets.extend(jobs.iter().take(upto).skip(jobs_done).map(job));
@@ -252,7 +307,7 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope) -> Vec<
         if scope.pod_templates
             && let Some(labels) = t.labels()
         {
-            sets.push(LabelSet { path: t.labels_path(), labels, site: LabelSite::PodTemplate, scope: t.path().clone() });
+            sets.push(LabelSet { path: t.labels_path(), labels, site: LabelSite::PodTemplate, scope: t.path().clone(), inherits });
         }
     }
     sets.extend(jobs.iter().skip(jobs_done).map(job));

@@ -50,6 +50,7 @@ pub mod namespaces;
 pub mod pod;
 pub mod quantity;
 pub mod request;
+pub mod scale;
 pub mod scheduling;
 pub mod settings;
 pub mod text;
@@ -125,7 +126,7 @@ pub mod bindings {
 
 pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use glob::Glob;
-pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, MigWeights, ResourceClaims};
+pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
 pub use json::{Edit, Path};
 pub use label_selector::LabelSelector;
 pub use labels::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets};

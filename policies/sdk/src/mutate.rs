@@ -67,6 +67,87 @@ pub fn may_edit_template(req: &Request<'_>, t: &PodTemplate<'_>) -> bool {
     }
 }
 
+/// Whether the API server accepts an edit at `path` of the object on this
+/// request. Only an UPDATE of a kind whose pod templates Kubernetes keeps
+/// immutable can refuse one:
+///
+/// - a Job's `spec.template` (and a JobSet's replicated jobs, which its
+///   webhook keeps alike) may not change once created, but for the "mutable
+///   scheduling directives" of a Job that is suspended and has never
+///   started (`status.startTime` unset): the template's labels and
+///   annotations, `nodeSelector`, `affinity`, `tolerations` and
+///   `schedulingGates` (Kubernetes' `validateJobUpdate`; Kueue relies on
+///   it when it admits a suspended Job);
+/// - everything outside the pod templates (the object's own metadata, a
+///   CronJob's job template) may change.
+///
+/// A Pod's spec is left alone on UPDATE by [`may_edit_template`] already.
+/// An edit the API server would refuse gets the whole request refused, so
+/// the SDK drops it and says so in a warning (see `entry`).
+pub fn update_allows(req: &Request<'_>, path: &Path) -> bool {
+    if req.operation() != Operation::Update {
+        return true;
+    }
+    let Some(w) = req.workload() else { return true };
+    if !matches!(w.kind, WorkloadKind::Job | WorkloadKind::JobSet) {
+        return true;
+    }
+    let Some(t) = w.templates().find(|t| path.0.starts_with(&t.path().0)) else { return true };
+    if !suspended_and_never_started(req) {
+        return false;
+    }
+    let after = |prefix: &Path| match path.0.get(prefix.0.len()) {
+        Some(json::Seg::Key(k)) if path.0.starts_with(&prefix.0) => Some(k.clone()),
+        _ => None,
+    };
+    matches!(after(&t.metadata_path()).as_deref(), Some("labels" | "annotations"))
+        || matches!(after(&t.spec_path()).as_deref(), Some("nodeSelector" | "affinity" | "tolerations" | "schedulingGates"))
+}
+
+/// Whether the UPDATE's old object was suspended (`spec.suspend: true`)
+/// and had never started (no `status.startTime`).
+fn suspended_and_never_started(req: &Request<'_>) -> bool {
+    let Some(old) = req.old_object_text() else { return false };
+    json::find(old, &Path::root().keys(&["spec", "suspend"])) == Some("true")
+        && json::find(old, &Path::root().keys(&["status", "startTime"])).is_none_or(|v| v == "null")
+}
+
+/// Whether an UPDATE changes nothing its author asked for: the object and
+/// its old object are equal once the API server's and the controllers'
+/// bookkeeping is set aside: `status`, `metadata.finalizers`,
+/// `metadata.managedFields`, `metadata.resourceVersion`,
+/// `metadata.generation`, and owner references that were only removed
+/// (the garbage collector orphaning dependents, `kubectl delete
+/// --cascade=orphan`). Such an update must never be refused or changed:
+/// refusing the garbage collector's leaves the owner `Terminating` for
+/// ever. Owner references added are not bookkeeping: they change which
+/// controller a rule trusts.
+pub fn bookkeeping_only(req: &Request<'_>) -> bool {
+    use serde_json::Value;
+    if req.operation() != Operation::Update {
+        return false;
+    }
+    let (Some(new), Some(old)) = (req.object_text(), req.old_object_text()) else { return false };
+    let (Ok(mut new), Ok(mut old)) = (serde_json::from_str::<Value>(new), serde_json::from_str::<Value>(old)) else {
+        return false;
+    };
+    let owners = |v: &Value| v.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+    let kept = owners(&old);
+    if !owners(&new).iter().all(|o| kept.contains(o)) {
+        return false;
+    }
+    for v in [&mut new, &mut old] {
+        let Some(object) = v.as_object_mut() else { return false };
+        object.remove("status");
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            for k in ["ownerReferences", "finalizers", "managedFields", "resourceVersion", "generation"] {
+                meta.remove(k);
+            }
+        }
+    }
+    new == old
+}
+
 /// Whether the workload is a controller's copy of someone else's templates:
 /// a kind that owns pod templates, with a controlling owner reference (a
 /// ReplicaSet its Deployment made, a Job its CronJob made, a RayCluster its

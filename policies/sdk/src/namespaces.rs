@@ -130,12 +130,7 @@ impl<'c> Namespace<'c> {
     /// object's `metadata.namespace`, else `default` (where the API server
     /// puts a namespaced object submitted without one).
     pub fn of_request(req: &Request<'_>, cluster: &'c dyn Cluster) -> Namespace<'c> {
-        let name = req
-            .namespace()
-            .filter(|n| !n.is_empty())
-            .or_else(|| req.workload().and_then(|w| w.metadata.namespace.as_deref()).filter(|n| !n.is_empty()))
-            .unwrap_or("default");
-        Namespace::new(name, cluster)
+        Namespace::new(req.object_namespace(), cluster)
     }
 
     /// The name.
@@ -202,14 +197,7 @@ impl<'c> Namespace<'c> {
     /// the labels decide (`which GPU products pods may use`).
     pub fn lookup_failed(&self, error: &LookupError, on: OnLookupError, needed_for: &str, verdict: &mut Verdict) {
         let what = format!("the labels of namespace `{}` could not be read ({})", self.name, error.first_line());
-        match on {
-            OnLookupError::Deny => verdict.violation(format!(
-                "{what}, so {needed_for} cannot be decided; try again, or ask your cluster administrators"
-            )),
-            OnLookupError::Allow => verdict.warn(format!(
-                "{what}, so {needed_for} was not checked; admitted because `onLookupError` is `allow`"
-            )),
-        }
+        on.report(&what, &format!(", so {needed_for} cannot be decided"), &format!(", so {needed_for} was not checked; admitted"), verdict);
     }
 
     /// The first of `entries` whose selector matches the namespace, as

@@ -571,6 +571,17 @@ impl<'a> Request<'a> {
         self.header.namespace.as_deref()
     }
 
+    /// The namespace the request's object goes into: the request's, else
+    /// the object's `metadata.namespace`, else `default` (where the API
+    /// server puts a namespaced object submitted without one). An empty
+    /// namespace counts as none.
+    pub fn object_namespace(&self) -> &str {
+        self.namespace()
+            .filter(|n| !n.is_empty())
+            .or_else(|| self.workload().and_then(|w| w.metadata.namespace.as_deref()).filter(|n| !n.is_empty()))
+            .unwrap_or("default")
+    }
+
     /// The object's name (for `CONNECT`, the pod's).
     pub fn name(&self) -> Option<&str> {
         self.header.name.as_deref()

@@ -129,30 +129,57 @@ impl LabelDemand {
     }
 }
 
-/// What one requirement says of `key`: `Some(values)` when it confines the
-/// label to those values.
-fn requirement_values(r: &SelectorRequirement<'_>, key: &str) -> Option<BTreeSet<String>> {
-    if &*r.key != key {
-        return None;
+/// What one term (its requirements ANDed, as the scheduler reads them)
+/// confines node label `key` to: `Some(values)` when every node the term
+/// matches has the label with one of `values` (`Some(∅)`: no node with the
+/// label at all), `None` when nodes with other values (or without the
+/// label) match too.
+///
+/// - `In` confines the label to its values; several `In` on the key
+///   intersect;
+/// - `NotIn` removes its values from what `In` allows (alone it leaves the
+///   label open: every other value, and nodes without it, match);
+/// - `DoesNotExist` leaves no value: nodes without the label only;
+/// - `Gt` and `Lt` keep the values `In` allows that, read as integers,
+///   are above or below theirs, as the scheduler compares them (a value
+///   that is not an integer matches neither); alone they leave the label
+///   open, since any number of values satisfy them;
+/// - `Exists` says nothing about the value.
+///
+/// A term with no requirements at all matches no node (Kubernetes: "a null
+/// or empty node selector term matches no objects"), so it confines the
+/// label to nothing.
+pub fn term_values(term: &NodeSelectorTerm<'_>, key: &str) -> Option<BTreeSet<String>> {
+    if term.match_expressions.is_empty() && term.match_fields.is_empty() {
+        return Some(BTreeSet::new());
     }
-    match &*r.operator {
-        "In" => Some(r.values.iter().map(|v| v.to_string()).collect()),
-        _ => None,
-    }
-}
-
-/// What one term (its requirements ANDed) confines `key` to.
-fn term_values(term: &NodeSelectorTerm<'_>, key: &str) -> Option<BTreeSet<String>> {
+    let on_key = || term.match_expressions.iter().filter(|r| &*r.key == key);
     let mut out: Option<BTreeSet<String>> = None;
-    for r in &term.match_expressions {
-        if let Some(v) = requirement_values(r, key) {
-            out = Some(match out {
-                None => v,
-                Some(prev) => prev.intersection(&v).cloned().collect(),
-            });
+    for r in on_key().filter(|r| &*r.operator == "In") {
+        let these: BTreeSet<String> = r.values.iter().map(|v| v.to_string()).collect();
+        out = Some(match out {
+            None => these,
+            Some(prev) => prev.intersection(&these).cloned().collect(),
+        });
+    }
+    if on_key().any(|r| &*r.operator == "DoesNotExist") {
+        return Some(BTreeSet::new());
+    }
+    let mut values = out?;
+    for r in on_key() {
+        match &*r.operator {
+            "NotIn" => values.retain(|v| !r.values.iter().any(|x| &**x == v)),
+            op @ ("Gt" | "Lt") => {
+                let bound = r.values.first().and_then(|b| b.parse::<i64>().ok());
+                values.retain(|v| match (v.parse::<i64>().ok(), bound) {
+                    (Some(v), Some(b)) => if op == "Gt" { v > b } else { v < b },
+                    _ => false,
+                });
+            }
+            _ => {}
         }
     }
-    out
+    Some(values)
 }
 
 /// What the pod's node selection demands of node label `key`: the
@@ -230,7 +257,9 @@ pub fn targets_label(spec: &PodSpec<'_>, key: &str, required_only: bool) -> bool
 pub fn node_fits<'l>(spec: &PodSpec<'_>, labels: &dyn Fn(&str) -> Option<&'l str>) -> bool {
     let selector_ok = spec.node_selector.iter().all(|(k, v)| labels(k) == Some(&**v));
     let term_ok = |t: &NodeSelectorTerm<'_>| {
-        t.match_expressions.iter().all(|r| {
+        // An empty term matches no node.
+        (!t.match_expressions.is_empty() || !t.match_fields.is_empty())
+            && t.match_expressions.iter().all(|r| {
             let have = labels(&r.key);
             match &*r.operator {
                 "In" => have.is_some_and(|h| r.values.iter().any(|v| &**v == h)),
@@ -312,6 +341,52 @@ mod tests {
             {"matchExpressions":[{"key":"p","operator":"In","values":["a"]}]},
             {"matchExpressions":[{"key":"zone","operator":"In","values":["x"]}]}]}}}}"#);
         assert_eq!(label_demand(&s, "p"), LabelDemand::Open, "the second term leaves it open");
+    }
+
+    fn affinity(terms: &str) -> String {
+        format!(r#"{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{terms}]}}}}}}}}"#)
+    }
+
+    fn demand(terms: &str, key: &str) -> Option<Vec<String>> {
+        let json = affinity(terms);
+        label_demand(&spec(&json), key).values().map(|v| v.iter().cloned().collect())
+    }
+
+    #[test]
+    fn the_requirements_of_one_term_are_anded() {
+        let p = "nvidia.com/gpu.product";
+        let in_notin = r#"{"matchExpressions":[{"key":"nvidia.com/gpu.product","operator":"In","values":["T4","H100"]},
+            {"key":"nvidia.com/gpu.product","operator":"NotIn","values":["H100"]}]}"#;
+        assert_eq!(demand(in_notin, p), Some(vec!["T4".to_string()]), "NotIn narrows In");
+        let notin_first = r#"{"matchExpressions":[{"key":"p","operator":"NotIn","values":["b"]},{"key":"p","operator":"In","values":["a","b"]}]}"#;
+        assert_eq!(demand(notin_first, "p"), Some(vec!["a".to_string()]), "in any order");
+        let notin_alone = r#"{"matchExpressions":[{"key":"p","operator":"NotIn","values":["b"]}]}"#;
+        assert_eq!(demand(notin_alone, "p"), None, "every other value, and nodes without the label");
+        let gone = r#"{"matchExpressions":[{"key":"p","operator":"DoesNotExist"}]}"#;
+        assert_eq!(demand(gone, "p"), Some(vec![]), "nodes without the label only");
+        let gone_in = r#"{"matchExpressions":[{"key":"p","operator":"In","values":["a"]},{"key":"p","operator":"DoesNotExist"}]}"#;
+        assert_eq!(demand(gone_in, "p"), Some(vec![]), "a term no node satisfies");
+        let numbers = r#"{"matchExpressions":[{"key":"mem","operator":"In","values":["16","40","80","x"]},{"key":"mem","operator":"Gt","values":["16"]},{"key":"mem","operator":"Lt","values":["80"]}]}"#;
+        assert_eq!(demand(numbers, "mem"), Some(vec!["40".to_string()]), "Gt and Lt compare integers, as the scheduler does");
+        let gt_alone = r#"{"matchExpressions":[{"key":"mem","operator":"Gt","values":["16"]}]}"#;
+        assert_eq!(demand(gt_alone, "mem"), None);
+        let exists = r#"{"matchExpressions":[{"key":"p","operator":"In","values":["a"]},{"key":"p","operator":"Exists"}]}"#;
+        assert_eq!(demand(exists, "p"), Some(vec!["a".to_string()]));
+        assert_eq!(demand(r#"{}"#, "p"), Some(vec![]), "an empty term matches no node");
+        assert_eq!(
+            demand(&format!("{notin_alone},{in_notin}"), "p"),
+            None,
+            "terms are ORed: one open term leaves the label open"
+        );
+        assert_eq!(
+            demand(&format!(r#"{in_notin},{{"matchExpressions":[{{"key":"{p}","operator":"In","values":["A10"]}}]}}"#), p),
+            Some(vec!["A10".to_string(), "T4".to_string()])
+        );
+        // The node selector and the affinity both hold.
+        let both = format!(r#"{{"nodeSelector":{{"p":"a"}},{}"#, &affinity(notin_first)[1..]);
+        assert_eq!(label_demand(&spec(&both), "p").values().map(|v| v.len()), Some(1));
+        let none = format!(r#"{{"nodeSelector":{{"p":"b"}},{}"#, &affinity(notin_first)[1..]);
+        assert_eq!(label_demand(&spec(&none), "p"), LabelDemand::OneOf(BTreeSet::new()), "no node satisfies both");
     }
 
     #[test]

@@ -309,6 +309,9 @@ pub enum ScaleWhy {
     BesideLeader(Path, i64),
     /// The product of two: `` `spec.replicas: 2` × `…numOfHosts: 4` ``.
     Times(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// The first, a bound below the second:
+    /// `` `spec.completions: 2` (below `spec.parallelism: 8`) ``.
+    Below(Box<ScaleWhy>, Box<ScaleWhy>),
 }
 
 impl fmt::Display for ScaleWhy {
@@ -320,6 +323,7 @@ impl fmt::Display for ScaleWhy {
             ScaleWhy::Says(path, says) => write!(f, "`{path}` {says}"),
             ScaleWhy::BesideLeader(path, size) => write!(f, "(`{path}: {size}` - 1 leader)"),
             ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
+            ScaleWhy::Below(a, b) => write!(f, "{a}, below {b}"),
         }
     }
 }
@@ -1031,14 +1035,26 @@ struct Replicated<'a> {
 #[derive(Default)]
 struct JobSpec<'a> {
     parallelism: Option<i64>,
+    completions: Option<i64>,
     suspend: Option<bool>,
     template: PodTemplateSpec<'a>,
 }
 
 impl<'a> JobSpec<'a> {
+    /// The template, with the pods that run at once: `parallelism`
+    /// (default 1), but never more than `completions` when it is set (the
+    /// Job reference: "the actual number of pods running in parallel will
+    /// not exceed the number of remaining completions").
     #[inline(never)] // As `PodTemplateSpec::into_template`.
     fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
-        let scale = Scale::field(spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
+        let parallel = Scale::field(spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
+        let scale = match self.completions {
+            Some(c) if parallel.pods.is_some_and(|p| u64::try_from(c).unwrap_or(0) < p) => Scale {
+                pods: Some(u64::try_from(c).unwrap_or(0)),
+                why: ScaleWhy::Below(Box::new(ScaleWhy::Field(spec.key("completions"), c)), Box::new(parallel.why)),
+            },
+            _ => parallel,
+        };
         self.template.into_template(spec.key("template"), Role::Template, scale)
     }
 }
@@ -1416,7 +1432,7 @@ impl<'a, S: Decode<'a> + Default> Decode<'a> for Obj<'a, S> {
 
 decode_struct!(PodTemplateSpec { "metadata" => metadata, "spec" => spec });
 decode_struct!(Replicated { "replicas" => replicas, "template" => template });
-decode_struct!(JobSpec { "parallelism" => parallelism, "suspend" => suspend, "template" => template });
+decode_struct!(JobSpec { "parallelism" => parallelism, "completions" => completions, "suspend" => suspend, "template" => template });
 decode_struct!(CronJobSpec { "suspend" => suspend, "jobTemplate" => job_template });
 decode_struct!(JobTemplateSpec { "metadata" => metadata, "spec" => spec });
 decode_struct!(RayClusterSpec {

@@ -17,7 +17,7 @@ mod settings;
 
 use std::collections::BTreeSet;
 
-use aigov_sdk::scheduling::{LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, tolerates};
+use aigov_sdk::scheduling::{LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates};
 use aigov_sdk::pod::NodeSelectorTerm;
 use aigov_sdk::text::quoted;
 use aigov_sdk::{Cluster, LookupError, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
@@ -70,13 +70,28 @@ impl Policy for TenantNodePools {
         };
         let ctx = Context { settings, owner: &owner, ns };
         for template in workload.templates() {
+            // A pod bound to a node by name skips the scheduler, and the
+            // kubelet checks only `NoExecute` taints: its node selection,
+            // which the kubelet does check, is all that keeps it on its pool.
+            let bound = template.spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
             let must_select = owner.pool().is_some()
-                && match settings.require_pool {
-                    RequirePool::All => true,
-                    RequirePool::Gpu => template.requests_gpu(&settings.gpu_resource_names)?,
-                    RequirePool::None => false,
-                };
-            check_selection(template, &ctx, must_select, &mut verdict);
+                && (bound
+                    || match settings.require_pool {
+                        RequirePool::All => true,
+                        RequirePool::Gpu => !template
+                            .gpu_use(
+                                &settings.gpu_resource_names,
+                                ns,
+                                cluster,
+                                settings.resource_claims.lookup(),
+                                settings.on_lookup_error,
+                                (", so whether its pods must run on their tenant's pool cannot be decided", "; admitted"),
+                                &mut verdict,
+                            )?
+                            .is_empty(),
+                        RequirePool::None => false,
+                    });
+            check_selection(template, &ctx, must_select, bound, &mut verdict);
             check_tolerations(template, &ctx, &mut verdict);
         }
         Ok(verdict)
@@ -166,30 +181,16 @@ fn pools_of(values: &[&str]) -> String {
     }
 }
 
-/// What one node selector term aims at on `key`: the values its `In`
-/// requirements allow (intersected), or every value (`Exists`, `Gt`, `Lt`
+/// What one node selector term aims at on `key`: the values it confines
+/// the label to (its `In` values, less what `NotIn` removes, as the SDK's
+/// [`term_values`] reads a term), or every value (`Exists`, `Gt`, `Lt`
 /// without `In`); `None` when it does not aim at the key.
 fn term_aim(term: &NodeSelectorTerm<'_>, key: &str) -> Option<Aim> {
-    let mut values: Option<BTreeSet<&str>> = None;
-    let mut any = false;
-    for r in term.match_expressions.iter().filter(|r| &*r.key == key) {
-        match &*r.operator {
-            "In" => {
-                let these: BTreeSet<&str> = r.values.iter().map(|v| &**v).collect();
-                values = Some(match values {
-                    None => these,
-                    Some(prev) => prev.intersection(&these).copied().collect(),
-                });
-            }
-            "Exists" | "Gt" | "Lt" => any = true,
-            _ => {}
-        }
+    let on_key = |op: &str| term.match_expressions.iter().any(|r| &*r.key == key && &*r.operator == op);
+    if on_key("In") {
+        return term_values(term, key).map(Aim::Values);
     }
-    match (values, any) {
-        (Some(v), _) => Some(Aim::Values(v.into_iter().map(str::to_string).collect())),
-        (None, true) => Some(Aim::Any),
-        (None, false) => None,
-    }
+    (on_key("Exists") || on_key("Gt") || on_key("Lt")).then_some(Aim::Any)
 }
 
 /// What a pod's node selection aims at on the pool label.
@@ -198,7 +199,7 @@ enum Aim {
     Any,
 }
 
-fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, v: &mut Verdict) {
+fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, bound: bool, v: &mut Verdict) {
     let key = c.settings.pool_label.as_str();
     let own = c.owner.pool();
     // The field is written only into a violation.
@@ -213,6 +214,11 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, v: &
             let field = || spec_field(t, demand_field(&t.spec, key).unwrap_or_default());
             report_others(&field, "selects", &values, v);
         }
+        LabelDemand::Open if bound && own.is_none() && c.settings.pool_taint.is_some() => v.violation(format!(
+            "`{}` binds the pod to a node by name, skipping the scheduler and the pools' `NoSchedule` taints, but {}, so nothing keeps it off tenants' pools: add a required node affinity `{{key: {key}, operator: DoesNotExist}}` (the kubelet refuses the pod on a node that does not match it), or remove `nodeName`",
+            t.spec_path().key("nodeName"),
+            c.whose()
+        )),
         LabelDemand::Open => {
             let required = t.spec.required_node_affinity().map(|n| n.node_selector_terms.iter().collect::<Vec<_>>()).unwrap_or_default();
             let preferred: Vec<&NodeSelectorTerm<'_>> = t.spec.preferred_node_affinity().iter().map(|p| &p.preference).collect();
@@ -244,6 +250,13 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, v: &
             if t.is_partial() {
                 v.warn(format!(
                     "the trainer must select {which} (`{key}: {pool}`), since {since}; `spec.podTemplateOverrides` does not, and its training runtime may, but this rule does not see it"
+                ));
+                return;
+            }
+            if bound {
+                v.violation(format!(
+                    "`{}` binds the pod to a node by name, skipping the scheduler and the pools' taints, so the pod must select {which}, since {since}: add `nodeSelector: {{{key}: {pool}}}` (the kubelet refuses the pod on a node that does not match it), or remove `nodeName`",
+                    t.spec_path().key("nodeName")
                 ));
                 return;
             }

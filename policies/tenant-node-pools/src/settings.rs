@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use aigov_sdk::names::{label_key, name_part};
 use aigov_sdk::scheduling::TaintSetting;
 use aigov_sdk::settings::non_empty_patterns;
-use aigov_sdk::{Glob, GpuResources, OnLookupError, RuleSettings, SettingsError};
+use aigov_sdk::{Glob, GpuResources, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -42,7 +42,12 @@ pub struct Settings {
     /// Extended resources that count as GPUs (wildcards allowed), for
     /// `requirePool: gpu`.
     pub gpu_resource_names: GpuResources,
-    /// What a failed Namespace lookup does: `deny` (default) or `allow`.
+    /// GPUs claimed through Dynamic Resource Allocation, for `requirePool:
+    /// gpu`: the pod's ResourceClaims and ResourceClaimTemplates are read
+    /// (on by default), and devices of `gpuDeviceClasses` count as GPUs.
+    pub resource_claims: ResolvedClaims,
+    /// What a failed lookup (the Namespace, a resource claim) does: `deny`
+    /// (default) or `allow`.
     pub on_lookup_error: OnLookupError,
 }
 
@@ -57,6 +62,7 @@ impl Default for Settings {
             shared_pool: "shared".into(),
             require_pool: RequirePool::All,
             gpu_resource_names: GpuResources::default(),
+            resource_claims: ResolvedClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -135,7 +141,8 @@ impl RuleSettings for Settings {
                 ));
             }
         }
-        self.gpu_resource_names.validate("gpuResourceNames")
+        self.gpu_resource_names.validate("gpuResourceNames")?;
+        self.resource_claims.validate("resourceClaims")
     }
 }
 
