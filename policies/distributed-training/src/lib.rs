@@ -1,9 +1,10 @@
 //! `distributed-training`: a multi-worker training job must be consistent
 //! before it starts. The GPU workers that join one collective request the
 //! same GPUs and target the same GPU product; if one requests RDMA or EFA
-//! devices, all do; their `NCCL_*` environment is identical; no worker
-//! switches off the network it requests; GPU containers mount a
-//! memory-backed `/dev/shm`; a PyTorchJob's `nprocPerNode` and an MPIJob's
+//! devices, all do; the `NCCL_*` variables that choose transport, topology,
+//! algorithm or protocol are the same on each ([`nccl`]); no worker switches
+//! off the network it requests; GPU containers mount a memory-backed
+//! `/dev/shm`; a PyTorchJob's `nprocPerNode` and an MPIJob's
 //! `slotsPerWorker` match the GPUs per worker; an elastic PyTorchJob's
 //! `minReplicas <= maxReplicas`.
 //!
@@ -14,6 +15,7 @@
 //! framework plugin makes ranks; no two Ray worker groups or JobSet
 //! replicated jobs, which are separate roles.
 
+mod nccl;
 mod settings;
 
 use std::collections::BTreeMap;
@@ -273,23 +275,27 @@ fn check_network<'w, 'a>(workers: &[&'w Worker<'w, 'a>], what: &str, get: impl F
     }
 }
 
+/// The `NCCL_*` variables that must agree ([`nccl::must_agree`]) have the
+/// same value on every member as on the first; logging and other
+/// process-local variables may differ.
 fn check_nccl(workers: &[&Worker<'_, '_>], job: &str, v: &mut Verdict) {
     let Some(first) = workers.first() else { return };
     for x in workers.iter().skip(1) {
-        let mut diffs = Vec::new();
+        let mut diffs: Vec<(&str, String)> = Vec::new();
         for name in first.nccl.keys().chain(x.nccl.keys()) {
             let (a, b) = (x.nccl.get(name), first.nccl.get(name));
-            if a != b && !diffs.iter().any(|(n, _)| n == name) {
-                diffs.push((name.clone(), format!("`{name}` is {} here and {} there", show(a), show(b))));
+            if a != b && nccl::must_agree(name) && !diffs.iter().any(|(n, _)| n == name) {
+                diffs.push((name, format!("`{name}` is {} here and {} there", show(a), show(b))));
             }
         }
         if !diffs.is_empty() {
             let list: Vec<String> = diffs.into_iter().map(|(_, d)| d).collect();
             v.violation(format!(
-                "the NCCL environment of {} of {job} differs from that of {}: {}; every rank must use the same NCCL settings, or the collective hangs at its first all-reduce",
+                "the NCCL environment of {} of {job} differs from that of {}: {}; these variables choose the network, transport, topology, algorithm or protocol, and ranks that choose differently fail to connect or hang at their first collective, so set the same values in `{}` (logging variables such as `NCCL_DEBUG` may differ)",
                 x.t.describe(),
                 first.t.describe(),
-                list.join(", ")
+                list.join(", "),
+                x.t.spec_path().key("containers")
             ));
         }
     }
@@ -422,6 +428,15 @@ mod tests {
         violations("batch.volcano.sh/v1alpha1", "Job", "jobs", &object)
     }
 
+    fn pytorch_job(master_env: &str, worker_env: &str) -> Vec<String> {
+        let object = format!(
+            r#"{{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{{"name":"p"}},"spec":{{"pytorchReplicaSpecs":{{"Master":{{"template":{{"spec":{}}}}},"Worker":{{"template":{{"spec":{}}}}}}}}}}}"#,
+            spec(8, master_env),
+            spec(8, worker_env)
+        );
+        violations("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", &object).unwrap()
+    }
+
     fn strs(args: &[&'static str]) -> Vec<Str<'static>> {
         args.iter().map(|a| Str(std::borrow::Cow::Borrowed(*a))).collect()
     }
@@ -471,5 +486,18 @@ mod tests {
             group("a100", 4, r#"[{"name":"NCCL_NET","value":"Socket"}]"#)
         );
         assert_eq!(violations("ray.io/v1", "RayService", "rayservices", &object).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn only_variables_that_must_agree_are_compared() {
+        let debug = r#"[{"name":"NCCL_DEBUG","value":"INFO"},{"name":"NCCL_DEBUG_FILE","value":"/tmp/nccl.%h.%p"},{"name":"NCCL_IB_TIMEOUT","value":"23"}]"#;
+        assert!(pytorch_job(debug, "[]").is_empty());
+        let found = pytorch_job(
+            r#"[{"name":"NCCL_DEBUG","value":"INFO"},{"name":"NCCL_PROTO","value":"Simple"}]"#,
+            r#"[{"name":"NCCL_PROTO","value":"LL128"}]"#,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`NCCL_PROTO` is `LL128` here and `Simple` there;"), "{found:?}");
+        assert!(!found[0].contains("`NCCL_DEBUG` is"), "logging is not listed: {found:?}");
     }
 }
