@@ -1,21 +1,29 @@
 //! `distributed-training`: a multi-worker training job must be consistent
-//! before it starts. Its GPU workers request the same GPUs and target the
-//! same GPU product; if one requests RDMA or EFA devices, all do; their
-//! `NCCL_*` environment is identical and does not switch off the network
-//! they request; GPU containers mount a memory-backed `/dev/shm`; a
-//! PyTorchJob's `nprocPerNode` and an MPIJob's `slotsPerWorker` match the
-//! GPUs per worker; an elastic PyTorchJob's `minReplicas <= maxReplicas`.
+//! before it starts. The GPU workers that join one collective request the
+//! same GPUs and target the same GPU product; if one requests RDMA or EFA
+//! devices, all do; the `NCCL_*` variables that choose transport, topology,
+//! algorithm or protocol are the same on each ([`nccl`]); no worker switches
+//! off the network it requests; GPU containers mount a memory-backed
+//! `/dev/shm`; a PyTorchJob's `nprocPerNode` and an MPIJob's
+//! `slotsPerWorker` match the GPUs per worker; an elastic PyTorchJob's
+//! `minReplicas <= maxReplicas`.
 //!
 //! "Workers" are what [`aigov_sdk::Workload::training_workers`] decides per
 //! kind: not an MPIJob launcher, a TFJob parameter server or a Ray head.
+//! Which of them join one collective is [`Collective`]'s business: every
+//! worker of a Kubeflow job, LeaderWorkerSet or TrainJob; the Volcano tasks a
+//! framework plugin makes ranks; no two Ray worker groups or JobSet
+//! replicated jobs, which are separate roles.
 
+mod nccl;
 mod settings;
 
 use std::collections::BTreeMap;
 
 use aigov_sdk::gpu::describe_counts;
+use aigov_sdk::request::decode_model;
 use aigov_sdk::scheduling::label_demand;
-use aigov_sdk::{Cluster, ContainerList, GpuCounts, GpuResources, Malformed, Path, Policy, PodTemplate, Request, Verdict, WorkloadKind};
+use aigov_sdk::{Cluster, ContainerList, GpuCounts, GpuResources, Malformed, Path, Policy, PodTemplate, Request, Str, Verdict, Workload, WorkloadKind, json};
 
 pub use settings::Settings;
 
@@ -54,46 +62,23 @@ impl Policy for DistributedTraining {
             let gpus = t.gpus_per_pod(&s.gpu_resource_names)?;
             workers.push(Worker { t, rdma: t.gpus_per_pod(&rdma)?, efa: t.gpus_per_pod(&efa)?, nccl: nccl_env(t, s)?, gpus });
         }
-        let Some(first) = workers.iter().find(|x| !x.gpus.is_empty()) else { return Ok(v) };
-        let job = w.describe();
-        // Kubeflow jobs say which replica types join the collective, so a
-        // CPU-only one among GPU ones is a mismatch; other kinds (Ray, JobSet,
-        // Volcano, LWS) mix CPU and GPU templates on purpose.
-        let precise = w.kubeflow.is_some();
-
-        for x in &workers {
-            if std::ptr::eq(x, first) {
-                continue;
-            }
-            if x.gpus.is_empty() {
-                if precise {
-                    v.violation(format!(
-                        "{} of {job} requests no GPU, but {} requests {} per pod: every worker joins the same collective, so give `{}` the same GPUs",
-                        x.t.describe(),
-                        first.t.describe(),
-                        describe_counts(&first.gpus),
-                        x.t.spec_path()
-                    ));
-                }
-                continue;
-            }
-            if x.gpus != first.gpus {
-                v.violation(format!(
-                    "{} of {job} requests {} per pod, but {} requests {}: the workers of a distributed job must be alike (the collective runs at the pace of the smallest, and ranks are assigned per GPU), so give `{}` the same GPUs",
-                    x.t.describe(),
-                    describe_counts(&x.gpus),
-                    first.t.describe(),
-                    describe_counts(&first.gpus),
-                    x.t.spec_path()
-                ));
-            }
-        }
-
         let gpu_workers: Vec<&Worker<'_, '_>> = workers.iter().filter(|x| !x.gpus.is_empty()).collect();
-        check_products(&gpu_workers, s, &job, &mut v);
-        check_network(&gpu_workers, "RDMA", |x| &x.rdma, &job, &mut v);
-        check_network(&gpu_workers, "EFA", |x| &x.efa, &job, &mut v);
-        check_nccl(&gpu_workers, &job, &mut v);
+        if gpu_workers.is_empty() {
+            return Ok(v);
+        }
+        let job = w.describe();
+
+        // Across templates: only those whose pods join one collective.
+        let collective = Collective::of(req, w)?;
+        let members: Vec<&Worker<'_, '_>> = workers.iter().filter(|x| collective.includes(x.t)).collect();
+        check_gpus(&members, w.kubeflow.is_some(), &job, &mut v);
+        let gpu_members: Vec<&Worker<'_, '_>> = members.iter().copied().filter(|x| !x.gpus.is_empty()).collect();
+        check_products(&gpu_members, s, &job, &mut v);
+        check_network(&gpu_members, "RDMA", |x| &x.rdma, &job, &mut v);
+        check_network(&gpu_members, "EFA", |x| &x.efa, &job, &mut v);
+        check_nccl(&gpu_members, &job, &mut v);
+
+        // Each template on its own.
         for x in &gpu_workers {
             check_nccl_contradictions(x, &mut v);
         }
@@ -104,6 +89,125 @@ impl Policy for DistributedTraining {
         }
         check_processes_per_pod(w, &gpu_workers, &mut v);
         Ok(v)
+    }
+}
+
+/// The worker templates whose pods join one collective, as the kind's
+/// controller wires them: only these must agree with each other.
+enum Collective {
+    /// Every worker template. A Kubeflow operator puts every worker replica
+    /// type in one world (`WORLD_SIZE`, `TF_CONFIG`, the MPI hostfile); a
+    /// LeaderWorkerSet group is one multi-node replica, and a leader that
+    /// holds GPUs is one of its ranks; a TrainJob has one trainer template.
+    All,
+    /// The Volcano tasks a framework plugin makes ranks of one world, by
+    /// task name.
+    Tasks(Vec<String>),
+    /// No two templates: each is its own role. KubeRay's worker groups are
+    /// heterogeneous by design (Ray Serve replicas share no collective, Ray
+    /// Train and Ray Data place work by resources across groups); a JobSet's
+    /// replicated jobs (a driver and workers, a learner and rollout workers)
+    /// and a Volcano Job's tasks without a framework plugin are whatever the
+    /// program makes of them. A template's own pods are alike by
+    /// construction.
+    None,
+}
+
+impl Collective {
+    fn of(req: &Request<'_>, w: &Workload<'_>) -> Result<Collective, Malformed> {
+        Ok(match w.kind {
+            WorkloadKind::RayCluster | WorkloadKind::RayJob | WorkloadKind::RayService | WorkloadKind::JobSet => Collective::None,
+            WorkloadKind::VolcanoJob => match volcano_ranks(req)? {
+                tasks if tasks.is_empty() => Collective::None,
+                tasks => Collective::Tasks(tasks),
+            },
+            _ => Collective::All,
+        })
+    }
+
+    fn includes(&self, t: &PodTemplate<'_>) -> bool {
+        match self {
+            Collective::All => true,
+            Collective::Tasks(tasks) => t.name.as_deref().is_some_and(|n| tasks.iter().any(|task| task == n)),
+            Collective::None => false,
+        }
+    }
+}
+
+/// The tasks of a Volcano Job that its framework plugins make ranks of one
+/// world, as Volcano's controller does: the `pytorch` plugin's master and
+/// worker tasks (it gives both `MASTER_ADDR`, `WORLD_SIZE` and `RANK`), the
+/// `tensorflow` plugin's chief and worker tasks (the collective of
+/// `MultiWorkerMirroredStrategy`; parameter servers and the evaluator are
+/// not in it). The `mpi` plugin's hostfile holds one task, the workers, and
+/// its master only runs `mpirun`. Read from the object's text with the
+/// SDK's decoder, as the SDK's model has no `spec.plugins`.
+fn volcano_ranks(req: &Request<'_>) -> Result<Vec<String>, Malformed> {
+    const RANKS: [(&str, [(&str, &str); 2]); 2] = [("pytorch", [("master", "master"), ("worker", "worker")]), ("tensorflow", [("chief", "chief"), ("worker", "worker")])];
+    let plugins = req.object_text().and_then(|text| json::find(text, &Path::root().keys(&["spec", "plugins"])));
+    let plugins = plugins.and_then(json::members).unwrap_or_default();
+    let mut tasks = Vec::new();
+    for (plugin, roles) in RANKS {
+        let Some((_, args)) = plugins.iter().find(|(name, _)| name == plugin) else { continue };
+        let args: Vec<Str<'_>> = decode_model::<Option<Vec<Str<'_>>>>(args, &format!("`spec.plugins.{plugin}` of the Volcano Job"))?.unwrap_or_default();
+        for (flag, default) in roles {
+            tasks.push(go_flag(&args, flag).unwrap_or(default).to_string());
+        }
+    }
+    Ok(tasks)
+}
+
+/// The value Go's `flag` package gives the string flag `name` in `args`
+/// (`--name=value`, `-name=value`, `--name value`), as Volcano's plugins
+/// parse their arguments; `None` when not set. Parsing stops at the first
+/// argument that is not a flag, as Go's does.
+fn go_flag<'s>(args: &'s [Str<'_>], name: &str) -> Option<&'s str> {
+    let mut found = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|f| !f.is_empty() && !f.starts_with('-')) else { break };
+        let (key, value) = match flag.split_once('=') {
+            Some((key, value)) => (key, Some(value)),
+            None => (flag, it.next().map(|v| &**v)),
+        };
+        if key == name {
+            found = value;
+        }
+    }
+    found
+}
+
+/// Every member requests the same GPUs per pod as the first GPU member;
+/// `precise` (Kubeflow, whose worker replica types all join the
+/// collective): a member without GPUs beside GPU members is a mismatch too.
+fn check_gpus(members: &[&Worker<'_, '_>], precise: bool, job: &str, v: &mut Verdict) {
+    let Some(first) = members.iter().find(|x| !x.gpus.is_empty()) else { return };
+    for x in members {
+        if std::ptr::eq(*x, *first) {
+            continue;
+        }
+        if x.gpus.is_empty() {
+            if precise {
+                v.violation(format!(
+                    "{} of {job} requests no GPU, but {} requests {} per pod: every worker joins the same collective, so give `{}` the same GPUs",
+                    x.t.describe(),
+                    first.t.describe(),
+                    describe_counts(&first.gpus),
+                    x.t.spec_path()
+                ));
+            }
+            continue;
+        }
+        if x.gpus != first.gpus {
+            v.violation(format!(
+                "{} of {job} requests {} per pod, but {} requests {}: the workers of one collective must be alike (it runs at the pace of the smallest, and ranks are assigned per GPU), so give `{}` the same GPUs",
+                x.t.describe(),
+                describe_counts(&x.gpus),
+                first.t.describe(),
+                describe_counts(&first.gpus),
+                x.t.spec_path()
+            ));
+        }
     }
 }
 
@@ -171,23 +275,27 @@ fn check_network<'w, 'a>(workers: &[&'w Worker<'w, 'a>], what: &str, get: impl F
     }
 }
 
+/// The `NCCL_*` variables that must agree ([`nccl::must_agree`]) have the
+/// same value on every member as on the first; logging and other
+/// process-local variables may differ.
 fn check_nccl(workers: &[&Worker<'_, '_>], job: &str, v: &mut Verdict) {
     let Some(first) = workers.first() else { return };
     for x in workers.iter().skip(1) {
-        let mut diffs = Vec::new();
+        let mut diffs: Vec<(&str, String)> = Vec::new();
         for name in first.nccl.keys().chain(x.nccl.keys()) {
             let (a, b) = (x.nccl.get(name), first.nccl.get(name));
-            if a != b && !diffs.iter().any(|(n, _)| n == name) {
-                diffs.push((name.clone(), format!("`{name}` is {} here and {} there", show(a), show(b))));
+            if a != b && nccl::must_agree(name) && !diffs.iter().any(|(n, _)| n == name) {
+                diffs.push((name, format!("`{name}` is {} here and {} there", show(a), show(b))));
             }
         }
         if !diffs.is_empty() {
             let list: Vec<String> = diffs.into_iter().map(|(_, d)| d).collect();
             v.violation(format!(
-                "the NCCL environment of {} of {job} differs from that of {}: {}; every rank must use the same NCCL settings, or the collective hangs at its first all-reduce",
+                "the NCCL environment of {} of {job} differs from that of {}: {}; these variables choose the network, transport, topology, algorithm or protocol, and ranks that choose differently fail to connect or hang at their first collective, so set the same values in `{}` (logging variables such as `NCCL_DEBUG` may differ)",
                 x.t.describe(),
                 first.t.describe(),
-                list.join(", ")
+                list.join(", "),
+                x.t.spec_path().key("containers")
             ));
         }
     }
@@ -287,3 +395,109 @@ fn check_processes_per_pod(w: &aigov_sdk::Workload<'_>, workers: &[&Worker<'_, '
 }
 
 aigov_sdk::export_policy!(DistributedTraining);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::NoCluster;
+
+    /// The violations for `object`, a CREATE with default settings.
+    fn violations(api_version: &str, kind: &str, resource: &str, object: &str) -> Result<Vec<String>, Malformed> {
+        let (group, version) = api_version.split_once('/').unwrap();
+        let gvk = format!(r#"{{"group":"{group}","version":"{version}","kind":"{kind}"}}"#);
+        let gvr = format!(r#"{{"group":"{group}","version":"{version}","resource":"{resource}"}}"#);
+        let json = format!(
+            r#"{{"uid":"u","kind":{gvk},"resource":{gvr},"namespace":"ml","operation":"CREATE","userInfo":{{"username":"u"}},"object":{object}}}"#
+        );
+        let req = Request::parse(&json)?;
+        Ok(DistributedTraining::validate(&req, &Settings::default(), &NoCluster)?.violations().to_vec())
+    }
+
+    /// A GPU container with `gpus` GPUs, its `env` (JSON list) and a
+    /// memory-backed `/dev/shm`.
+    fn spec(gpus: u32, env: &str) -> String {
+        format!(
+            r#"{{"volumes":[{{"name":"dshm","emptyDir":{{"medium":"Memory"}}}}],"containers":[{{"name":"c","image":"i","env":{env},"resources":{{"limits":{{"nvidia.com/gpu":{gpus}}}}},"volumeMounts":[{{"name":"dshm","mountPath":"/dev/shm"}}]}}]}}"#
+        )
+    }
+
+    fn volcano(plugins: &str, tasks: &[(&str, String)]) -> Result<Vec<String>, Malformed> {
+        let tasks: Vec<String> = tasks.iter().map(|(name, spec)| format!(r#"{{"name":"{name}","replicas":2,"template":{{"spec":{spec}}}}}"#)).collect();
+        let object = format!(r#"{{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{{"name":"vj"}},"spec":{{{plugins}"tasks":[{}]}}}}"#, tasks.join(","));
+        violations("batch.volcano.sh/v1alpha1", "Job", "jobs", &object)
+    }
+
+    fn pytorch_job(master_env: &str, worker_env: &str) -> Vec<String> {
+        let object = format!(
+            r#"{{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{{"name":"p"}},"spec":{{"pytorchReplicaSpecs":{{"Master":{{"template":{{"spec":{}}}}},"Worker":{{"template":{{"spec":{}}}}}}}}}}}"#,
+            spec(8, master_env),
+            spec(8, worker_env)
+        );
+        violations("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", &object).unwrap()
+    }
+
+    fn strs(args: &[&'static str]) -> Vec<Str<'static>> {
+        args.iter().map(|a| Str(std::borrow::Cow::Borrowed(*a))).collect()
+    }
+
+    #[test]
+    fn go_flags_are_read_as_volcano_reads_them() {
+        let args = strs(&["--master=leader", "-worker", "w", "--port=1"]);
+        assert_eq!(go_flag(&args, "master"), Some("leader"));
+        assert_eq!(go_flag(&args, "worker"), Some("w"));
+        assert_eq!(go_flag(&args, "chief"), None);
+        assert_eq!(go_flag(&strs(&["--master=a", "--master=b"]), "master"), Some("b"), "the last one wins");
+        assert_eq!(go_flag(&strs(&["extra", "--master=a"]), "master"), None, "parsing stops at a non-flag");
+        assert_eq!(go_flag(&strs(&["--", "--master=a"]), "master"), None, "and at `--`");
+    }
+
+    #[test]
+    fn only_the_tasks_a_framework_plugin_makes_ranks_are_compared() {
+        let tasks = [("master", spec(8, "[]")), ("worker", spec(4, "[]"))];
+        assert!(volcano("", &tasks).unwrap().is_empty(), "no plugin: tasks are roles");
+        assert!(volcano(r#""plugins":{"svc":[],"mpi":[]},"#, &tasks).unwrap().is_empty());
+        let found = volcano(r#""plugins":{"pytorch":null},"#, &tasks).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("task `worker` of Job `vj` requests 4 `nvidia.com/gpu` per pod, but task `master` requests 8"), "{found:?}");
+
+        // TensorFlow: the chief and the workers, not the parameter servers.
+        let tf = [("ps", spec(1, "[]")), ("chief", spec(8, "[]")), ("worker", spec(8, "[]"))];
+        assert!(volcano(r#""plugins":{"tensorflow":[]},"#, &tf).unwrap().is_empty());
+        let tf = [("ps", spec(1, "[]")), ("chief", spec(8, "[]")), ("trainer", spec(4, "[]"))];
+        let found = volcano(r#""plugins":{"tensorflow":["--worker=trainer"]},"#, &tf).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("task `trainer` of Job `vj` requests 4"), "{found:?}");
+    }
+
+    #[test]
+    fn malformed_plugin_arguments_name_the_field() {
+        let tasks = [("master", spec(8, "[]")), ("worker", spec(8, "[]"))];
+        let err = volcano(r#""plugins":{"pytorch":"--master=m"},"#, &tasks).unwrap_err();
+        assert!(err.0.contains("`spec.plugins.pytorch` of the Volcano Job"), "{}", err.0);
+    }
+
+    #[test]
+    fn ray_worker_groups_are_not_compared_with_each_other() {
+        let group = |name: &str, gpus: u32, env: &str| format!(r#"{{"groupName":"{name}","template":{{"spec":{}}}}}"#, spec(gpus, env));
+        let object = format!(
+            r#"{{"apiVersion":"ray.io/v1","kind":"RayService","metadata":{{"name":"s"}},"spec":{{"rayClusterConfig":{{"headGroupSpec":{{"template":{{"spec":{{"containers":[{{"name":"h","image":"i"}}]}}}}}},"workerGroupSpecs":[{},{}]}}}}}}"#,
+            group("l4", 1, r#"[{"name":"NCCL_SOCKET_IFNAME","value":"eth0"}]"#),
+            group("a100", 4, r#"[{"name":"NCCL_NET","value":"Socket"}]"#)
+        );
+        assert_eq!(violations("ray.io/v1", "RayService", "rayservices", &object).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn only_variables_that_must_agree_are_compared() {
+        let debug = r#"[{"name":"NCCL_DEBUG","value":"INFO"},{"name":"NCCL_DEBUG_FILE","value":"/tmp/nccl.%h.%p"},{"name":"NCCL_IB_TIMEOUT","value":"23"}]"#;
+        assert!(pytorch_job(debug, "[]").is_empty());
+        let found = pytorch_job(
+            r#"[{"name":"NCCL_DEBUG","value":"INFO"},{"name":"NCCL_PROTO","value":"Simple"}]"#,
+            r#"[{"name":"NCCL_PROTO","value":"LL128"}]"#,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`NCCL_PROTO` is `LL128` here and `Simple` there;"), "{found:?}");
+        assert!(!found[0].contains("`NCCL_DEBUG` is"), "logging is not listed: {found:?}");
+    }
+}
