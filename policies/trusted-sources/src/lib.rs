@@ -1,7 +1,8 @@
 //! `trusted-sources`: every container image comes from an allowed source,
 //! read with Docker's normalisation (`nginx` is
 //! `docker.io/library/nginx:latest`), optionally with a version tag or a
-//! digest; and every model a workload names (an InferenceService's
+//! digest (an image with a digest is judged by the digest, which is what is
+//! pulled); and every model a workload names (an InferenceService's
 //! `storageUri`, `storageUris`, `storage` and `STORAGE_URI`, a TrainJob's
 //! model initializer, environment values and arguments that look like model
 //! locations) comes from an allowed location, optionally pinned to a commit
@@ -48,9 +49,10 @@ impl Policy for TrustedSources {
     }
 }
 
-/// The image patterns (settings were validated, so every one parses).
-fn patterns(s: &Settings) -> Vec<ImagePattern<'_>> {
-    s.allowed_images.iter().filter_map(|p| ImagePattern::parse(p).ok()).collect()
+/// The image patterns, each with its text (settings were validated, so
+/// every one parses).
+fn patterns(s: &Settings) -> Vec<(&str, ImagePattern<'_>)> {
+    s.allowed_images.iter().filter_map(|p| Some((p.as_str(), ImagePattern::parse(p).ok()?))).collect()
 }
 
 /// KServe's name for a model location in a container's environment: the
@@ -66,7 +68,7 @@ fn given(value: Option<&str>) -> Option<&str> {
 struct Check<'c> {
     s: &'c Settings,
     v: &'c mut Verdict,
-    patterns: Vec<ImagePattern<'c>>,
+    patterns: Vec<(&'c str, ImagePattern<'c>)>,
 }
 
 impl Check<'_> {
@@ -131,8 +133,9 @@ impl Check<'_> {
                 return;
             }
         };
-        let untrusted = !self.patterns.iter().any(|p| p.matches(&image));
-        let latest = self.s.forbid_latest_tag && image.digest.is_none() && image.effective_tag() == Some("latest");
+        let untrusted = !self.patterns.iter().any(|(_, p)| p.matches(&image));
+        // `None` with a digest: the digest is pulled, whatever the tag.
+        let latest = self.s.forbid_latest_tag && image.effective_tag() == Some("latest");
         let unpinned = self.s.require_digest && image.digest.is_none();
         if !(untrusted || latest || unpinned) {
             return;
@@ -141,8 +144,20 @@ impl Check<'_> {
         let full = image.to_string();
         let shown = if full == written { format!("`{written}`") } else { format!("`{written}` (that is, `{full}`)") };
         if untrusted {
+            // `name:tag@digest` pulls the digest: a tag pattern the written
+            // tag matches does not allow it, and the message says why.
+            let by_tag: Vec<&str> = self.patterns.iter().filter(|(_, p)| p.matches_ignored_tag(&image)).map(|(text, _)| *text).collect();
+            let why = match (image.tag, image.digest) {
+                (Some(tag), Some(digest)) if !by_tag.is_empty() => format!(
+                    "; its tag `{tag}` matches {}, but the container runtime pulls the digest and ignores a tag beside it, so only the digest counts: \
+                     drop the digest to be judged by the tag, or have `{}@{digest}` added to `allowedImages`",
+                    quoted(&by_tag),
+                    image.name()
+                ),
+                _ => String::new(),
+            };
             self.v.violation(format!(
-                "{who} uses image {shown} (`{field}`), which is not from an allowed source: use an image matching {}",
+                "{who} uses image {shown} (`{field}`), which is not from an allowed source: use an image matching {}{why}",
                 quoted(&self.s.allowed_images)
             ));
         }
@@ -281,6 +296,7 @@ mod tests {
     use super::*;
     use aigov_sdk::{Glob, NoCluster};
 
+    const D: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     const C: &str = "0123456789abcdef0123456789abcdef01234567";
 
     fn settings(images: &[&str], models: &[&str]) -> Settings {
@@ -433,5 +449,38 @@ mod tests {
         let mut off = settings(&["nvcr.io/nvidia/*"], &[]);
         off.check_model_sources = false;
         assert!(violations("trainer.kubeflow.org", "TrainJob", job, &off).is_empty());
+    }
+
+    #[test]
+    fn a_tag_beside_a_digest_is_not_what_is_pulled() {
+        let s = settings(&["nvcr.io/nvidia/*", "docker.io/rayproject/ray:2.*"], &["s3://ml-models/*"]);
+        let pod = |image: &str| format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"containers":[{{"name":"ray","image":"{image}"}}]}}}}"#);
+        assert!(violations("", "Pod", &pod("rayproject/ray:2.9.0"), &s).is_empty());
+        assert_eq!(
+            violations("", "Pod", &pod(&format!("rayproject/ray:2.9.0@{D}")), &s),
+            [format!(
+                "container `ray` uses image `rayproject/ray:2.9.0@{D}` (that is, `docker.io/rayproject/ray:2.9.0@{D}`) (`spec.containers[0].image`), \
+                 which is not from an allowed source: use an image matching `nvcr.io/nvidia/*`, `docker.io/rayproject/ray:2.*`; its tag `2.9.0` matches \
+                 `docker.io/rayproject/ray:2.*`, but the container runtime pulls the digest and ignores a tag beside it, so only the digest counts: \
+                 drop the digest to be judged by the tag, or have `docker.io/rayproject/ray@{D}` added to `allowedImages`"
+            )]
+        );
+        // A tag the pattern would not have allowed anyway: no explanation.
+        assert!(!violations("", "Pod", &pod(&format!("rayproject/ray:3.0.0@{D}")), &s)[0].contains("its tag"));
+        // The registry and repository still count: an allowed registry admits it.
+        assert!(violations("", "Pod", &pod(&format!("nvcr.io/nvidia/pytorch:24.05-py3@{D}")), &s).is_empty());
+        // An allowed digest admits the image whatever tag is written beside it.
+        let pinned = settings(&[&format!("docker.io/rayproject/ray@{D}")], &["s3://ml-models/*"]);
+        assert!(violations("", "Pod", &pod(&format!("rayproject/ray:2.9.0@{D}")), &pinned).is_empty());
+        assert!(violations("", "Pod", &pod(&format!("rayproject/ray:anything@{D}")), &pinned).is_empty());
+    }
+
+    #[test]
+    fn latest_beside_a_digest_is_not_latest() {
+        let mut s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*"]);
+        s.forbid_latest_tag = true;
+        let pod = |image: &str| format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"containers":[{{"name":"c","image":"{image}"}}]}}}}"#);
+        assert!(violations("", "Pod", &pod(&format!("nvcr.io/nvidia/x:latest@{D}")), &s).is_empty());
+        assert_eq!(violations("", "Pod", &pod("nvcr.io/nvidia/x:latest"), &s).len(), 1);
     }
 }
