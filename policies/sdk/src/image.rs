@@ -94,12 +94,14 @@ impl<'a> ImageRef<'a> {
     }
 
     /// The tag the kubelet pulls: the written one, `latest` when the
-    /// reference has neither tag nor digest, `None` for a digest alone.
+    /// reference has neither tag nor digest, `None` when it has a digest
+    /// (`name:tag@digest` pulls the digest; the tag is ignored, as
+    /// containerd drops it with `reference.ParseDockerRef`).
     pub fn effective_tag(&self) -> Option<&'a str> {
         match (self.tag, self.digest) {
-            (Some(t), _) => Some(t),
+            (Some(t), None) => Some(t),
             (None, None) => Some("latest"),
-            (None, Some(_)) => None,
+            (_, Some(_)) => None,
         }
     }
 
@@ -120,7 +122,8 @@ impl fmt::Display for ImageRef<'_> {
             f.write_str("library/")?;
         }
         f.write_str(self.path)?;
-        if let Some(t) = self.effective_tag() {
+        // As written: a tag beside a digest is shown, though not pulled.
+        if let Some(t) = self.tag.or(self.effective_tag()) {
             write!(f, ":{t}")?;
         }
         if let Some(d) = self.digest {
@@ -281,6 +284,8 @@ mod tests {
         let text = format!("nvcr.io/nvidia/pytorch:24.05-py3@{D}");
         let r = ImageRef::parse(&text).unwrap();
         assert_eq!((r.tag, r.digest), (Some("24.05-py3"), Some(D)));
+        assert_eq!(r.effective_tag(), None, "the digest is pulled, the tag beside it ignored");
+        assert_eq!(r.to_string(), text, "shown as written");
         assert_eq!(r.name(), "nvcr.io/nvidia/pytorch");
         assert!(ImageRef::parse("nginx@sha256:abc").is_err());
         assert!(ImageRef::parse("nginx@md5:0123456789abcdef0123456789abcdef").is_err());

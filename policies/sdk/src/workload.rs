@@ -375,6 +375,30 @@ pub struct ModelSpec<'a> {
     pub format: Option<Str<'a>>,
     /// `runtime`.
     pub runtime: Option<Str<'a>>,
+    /// `storage`: a location named by a key of KServe's `storage-config`
+    /// Secret and a path in it, instead of `storageUri`.
+    pub storage: Option<ModelStorage<'a>>,
+}
+
+/// KServe's `storage` of a model (`ModelStorageSpec`): the controller builds
+/// the location as `<type>://<bucket>/<path>` (`<type>://<path>` for a type
+/// without buckets), taking `type` and `bucket` from `parameters` or, when
+/// `parameters` has no `type`, from the `storage-config` Secret.
+#[derive(Clone, Debug, Default)]
+pub struct ModelStorage<'a> {
+    /// `path`.
+    pub path: Option<Str<'a>>,
+    /// `parameters.type` (`s3`, `hdfs`, `webhdfs`).
+    pub kind: Option<Str<'a>>,
+    /// `parameters.bucket`.
+    pub bucket: Option<Str<'a>>,
+}
+
+/// One of an InferenceService component's `storageUris` (KServe 0.16+).
+#[derive(Clone, Debug, Default)]
+pub struct StorageUri<'a> {
+    /// `uri`.
+    pub uri: Option<Str<'a>>,
 }
 
 /// The shape a pod template came in.
@@ -471,6 +495,8 @@ pub struct PodTemplate<'a> {
     pub spec: PodSpec<'a>,
     /// The model container of an InferenceService component.
     pub model: Option<(ModelSpec<'a>, Container<'a>)>,
+    /// An InferenceService component's `storageUris`, in order.
+    pub storage_uris: Vec<StorageUri<'a>>,
     /// Pods it runs at full scale.
     pub scale: Scale,
 }
@@ -482,7 +508,7 @@ impl<'a> PodTemplate<'a> {
     }
 
     fn new(path: Path, shape: Shape, role: Role, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, scale: Scale) -> PodTemplate<'a> {
-        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, scale }
+        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), scale }
     }
 
     fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
@@ -709,6 +735,10 @@ pub struct TrainJob<'a> {
     /// `spec.initializer.model.storageUri`: the pre-trained model the model
     /// initializer downloads (`hf://...`, `s3://...`).
     pub model_storage_uri: Option<Str<'a>>,
+    /// `spec.initializer.model.env`: set in the model initializer's
+    /// container after `STORAGE_URI` from `storageUri`, so a `STORAGE_URI`
+    /// here replaces it.
+    pub model_env: Vec<EnvVar<'a>>,
     /// `spec.initializer.dataset.storageUri`: the dataset the dataset
     /// initializer downloads.
     pub dataset_storage_uri: Option<Str<'a>>,
@@ -904,7 +934,7 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                 w
             }
             TrainJob => {
-                let o = Obj::<TrainJobSpec<'a>>::decode(d)?;
+                let mut o = Obj::<TrainJobSpec<'a>>::decode(d)?;
                 let mut w = Workload::empty(kind, o.metadata);
                 w.suspend = o.spec.suspend;
                 w.train_job = Some(self::TrainJob {
@@ -913,6 +943,7 @@ pub fn decode_workload<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a
                     num_proc_per_node: o.spec.trainer.as_ref().and_then(|t| t.num_proc_per_node.clone()).map(|n| n.0),
                     suspend: o.spec.suspend,
                     model_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.model.as_ref()).and_then(|m| m.storage_uri.clone()),
+                    model_env: o.spec.initializer.as_mut().and_then(|i| i.model.as_mut()).map(|m| std::mem::take(&mut m.env)).unwrap_or_default(),
                     dataset_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.dataset.as_ref()).and_then(|m| m.storage_uri.clone()),
                 });
                 w.others.extend(o.spec.into_template(&spec_path));
@@ -1217,6 +1248,7 @@ struct Initializer<'a> {
 #[derive(Default)]
 struct StorageInitializer<'a> {
     storage_uri: Option<Str<'a>>,
+    env: Vec<EnvVar<'a>>,
 }
 
 #[derive(Default)]
@@ -1296,6 +1328,7 @@ struct IsvcSpec<'a> {
 struct IsvcModel<'a> {
     container: Container<'a>,
     storage_uri: Option<Str<'a>>,
+    storage: Option<IsvcStorage<'a>>,
     model_format: Option<ModelFormat<'a>>,
     runtime: Option<Str<'a>>,
 }
@@ -1303,6 +1336,19 @@ struct IsvcModel<'a> {
 #[derive(Default)]
 struct ModelFormat<'a> {
     name: Option<Str<'a>>,
+}
+
+#[derive(Default)]
+struct IsvcStorage<'a> {
+    path: Option<Str<'a>>,
+    parameters: Option<StorageParameters<'a>>,
+}
+
+/// The two of `storage.parameters` that say where the model is.
+#[derive(Default)]
+struct StorageParameters<'a> {
+    kind: Option<Str<'a>>,
+    bucket: Option<Str<'a>>,
 }
 
 /// An InferenceService component: a pod spec inline, autoscaling bounds,
@@ -1326,6 +1372,9 @@ struct IsvcComponent<'a> {
     lightgbm: Option<IsvcModel<'a>>,
     paddle: Option<IsvcModel<'a>>,
     huggingface: Option<IsvcModel<'a>>,
+    /// The explainer's ART server.
+    art: Option<IsvcModel<'a>>,
+    storage_uris: Vec<StorageUri<'a>>,
 }
 
 impl<'a> IsvcComponent<'a> {
@@ -1347,6 +1396,7 @@ impl<'a> IsvcComponent<'a> {
             ("lightgbm", self.lightgbm),
             ("paddle", self.paddle),
             ("huggingface", self.huggingface),
+            ("art", self.art),
         ]
         .into_iter()
         .find_map(|(field, m)| m.map(|m| (field, m)))
@@ -1356,6 +1406,10 @@ impl<'a> IsvcComponent<'a> {
                 storage_uri: m.storage_uri,
                 format: m.model_format.and_then(|f| f.name),
                 runtime: m.runtime,
+                storage: m.storage.map(|s| {
+                    let p = s.parameters.unwrap_or_default();
+                    ModelStorage { path: s.path, kind: p.kind, bucket: p.bucket }
+                }),
             };
             let mut c = m.container;
             if c.name.is_empty() {
@@ -1367,6 +1421,7 @@ impl<'a> IsvcComponent<'a> {
         let metadata = ObjectMeta { labels: self.labels, annotations: self.annotations, ..ObjectMeta::default() };
         let mut t = PodTemplate::new(path, Shape::Inline, role, Some(metadata), self.pod, scale);
         t.model = model;
+        t.storage_uris = self.storage_uris;
         t
     }
 }
@@ -1459,7 +1514,7 @@ decode_struct!(SchedulingPolicy { "queue" => queue, "minAvailable" => min_availa
 decode_struct!(ReplicaSpec { "replicas" => replicas, "template" => template });
 decode_struct!(RuntimeRef { "name" => name });
 decode_struct!(Initializer { "dataset" => dataset, "model" => model });
-decode_struct!(StorageInitializer { "storageUri" => storage_uri });
+decode_struct!(StorageInitializer { "storageUri" => storage_uri, "env" => env });
 decode_struct!(Trainer {
     "image" => image,
     "command" => command,
@@ -1473,6 +1528,9 @@ decode_struct!(PodOverride { "tolerations" => tolerations, "nodeSelector" => nod
 decode_struct!(OverrideSpec { "tolerations" => tolerations, "nodeSelector" => node_selector, "serviceAccountName" => service_account_name });
 decode_struct!(IsvcSpec { "predictor" => predictor, "transformer" => transformer, "explainer" => explainer });
 decode_struct!(ModelFormat { "name" => name });
+decode_struct!(IsvcStorage { "path" => path, "parameters" => parameters });
+decode_struct!(StorageParameters { "type" => kind, "bucket" => bucket });
+decode_struct!(StorageUri { "uri" => uri });
 decode_struct!(VolcanoJobSpec { "minAvailable" => min_available, "queue" => queue, "schedulerName" => scheduler_name, "tasks" => tasks });
 decode_struct!(VolcanoTask { "name" => name, "replicas" => replicas, "template" => template });
 decode_struct!(JobSetSpec { "suspend" => suspend, "replicatedJobs" => replicated_jobs });
@@ -1528,6 +1586,7 @@ impl<'a> Decode<'a> for IsvcModel<'a> {
         d.object(|d, key| {
             match &*key {
                 "storageUri" => out.storage_uri = Decode::decode(d)?,
+                "storage" => out.storage = Decode::decode(d)?,
                 "modelFormat" => out.model_format = Decode::decode(d)?,
                 "runtime" => out.runtime = Decode::decode(d)?,
                 // The model is a container too (name, image, resources, env...).
@@ -1564,6 +1623,8 @@ impl<'a> Decode<'a> for IsvcComponent<'a> {
                 "lightgbm" => out.lightgbm = Decode::decode(d)?,
                 "paddle" => out.paddle = Decode::decode(d)?,
                 "huggingface" => out.huggingface = Decode::decode(d)?,
+                "art" => out.art = Decode::decode(d)?,
+                "storageUris" => out.storage_uris = Decode::decode(d)?,
                 // The component is a pod spec too (containers, tolerations...).
                 k => {
                     if !out.pod.decode_field(k, d)? {

@@ -145,6 +145,11 @@ fn trainjob_initializer_storage_uris() {
     let json = request("trainer.kubeflow.org", "TrainJob", r#"{"spec":{"initializer":{"model":null}}}"#);
     let req = Request::parse(&json).unwrap();
     assert!(req.workload().unwrap().train_job.as_ref().unwrap().model_storage_uri.is_none());
+    let o = r#"{"spec":{"initializer":{"model":{"env":[{"name":"STORAGE_URI","value":"hf://org/m"}]}}}}"#;
+    let json = request("trainer.kubeflow.org", "TrainJob", o);
+    let req = Request::parse(&json).unwrap();
+    let env = &req.workload().unwrap().train_job.as_ref().unwrap().model_env;
+    assert_eq!((&*env[0].name, env[0].value.as_deref()), ("STORAGE_URI", Some("hf://org/m")));
 }
 
 #[test]
@@ -359,6 +364,28 @@ fn notebooks_and_inference_services() {
         assert_eq!(c.image.as_deref(), Some("x"));
         let first = p.containers().next().unwrap();
         assert_eq!(p.container_path(&first).to_string(), "spec.predictor.sklearn");
+    });
+}
+
+#[test]
+fn inference_service_model_locations() {
+    let isvc = r#"{"spec":{"predictor":{"model":{"storage":{"key":"minio","path":"iris","parameters":{"type":"s3","bucket":"models","region":"x"}}},
+            "storageUris":[{"uri":"s3://models/base","mountPath":"/mnt/models/base"},{"mountPath":"/mnt/models/x"}]},
+        "transformer":{"containers":[{"name":"t"}],"storageUris":[{"uri":"hf://org/tok"}]},
+        "explainer":{"art":{"type":"SquareAttack","storageUri":"gs://b/art","image":"art"}}}}"#;
+    workload_of("serving.kserve.io", "InferenceService", isvc, |w| {
+        let t: Vec<_> = w.templates().collect();
+        let (model, _) = t[0].model.as_ref().unwrap();
+        let storage = model.storage.as_ref().unwrap();
+        assert_eq!((storage.path.as_deref(), storage.kind.as_deref(), storage.bucket.as_deref()), (Some("iris"), Some("s3"), Some("models")));
+        let uris: Vec<Option<&str>> = t[0].storage_uris.iter().map(|u| u.uri.as_deref()).collect();
+        assert_eq!(uris, [Some("s3://models/base"), None]);
+        assert_eq!(t[1].storage_uris[0].uri.as_deref(), Some("hf://org/tok"));
+        assert!(t[1].model.is_none());
+        let (art, c) = t[2].model.as_ref().unwrap();
+        assert_eq!((art.field, art.storage_uri.as_deref(), c.image.as_deref()), ("art", Some("gs://b/art"), Some("art")));
+        let first = t[2].containers().next().unwrap();
+        assert_eq!(t[2].container_path(&first).to_string(), "spec.explainer.art");
     });
 }
 

@@ -1,10 +1,12 @@
 //! `trusted-sources`: every container image comes from an allowed source,
 //! read with Docker's normalisation (`nginx` is
 //! `docker.io/library/nginx:latest`), optionally with a version tag or a
-//! digest; and every model a workload names (an InferenceService's or a
-//! TrainJob's `storageUri`, environment values and arguments that look like
-//! model locations) comes from an allowed location, optionally pinned to a
-//! commit or a digest.
+//! digest (an image with a digest is judged by the digest, which is what is
+//! pulled); and every model a workload names (an InferenceService's
+//! `storageUri`, `storageUris`, `storage` and `STORAGE_URI`, a TrainJob's
+//! model initializer, environment values and arguments that look like model
+//! locations) comes from an allowed location, optionally pinned to a commit
+//! or a digest.
 //!
 //! There is no safe default list: the rule refuses settings without
 //! `allowedImages` (and, while model sources are checked, without
@@ -17,8 +19,10 @@ mod settings;
 use std::fmt;
 
 use aigov_sdk::image::ImageRef;
+use aigov_sdk::pod::EnvVar;
 use aigov_sdk::text::quoted;
-use aigov_sdk::{Cluster, ContainerRef, Malformed, Policy, PodTemplate, Request, Verdict, Workload};
+use aigov_sdk::workload::ModelStorage;
+use aigov_sdk::{Cluster, ContainerRef, Malformed, Policy, PodTemplate, Request, Role, Verdict, Workload};
 
 pub use pattern::ImagePattern;
 pub use settings::Settings;
@@ -45,15 +49,26 @@ impl Policy for TrustedSources {
     }
 }
 
-/// The image patterns (settings were validated, so every one parses).
-fn patterns(s: &Settings) -> Vec<ImagePattern<'_>> {
-    s.allowed_images.iter().filter_map(|p| ImagePattern::parse(p).ok()).collect()
+/// The image patterns, each with its text (settings were validated, so
+/// every one parses).
+fn patterns(s: &Settings) -> Vec<(&str, ImagePattern<'_>)> {
+    s.allowed_images.iter().filter_map(|p| Some((p.as_str(), ImagePattern::parse(p).ok()?))).collect()
+}
+
+/// KServe's name for a model location in a container's environment: the
+/// storage URI of a custom predictor, transformer or explainer, and what a
+/// TrainJob's model initializer downloads.
+const STORAGE_URI: &str = "STORAGE_URI";
+
+/// A non-empty value, trimmed.
+fn given(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
 }
 
 struct Check<'c> {
     s: &'c Settings,
     v: &'c mut Verdict,
-    patterns: Vec<ImagePattern<'c>>,
+    patterns: Vec<(&'c str, ImagePattern<'c>)>,
 }
 
 impl Check<'_> {
@@ -64,22 +79,39 @@ impl Check<'_> {
                 self.container_models(t, &c);
             }
         }
-        if self.s.check_model_sources
-            && let Some((m, _)) = &t.model
-            && let Some(uri) = m.storage_uri.as_deref().map(str::trim).filter(|u| !u.is_empty())
-        {
-            self.model(uri, &format_args!("`{}.{}.storageUri`", t.spec_path(), m.field));
+        if !self.s.check_model_sources {
+            return;
+        }
+        // Where KServe's controller reads an InferenceService component's
+        // model from: the model's `storageUri`, the predictor model's
+        // `storage` (an explainer's is not read), and the component's
+        // `storageUris` (a custom container's `STORAGE_URI` is read with its
+        // environment).
+        if let Some((m, _)) = &t.model {
+            if let Some(uri) = given(m.storage_uri.as_deref()) {
+                self.model(uri, &format_args!("`{}.{}.storageUri`", t.spec_path(), m.field));
+            }
+            if let Some(storage) = m.storage.as_ref().filter(|_| t.role == Role::Predictor) {
+                self.storage(storage, &format_args!("`{}.{}.storage`", t.spec_path(), m.field));
+            }
+        }
+        for (i, item) in t.storage_uris.iter().enumerate() {
+            if let Some(uri) = given(item.uri.as_deref()) {
+                self.model(uri, &format_args!("`{}.storageUris[{i}].uri`", t.spec_path()));
+            }
         }
     }
 
     fn train_job(&mut self, w: &Workload<'_>) {
-        if !self.s.check_model_sources {
-            return;
-        }
-        let Some(uri) = w.train_job.as_ref().and_then(|j| j.model_storage_uri.as_deref()).map(str::trim).filter(|u| !u.is_empty()) else {
+        let Some(job) = w.train_job.as_ref().filter(|_| self.s.check_model_sources) else {
             return;
         };
-        self.model(uri, &"`spec.initializer.model.storageUri`");
+        if let Some(uri) = given(job.model_storage_uri.as_deref()) {
+            self.model(uri, &"`spec.initializer.model.storageUri`");
+        }
+        // Set after `storageUri` in the initializer's container: a
+        // `STORAGE_URI` here is what it downloads.
+        self.env(&job.model_env, true, &"spec.initializer.model", &"the model initializer");
     }
 
     // ---------------------------------------------------------------- images
@@ -101,8 +133,9 @@ impl Check<'_> {
                 return;
             }
         };
-        let untrusted = !self.patterns.iter().any(|p| p.matches(&image));
-        let latest = self.s.forbid_latest_tag && image.digest.is_none() && image.effective_tag() == Some("latest");
+        let untrusted = !self.patterns.iter().any(|(_, p)| p.matches(&image));
+        // `None` with a digest: the digest is pulled, whatever the tag.
+        let latest = self.s.forbid_latest_tag && image.effective_tag() == Some("latest");
         let unpinned = self.s.require_digest && image.digest.is_none();
         if !(untrusted || latest || unpinned) {
             return;
@@ -111,8 +144,20 @@ impl Check<'_> {
         let full = image.to_string();
         let shown = if full == written { format!("`{written}`") } else { format!("`{written}` (that is, `{full}`)") };
         if untrusted {
+            // `name:tag@digest` pulls the digest: a tag pattern the written
+            // tag matches does not allow it, and the message says why.
+            let by_tag: Vec<&str> = self.patterns.iter().filter(|(_, p)| p.matches_ignored_tag(&image)).map(|(text, _)| *text).collect();
+            let why = match (image.tag, image.digest) {
+                (Some(tag), Some(digest)) if !by_tag.is_empty() => format!(
+                    "; its tag `{tag}` matches {}, but the container runtime pulls the digest and ignores a tag beside it, so only the digest counts: \
+                     drop the digest to be judged by the tag, or have `{}@{digest}` added to `allowedImages`",
+                    quoted(&by_tag),
+                    image.name()
+                ),
+                _ => String::new(),
+            };
             self.v.violation(format!(
-                "{who} uses image {shown} (`{field}`), which is not from an allowed source: use an image matching {}",
+                "{who} uses image {shown} (`{field}`), which is not from an allowed source: use an image matching {}{why}",
                 quoted(&self.s.allowed_images)
             ));
         }
@@ -139,17 +184,10 @@ impl Check<'_> {
         // Written only into a message (`model` decides first).
         let at = fmt::from_fn(|f| write!(f, "{}", t.container_path(c)));
         let who = fmt::from_fn(|f| f.write_str(&c.describe()));
-        for (i, var) in c.container.env.iter().enumerate() {
-            let Some(value) = var.value.as_deref().map(str::trim) else { continue };
-            if var.from_source || !model::has_prefix(value, &self.s.model_uri_prefixes) {
-                continue;
-            }
-            let name = var.name.to_ascii_uppercase();
-            if !self.s.model_env_names.iter().any(|p| aigov_sdk::Glob::new(p.as_str().to_ascii_uppercase()).matches(&name)) {
-                continue;
-            }
-            self.model(value, &format_args!("`{at}.env[{i}].value` (`{}` of {who})", var.name));
-        }
+        // KServe reads a custom container's `STORAGE_URI` as the component's
+        // `storageUri`, and its storage initializer downloads it.
+        let isvc = matches!(t.role, Role::Predictor | Role::Transformer | Role::Explainer);
+        self.env(&c.container.env, isvc, &at, &who);
         if !self.s.model_args {
             return;
         }
@@ -161,6 +199,60 @@ impl Check<'_> {
                 }
             }
         }
+    }
+
+    /// Checks the model locations in an environment: values that start with
+    /// a prefix, of variables `modelEnvNames` selects, and with
+    /// `storage_uri`, `STORAGE_URI` whatever its value (a storage URI by
+    /// definition). `at` is the container's path, `who` names it.
+    fn env(&mut self, env: &[EnvVar<'_>], storage_uri: bool, at: &dyn fmt::Display, who: &dyn fmt::Display) {
+        for (i, var) in env.iter().enumerate() {
+            let Some(value) = var.value.as_deref().map(str::trim) else { continue };
+            if var.from_source || value.is_empty() {
+                continue;
+            }
+            let by_definition = storage_uri && *var.name == *STORAGE_URI;
+            if !by_definition {
+                if !model::has_prefix(value, &self.s.model_uri_prefixes) {
+                    continue;
+                }
+                let name = var.name.to_ascii_uppercase();
+                if !self.s.model_env_names.iter().any(|p| aigov_sdk::Glob::new(p.as_str().to_ascii_uppercase()).matches(&name)) {
+                    continue;
+                }
+            }
+            self.model(value, &format_args!("`{at}.env[{i}].value` (`{}` of {who})", var.name));
+        }
+    }
+
+    /// Checks KServe's `storage` of a model: the location its controller
+    /// builds from `parameters.type`, `parameters.bucket` and `path`
+    /// (`<type>://<bucket>/<path>`; `<type>://<path>` for a type other than
+    /// `s3`). Without `parameters.type`, both come from the `storage-config`
+    /// Secret, which the request does not hold. Without `path` nothing is
+    /// downloaded through it.
+    fn storage(&mut self, storage: &ModelStorage<'_>, what: &dyn fmt::Display) {
+        let Some(path) = given(storage.path.as_deref()) else { return };
+        let path = path.strip_prefix('/').unwrap_or(path);
+        let location = match (given(storage.kind.as_deref()), given(storage.bucket.as_deref())) {
+            (Some("s3"), Some(bucket)) => format!("s3://{bucket}/{path}"),
+            (Some("s3"), None) => {
+                self.v.violation(format!(
+                    "{what} names a model location that cannot be checked: `storage.parameters` names the type `s3` but no `bucket`: \
+                     add `bucket: <bucket>` to it, or write the location in `storageUri`"
+                ));
+                return;
+            }
+            (Some(kind), _) => format!("{kind}://{path}"),
+            (None, _) => {
+                self.v.violation(format!(
+                    "{what} names a model location that cannot be checked: its storage type and bucket come from KServe's `storage-config` Secret, \
+                     which the request does not hold: name them in `storage.parameters` (`type: s3`, `bucket: <bucket>`), or write the location in `storageUri`"
+                ));
+                return;
+            }
+        };
+        self.model(&location, what);
     }
 
     /// Checks one model location; `what` names where it is, for messages.
@@ -197,3 +289,198 @@ impl Check<'_> {
 }
 
 aigov_sdk::export_policy!(TrustedSources);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+    use aigov_sdk::{Glob, NoCluster};
+
+    const D: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const C: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn settings(images: &[&str], models: &[&str]) -> Settings {
+        Settings {
+            allowed_images: images.iter().map(|s| s.to_string()).collect(),
+            allowed_model_sources: models.iter().map(|s| Glob::new(s.to_string())).collect(),
+            ..Settings::default()
+        }
+    }
+
+    fn violations(group: &str, kind: &str, object: &str, s: &Settings) -> Vec<String> {
+        let request = format!(r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"CREATE","object":{object}}}"#);
+        let req = Request::parse(&request).unwrap();
+        TrustedSources::validate(&req, s, &NoCluster).unwrap().violations().to_vec()
+    }
+
+    fn isvc(spec: &str, s: &Settings) -> Vec<String> {
+        violations("serving.kserve.io", "InferenceService", &format!(r#"{{"metadata":{{"name":"m"}},"spec":{spec}}}"#), s)
+    }
+
+    const ALLOWED: &str = "load models from a location matching `s3://ml-models/*`, `hf://my-org/*`";
+
+    #[test]
+    fn every_storage_uris_item_is_a_model_location() {
+        let s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
+        let v = isvc(
+            r#"{"predictor":{"model":{"modelFormat":{"name":"huggingface"}},
+                "storageUris":[{"uri":"s3://ml-models/llama","mountPath":"/mnt/models/base"},{"uri":"https://example.com/adapter.tar.gz","mountPath":"/mnt/models/adapter"},{"uri":"  "}]},
+              "transformer":{"containers":[{"name":"kserve-container","image":"nvcr.io/nvidia/tokenizer:1"}],"storageUris":[{"uri":"hf://evil/tokenizer"}]},
+              "explainer":{"containers":[{"name":"kserve-container","image":"nvcr.io/nvidia/explainer:1"}],"storageUris":[{"uri":"gs://public/explainer"}]}}"#,
+            &s,
+        );
+        assert_eq!(
+            v,
+            [
+                format!("`spec.predictor.storageUris[1].uri` points to `https://example.com/adapter.tar.gz`, which is not an allowed model source: {ALLOWED}"),
+                format!("`spec.transformer.storageUris[0].uri` points to `hf://evil/tokenizer`, which is not an allowed model source: {ALLOWED}"),
+                format!("`spec.explainer.storageUris[0].uri` points to `gs://public/explainer`, which is not an allowed model source: {ALLOWED}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn storage_uris_are_pinned_like_storage_uri() {
+        let mut s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
+        s.require_pinned_models = true;
+        s.immutable_model_sources = vec![Glob::new("s3://ml-models/releases/*")];
+        let v = isvc(
+            &format!(
+                r#"{{"predictor":{{"model":{{"modelFormat":{{"name":"huggingface"}}}},"storageUris":[
+                    {{"uri":"hf://my-org/base:{C}"}},{{"uri":"hf://my-org/adapter:main"}},{{"uri":"s3://ml-models/releases/x"}},{{"uri":"s3://ml-models/dev/x"}}]}}}}"#
+            ),
+            &s,
+        );
+        assert_eq!(
+            v,
+            [
+                "`spec.predictor.storageUris[1].uri` points to `hf://my-org/adapter:main`, which can change under the same name (it is not pinned): \
+                 name a commit: `hf://my-org/adapter:<40-digit commit hash>`",
+                "`spec.predictor.storageUris[3].uri` points to `s3://ml-models/dev/x`, whose contents can change under the same name, and a `s3://` location \
+                 cannot name a revision: load the model from a location listed in `immutableModelSources`, or from `hf://` with a commit or `oci://` with a digest",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_custom_containers_storage_uri_is_a_model_location_whatever_its_scheme() {
+        // KServe reads `STORAGE_URI` of a custom predictor's `kserve-container`
+        // (or a transformer's or explainer's container) as its `storageUri`.
+        let mut s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
+        s.model_env_names = vec![Glob::new("*MODEL*")];
+        let spec = r#"{"predictor":{"containers":[{"name":"kserve-container","image":"nvcr.io/nvidia/server:1",
+            "env":[{"name":"STORAGE_URI","value":"https://example.com/model.tar.gz"},{"name":"OTHER","value":"https://example.com/x"}]}]},
+          "transformer":{"containers":[{"name":"kserve-container","image":"nvcr.io/nvidia/t:1","env":[{"name":"STORAGE_URI","value":"s3://ml-models/tok"}]}]}}"#;
+        assert_eq!(
+            isvc(spec, &s),
+            [format!(
+                "`spec.predictor.containers[0].env[0].value` (`STORAGE_URI` of container `kserve-container`) points to `https://example.com/model.tar.gz`, \
+                 which is not an allowed model source: {ALLOWED}"
+            )]
+        );
+        // Elsewhere `STORAGE_URI` is an environment variable like any other.
+        let pod = r#"{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"nvcr.io/nvidia/x:1",
+            "env":[{"name":"STORAGE_URI","value":"https://example.com/model.tar.gz"}]}]}}"#;
+        assert!(violations("", "Pod", pod, &s).is_empty());
+    }
+
+    #[test]
+    fn kserve_storage_spec_is_checked_where_the_request_says_where_it_points() {
+        let s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
+        let with = |storage: &str| isvc(&format!(r#"{{"predictor":{{"model":{{"modelFormat":{{"name":"sklearn"}},"storage":{storage}}}}}}}"#), &s);
+        assert!(with(r#"{"key":"minio","path":"/iris/v1","parameters":{"type":"s3","bucket":"ml-models"}}"#).is_empty());
+        assert_eq!(
+            with(r#"{"path":"iris","parameters":{"type":"s3","bucket":"public-models"}}"#),
+            [format!("`spec.predictor.model.storage` points to `s3://public-models/iris`, which is not an allowed model source: {ALLOWED}")]
+        );
+        assert_eq!(
+            with(r#"{"path":"namenode/models/iris","parameters":{"type":"hdfs"}}"#),
+            [format!("`spec.predictor.model.storage` points to `hdfs://namenode/models/iris`, which is not an allowed model source: {ALLOWED}")]
+        );
+        assert_eq!(
+            with(r#"{"key":"localMinIO","path":"sklearn","parameters":{"bucket":"example-models"}}"#),
+            ["`spec.predictor.model.storage` names a model location that cannot be checked: its storage type and bucket come from KServe's \
+              `storage-config` Secret, which the request does not hold: name them in `storage.parameters` (`type: s3`, `bucket: <bucket>`), \
+              or write the location in `storageUri`"]
+        );
+        assert_eq!(
+            with(r#"{"path":"sklearn","parameters":{"type":"s3"}}"#),
+            ["`spec.predictor.model.storage` names a model location that cannot be checked: `storage.parameters` names the type `s3` but no \
+              `bucket`: add `bucket: <bucket>` to it, or write the location in `storageUri`"]
+        );
+        // Without `path` nothing is downloaded through `storage`: only credentials.
+        assert!(with(r#"{"key":"localMinIO"}"#).is_empty());
+        assert!(with(r#"{"path":"../x","parameters":{"type":"s3","bucket":"ml-models"}}"#)[0].contains("has `.` or `..` path segments"));
+        // KServe's controller reads the predictor's `storage` only.
+        let art = r#"{"predictor":{"model":{"storageUri":"s3://ml-models/m"}},"explainer":{"art":{"image":"nvcr.io/nvidia/art:1","storage":{"path":"x"}}}}"#;
+        assert!(isvc(art, &s).is_empty());
+    }
+
+    #[test]
+    fn the_art_explainer_is_a_model_container() {
+        let s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
+        let v = isvc(r#"{"predictor":{"model":{"storageUri":"s3://ml-models/m"}},"explainer":{"art":{"type":"SquareAttack","storageUri":"gs://public/art","image":"kserve/art-explainer:v0.15.0"}}}"#, &s);
+        assert_eq!(
+            v,
+            [
+                "container `kserve-container` uses image `kserve/art-explainer:v0.15.0` (that is, `docker.io/kserve/art-explainer:v0.15.0`) \
+                 (`spec.explainer.art.image`), which is not from an allowed source: use an image matching `nvcr.io/nvidia/*`"
+                    .to_string(),
+                format!("`spec.explainer.art.storageUri` points to `gs://public/art`, which is not an allowed model source: {ALLOWED}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_trainjob_model_initializers_storage_uri_env_replaces_its_storage_uri() {
+        let s = settings(&["nvcr.io/nvidia/*"], &["hf://my-org/*"]);
+        let job = r#"{"metadata":{"name":"j"},"spec":{"initializer":{"model":{"storageUri":"hf://my-org/base",
+            "env":[{"name":"STORAGE_URI","value":"hf://meta-llama/Llama-3.2-1B"},{"name":"EXTRA_MODEL","value":"s3://public/x"},{"name":"ACCESS_TOKEN","valueFrom":{"secretKeyRef":{"name":"t","key":"k"}}}]}},
+            "trainer":{"image":"nvcr.io/nvidia/pytorch:25.01-py3"}}}"#;
+        assert_eq!(
+            violations("trainer.kubeflow.org", "TrainJob", job, &s),
+            [
+                "`spec.initializer.model.env[0].value` (`STORAGE_URI` of the model initializer) points to `hf://meta-llama/Llama-3.2-1B`, \
+                 which is not an allowed model source: load models from a location matching `hf://my-org/*`",
+                "`spec.initializer.model.env[1].value` (`EXTRA_MODEL` of the model initializer) points to `s3://public/x`, \
+                 which is not an allowed model source: load models from a location matching `hf://my-org/*`",
+            ]
+        );
+        let mut off = settings(&["nvcr.io/nvidia/*"], &[]);
+        off.check_model_sources = false;
+        assert!(violations("trainer.kubeflow.org", "TrainJob", job, &off).is_empty());
+    }
+
+    #[test]
+    fn a_tag_beside_a_digest_is_not_what_is_pulled() {
+        let s = settings(&["nvcr.io/nvidia/*", "docker.io/rayproject/ray:2.*"], &["s3://ml-models/*"]);
+        let pod = |image: &str| format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"containers":[{{"name":"ray","image":"{image}"}}]}}}}"#);
+        assert!(violations("", "Pod", &pod("rayproject/ray:2.9.0"), &s).is_empty());
+        assert_eq!(
+            violations("", "Pod", &pod(&format!("rayproject/ray:2.9.0@{D}")), &s),
+            [format!(
+                "container `ray` uses image `rayproject/ray:2.9.0@{D}` (that is, `docker.io/rayproject/ray:2.9.0@{D}`) (`spec.containers[0].image`), \
+                 which is not from an allowed source: use an image matching `nvcr.io/nvidia/*`, `docker.io/rayproject/ray:2.*`; its tag `2.9.0` matches \
+                 `docker.io/rayproject/ray:2.*`, but the container runtime pulls the digest and ignores a tag beside it, so only the digest counts: \
+                 drop the digest to be judged by the tag, or have `docker.io/rayproject/ray@{D}` added to `allowedImages`"
+            )]
+        );
+        // A tag the pattern would not have allowed anyway: no explanation.
+        assert!(!violations("", "Pod", &pod(&format!("rayproject/ray:3.0.0@{D}")), &s)[0].contains("its tag"));
+        // The registry and repository still count: an allowed registry admits it.
+        assert!(violations("", "Pod", &pod(&format!("nvcr.io/nvidia/pytorch:24.05-py3@{D}")), &s).is_empty());
+        // An allowed digest admits the image whatever tag is written beside it.
+        let pinned = settings(&[&format!("docker.io/rayproject/ray@{D}")], &["s3://ml-models/*"]);
+        assert!(violations("", "Pod", &pod(&format!("rayproject/ray:2.9.0@{D}")), &pinned).is_empty());
+        assert!(violations("", "Pod", &pod(&format!("rayproject/ray:anything@{D}")), &pinned).is_empty());
+    }
+
+    #[test]
+    fn latest_beside_a_digest_is_not_latest() {
+        let mut s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*"]);
+        s.forbid_latest_tag = true;
+        let pod = |image: &str| format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"containers":[{{"name":"c","image":"{image}"}}]}}}}"#);
+        assert!(violations("", "Pod", &pod(&format!("nvcr.io/nvidia/x:latest@{D}")), &s).is_empty());
+        assert_eq!(violations("", "Pod", &pod("nvcr.io/nvidia/x:latest"), &s).len(), 1);
+    }
+}

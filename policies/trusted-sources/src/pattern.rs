@@ -6,9 +6,14 @@
 //! match `evil.io/x.example.com/y`. In the repository, `*` crosses `/`
 //! (`nvcr.io/nvidia/*` matches `nvcr.io/nvidia/k8s/dcgm-exporter`). A
 //! pattern without a tag allows every tag and digest; with one, the image's
-//! tag must match it (an image without tag or digest is `latest`; one with
-//! a digest alone has no tag and matches no tagged pattern); with a digest,
-//! the image's digest must be that one.
+//! tag must match it (an image without tag or digest is `latest`); with a
+//! digest, the image's digest must be that one.
+//!
+//! An image with a digest is judged by the digest, since that is what the
+//! container runtime pulls: in `name:tag@digest` the tag is ignored
+//! (containerd drops it with `reference.ParseDockerRef`). Such an image
+//! matches no pattern with a tag and no digest, exactly as `name@digest`
+//! does, and a pattern `name:tag@digest` matches by its digest alone.
 
 use std::borrow::Cow;
 
@@ -71,8 +76,34 @@ impl<'p> ImagePattern<'p> {
         };
         glob::matches(&self.domain, &domain)
             && glob::matches(self.path, &image.path())
-            && self.tag.is_none_or(|t| image.effective_tag().is_some_and(|it| glob::matches(t, it)))
-            && self.digest.is_none_or(|d| image.digest == Some(d))
+            && match (self.digest, self.tag) {
+                (Some(d), _) => image.digest == Some(d),
+                // `None` for an image with a digest: its tag is not pulled.
+                (None, Some(t)) => image.effective_tag().is_some_and(|it| glob::matches(t, it)),
+                (None, None) => true,
+            }
+    }
+
+    /// Whether the pattern names a tag, and would match the image by the tag
+    /// written beside its digest, were that tag what is pulled: the image a
+    /// message must explain.
+    pub fn matches_ignored_tag(&self, image: &ImageRef<'_>) -> bool {
+        let (Some(t), None, Some(written), Some(_)) = (self.tag, self.digest, image.tag, image.digest) else {
+            return false;
+        };
+        glob::matches(t, written) && ImagePattern { tag: None, ..self.clone() }.matches(image)
+    }
+
+    /// The repository the pattern names, without tag or digest
+    /// (`docker.io/rayproject/ray`).
+    pub fn repository(&self) -> String {
+        format!("{}/{}", self.domain, self.path)
+    }
+
+    /// Whether the pattern names a tag and no digest, so it matches only
+    /// images without a digest.
+    pub fn tag_only(&self) -> bool {
+        self.tag.is_some() && self.digest.is_none()
     }
 }
 
@@ -104,6 +135,32 @@ mod tests {
         assert!(m(&format!("nvcr.io/nvidia/pytorch@{D}"), &format!("nvcr.io/nvidia/pytorch:24.05@{D}")));
         assert!(!m(&format!("nvcr.io/nvidia/pytorch@{D}"), "nvcr.io/nvidia/pytorch:24.05"));
         assert!(m("localhost:5000/*", "localhost:5000/x/y:1"));
+    }
+
+    #[test]
+    fn an_image_with_a_digest_is_judged_by_the_digest() {
+        let image = format!("rayproject/ray:2.9.0@{D}");
+        // The runtime pulls the digest and ignores the tag: `2.9.0` says nothing.
+        assert!(!m("docker.io/rayproject/ray:2.*", &image));
+        assert!(!m("docker.io/rayproject/ray:2.*", &format!("rayproject/ray:latest@{D}")));
+        // The registry and repository are still what they are.
+        assert!(m("docker.io/rayproject/*", &image));
+        assert!(!m("docker.io/other/*", &image));
+        // A pattern's tag beside its digest is ignored too: the digest decides.
+        assert!(m(&format!("docker.io/rayproject/ray:2.9.0@{D}"), &format!("rayproject/ray@{D}")));
+        assert!(m(&format!("docker.io/rayproject/ray:2.9.0@{D}"), &format!("rayproject/ray:3.0@{D}")));
+        assert!(!m(&format!("docker.io/rayproject/ray:2.9.0@{D}"), "rayproject/ray:2.9.0"));
+        // Which refusals need the explanation.
+        let why = |p: &str, i: &str| ImagePattern::parse(p).unwrap().matches_ignored_tag(&ImageRef::parse(i).unwrap());
+        assert!(why("docker.io/rayproject/ray:2.*", &image));
+        assert!(!why("docker.io/rayproject/ray:3.*", &image), "the tag would not match either");
+        assert!(!why("docker.io/other/ray:2.*", &image), "another repository");
+        assert!(!why("docker.io/rayproject/ray:2.*", &format!("rayproject/ray@{D}")), "no tag written");
+        assert!(!why("docker.io/rayproject/ray:2.*", "rayproject/ray:2.9.0"), "no digest: it matches");
+        assert!(!why("docker.io/rayproject/*", &image), "a pattern without a tag matches");
+        assert!(ImagePattern::parse("docker.io/rayproject/ray:2.*").unwrap().tag_only());
+        assert!(!ImagePattern::parse(&format!("docker.io/rayproject/ray:2.9.0@{D}")).unwrap().tag_only());
+        assert!(!ImagePattern::parse("docker.io/rayproject/*").unwrap().tag_only());
     }
 
     #[test]

@@ -103,8 +103,20 @@ impl RuleSettings for Settings {
             ));
         }
         for (i, p) in self.allowed_images.iter().enumerate() {
-            if let Err(why) = ImagePattern::parse(p) {
-                return Err(SettingsError::new(format!("allowedImages[{i}]"), why));
+            match ImagePattern::parse(p) {
+                Err(why) => return Err(SettingsError::new(format!("allowedImages[{i}]"), why)),
+                // An image with a digest is judged by it, not by a tag beside it.
+                Ok(pattern) if self.require_digest && pattern.tag_only() => {
+                    let name = pattern.repository();
+                    return Err(SettingsError::new(
+                        format!("allowedImages[{i}]"),
+                        format!(
+                            "`{p}` names a tag, but with `requireDigest` every image carries a digest, and the container runtime pulls the digest and \
+                             ignores a tag beside it, so no image can match: allow the repository (`{name}`) or a digest (`{name}@sha256:<digest>`)"
+                        ),
+                    ));
+                }
+                Ok(_) => {}
             }
         }
         if self.check_model_sources {
@@ -187,6 +199,15 @@ mod tests {
         assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"requirePinnedModels":true}"#)
             .starts_with("setting `requirePinnedModels`: needs `checkModelSources: true`"));
         assert!(err(&format!(r#"{{{OK},"immutableModelSources":["s3://x/*"]}}"#)).starts_with("setting `immutableModelSources`: has no effect"));
+        assert_eq!(
+            err(r#"{"allowedImages":["nvcr.io/nvidia/*","docker.io/rayproject/ray:2.*"],"requireDigest":true,"checkModelSources":false}"#),
+            "setting `allowedImages[1]`: `docker.io/rayproject/ray:2.*` names a tag, but with `requireDigest` every image carries a digest, \
+             and the container runtime pulls the digest and ignores a tag beside it, so no image can match: allow the repository \
+             (`docker.io/rayproject/ray`) or a digest (`docker.io/rayproject/ray@sha256:<digest>`)"
+        );
+        let d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        Full::<Settings>::parse_valid(&format!(r#"{{"allowedImages":["docker.io/rayproject/ray:2.9.0@{d}"],"requireDigest":true,"checkModelSources":false}}"#))
+            .expect("a tag beside a digest is allowed (and ignored)");
         assert!(err(&format!(r#"{{{OK},"allowedImage":[]}}"#)).starts_with("setting `allowedImage`: unknown setting"));
     }
 }
