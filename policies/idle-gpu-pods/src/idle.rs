@@ -843,7 +843,7 @@ fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ct
             }
             Status::Maybe
         }
-        CommandKind::For { body } => {
+        CommandKind::For { body, .. } | CommandKind::ArithFor { body, .. } => {
             let mut sub = Run::default();
             let mut v = vars.clone();
             exec_list(&mut sub, body, src, &mut v, &here);
