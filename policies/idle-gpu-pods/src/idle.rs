@@ -6,13 +6,16 @@
 //! `bash -lc`, `/bin/sh -ec`) have their script parsed by [`crate::shell`],
 //! and every command is classified: one that waits (`sleep`, `tail -f`,
 //! `cat` or `read` on an open standard input, `wait` for waiting jobs, an
-//! interactive shell, an endless loop that does nothing), one that
+//! interactive shell, a loop that never ends and does nothing), one that
 //! finishes at once without using a GPU (`echo`, `export`, `trap`,
 //! `nvidia-smi`...), or work (anything else, and anything not understood).
 //! The script is then followed in order, the way the shell would run it,
-//! and judged: does the container do anything but wait?
+//! with the exit status of each command where it can be told (so that
+//! `while sleep 60`, `until false` and `a && b` are read as the shell runs
+//! them), and judged: does the container do anything but wait?
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::shell::{self, AndOr, Command, CommandKind, Connector, List, Part, Pipeline, Word};
 
@@ -113,7 +116,8 @@ pub enum Finding {
 pub fn judge(argv: &[Option<String>], c: &Container, extra: Extra<'_>, long: f64) -> Option<Finding> {
     let mut run = Run::default();
     let mut vars = c.env.clone();
-    let ctx = Ctx { stdin_open: c.stdin_open, extra, depth: 0 };
+    let budget = Cell::new(MAX_STEPS);
+    let ctx = Ctx { stdin_open: c.stdin_open, extra, depth: 0, loops: 0, budget: &budget };
     let snippet = display_argv(argv);
     exec_argv(&mut run, argv, &snippet, &mut vars, &ctx);
     run.finding(long)
@@ -131,22 +135,77 @@ enum Event {
     MaybeForever(String),
 }
 
+/// `break` or `continue`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Jump {
+    Break,
+    Continue,
+}
+
 #[derive(Clone, Debug, Default)]
 struct Run {
     events: Vec<Event>,
-    /// `exit`, `exec`, or a loop that never ends: nothing after it runs.
+    /// `exit` or `exec`: this shell ends, nothing after it runs.
     stopped: bool,
+    /// A loop that never ends is running: nothing after it runs, and the
+    /// shell never returns.
+    endless: bool,
     /// A foreground wait was forever: nothing after it runs.
     forever: bool,
     /// Background jobs: the longest wait of those that only wait, and
     /// whether some do work.
     bg_wait: Option<(Dur, String)>,
     bg_work: bool,
+    /// How the last background job ends (what `wait $!` returns).
+    bg_status: Option<Status>,
+    /// `break` or `continue` ran: the rest of the loop's round is skipped.
+    jump: Option<Jump>,
+    /// A `break` may run: the innermost loop around it may end.
+    may_break: bool,
+    /// An `exit`, `exec`, `break 2`... may run: every loop around it may end.
+    may_exit: bool,
 }
 
 impl Run {
+    /// A run that knows the background jobs of `outer` (a loop's rounds,
+    /// which may `wait` for them).
+    fn beside(outer: &Run) -> Run {
+        Run { bg_wait: outer.bg_wait.clone(), bg_work: outer.bg_work, bg_status: outer.bg_status, ..Run::default() }
+    }
+
+    /// Nothing after this point runs, ever.
+    fn ended(&self) -> bool {
+        self.stopped || self.endless || self.forever
+    }
+
+    /// Nothing after this point runs in this round.
     fn blocked(&self) -> bool {
-        self.stopped || self.forever
+        self.ended() || self.jump.is_some()
+    }
+
+    /// A loop around this run may end because of it: it exits, breaks out,
+    /// or may.
+    fn leaves(&self) -> bool {
+        self.stopped || self.may_exit || self.may_break || self.jump == Some(Jump::Break)
+    }
+
+    /// Notes that `sub` may have run: its `exit` and `break` may happen.
+    fn may_leave(&mut self, sub: &Run) {
+        self.may_exit |= sub.may_exit || sub.stopped;
+        self.may_break |= sub.may_break || sub.jump == Some(Jump::Break);
+    }
+
+    /// Forgets how a shell or subshell ended: its `exit` ends only itself,
+    /// and its jobs are not the caller's to wait for.
+    fn returned(mut self) -> Run {
+        self.stopped = false;
+        self.jump = None;
+        self.may_break = false;
+        self.may_exit = false;
+        self.bg_wait = None;
+        self.bg_work = false;
+        self.bg_status = None;
+        self
     }
 
     fn work(&mut self, what: &str) {
@@ -185,16 +244,22 @@ impl Run {
     fn absorb(&mut self, sub: Run) {
         self.forever |= sub.forever;
         self.stopped |= sub.stopped;
+        self.endless |= sub.endless;
         self.bg_work |= sub.bg_work;
         if let Some((d, w)) = sub.bg_wait {
             self.note_bg_wait(d, &w);
         }
+        self.bg_status = sub.bg_status.or(self.bg_status);
+        self.jump = sub.jump.or(self.jump);
+        self.may_break |= sub.may_break;
+        self.may_exit |= sub.may_exit;
         self.events.extend(sub.events);
     }
 
     /// Records a sub-run that may or may not have run (`a && b` when `a`
     /// may fail): its work counts, a forever wait is only possible.
     fn absorb_maybe(&mut self, sub: &Run) {
+        self.may_leave(sub);
         if let Some(w) = sub.first_work() {
             self.work(w);
         }
@@ -270,10 +335,20 @@ struct Ctx<'s> {
     extra: Extra<'s>,
     /// Nesting of shells inside shells (`sh -c "bash -c '...'"`).
     depth: usize,
+    /// Loops around the command, in this shell (`break` outside a loop
+    /// does nothing).
+    loops: usize,
+    /// Commands the reader may still follow: each loop is followed twice,
+    /// so nested loops would take time exponential in their depth.
+    budget: &'s Cell<u32>,
 }
 
 /// How deep shells may nest before the script is treated as not understood.
 const MAX_SHELL_DEPTH: usize = 8;
+
+/// How many commands the reader follows in all before the rest of the
+/// script is treated as not understood (work).
+const MAX_STEPS: u32 = 10_000;
 
 type Vars = BTreeMap<String, Option<String>>;
 
@@ -353,7 +428,8 @@ fn exec_argv(run: &mut Run, argv: &[Option<String>], snippet: &str, vars: &mut V
             match d {
                 Some(d) => {
                     run.wait(d, snippet);
-                    Status::Ok
+                    // An operand not known may be one `sleep` refuses.
+                    if args.iter().all(Option::is_some) { Status::Ok } else { Status::Maybe }
                 }
                 None => Status::Fail,
             }
@@ -383,7 +459,13 @@ fn exec_argv(run: &mut Run, argv: &[Option<String>], snippet: &str, vars: &mut V
             } else if let Some((d, what)) = run.bg_wait.clone() {
                 run.wait(d, &what);
             }
-            Status::Maybe
+            match args {
+                // Without operands `wait` returns 0; `wait $!` returns what
+                // the last background job returned.
+                [] => Status::Ok,
+                [Some(job)] if job == LAST_JOB => run.bg_status.unwrap_or(Status::Maybe),
+                _ => Status::Maybe,
+            }
         }
         "pause" => {
             run.wait(Dur::Forever, snippet);
@@ -397,12 +479,43 @@ fn exec_argv(run: &mut Run, argv: &[Option<String>], snippet: &str, vars: &mut V
             run.stopped = true;
             Status::Ok
         }
+        "break" | "continue" if ctx.loops > 0 => {
+            // `break 2`, `continue 2`: this loop ends, and perhaps the ones
+            // around it.
+            let one = match args {
+                [] => true,
+                [Some(n)] => n == "1",
+                _ => false,
+            };
+            run.jump = Some(if name == "break" || !one { Jump::Break } else { Jump::Continue });
+            run.may_exit |= !one;
+            Status::Ok
+        }
+        "[" => match args.split_last() {
+            Some((Some(close), operands)) if close == "]" => test_status(operands),
+            Some((None, _)) => Status::Maybe,
+            // `[` without `]` is an error.
+            _ => Status::Fail,
+        },
+        "test" => test_status(args),
+        "set" => {
+            if sets_positional(args) {
+                forget_positional(vars);
+            }
+            Status::Ok
+        }
+        "shift" => {
+            forget_positional(vars);
+            Status::Ok
+        }
         n if ctx.extra.0.iter().any(|e| e == n) => {
             run.wait(Dur::Forever, snippet);
             Status::Ok
         }
         n if ALWAYS_OK.contains(&n) => Status::Ok,
         "false" => Status::Fail,
+        // Outside a loop, `break` and `continue` do nothing.
+        "break" | "continue" => Status::Maybe,
         n if INSTANT.contains(&n) => Status::Maybe,
         _ => {
             run.work(snippet);
@@ -445,6 +558,60 @@ fn skip_options<'a>(args: &'a [Option<String>], takes_value: &[&str]) -> &'a [Op
         i += if takes_value.contains(&a.as_str()) { 2 } else { 1 };
     }
     args.get(i..).unwrap_or_default()
+}
+
+/// `wait $!` is read as `wait %+`: bash's name for the last background
+/// job, whose process id is not known at admission but whose status is.
+const LAST_JOB: &str = "%+";
+
+/// What `test` or `[ ... ]` returns, when its operands tell without
+/// looking at files: `[ 1 ]`, `[ ! x ]`, `[ -n x ]`, `[ -z x ]`, `[ a = b ]`,
+/// `[ a != b ]`; `Maybe` for anything else.
+fn test_status(operands: &[Option<String>]) -> Status {
+    let ok = |b: bool| if b { Status::Ok } else { Status::Fail };
+    let known: Option<Vec<&str>> = operands.iter().map(Option::as_deref).collect();
+    match known.as_deref() {
+        Some([]) => Status::Fail,
+        Some([s]) => ok(!s.is_empty()),
+        Some(["!", s]) => ok(s.is_empty()),
+        Some(["-n", s]) => ok(!s.is_empty()),
+        Some(["-z", s]) => ok(s.is_empty()),
+        Some([a, "=", b]) => ok(a == b),
+        Some([a, "!=", b]) => ok(a != b),
+        _ => Status::Maybe,
+    }
+}
+
+/// Whether `set` with these arguments replaces the positional parameters
+/// (`set -- a b`, `set a b`), rather than only setting options (`set -e`,
+/// `set -o pipefail`).
+fn sets_positional(args: &[Option<String>]) -> bool {
+    let mut k = 0;
+    while let Some(a) = args.get(k) {
+        match a.as_deref() {
+            Some("--") => return true,
+            Some(o) if (o.starts_with('-') || o.starts_with('+')) && o.len() > 1 => k += if o.contains('o') { 2 } else { 1 },
+            // `set -` leaves them alone unless operands follow.
+            Some("-") => k += 1,
+            _ => return true,
+        }
+    }
+    false
+}
+
+/// Forgets the positional parameters (`$1`, `$@`...): `shift` or `set --`
+/// changed them.
+fn forget_positional(vars: &mut Vars) {
+    vars.retain(|k, _| k != "#" && !k.parse::<u32>().is_ok_and(|n| n > 0));
+}
+
+/// The positional parameters `$1`...`$N`, when their number is known.
+fn positional(vars: &Vars) -> Option<Vec<Option<String>>> {
+    let n: usize = lookup(vars, "#")?.as_deref()?.parse().ok()?;
+    if n > 4096 {
+        return None;
+    }
+    Some((1..=n).map(|i| lookup(vars, &i.to_string()).cloned().flatten()).collect())
 }
 
 /// `timeout [options] DURATION command...`: the command, cut short.
@@ -518,19 +685,21 @@ fn exec_shell(run: &mut Run, args: &[Option<String>], snippet: &str, vars: &mut 
                 return Status::Maybe;
             }
         };
-        // `sh -c script name args...`: `$0`, `$1`...
+        // `sh -c script name args...`: `$0`, `$1`... and their number, `$#`.
         let mut inner = vars.clone();
-        for (n, v) in operands.iter().skip(1).enumerate() {
+        forget_positional(&mut inner);
+        let params = operands.get(1..).unwrap_or_default();
+        for (n, v) in params.iter().enumerate() {
             inner.insert(n.to_string(), v.clone());
         }
-        let sub_ctx = Ctx { stdin_open: ctx.stdin_open, extra: ctx.extra, depth: ctx.depth + 1 };
+        inner.insert("#".to_string(), Some(params.len().saturating_sub(1).to_string()));
+        let sub_ctx = Ctx { stdin_open: ctx.stdin_open, extra: ctx.extra, depth: ctx.depth + 1, loops: 0, budget: ctx.budget };
         let mut sub = Run::default();
         let status = exec_list(&mut sub, &list, script, &mut inner, &sub_ctx);
-        // The script's end ends the shell: its background jobs do not
-        // outlive it as far as the container is concerned.
-        sub.bg_wait = None;
-        sub.bg_work = false;
-        run.absorb(sub);
+        // The script's end ends the shell (its `exit` only that shell): its
+        // background jobs do not outlive it as far as the container is
+        // concerned.
+        run.absorb(sub.returned());
         return status;
     }
     if operands.is_empty() {
@@ -661,7 +830,7 @@ fn exec_list(run: &mut Run, list: &List, src: &str, vars: &mut Vars, ctx: &Ctx<'
         if item.background {
             let mut sub = Run::default();
             let mut v = vars.clone();
-            exec_and_or(&mut sub, &item.and_or, src, &mut v, ctx);
+            run.bg_status = Some(exec_and_or(&mut sub, &item.and_or, src, &mut v, ctx));
             if sub.has_work() || sub.bg_work {
                 run.bg_work = true;
                 // Work running beside the rest of the script.
@@ -702,6 +871,10 @@ fn exec_and_or(run: &mut Run, ao: &AndOr, src: &str, vars: &mut Vars, ctx: &Ctx<
                 let mut v = vars.clone();
                 exec_pipeline(&mut sub, p, src, &mut v, ctx);
                 run.absorb_maybe(&sub);
+                // What it may have set is no longer known.
+                let mut set = Assigned::default();
+                set.pipeline(p);
+                set.forget(vars);
                 status = Status::Maybe;
             }
         }
@@ -725,6 +898,8 @@ fn exec_pipeline(run: &mut Run, p: &Pipeline, src: &str, vars: &mut Vars, ctx: &
                 if let Some(w) = sub.first_work() {
                     run.work(w);
                 }
+                // The pipeline ends when all its parts have.
+                run.endless |= sub.endless;
                 let waited = sub.waited();
                 if longest.max(waited) != longest {
                     longest = waited;
@@ -757,8 +932,13 @@ fn snippet(src: &str, c: &Command) -> String {
 
 fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ctx<'_>, stdin_open: bool) -> Status {
     let stdin_open = stdin_open && !c.stdin_redirected;
-    let here = Ctx { stdin_open, extra: ctx.extra, depth: ctx.depth };
+    let here = Ctx { stdin_open, extra: ctx.extra, depth: ctx.depth, loops: ctx.loops, budget: ctx.budget };
     let what = snippet(src, c);
+    let Some(left) = ctx.budget.get().checked_sub(1) else {
+        run.work(&what);
+        return Status::Maybe;
+    };
+    ctx.budget.set(left);
     match &c.kind {
         CommandKind::Simple(words) => exec_simple(run, words, &what, vars, &here),
         CommandKind::Group(l) => exec_list(run, l, src, vars, &here),
@@ -768,34 +948,12 @@ fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ct
             let s = exec_list(&mut sub, l, src, &mut v, &here);
             // `exit` in a subshell ends only the subshell, and its jobs are
             // not the parent's to wait for.
-            sub.stopped = false;
-            sub.bg_wait = None;
-            sub.bg_work = false;
-            run.absorb(sub);
+            run.absorb(sub.returned());
             s
         }
-        CommandKind::Loop { until, cond, body } => {
-            let endless = if *until { always_fails(cond, vars) } else { always_succeeds(cond, vars) };
-            let mut sub = Run::default();
-            let mut v = vars.clone();
-            exec_list(&mut sub, cond, src, &mut v, &here);
-            exec_list(&mut sub, body, src, &mut v, &here);
-            if let Some(w) = sub.first_work() {
-                run.work(w);
-                if endless {
-                    // A loop that works forever: a service; nothing after it runs.
-                    run.stopped = true;
-                }
-            } else if endless {
-                run.wait(Dur::Forever, &what);
-            } else if sub.forever {
-                // Forever only if the condition holds the first time.
-                run.events.push(Event::MaybeForever(what.clone()));
-            } else if !sub.waited().is_zero() {
-                run.wait(Dur::Unknown, &what);
-            }
-            Status::Maybe
-        }
+        CommandKind::Loop { until, cond, body } => exec_loop(run, Round::While { until: *until, cond }, body, c, src, vars, &here),
+        CommandKind::For { var, body, .. } => exec_loop(run, Round::Words { var }, body, c, src, vars, &here),
+        CommandKind::ArithFor { init, cond, step, body } => exec_loop(run, Round::Arith { init, cond, step }, body, c, src, vars, &here),
         CommandKind::If { branches, otherwise } => {
             let mut waits: Option<Dur> = None;
             let mut first_wait = String::new();
@@ -804,12 +962,14 @@ fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ct
                 let mut sub = Run::default();
                 let mut v = vars.clone();
                 exec_list(&mut sub, cond, src, &mut v, &here);
+                run.may_leave(&sub);
                 if let Some(w) = sub.first_work() {
                     run.work(w);
                 }
                 let before = sub.waited();
                 let mut b = Run::default();
                 exec_list(&mut b, body, src, &mut v, &here);
+                run.may_leave(&b);
                 if let Some(w) = b.first_work() {
                     run.work(w);
                 }
@@ -825,6 +985,7 @@ fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ct
                     let mut b = Run::default();
                     let mut v = vars.clone();
                     exec_list(&mut b, l, src, &mut v, &here);
+                    run.may_leave(&b);
                     if let Some(w) = b.first_work() {
                         run.work(w);
                     }
@@ -832,6 +993,8 @@ fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ct
                 }
                 None => Dur::Finite(0.0),
             };
+            // Which branch ran is not known, nor what it set.
+            Assigned::of(c).forget(vars);
             any_forever |= else_wait == Dur::Forever;
             let least = waits.map_or(else_wait, |w| w.min(else_wait));
             if least == Dur::Forever {
@@ -843,19 +1006,116 @@ fn exec_command(run: &mut Run, c: &Command, src: &str, vars: &mut Vars, ctx: &Ct
             }
             Status::Maybe
         }
-        CommandKind::For { body } => {
-            let mut sub = Run::default();
-            let mut v = vars.clone();
-            exec_list(&mut sub, body, src, &mut v, &here);
-            if let Some(w) = sub.first_work() {
-                run.work(w);
-            } else if !sub.waited().is_zero() {
-                run.wait(Dur::Unknown, &what);
-            }
-            Status::Maybe
-        }
-        CommandKind::Test(_) | CommandKind::Arith(_) => Status::Maybe,
+        // `[[ word ]]`: whether the word is empty.
+        CommandKind::Test(words) => match words.as_slice() {
+            [w] => test_status(&[expand_joined(&w.parts, vars)]),
+            _ => Status::Maybe,
+        },
+        CommandKind::Arith(e) => match arith(e, vars) {
+            Some(0) => Status::Fail,
+            Some(_) => Status::Ok,
+            None => Status::Maybe,
+        },
     }
+}
+
+/// How a loop decides whether to go round again.
+#[derive(Clone, Copy)]
+enum Round<'l> {
+    /// `while cond` (`until: false`) or `until cond`.
+    While { until: bool, cond: &'l List },
+    /// `for ((init; cond; step))`: the condition, empty for always.
+    Arith { init: &'l str, cond: &'l str, step: &'l str },
+    /// `for var in words`: once per word, and it ends.
+    Words { var: &'l str },
+}
+
+/// Runs a loop's test once: `Some(true)` when it certainly goes round,
+/// `Some(false)` when it certainly ends, `None` when either may happen.
+fn go_round(run: &mut Run, round: Round<'_>, src: &str, vars: &mut Vars, ctx: &Ctx<'_>) -> Option<bool> {
+    match round {
+        Round::While { until, cond } => match (exec_list(run, cond, src, vars, ctx), until) {
+            (Status::Ok, false) | (Status::Fail, true) => Some(true),
+            (Status::Fail, false) | (Status::Ok, true) => Some(false),
+            (Status::Maybe, _) => None,
+        },
+        Round::Arith { cond, .. } if cond.trim().is_empty() => Some(true),
+        Round::Arith { cond, .. } => arith(cond, vars).map(|n| n != 0),
+        Round::Words { .. } => None,
+    }
+}
+
+/// A loop, judged by running its rounds in the reader's head: the first
+/// with what is known, then a later one in which everything the loop may
+/// change is unknown. It never ends when both rounds certainly go round
+/// again and nothing in it may `break` or `exit`: `while true`,
+/// `while sleep 60`, `until false`, `while sleep 1 & wait $!`,
+/// `for ((;;))`. A loop that never ends and does no work only waits,
+/// however it is spelt; one that works is a service, and nothing after it
+/// runs.
+fn exec_loop(run: &mut Run, round: Round<'_>, body: &List, c: &Command, src: &str, vars: &mut Vars, ctx: &Ctx<'_>) -> Status {
+    let what = snippet(src, c);
+    let inner = Ctx { stdin_open: ctx.stdin_open, extra: ctx.extra, depth: ctx.depth, loops: ctx.loops + 1, budget: ctx.budget };
+    let changed = Assigned::of(c);
+    let mut v = vars.clone();
+    match round {
+        Round::Words { var } => {
+            v.insert(var.to_string(), None);
+        }
+        Round::Arith { init, cond, step } => {
+            // The expressions set their variables: not known from the start.
+            let mut set = Assigned::default();
+            [init, cond, step].into_iter().for_each(|e| set.arith(e));
+            set.forget(&mut v);
+        }
+        Round::While { .. } => {}
+    }
+    let mut first = Run::beside(run);
+    let goes = go_round(&mut first, round, src, &mut v, &inner);
+    if first.ended() || goes == Some(false) {
+        // The test never returns, ends the shell, or fails at once: the
+        // body never runs.
+        first.jump = None;
+        first.may_break = false;
+        run.absorb(first);
+        *vars = v;
+        return if goes == Some(false) { Status::Ok } else { Status::Maybe };
+    }
+    let certain = goes == Some(true);
+    exec_list(&mut first, body, src, &mut v, &inner);
+    if certain && (first.ended() || first.jump == Some(Jump::Break)) {
+        // The first round ends the shell, waits forever or breaks out: the
+        // loop runs once.
+        first.jump = None;
+        first.may_break = false;
+        run.absorb(first);
+        *vars = v;
+        return Status::Maybe;
+    }
+    // A later round, trusting nothing the loop may have changed.
+    let mut later = Run::beside(&first);
+    let mut w = v.clone();
+    changed.forget(&mut w);
+    let again = go_round(&mut later, round, src, &mut w, &inner);
+    if !later.blocked() && again != Some(false) {
+        exec_list(&mut later, body, src, &mut w, &inner);
+    }
+    let endless = certain && again == Some(true) && !first.leaves() && !later.leaves();
+    run.may_exit |= first.may_exit || first.stopped || later.may_exit || later.stopped;
+    changed.forget(vars);
+    match first.first_work().or_else(|| later.first_work()) {
+        Some(work) => {
+            run.work(work);
+            // A loop that works forever: a service; nothing after it runs.
+            run.endless |= endless;
+        }
+        None if endless => run.wait(Dur::Forever, &what),
+        // Forever only if the test holds the first time.
+        None if first.forever || later.forever => run.events.push(Event::MaybeForever(what)),
+        None if !first.waited().is_zero() || !later.waited().is_zero() => run.wait(Dur::Unknown, &what),
+        None => {}
+    }
+    Status::Maybe
 }
 
 fn exec_simple(run: &mut Run, words: &[Word], what: &str, vars: &mut Vars, ctx: &Ctx<'_>) -> Status {
@@ -868,9 +1128,14 @@ fn exec_simple(run: &mut Run, words: &[Word], what: &str, vars: &mut Vars, ctx: 
         k += 1;
     }
     let rest = words.get(k..).unwrap_or_default();
+    let waits = rest.first().and_then(Word::bare) == Some("wait");
     let mut argv: Vec<Option<String>> = Vec::new();
     for w in rest {
-        argv.extend(expand(w, vars));
+        if waits && alone(w).is_some_and(|(name, _)| name == "!") {
+            argv.push(Some(LAST_JOB.to_string()));
+        } else {
+            argv.extend(expand(w, vars));
+        }
     }
     if argv.is_empty() {
         // Only assignments: they set shell variables.
@@ -930,6 +1195,18 @@ fn expand(w: &Word, vars: &Vars) -> Vec<Option<String>> {
             _ => None,
         });
     }
+    // `"$@"` alone: one field per positional parameter, none when there are
+    // none; `$@` is split further.
+    if let Some(("@", quoted)) = alone(w) {
+        let Some(params) = positional(vars) else { return vec![None] };
+        for p in params {
+            match (quoted, p) {
+                (false, Some(p)) => fields.extend(p.split_whitespace().map(|f| Some(f.to_string()))),
+                (_, p) => fields.push(p),
+            }
+        }
+        return fields;
+    }
     for part in &w.parts {
         match part {
             Part::Lit { text, .. } => append(&mut cur, Some(text)),
@@ -971,6 +1248,20 @@ fn expand(w: &Word, vars: &Vars) -> Vec<Option<String>> {
     }
     fields.extend(cur);
     fields
+}
+
+/// The parameter a word is made of, and whether it is quoted: `$!`,
+/// `"$@"` (beside nothing but the empty text of the quotes).
+fn alone(w: &Word) -> Option<(&str, bool)> {
+    let mut param = None;
+    for p in &w.parts {
+        match p {
+            Part::Lit { text, .. } if text.is_empty() => {}
+            Part::Param { name, default: None, quoted } if param.is_none() => param = Some((name.as_str(), *quoted)),
+            _ => return None,
+        }
+    }
+    param
 }
 
 /// A word expanded without field splitting (assignment values, defaults).
@@ -1093,50 +1384,162 @@ impl Arith<'_> {
     }
 }
 
-// ------------------------------------------------------------ conditions
+// -------------------------------------------------------- assignments
 
-/// The words of a condition's only simple command, if it is one.
-fn only_command(cond: &List) -> Option<&Command> {
-    match cond.items.as_slice() {
-        [item] if !item.background && item.and_or.rest.is_empty() && !item.and_or.first.bang => match item.and_or.first.commands.as_slice() {
-            [c] => Some(c),
-            _ => None,
-        },
-        _ => None,
-    }
+/// The variables a command may set, found in its text: so that what a
+/// loop, an `if` or an `a && b` may change is not trusted after it.
+#[derive(Debug, Default)]
+struct Assigned {
+    names: BTreeSet<String>,
+    /// It may set any (`eval`, `source`, a command read from a variable).
+    any: bool,
 }
 
-/// `while true`, `while :`, `while [ 1 ]`, `while (( 1 ))`: a condition
-/// that never fails.
-fn always_succeeds(cond: &List, vars: &Vars) -> bool {
-    let Some(c) = only_command(cond) else { return false };
-    match &c.kind {
-        CommandKind::Arith(e) => arith(e, vars).is_some_and(|v| v != 0),
-        CommandKind::Test(words) => matches!(words.as_slice(), [w] if expand_joined(&w.parts, vars).is_some_and(|s| !s.is_empty())),
-        CommandKind::Simple(words) => {
-            let argv: Vec<Option<String>> = words.iter().flat_map(|w| expand(w, vars)).collect();
-            let text: Option<Vec<&str>> = argv.iter().map(|a| a.as_deref()).collect();
-            match text.as_deref() {
-                Some([cmd]) => matches!(program(cmd), "true" | ":"),
-                Some(["[", x, "]"]) | Some(["test", x]) => !x.is_empty(),
-                _ => false,
+impl Assigned {
+    fn of(c: &Command) -> Assigned {
+        let mut a = Assigned::default();
+        a.command(c);
+        a
+    }
+
+    /// Makes what may have been set unknown in `vars`.
+    fn forget(&self, vars: &mut Vars) {
+        if self.any {
+            vars.clear();
+            return;
+        }
+        for n in &self.names {
+            vars.insert(n.clone(), None);
+        }
+        if self.names.contains("#") {
+            forget_positional(vars);
+        }
+    }
+
+    fn list(&mut self, l: &List) {
+        for item in &l.items {
+            self.pipeline(&item.and_or.first);
+            for (_, p) in &item.and_or.rest {
+                self.pipeline(p);
             }
         }
-        _ => false,
+    }
+
+    fn pipeline(&mut self, p: &Pipeline) {
+        p.commands.iter().for_each(|c| self.command(c));
+    }
+
+    fn command(&mut self, c: &Command) {
+        match &c.kind {
+            CommandKind::Simple(words) => self.simple(words),
+            CommandKind::Group(l) | CommandKind::Subshell(l) => self.list(l),
+            CommandKind::Loop { cond, body, .. } => {
+                self.list(cond);
+                self.list(body);
+            }
+            CommandKind::If { branches, otherwise } => {
+                for (cond, body) in branches {
+                    self.list(cond);
+                    self.list(body);
+                }
+                if let Some(l) = otherwise {
+                    self.list(l);
+                }
+            }
+            CommandKind::For { var, words, body } => {
+                self.names.insert(var.clone());
+                words.iter().flatten().for_each(|w| self.parts(&w.parts));
+                self.list(body);
+            }
+            CommandKind::ArithFor { init, cond, step, body } => {
+                [init, cond, step].into_iter().for_each(|e| self.arith(e));
+                self.list(body);
+            }
+            CommandKind::Test(words) => words.iter().for_each(|w| self.parts(&w.parts)),
+            CommandKind::Arith(e) => self.arith(e),
+        }
+    }
+
+    fn simple(&mut self, words: &[Word]) {
+        words.iter().for_each(|w| self.parts(&w.parts));
+        let mut rest = words;
+        while let Some((w, r)) = rest.split_first() {
+            let Some(name) = assigned_name(w) else { break };
+            self.names.insert(name);
+            rest = r;
+        }
+        let Some((cmd, args)) = rest.split_first() else { return };
+        let literal = |w: &Word| expand_joined(&w.parts, &Vars::new());
+        let Some(cmd) = literal(cmd) else {
+            self.any = true;
+            return;
+        };
+        match program(&cmd) {
+            "eval" | "source" | "." => self.any = true,
+            // The positional parameters.
+            "set" | "shift" => {
+                self.names.insert("#".to_string());
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" | "unset" | "read" | "getopts" | "let" | "mapfile" | "readarray" | "command" | "builtin" => {
+                for a in args {
+                    match literal(a) {
+                        Some(t) => self.names.extend(leading_name(&t)),
+                        None => self.any = true,
+                    }
+                }
+            }
+            // `printf -v NAME`, `wait -p NAME` (bash).
+            p @ ("printf" | "wait") => {
+                let flag = if p == "printf" { 'v' } else { 'p' };
+                if args.iter().filter_map(literal).any(|t| t.starts_with('-') && t.contains(flag)) {
+                    self.any = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `${NAME:=default}` and `${NAME=default}` (read as `${NAME:-...}`:
+    /// either may set it), and arithmetic in a word.
+    fn parts(&mut self, parts: &[Part]) {
+        for p in parts {
+            match p {
+                Part::Param { name, default: Some((_, d)), .. } => {
+                    self.names.insert(name.clone());
+                    self.parts(d);
+                }
+                Part::Arith { expr } => self.arith(expr),
+                _ => {}
+            }
+        }
+    }
+
+    /// Every name in an arithmetic expression (`i++`, `i = 0`).
+    fn arith(&mut self, expr: &str) {
+        let mut word = String::new();
+        for c in expr.chars().chain(std::iter::once(' ')) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                word.push(c);
+            } else {
+                self.names.extend(leading_name(&word));
+                word.clear();
+            }
+        }
     }
 }
 
-/// `until false`: a condition that never succeeds.
-fn always_fails(cond: &List, vars: &Vars) -> bool {
-    let Some(c) = only_command(cond) else { return false };
-    match &c.kind {
-        CommandKind::Arith(e) => arith(e, vars) == Some(0),
-        CommandKind::Simple(words) => {
-            let argv: Vec<Option<String>> = words.iter().flat_map(|w| expand(w, vars)).collect();
-            matches!(argv.as_slice(), [Some(cmd)] if program(cmd) == "false")
-        }
-        _ => false,
-    }
+/// `NAME` of `NAME=value`, `NAME+=value` or `NAME[i]=value`.
+fn assigned_name(w: &Word) -> Option<String> {
+    let Some(Part::Lit { text, quoted: false }) = w.parts.first() else { return None };
+    let name = leading_name(text)?;
+    let after = text.get(name.len()..).unwrap_or("");
+    (after.starts_with('=') || after.starts_with("+=") || after.starts_with('[')).then_some(name)
+}
+
+/// The name at the start of `text`, if it starts with one.
+fn leading_name(text: &str) -> Option<String> {
+    let name: String = text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_').then_some(name)
 }
 
 #[cfg(test)]
@@ -1354,6 +1757,170 @@ mod tests {
     }
 
     #[test]
+    fn loops_that_only_wait_are_idle_however_spelt() {
+        for s in [
+            // The condition waits, the body does nothing.
+            "while sleep 3600; do :; done",
+            "while sleep 1; do true; done",
+            "while sleep 60; do echo alive; done",
+            "while /bin/sleep 1; do :; done",
+            "until ! sleep 60; do :; done",
+            // The VS Code dev-container keep-alive, and waiting for a
+            // background sleep in the body.
+            "while sleep 1000 & wait $!; do :; done",
+            "while true; do sleep 1 & wait; done",
+            "while :; do sleep 1 & wait $!; done",
+            // Conditions that always hold.
+            "while :; do sleep 1; done",
+            "until false; do sleep 1; done",
+            "until /bin/false; do sleep 1; done",
+            "while ! false; do sleep 1; done",
+            "while true && true; do sleep 1; done",
+            "while [ 1 ]; do sleep 1; done",
+            "while [ -n x ]; do sleep 1; done",
+            "while test yes = yes; do sleep 1; done",
+            "while [[ 1 ]]; do sleep 1; done",
+            "while ((1)); do sleep 1; done",
+            "X=1; while [ \"$X\" = 1 ]; do sleep 1; done",
+            // bash's arithmetic `for`.
+            "for ((;;)); do sleep 60; done",
+            "for (( ; ; )); do sleep 60; done",
+            "for ((;;))\ndo\n  sleep 60\ndone",
+            "for ((i=0; ; i++)); do sleep 1; done",
+            "for ((;1;)); do :; done",
+            // What comes before and around them.
+            "set -e; while sleep 3600; do :; done",
+            "set -euo pipefail\nwhile sleep 3600; do :; done",
+            "exec bash -c 'while sleep 3600; do :; done'",
+            "trap 'exit 0' TERM\nwhile sleep 1000 & wait $!; do :; done",
+            "while true; do sleep 1; continue; python never.py; done",
+            "while true; do for i in 1 2 3; do sleep 1; break; done; done",
+            "while true; do while true; do sleep 1; break; done; done",
+            "i=0; while true; do i=$((i+1)); sleep 60; done",
+            "while true; do sleep 60; done & wait",
+            "while true; do (exit 1); sleep 1; done",
+            "while true; do sh -c 'exit 0'; sleep 1; done",
+            "while true; do sleep 1; break; done; sleep infinity",
+            "while true; do nvidia-smi; sleep 60; done",
+        ] {
+            let f = sh(s);
+            assert!(matches!(f, Some(Finding::Idle { total: Dur::Forever, .. })), "{s:?} should be idle forever, got {f:?}");
+        }
+        for (args, s) in [(["bash", "-c"], "while sleep 3600; do :; done"), (["sh", "-ec"], "for ((;;)); do sleep 60; done")] {
+            let mut argv = args.to_vec();
+            argv.push(s);
+            assert!(is_idle(&j(&argv)), "{argv:?}");
+        }
+        assert_eq!(idle(sh("while sleep 1000 & wait $!; do :; done")), (vec!["while sleep 1000 & wait $!; do :; done".to_string()], Dur::Forever), "the loop is named");
+    }
+
+    #[test]
+    fn the_dev_container_command() {
+        // What the devcontainers CLI runs when it overrides the command:
+        // `exec "$@"` with no arguments does nothing, then the loop waits.
+        let script = "echo Container started\ntrap \"exit 0\" 15\n\nexec \"$@\"\nwhile sleep 1000 & wait $!; do :; done";
+        assert_eq!(idle(j(&["/bin/sh", "-c", script, "-"])).1, Dur::Forever);
+        // With the image's command as arguments, that command runs instead.
+        assert_eq!(j(&["/bin/sh", "-c", script, "-", "python", "train.py"]), None);
+        assert!(is_idle(&j(&["/bin/sh", "-c", script, "-", "sleep", "infinity"])));
+        assert!(is_idle(&j(&["/bin/sh", "-c", script])), "no `$0` either: still no arguments");
+    }
+
+    #[test]
+    fn loops_that_work_or_end_are_not_idle() {
+        for s in [
+            // Work in the loop.
+            "while true; do python train.py; sleep 60; done",
+            "while sleep 60; do curl -fsS http://server/poll; done",
+            "while python check.py; do sleep 60; done",
+            "until python check.py; do sleep 60; done",
+            "for ((;;)); do python step.py; sleep 1; done",
+            "while sleep 1000 & wait $!; do ./sync.sh; done",
+            // Waiting that ends, then work.
+            "for i in 1 2 3; do sleep 1; done; python train.py",
+            "for i in 1 2 3; do sleep 3600; done; python train.py",
+            "for ((i=0;i<10;i++)); do sleep 1; done; python train.py",
+            "for ((i=0;i<10;i++)); do sleep 3600; done; python train.py",
+            "while [ ! -f /tmp/ready ]; do sleep 5; done; python train.py",
+            "until [ -f /tmp/ready ]; do sleep 5; done; python train.py",
+            "while ! nvidia-smi; do sleep 5; done; python train.py",
+            "while sleep 60; do [ -f /tmp/ready ] && break; done; python train.py",
+            "while true; do sleep 60; if [ -f /tmp/ready ]; then break; fi; done; python train.py",
+            "while true; do sleep 5; [ -f /tmp/stop ] && exit 0; done",
+            "while true; do sleep 5; if [ -f /tmp/stop ]; then exit 0; fi; done",
+            "while true; do sleep 5; test -f /tmp/go && exec python train.py; done",
+            "while true; do for i in 1 2; do sleep 1; break 2; done; done; python train.py",
+            "while true; do sleep 1; break; done; python train.py",
+            "while true; do sleep 1; exit 0; done",
+            // A condition that changes, or is not known.
+            "X=1; while [ \"$X\" = 1 ]; do sleep 1; X=0; done; python train.py",
+            "X=1; while [ \"$X\" = 1 ]; do sleep 1; read X; done; python train.py",
+            "D=1; while sleep $D; do D=x; done; python train.py",
+            "D=1; while sleep $D; do D=$((D*2)); done",
+            "while [ ! -f /never ]; do sleep 60; done",
+            "while read line; do :; done",
+            "while sleep $INTERVAL; do :; done",
+            "while read line; do sleep 1; done; python train.py",
+            "while [ -n \"$1\" ]; do sleep 1; shift; done; python train.py",
+            "while [ \"$(cat /tmp/state)\" = wait ]; do sleep 5; done; python train.py",
+            // Not a loop the reader can follow.
+            "while true; do eval \"$STEP\"; sleep 1; done",
+            "while sleep 1; do $CMD; done",
+        ] {
+            let f = sh(s);
+            assert!(!is_idle(&f), "{s:?} should not be idle, got {f:?}");
+        }
+        assert_eq!(sh("for i in 1 2 3; do sleep 1; done; python train.py"), None);
+        assert_eq!(sh("while sleep 60; do curl -fsS http://server/poll; done"), None, "a poller is work");
+    }
+
+    #[test]
+    fn loops_that_end_or_break_keep_what_comes_after() {
+        let f = sh("while true; do python serve.py; done; sleep infinity");
+        assert_eq!(f, None, "a service loop never returns: the sleep never runs");
+        let f = sh("sh -c 'while true; do python serve.py; done'; sleep infinity");
+        assert_eq!(f, None, "nor when the service loop is in a shell of its own");
+        assert_eq!(sh("while true; do python serve.py; done | tee log; sleep infinity"), None, "nor when it feeds a pipeline");
+        let f = sh("bash -c 'python train.py; exit 0'; sleep infinity");
+        assert!(matches!(f, Some(Finding::WorkThenWait { .. })), "an inner shell's `exit` ends only that shell: {f:?}");
+        let f = sh("while false; do sleep infinity; done; python train.py");
+        assert_eq!(f, None, "the body never runs");
+        assert!(matches!(sh("while [ -f /tmp/x ]; do sleep infinity; done"), Some(Finding::Idle { .. })), "it may wait forever, and never works");
+        assert_eq!(sh("break; sleep 2h; python train.py"), None, "`break` outside a loop does nothing");
+        assert_eq!(sh("D=inf; for i in 1; do D=1; done; sleep $D"), None, "what a loop sets is not known after it");
+        assert_eq!(sh("D=inf; if [ -f x ]; then D=1; fi; sleep $D"), None, "nor what an `if` sets");
+        assert_eq!(sh("D=inf; [ -f x ] && D=1; sleep $D"), None, "nor what `a && b` may set");
+        assert!(is_idle(&sh("D=inf; while true; do sleep 1; break; done; sleep $D")), "a loop that ran once keeps its variables");
+    }
+
+    #[test]
+    fn statuses_of_tests_waits_and_sleeps() {
+        assert!(is_idle(&sh("[ x ] && sleep infinity")));
+        assert!(is_idle(&sh("[ '' ] || sleep infinity")));
+        assert!(is_idle(&sh("test a != b && sleep infinity")));
+        assert!(is_idle(&sh("(( 2 > 1 )) || true; sleep infinity")));
+        assert!(is_idle(&sh("sleep 1 & wait $! && sleep infinity")));
+        assert!(is_idle(&sh("sleep 1 & wait && sleep infinity")), "`wait` without operands returns 0");
+        assert!(matches!(sh("python x.py & wait $! && sleep infinity"), Some(Finding::WorkThenWait { maybe: true, .. })), "the job's status is not known");
+        assert!(!is_idle(&sh("sleep $D || python train.py")), "a `sleep` whose operand is not known may fail");
+        assert!(!is_idle(&sh("[ -f /x ] && sleep infinity; python train.py")));
+    }
+
+    #[test]
+    fn positional_parameters() {
+        assert!(is_idle(&j(&["sh", "-c", "exec \"$@\"", "-", "sleep", "infinity"])));
+        assert!(is_idle(&j(&["sh", "-c", "exec $@", "-", "sleep infinity"])), "unquoted: split");
+        assert_eq!(j(&["sh", "-c", "exec \"$@\"", "-", "sleep infinity"]), None, "quoted: one word, no such program");
+        assert!(is_idle(&j(&["sh", "-c", "\"$@\"; sleep infinity", "-"])), "no parameters: no command");
+        assert_eq!(j(&["sh", "-c", "shift; exec \"$@\"", "-", "sleep", "infinity"]), None, "after `shift`, not known");
+        assert_eq!(j(&["sh", "-c", "set -- python x.py; exec \"$@\"; sleep infinity", "-"]), None, "after `set --`, not known");
+        assert!(is_idle(&j(&["sh", "-c", "set -eu; exec \"$@\"", "-", "sleep", "infinity"])), "`set -eu` sets options only");
+        assert!(is_idle(&sh("exec \"$@\"; sleep infinity")), "nothing after the script: no parameters");
+        assert_eq!(j(&["python", "-c", "exec \"$@\"", "-"]), None, "not a shell");
+        assert_eq!(j(&["sh", "-c", "sh -c 'sleep \"$1\"'", "-", "infinity"]), None, "an inner shell has its own parameters");
+    }
+
+    #[test]
     fn standard_input_waits_only_when_open() {
         assert_eq!(j(&["cat"]), None, "stdin closed: cat reads nothing and exits");
         assert!(is_idle(&judge_with(&["cat"], &tty(), &[])));
@@ -1422,6 +1989,18 @@ mod tests {
             s = format!("sh -c {}", display_argv(&[Some(s)]));
         }
         assert_eq!(sh(&s), None, "beyond the depth limit: not judged");
+    }
+
+    #[test]
+    fn nested_loops_are_bounded() {
+        let started = std::time::Instant::now();
+        let deep = format!("{}sleep 1{}; sleep infinity", "for i in 1 2; do ".repeat(40), "; done".repeat(40));
+        assert_eq!(sh(&deep), None, "too much to follow: not judged");
+        let deep = format!("{}sleep 1{}", "while true; do ".repeat(40), "; done".repeat(40));
+        assert!(is_idle(&sh(&deep)), "the innermost loop never ends: the others go round once");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let nested = format!("{}sleep 1{}; sleep infinity", "for i in 1 2; do ".repeat(5), "; done".repeat(5));
+        assert!(is_idle(&sh(&nested)), "a few levels are followed");
     }
 
     #[test]

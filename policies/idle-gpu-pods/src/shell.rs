@@ -1,7 +1,7 @@
 //! A reader for the shell that container command lines are written in:
 //! POSIX shell words (quotes, escapes, parameter and arithmetic expansion)
 //! and the grammar of lists, pipelines, `&&`/`||`, groups, subshells,
-//! `while`/`until`/`if`/`for` and redirections.
+//! `while`/`until`/`if`/`for` (and bash's `for ((;;))`) and redirections.
 //!
 //! It parses; it never runs anything. Expansions are kept as parts of a
 //! word and expanded later against what is known of the environment, so
@@ -35,14 +35,14 @@ pub enum Part {
     /// Literal text, quotes removed. `quoted`: it came from quotes or a
     /// backslash escape, so it is never a reserved word.
     Lit { text: String, quoted: bool },
-    /// `$NAME`, `${NAME}`, `$1`, or `${NAME:-word}` / `${NAME-word}` /
+    /// `$NAME`, `${NAME}`, `$1`, `$!`, `$@`, or `${NAME:-word}` / `${NAME-word}` /
     /// `${NAME:=word}` / `${NAME=word}` (`default`: whether an empty value
     /// takes the default too, and the default's parts).
     Param { name: String, default: Option<(bool, Vec<Part>)>, quoted: bool },
     /// `$((expression))`: the expression text.
     Arith { expr: String },
     /// A value that cannot be known without running something: `$(...)`,
-    /// backquotes, `$@`, `$?`, `${#NAME}`, `${NAME%pattern}`...
+    /// backquotes, `$*`, `$?`, `${#NAME}`, `${NAME%pattern}`...
     Unknown,
 }
 
@@ -460,7 +460,15 @@ impl Lexer {
                 w.parts.push(Part::Param { name: c.to_string(), default: None, quoted });
                 Ok(())
             }
-            Some('@' | '*' | '#' | '?' | '$' | '!' | '-') => {
+            Some(c @ ('!' | '@')) => {
+                // `$!` (the last background job) and `$@` (the positional
+                // parameters) are kept by name: `wait $!` and `exec "$@"`
+                // are read with them.
+                self.i += 2;
+                w.parts.push(Part::Param { name: c.to_string(), default: None, quoted });
+                Ok(())
+            }
+            Some('*' | '#' | '?' | '$' | '-') => {
                 self.i += 2;
                 w.parts.push(Part::Unknown);
                 Ok(())
@@ -709,8 +717,12 @@ pub enum CommandKind {
     Loop { until: bool, cond: List, body: List },
     /// `if cond; then body; elif ...; else ...; fi`
     If { branches: Vec<(List, List)>, otherwise: Option<List> },
-    /// `for name in words; do body; done`
-    For { body: List },
+    /// `for name in words; do body; done` (`words`: `None` without `in`,
+    /// when it goes through the positional parameters).
+    For { var: String, words: Option<Vec<Word>>, body: List },
+    /// `for ((init; cond; step)); do body; done` (bash): the expressions'
+    /// text, each possibly empty (an empty `cond` is always true).
+    ArithFor { init: String, cond: String, step: String, body: List },
     /// `[[ ... ]]` (bash): its words.
     Test(Vec<Word>),
     /// `(( expression ))` (bash): the expression text.
@@ -901,39 +913,43 @@ impl Parser<'_> {
         Ok(Command { kind, span: (start, self.last_end()), stdin_redirected })
     }
 
+    /// `(( expression ))` at the cursor: the expression's text, the cursor
+    /// moved past `))`; `None` (cursor unmoved) when the cursor is not on `((`.
+    fn double_paren(&mut self) -> Result<Option<String>, ParseError> {
+        let Some(open) = self.tokens.get(self.i).filter(|t| t.tok == Tok::Op(Op::LParen)).map(|t| t.end) else { return Ok(None) };
+        let next = self.tokens.get(self.i + 1);
+        let Some(n) = next.filter(|n| n.tok == Tok::Op(Op::LParen) && n.start == open) else { return Ok(None) };
+        // Find the matching `))` in the text.
+        let inner = n.end;
+        let mut depth = 0usize;
+        let mut end = None;
+        let bytes = self.src.as_bytes();
+        let mut k = inner;
+        while let Some(&b) = bytes.get(k) {
+            match b {
+                b'(' => depth += 1,
+                b')' if depth == 0 => {
+                    if bytes.get(k + 1) == Some(&b')') {
+                        end = Some(k);
+                    }
+                    break;
+                }
+                b')' => depth -= 1,
+                _ => {}
+            }
+            k += 1;
+        }
+        let Some(end) = end else { return err("`((` is not closed") };
+        let expr = self.text(inner, end).to_string();
+        while self.tokens.get(self.i).is_some_and(|t| t.start < end + 2) {
+            self.i += 1;
+        }
+        Ok(Some(expr))
+    }
+
     /// `( list )` or `(( expression ))`.
     fn paren(&mut self) -> Result<CommandKind, ParseError> {
-        let open = self.tokens.get(self.i).map_or(0, |t| t.end);
-        let next = self.tokens.get(self.i + 1);
-        if let Some(n) = next
-            && n.tok == Tok::Op(Op::LParen)
-            && n.start == open
-        {
-            // `((`: find the matching `))` in the text.
-            let inner = n.end;
-            let mut depth = 0usize;
-            let mut end = None;
-            let bytes = self.src.as_bytes();
-            let mut k = inner;
-            while let Some(&b) = bytes.get(k) {
-                match b {
-                    b'(' => depth += 1,
-                    b')' if depth == 0 => {
-                        if bytes.get(k + 1) == Some(&b')') {
-                            end = Some(k);
-                        }
-                        break;
-                    }
-                    b')' => depth -= 1,
-                    _ => {}
-                }
-                k += 1;
-            }
-            let Some(end) = end else { return err("`((` is not closed") };
-            let expr = self.text(inner, end).to_string();
-            while self.tokens.get(self.i).is_some_and(|t| t.start < end + 2) {
-                self.i += 1;
-            }
+        if let Some(expr) = self.double_paren()? {
             return Ok(CommandKind::Arith(expr));
         }
         self.i += 1;
@@ -973,17 +989,37 @@ impl Parser<'_> {
 
     fn for_(&mut self) -> Result<CommandKind, ParseError> {
         self.i += 1;
-        match self.peek() {
-            Some(Tok::Word(_)) => self.i += 1,
-            _ => return err("`for` needs a variable name"),
+        if let Some(expr) = self.double_paren()? {
+            let mut parts = expr.split(';').map(str::to_string);
+            let (Some(init), Some(cond), Some(step), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+                return err("`for ((` needs three expressions separated by `;`");
+            };
+            let body = self.do_done()?;
+            return Ok(CommandKind::ArithFor { init, cond, step, body });
         }
+        let var = match self.peek() {
+            Some(Tok::Word(w)) => w.bare().map(str::to_string),
+            _ => None,
+        };
+        let Some(var) = var else { return err("`for` needs a variable name") };
+        self.i += 1;
         self.skip_newlines();
+        let mut words = None;
         if self.peek_bare() == Some("in") {
             self.i += 1;
-            while let Some(Tok::Word(_)) = self.peek() {
+            let mut list = Vec::new();
+            while let Some(Tok::Word(w)) = self.peek() {
+                list.push(w.clone());
                 self.i += 1;
             }
+            words = Some(list);
         }
+        let body = self.do_done()?;
+        Ok(CommandKind::For { var, words, body })
+    }
+
+    /// `[;] do list done`, after a `for` head: the list.
+    fn do_done(&mut self) -> Result<List, ParseError> {
         if matches!(self.peek_op(), Some(Op::Semi | Op::Newline)) {
             self.i += 1;
         }
@@ -991,7 +1027,7 @@ impl Parser<'_> {
         self.expect_bare("do")?;
         let body = self.list(&["done"])?;
         self.expect_bare("done")?;
-        Ok(CommandKind::For { body })
+        Ok(body)
     }
 
     /// Redirections after a compound command; whether one of them is the
@@ -1116,7 +1152,8 @@ mod tests {
         assert_eq!(words("sleep $(( (1+2)*3 ))"), ["sleep", "(( (1+2)*3 ))"]);
         assert_eq!(words("sleep $(cat /x) `date`"), ["sleep", "?", "?"]);
         assert_eq!(words(r#"echo "$(echo ")")" x"#), ["echo", "?", "x"], "quotes inside `$(...)`");
-        assert_eq!(words("echo $@ $? ${#X} ${X%.*}"), ["echo", "?", "?", "?", "?"]);
+        assert_eq!(words("echo $* $? ${#X} ${X%.*}"), ["echo", "?", "?", "?", "?"]);
+        assert_eq!(words("wait $!; exec \"$@\""), ["wait", "{!}", "<Semi>", "exec", "{@}"], "kept by name, for `wait` and `exec`");
         assert_eq!(words("echo $ a$"), ["echo", "$", "a$"]);
         assert_eq!(words("echo ${X:-${Y:-z}}"), ["echo", "{X:-{Y:-z}}"]);
     }
@@ -1158,6 +1195,7 @@ mod tests {
                             CommandKind::Loop { .. } => "loop",
                             CommandKind::If { .. } => "if",
                             CommandKind::For { .. } => "for",
+                            CommandKind::ArithFor { .. } => "arith for",
                             CommandKind::Test(_) => "test",
                             CommandKind::Arith(_) => "arith",
                             CommandKind::Simple(_) => "simple",
@@ -1202,14 +1240,33 @@ mod tests {
         assert_eq!(branches.len(), 2);
         assert_eq!(simple_names(otherwise.as_ref().unwrap()), ["d"]);
         let l = parse("for i in 1 2 3; do echo $i; done").unwrap();
-        assert!(matches!(l.items[0].and_or.first.commands[0].kind, CommandKind::For { .. }));
+        let CommandKind::For { var, words, .. } = &l.items[0].and_or.first.commands[0].kind else { panic!() };
+        assert_eq!((var.as_str(), words.as_ref().map(Vec::len)), ("i", Some(3)));
         let l = parse("for i\ndo echo $i; done").unwrap();
-        assert!(matches!(l.items[0].and_or.first.commands[0].kind, CommandKind::For { .. }));
+        let CommandKind::For { var, words, .. } = &l.items[0].and_or.first.commands[0].kind else { panic!() };
+        assert_eq!((var.as_str(), words), ("i", &None), "no `in`: the positional parameters");
+        assert!(parse("for 'i' in 1; do :; done").is_err(), "not a name");
         let l = parse("{ a; b; } > log; (c; d)").unwrap();
         assert_eq!(simple_names(&l), ["group", "subshell"]);
         let l = parse("while (( 1 )); do :; done").unwrap();
         let CommandKind::Loop { cond, .. } = &l.items[0].and_or.first.commands[0].kind else { panic!() };
         assert_eq!(cond.items[0].and_or.first.commands[0].kind, CommandKind::Arith(" 1 ".into()));
+        for (src, want) in [
+            ("for ((;;)); do sleep 60; done", ("", "", "")),
+            ("for (( ; ; ))\ndo\n  sleep 60\ndone", (" ", " ", " ")),
+            ("for((i=0;i<10;i++)) do sleep 1; done", ("i=0", "i<10", "i++")),
+            ("for (( i = (1+2); i > 0; i-- )); do :; done", (" i = (1+2)", " i > 0", " i-- ")),
+        ] {
+            let l = parse(src).unwrap();
+            let CommandKind::ArithFor { init, cond, step, body } = &l.items[0].and_or.first.commands[0].kind else { panic!("{src}") };
+            assert_eq!((init.as_str(), cond.as_str(), step.as_str()), want, "{src}");
+            assert_eq!(body.items.len(), 1, "{src}");
+        }
+        let src = "for ((;;)); do sleep 60; done; echo after";
+        let l = parse(src).unwrap();
+        assert_eq!(simple_names(&l), ["arith for", "echo after"]);
+        let c = &l.items[0].and_or.first.commands[0];
+        assert_eq!(&src[c.span.0..c.span.1], "for ((;;)); do sleep 60; done");
         let l = parse("[[ -f a && -f b ]] && echo yes").unwrap();
         assert_eq!(simple_names(&l), ["test", "echo yes"]);
     }
@@ -1251,6 +1308,10 @@ mod tests {
             "a )",
             "echo > ",
             "(( 1 ",
+            "for ((;)); do :; done",
+            "for ((;;;)); do :; done",
+            "for ((;;)); do :;",
+            "for ((;;)) { :; }",
         ] {
             assert!(parse(bad).is_err(), "{bad:?} should not be read");
         }
