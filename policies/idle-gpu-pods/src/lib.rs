@@ -15,9 +15,8 @@ mod shell;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::gpu::ClaimError;
 use aigov_sdk::pod::EnvVar;
-use aigov_sdk::{Cluster, ContainerList, ContainerRef, Malformed, OnLookupError, Path, Policy, PodTemplate, Request, Role, Verdict, WorkloadKind};
+use aigov_sdk::{Cluster, ContainerList, ContainerRef, Malformed, Path, Policy, PodTemplate, Request, Role, Verdict, WorkloadKind};
 
 pub use idle::{Dur, Finding};
 pub use settings::Settings;
@@ -33,7 +32,7 @@ impl Policy for IdleGpuPods {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        let namespace = req.namespace().or(workload.metadata.namespace.as_deref()).unwrap_or("default");
+        let namespace = req.object_namespace();
         for template in workload.templates() {
             let claimed = claimed(template, namespace, cluster, settings, &mut verdict)?;
             let mut holders = Vec::new();
@@ -68,18 +67,9 @@ impl Policy for IdleGpuPods {
 /// `resourceClaims.resolve`); a failed lookup denies or warns, as
 /// `onLookupError` says.
 fn claimed(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<String>, Malformed> {
-    match t.claimed_gpus(ns, cluster, s.resource_claims.lookup()) {
-        Ok(c) => Ok(c.into_iter().map(|c| c.claim).collect()),
-        Err(ClaimError::Malformed(e)) => Err(e),
-        Err(ClaimError::Lookup(e)) => {
-            let what = format!("the resource claims of `{}` could not be read ({})", t.spec_path().key("resourceClaims"), e.first_line());
-            match s.on_lookup_error {
-                OnLookupError::Deny => v.violation(format!("{what}, so whether its GPUs sit idle cannot be checked; try again, or ask your cluster administrators")),
-                OnLookupError::Allow => v.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
-            }
-            Ok(Vec::new())
-        }
-    }
+    let needed_for = (", so whether its GPUs sit idle cannot be checked", "; admitted");
+    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
+    Ok(found.into_iter().map(|c| c.claim).collect())
 }
 
 /// What a container holds: `1 `nvidia.com/gpu``, `the GPUs of resource
