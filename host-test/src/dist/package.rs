@@ -855,6 +855,8 @@ struct ServerPolicy<'a> {
     allowed_to_mutate: bool,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     context_aware_resources: &'a [aigov_metadata::ContextAwareResource],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    host_capabilities: &'a [String],
     settings: Value,
 }
 
@@ -862,27 +864,32 @@ struct ServerPolicy<'a> {
 /// every rule, and the bundle running the rules `enable` turns on (when it
 /// turns on any).
 pub fn policy_server_config(rules: &[Packaged], bundle: &Packaged, enable: &[String], registry: &str) -> Result<String> {
-    let entry = |r: &'_ Packaged, mutating, resources, settings: Value| ServerPolicy {
-        module: r.module_url(registry),
-        policy_mode: "protect",
-        allowed_to_mutate: mutating,
-        context_aware_resources: resources,
-        settings,
-    };
+    fn entry<'m>(r: &Packaged, m: &'m Metadata, registry: &str, settings: Value) -> ServerPolicy<'m> {
+        ServerPolicy {
+            module: r.module_url(registry),
+            policy_mode: "protect",
+            allowed_to_mutate: m.mutating,
+            context_aware_resources: &m.context_aware_resources,
+            host_capabilities: &m.host_capabilities,
+            settings,
+        }
+    }
     let selection = if enable.is_empty() { None } else { Some(BundleSelection::of(rules, enable)?) };
-    let mut map: BTreeMap<&str, ServerPolicy<'_>> =
-        rules.iter().map(|r| (r.name.as_str(), entry(r, r.metadata.mutating, &r.metadata.context_aware_resources, r.written_settings()))).collect();
+    let mut map: BTreeMap<&str, ServerPolicy<'_>> = rules.iter().map(|r| (r.name.as_str(), entry(r, &r.metadata, registry, r.written_settings()))).collect();
     if let Some(s) = &selection {
-        map.insert(bundle.name.as_str(), entry(bundle, s.union.mutating, &s.union.context_aware_resources, s.settings.clone()));
+        map.insert(bundle.name.as_str(), entry(bundle, &s.union, registry, s.settings.clone()));
     }
     let mut out = String::from(
         "# Every aigov rule for a standalone Kubewarden policy-server:\n\
          #   policy-server --policies policies.yml\n\
          # Each rule is served at /validate/<name>. `policyMode: monitor` logs instead of\n\
-         # rejecting. Rules with `contextAwareResources` read those kinds from the cluster\n\
-         # (kubernetes/get_resource), so the policy-server needs a kubeconfig or in-cluster\n\
-         # credentials allowed to get them. Settings hold only what differs from each rule's\n\
-         # defaults, which <rule>/cluster-admission-policy.yaml lists.\n",
+         # rejecting. Rules with `contextAwareResources` read those kinds from the cluster,\n\
+         # so the policy-server needs a kubeconfig or in-cluster credentials allowed to get\n\
+         # and list them; their `hostCapabilities` grant the host calls they make for it\n\
+         # (kubernetes/get_resource, kubernetes/list_resources_by_namespace), since a\n\
+         # standalone policy-server lets a policy make no host call its entry does not list.\n\
+         # Settings hold only what differs from each rule's defaults, which\n\
+         # <rule>/cluster-admission-policy.yaml lists.\n",
     );
     match &selection {
         Some(s) => {
@@ -1176,6 +1183,30 @@ mod tests {
         write(&path, "resources:\n  - ../gpu-runtime-class/\n# - ../exec-guard\n- ../my-own-base\n").unwrap();
         assert_eq!(enabled_in_overlay(&path).unwrap(), ["gpu-runtime-class"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn context_aware_entries_are_granted_their_host_calls_and_no_others() {
+        let rules: Vec<Packaged> = native::names().map(packaged).collect();
+        let names: Vec<String> = rules.iter().map(|r| r.name.clone()).collect();
+        let config: Value = serde_norway::from_str(&policy_server_config(&rules, &packaged_bundle(), &names, "r.example.com").unwrap()).unwrap();
+        let mut granted = 0;
+        for (name, entry) in config.as_object().unwrap() {
+            let reads = entry.get("contextAwareResources").is_some_and(|c| !c.as_array().unwrap().is_empty());
+            let calls: Vec<&str> = entry.get("hostCapabilities").map(|c| c.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect()).unwrap_or_default();
+            if !reads {
+                assert!(calls.is_empty(), "{name} reads nothing, yet is granted {calls:?}");
+                continue;
+            }
+            granted += 1;
+            assert!(!calls.is_empty(), "{name} reads the cluster, but policy-server would refuse its every call: {entry:?}");
+            assert!(calls.iter().all(|c| aigov_metadata::KUBERNETES_CAPABILITIES.contains(c) && *c != "kubernetes/can_i"), "{name}: {calls:?}");
+            let declared = rules.iter().find(|r| r.name == *name).map_or_else(|| packaged_bundle().metadata.host_capabilities, |r| r.metadata.host_capabilities.clone());
+            assert_eq!(calls, declared, "{name}: policies.yml grants what metadata.yml declares");
+        }
+        assert!(granted >= 10, "the nine context-aware rules and the bundle: {granted}");
+        let bundle = &config["aigov-bundle"]["hostCapabilities"];
+        assert_eq!(bundle.as_array().unwrap().len(), 2, "get_resource and list_resources_by_namespace: {bundle:?}");
     }
 
     #[test]

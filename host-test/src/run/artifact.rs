@@ -12,7 +12,7 @@ use wasm_encoder::{CustomSection, Section};
 use wasmparser::{Parser, Payload};
 use wasmtime::Engine;
 
-use crate::run::cluster::{Allowed, FixtureCluster, Scoped};
+use crate::run::cluster::{Allowed, Capabilities, FixtureCluster, Scoped};
 use crate::run::component::{PolicyComponent, to_response};
 use crate::run::wapc::{CallError, WapcModule};
 
@@ -201,6 +201,10 @@ pub struct Evaluator {
     pub name: String,
     /// Kinds the rule may look up, from the artifact's own metadata.
     pub allowed: Allowed,
+    /// A Kubewarden module's host calls, from its metadata: granted as a
+    /// standalone policy-server grants them (`None`: not enforced, for the
+    /// native rule and the component, whose imports are its grants).
+    pub capabilities: Option<Capabilities>,
     inner: Inner,
 }
 
@@ -215,6 +219,7 @@ impl Evaluator {
                 .iter()
                 .map(|r| (r.api_version.to_string(), r.kind.to_string()))
                 .collect(),
+            capabilities: None,
             inner: Inner::Native(rule),
         }
     }
@@ -231,10 +236,11 @@ impl Evaluator {
                     .as_ref()
                     .and_then(|m| m.annotations.get(annotations::TITLE).cloned())
                     .unwrap_or_else(|| fallback_name.to_string());
+                let capabilities = Some(metadata.as_ref().map(|m| m.host_capabilities.clone()).unwrap_or_default().into());
                 let allowed = metadata
                     .map(|m| m.context_aware_resources.into_iter().map(|r| (r.api_version, r.kind)).collect())
                     .unwrap_or_else(|| Vec::new().into());
-                Ok(Evaluator { name, allowed, inner: Inner::Module(module) })
+                Ok(Evaluator { name, allowed, capabilities, inner: Inner::Module(module) })
             }
             ArtifactKind::Component => {
                 let component = PolicyComponent::new(engine, bytes)?;
@@ -242,6 +248,7 @@ impl Evaluator {
                 Ok(Evaluator {
                     name: meta.name,
                     allowed: meta.context_aware_resources.into_iter().map(|r| (r.api_version, r.kind)).collect(),
+                    capabilities: None,
                     inner: Inner::Component(component),
                 })
             }
@@ -283,7 +290,11 @@ impl Evaluator {
 
     /// `cluster` as this rule may see it: only the kinds it declares.
     pub fn scoped(&self, cluster: &Arc<FixtureCluster>) -> Scoped {
-        Scoped::new(cluster.clone(), self.allowed.clone())
+        let scoped = Scoped::new(cluster.clone(), self.allowed.clone());
+        match &self.capabilities {
+            Some(c) => scoped.with_capabilities(c.clone()),
+            None => scoped,
+        }
     }
 
     /// Natively, the request as a component receives it: the text itself,

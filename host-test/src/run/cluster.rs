@@ -39,7 +39,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use aigov_sdk::cluster::{CLUSTER_WIDE, GRANT_REFUSED, NO_NAMESPACE};
+use aigov_sdk::cluster::{CAPABILITY_REFUSED, CLUSTER_WIDE, GRANT_REFUSED, NO_NAMESPACE};
 use aigov_sdk::{Cluster, LookupError};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -304,13 +304,37 @@ pub type Allowed = Arc<[(String, String)]>;
 pub struct Scoped {
     cluster: Arc<FixtureCluster>,
     allowed: Allowed,
+    capabilities: Option<Capabilities>,
 }
+
+/// The host calls a Kubewarden module may make (`kubernetes/get_resource`),
+/// from its metadata's `hostCapabilities`.
+pub type Capabilities = Arc<[String]>;
 
 impl Scoped {
     /// Scopes `cluster` to the kinds a rule declares. A lookup of another
     /// kind is refused in policy-server's words.
     pub fn new(cluster: Arc<FixtureCluster>, allowed: Allowed) -> Scoped {
-        Scoped { cluster, allowed }
+        Scoped { cluster, allowed, capabilities: None }
+    }
+
+    /// Also grants only these host calls, as a standalone policy-server
+    /// grants a module only the `hostCapabilities` of its `policies.yml`
+    /// entry: a call of another is refused in policy-evaluator's words,
+    /// before its kind is looked at.
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Scoped {
+        self.capabilities = Some(capabilities);
+        self
+    }
+
+    fn grant(&self, call: &str) -> Result<(), LookupError> {
+        let capability = format!("kubernetes/{call}");
+        match &self.capabilities {
+            Some(granted) if !granted.contains(&capability) => Err(LookupError::Forbidden(format!(
+                "{CAPABILITY_REFUSED}{capability}' host capability. The violation has been reported."
+            ))),
+            _ => Ok(()),
+        }
     }
 
     fn allow(&self, api_version: &str, kind: &str) -> Result<(), LookupError> {
@@ -326,6 +350,7 @@ impl Scoped {
 
 impl Cluster for Scoped {
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
+        self.grant("get_resource")?;
         self.allow(api_version, kind)?;
         self.cluster.get(api_version, kind, name, namespace)
     }
@@ -338,6 +363,7 @@ impl Cluster for Scoped {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<String, LookupError> {
+        self.grant("list_resources_by_namespace")?;
         self.allow(api_version, kind)?;
         self.cluster.list(api_version, kind, Some(namespace), label_selector, field_selector)
     }
@@ -349,6 +375,7 @@ impl Cluster for Scoped {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<String, LookupError> {
+        self.grant("list_resources_all")?;
         self.allow(api_version, kind)?;
         self.cluster.list(api_version, kind, None, label_selector, field_selector)
     }
@@ -1054,6 +1081,18 @@ mod tests {
         assert!(matches!(c.get("v1", "ResourceQuota", "gpus", None), Err(LookupError::Invalid(_))));
         assert_eq!(names(&c.list("v1", "ResourceQuota", Some("ml"), None, None).unwrap()), ["gpus"]);
         assert!(matches!(c.list("v1", "Namespace", None, Some("tier in (gold"), None), Err(LookupError::Invalid(_))));
+    }
+
+    #[test]
+    fn scoping_grants_only_the_declared_host_calls() {
+        let s = Scoped::new(Arc::new(cluster()), vec![("v1".to_string(), "Pod".to_string())].into())
+            .with_capabilities(vec!["kubernetes/get_resource".to_string()].into());
+        assert!(s.get_resource("v1", "Pod", "a", Some("ml")).is_ok());
+        assert_eq!(
+            s.list_resources_by_namespace("v1", "Pod", "ml", None, None).unwrap_err(),
+            LookupError::Forbidden("Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability. The violation has been reported.".into())
+        );
+        assert!(s.list_resources_all("v1", "Secret", None, None).unwrap_err().message().contains("'kubernetes/list_resources_all' host capability"), "the call is refused before its kind");
     }
 
     #[test]

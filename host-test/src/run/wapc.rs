@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use aigov_sdk::cluster::{Asked, CALLBACK_FAILED, CLUSTER_WIDE, GRANT_REFUSED, NO_NAMESPACE, STATUS_DEBUG};
+use aigov_sdk::cluster::{Asked, CALLBACK_FAILED, CAPABILITY_REFUSED, CLUSTER_WIDE, GRANT_REFUSED, NO_NAMESPACE, STATUS_DEBUG};
 use aigov_sdk::{Cluster, LookupError};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
@@ -151,7 +151,7 @@ pub fn kubewarden_words(e: &LookupError, asked: &Asked<'_>) -> String {
             format!("{CALLBACK_FAILED}Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'")
         }
         (LookupError::NotFound(m), None) => api_error(m, "NotFound", 404),
-        (LookupError::Forbidden(m), _) if m.starts_with(GRANT_REFUSED) => m.clone(),
+        (LookupError::Forbidden(m), _) if m.starts_with(GRANT_REFUSED) || m.starts_with(CAPABILITY_REFUSED) => m.clone(),
         (LookupError::Forbidden(m), _) => api_error(m, "Forbidden", 403),
         (LookupError::Invalid(m), _) if m.ends_with(NO_NAMESPACE) || m.ends_with(CLUSTER_WIDE) => format!("{CALLBACK_FAILED}{m}"),
         (LookupError::Invalid(m), _) => api_error(m, "BadRequest", 400),

@@ -116,3 +116,20 @@ wait_for "http://127.0.0.1:$ready/readiness" "policy-server" "$out/policy-server
 echo "policy-server: refused the modules for a key that did not sign them; pulled every one by digest and verified it against the signer's key"
 
 python3 "$here/check.py" policy-server "http://127.0.0.1:$port" "$out/manifests/policies.yml" "$records"
+
+# A context-aware rule's lookups reach the host: policies.yml grants
+# gpu-quota the host calls its metadata declares, so listing a namespace's
+# pods fails only for want of a cluster (policy-server runs without one
+# here), never with policy-evaluator's refusal of an ungranted capability.
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"c0ffee00-0000-4000-8000-000000000001",
+  "kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"ml","operation":"CREATE",
+  "userInfo":{"username":"jane"},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},
+  "spec":{"containers":[{"name":"c","image":"i","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}'
+answer=$(curl -fsS -H 'Content-Type: application/json' -d "$review" "http://127.0.0.1:$port/validate/gpu-quota")
+if grep -q "host capability" <<< "$answer" || grep -q "doesn't have access to" "$out/policy-server.log"; then
+  echo "policy-server refused gpu-quota a host call policies.yml should grant: $answer" >&2
+  grep "doesn't have access to" "$out/policy-server.log" | tail -5 >&2; exit 1
+fi
+grep -q "could not be listed" <<< "$answer" ||
+  { echo "gpu-quota's lookup through policy-server gave no lookup error: $answer" >&2; exit 1; }
+echo "policy-server: a context-aware rule's host calls are granted (its lookup reached the host and failed only for want of a cluster)"

@@ -69,13 +69,17 @@ impl LookupError {
     /// - `Policy has not been granted access to Kubernetes <apiVersion>/<kind>
     ///   resources. …`: the policy's metadata does not declare the kind
     ///   (forbidden);
+    /// - `Policy has not been granted access to the 'kubernetes/<call>' host
+    ///   capability. …`: policy-server did not grant the call (a standalone
+    ///   policy-server grants only the `hostCapabilities` of the policy's
+    ///   entry; forbidden);
     /// - `… Resource <apiVersion>/<kind> is namespaced, but no namespace was
     ///   provided` and `… resource <apiVersion>/<kind> is cluster wide.
     ///   Cannot search for it inside of a namespace`: invalid;
     /// - anything else (the cluster unreachable, a kind it does not serve):
     ///   unavailable, with the text after `Callback evaluation failure: `.
     pub fn from_kubewarden(text: &str, asked: &Asked<'_>) -> LookupError {
-        if text.starts_with(GRANT_REFUSED) {
+        if text.starts_with(GRANT_REFUSED) || text.starts_with(CAPABILITY_REFUSED) {
             return LookupError::Forbidden(text.to_string());
         }
         let text = text.strip_prefix(CALLBACK_FAILED).unwrap_or(text);
@@ -131,6 +135,9 @@ pub struct Asked<'a> {
     pub namespace: Option<&'a str>,
 }
 
+/// How policy-evaluator begins its refusal of a host call the policy was
+/// not granted.
+pub const CAPABILITY_REFUSED: &str = "Policy has not been granted access to the '";
 /// What policy-evaluator puts before a failed callback's error.
 pub const CALLBACK_FAILED: &str = "Callback evaluation failure: ";
 /// How policy-evaluator begins its refusal of a kind the policy's metadata
@@ -377,6 +384,8 @@ mod tests {
         );
         let refused = "Policy has not been granted access to Kubernetes v1/Secret resources. The violation has been reported.";
         assert_eq!(read(refused, &pods), LookupError::Forbidden(refused.into()));
+        let not_granted = "Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability. The violation has been reported.";
+        assert_eq!(read(not_granted, &pods), LookupError::Forbidden(not_granted.into()));
         assert!(matches!(
             read("Callback evaluation failure: Resource v1/Pod is namespaced, but no namespace was provided", &pod),
             LookupError::Invalid(_)

@@ -123,29 +123,39 @@ fn suspended_and_never_started(req: &Request<'_>) -> bool {
 /// ever. Owner references added are not bookkeeping: they change which
 /// controller a rule trusts.
 pub fn bookkeeping_only(req: &Request<'_>) -> bool {
-    use serde_json::Value;
     if req.operation() != Operation::Update {
         return false;
     }
     let (Some(new), Some(old)) = (req.object_text(), req.old_object_text()) else { return false };
-    let (Ok(mut new), Ok(mut old)) = (serde_json::from_str::<Value>(new), serde_json::from_str::<Value>(old)) else {
-        return false;
-    };
-    let owners = |v: &Value| v.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
-    let kept = owners(&old);
-    if !owners(&new).iter().all(|o| kept.contains(o)) {
-        return false;
+    same_but(new, old, &["status"], &|key, new, old| match key {
+        "metadata" => same_but(new, old, &["finalizers", "managedFields", "resourceVersion", "generation", "ownerReferences"], &|_, _, _| false)
+            && owners_only_removed(new, old),
+        _ => false,
+    })
+}
+
+/// Whether two objects have the same members in the same order, as text,
+/// but for the members `ignored`, and those `special` says are alike. The
+/// API server writes an object and its old object with one encoder, so
+/// what it did not change reads the same; anything else (members in
+/// another order, other spacing) is not alike, which only means "not
+/// bookkeeping": the update is then judged as any other.
+fn same_but(new: &str, old: &str, ignored: &[&str], special: &dyn Fn(&str, &str, &str) -> bool) -> bool {
+    let (Some(mut new), Some(mut old)) = (json::members(new), json::members(old)) else { return false };
+    new.retain(|(k, _)| !ignored.contains(&&**k));
+    old.retain(|(k, _)| !ignored.contains(&&**k));
+    new.len() == old.len() && new.iter().zip(&old).all(|((kn, vn), (ko, vo))| kn == ko && (vn == vo || special(kn, vn, vo)))
+}
+
+/// Whether every owner reference the new metadata holds, the old held too.
+fn owners_only_removed(new_meta: &str, old_meta: &str) -> bool {
+    fn owners(meta: &str) -> Option<Vec<&str>> {
+        json::find(meta, &Path::root().key("ownerReferences")).filter(|v| *v != "null").map_or(Some(Vec::new()), json::elements)
     }
-    for v in [&mut new, &mut old] {
-        let Some(object) = v.as_object_mut() else { return false };
-        object.remove("status");
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            for k in ["ownerReferences", "finalizers", "managedFields", "resourceVersion", "generation"] {
-                meta.remove(k);
-            }
-        }
+    match (owners(new_meta), owners(old_meta)) {
+        (Some(new), Some(old)) => new.iter().all(|o| old.contains(o)),
+        _ => false,
     }
-    new == old
 }
 
 /// Whether the workload is a controller's copy of someone else's templates:
@@ -351,6 +361,49 @@ mod tests {
         assert!(changes(&r, &Path::root().keys(&["spec", "template", "metadata"])));
         assert!(!changes(&r, &Path::root().keys(&["spec", "replicas"])));
         assert!(!changes(&r, &Path::root().keys(&["spec", "paused"])), "absent from both");
+    }
+
+    #[test]
+    fn bookkeeping_is_status_finalizers_and_owners_removed() {
+        let pod = |meta: &str, status: &str| {
+            format!(r#"{{"metadata":{{"name":"p"{meta}}},"spec":{{"containers":[{{"name":"c"}}]}}{status}}}"#)
+        };
+        let owner = r#","ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"j","uid":"1","controller":true}]"#;
+        let check = |new: &str, old: &str| {
+            let text = request("UPDATE", ("", "Pod"), new, Some(old));
+            bookkeeping_only(&Request::parse(&text).unwrap())
+        };
+        assert!(check(&pod("", ""), &pod(owner, "")), "the garbage collector orphaning a pod");
+        assert!(check(&pod(r#","resourceVersion":"2""#, r#","status":{"phase":"Running"}"#), &pod(r#","resourceVersion":"1","finalizers":["f"]"#, "")));
+        assert!(!check(&pod(owner, ""), &pod("", "")), "an owner added is not bookkeeping");
+        assert!(!check(&pod(r#","labels":{"a":"b"}"#, ""), &pod("", "")), "a label is the user's");
+        let other_spec = r#"{"metadata":{"name":"p"},"spec":{"containers":[{"name":"d"}]}}"#;
+        assert!(!check(other_spec, &pod("", "")));
+        assert!(!check(&pod("", ""), r#"{"spec":{"containers":[{"name":"c"}]},"metadata":{"name":"p"}}"#), "another order: judged as any update");
+        let create = request("CREATE", ("", "Pod"), &pod("", ""), None);
+        assert!(!bookkeeping_only(&Request::parse(&create).unwrap()));
+    }
+
+    #[test]
+    fn a_jobs_template_changes_only_in_scheduling_directives_while_suspended() {
+        let job = |suspend: bool, status: &str| {
+            format!(r#"{{"metadata":{{"name":"j"}},"spec":{{"suspend":{suspend},"template":{{"spec":{{"containers":[{{"name":"c"}}]}}}}}}{status}}}"#)
+        };
+        let allows = |old: &str, path: &[&str]| {
+            let text = request("UPDATE", ("batch", "Job"), &job(false, ""), Some(old));
+            update_allows(&Request::parse(&text).unwrap(), &Path::root().keys(path))
+        };
+        let suspended = job(true, "");
+        assert!(allows(&suspended, &["spec", "template", "spec", "tolerations"]));
+        assert!(allows(&suspended, &["spec", "template", "spec", "nodeSelector", "pool"]));
+        assert!(allows(&suspended, &["spec", "template", "metadata", "labels", "owner"]));
+        assert!(!allows(&suspended, &["spec", "template", "spec", "runtimeClassName"]));
+        assert!(allows(&suspended, &["metadata", "labels", "owner"]), "the Job's own metadata");
+        let started = job(true, r#","status":{"startTime":"2026-11-27T08:00:00Z"}"#);
+        assert!(!allows(&started, &["spec", "template", "spec", "tolerations"]), "suspended again after it started");
+        assert!(!allows(&job(false, ""), &["spec", "template", "spec", "tolerations"]));
+        let text = request("UPDATE", ("apps", "Deployment"), r#"{"spec":{"template":{"spec":{}}}}"#, Some(r#"{"spec":{"template":{"spec":{}}}}"#));
+        assert!(update_allows(&Request::parse(&text).unwrap(), &Path::root().keys(&["spec", "template", "spec", "runtimeClassName"])));
     }
 
     #[test]

@@ -436,4 +436,12 @@ fn the_controller_owner_reference() {
     });
     let bare = r#"{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","controller":false}]},"spec":{"containers":[]}}"#;
     workload_of("", "Pod", bare, |w| assert!(w.metadata.controller().is_none(), "an owner that is not the controller"));
+    for (api_version, kind) in [("v1", "ConfigMap"), ("argoproj.io/v1alpha1", "Workflow"), ("v1", "Node"), ("v1", "Pod"), ("batch/v1", "Deployment")] {
+        let forged = format!(r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#);
+        workload_of("", "Pod", &forged, |w| assert!(w.metadata.controller().is_none(), "{api_version} {kind} hands no check down"));
+    }
+    for (api_version, kind) in [("apps/v1", "ReplicaSet"), ("v1", "ReplicationController"), ("kubeflow.org/v1", "Notebook"), ("ray.io/v1", "RayJob"), ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"), ("kueue.x-k8s.io/v1beta1", "Workload")] {
+        let made = format!(r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#);
+        workload_of("", "Pod", &made, |w| assert!(w.metadata.controller().is_some(), "{api_version} {kind}"));
+    }
 }

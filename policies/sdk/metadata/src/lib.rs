@@ -151,6 +151,11 @@ fn default_true() -> bool {
     true
 }
 
+/// The Kubernetes host capabilities a rule may declare, in Kubewarden's
+/// names (policy-evaluator's capability tree).
+pub const KUBERNETES_CAPABILITIES: [&str; 4] =
+    ["kubernetes/get_resource", "kubernetes/list_resources_by_namespace", "kubernetes/list_resources_all", "kubernetes/can_i"];
+
 /// Kubewarden policy metadata, as written in `metadata.yml` and embedded in
 /// the `io.kubewarden.metadata` custom section.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +180,11 @@ pub struct Metadata {
     /// Kinds the policy looks up in the cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_aware_resources: Vec<ContextAwareResource>,
+    /// The host calls the policy makes (`kubernetes/get_resource`, ...):
+    /// a standalone policy-server grants a policy only the capabilities its
+    /// `policies.yml` entry lists, and refuses every other call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_capabilities: Vec<String>,
     /// How policy-server runs the module.
     #[serde(default)]
     pub execution_mode: ExecutionMode,
@@ -274,6 +284,7 @@ impl Metadata {
             mutating: false,
             background_audit: false,
             context_aware_resources: Vec::new(),
+            host_capabilities: Vec::new(),
             execution_mode: ExecutionMode::KubewardenWapc,
             policy_type: PolicyType::default(),
             minimum_kubewarden_version: None,
@@ -289,6 +300,12 @@ impl Metadata {
                     out.context_aware_resources.push(c.clone());
                 }
             }
+            for c in &m.host_capabilities {
+                if !out.host_capabilities.contains(c) {
+                    out.host_capabilities.push(c.clone());
+                }
+            }
+            out.host_capabilities.sort();
             out.mutating |= m.mutating;
             out.background_audit |= m.background_audit;
             out.minimum_kubewarden_version = match (out.minimum_kubewarden_version.take(), &m.minimum_kubewarden_version) {
@@ -357,6 +374,26 @@ impl Metadata {
                     "must not be empty",
                 ));
             }
+        }
+        for (i, c) in self.host_capabilities.iter().enumerate() {
+            if !KUBERNETES_CAPABILITIES.contains(&c.as_str()) {
+                return Err(MetadataError::new(
+                    format!("hostCapabilities[{i}]"),
+                    format!("`{c}` is not a host call aigov rules make: use {}", KUBERNETES_CAPABILITIES.map(|k| format!("`{k}`")).join(", ")),
+                ));
+            }
+        }
+        match (self.context_aware_resources.is_empty(), self.host_capabilities.is_empty()) {
+            (false, true) => {
+                return Err(MetadataError::new(
+                    "hostCapabilities",
+                    "must list the `kubernetes/...` calls the policy makes to read its `contextAwareResources`: policy-server grants a policy only the capabilities listed",
+                ));
+            }
+            (true, false) => {
+                return Err(MetadataError::new("hostCapabilities", "must be empty when `contextAwareResources` is: the policy reads nothing"));
+            }
+            _ => {}
         }
         if self.execution_mode != ExecutionMode::KubewardenWapc {
             return Err(MetadataError::new(
@@ -515,6 +552,7 @@ mutating: false
 contextAwareResources:
   - apiVersion: v1
     kind: Pod
+hostCapabilities: [kubernetes/get_resource]
 annotations:
   io.kubewarden.policy.title: t
   io.kubewarden.policy.description: d
@@ -606,6 +644,23 @@ annotations:
     fn usage_comes_from_the_readme() {
         let e = refusal(&format!("{GOOD}  io.kubewarden.policy.usage: x\n"));
         assert!(e.message.contains("README.md"), "{e}");
+    }
+
+    #[test]
+    fn host_capabilities_go_with_context_aware_resources() {
+        let without = GOOD.replace("hostCapabilities: [kubernetes/get_resource]\n", "");
+        assert_eq!(Metadata::from_yaml(&without).unwrap_err().field.as_deref(), Some("hostCapabilities"));
+        let unknown = GOOD.replace("kubernetes/get_resource", "kubernetes/delete_resource");
+        let e = Metadata::from_yaml(&unknown).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("hostCapabilities[0]"), "{e}");
+        let reads_nothing = GOOD.replace("contextAwareResources:\n  - apiVersion: v1\n    kind: Pod\n", "");
+        assert_eq!(Metadata::from_yaml(&reads_nothing).unwrap_err().field.as_deref(), Some("hostCapabilities"));
+        let m = Metadata::from_yaml(GOOD).unwrap();
+        assert_eq!(Metadata::from_json(m.to_json().as_bytes()).unwrap().host_capabilities, ["kubernetes/get_resource"]);
+        let mut other = m.clone();
+        other.host_capabilities = vec!["kubernetes/list_resources_by_namespace".into()];
+        let union = Metadata::union([&other, &m], BTreeMap::new());
+        assert_eq!(union.host_capabilities, ["kubernetes/get_resource", "kubernetes/list_resources_by_namespace"], "sorted, once each");
     }
 
     #[test]
