@@ -3,6 +3,9 @@
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
+/// Every rule under `policies/`, linked natively, in name order.
+pub static RULES: &[aigov_sdk::NativePolicy] = aigov_bundle::AIGOV_RULES;
+
 /// The natively linked rule named `name`.
 pub fn rule(name: &str) -> Option<&'static aigov_sdk::NativePolicy> {
     RULES.iter().find(|r| r.metadata.name == name)

@@ -3,7 +3,7 @@
 //! The command line (`command` + `args`, after the kubelet's `$(VAR)`
 //! expansion) is read as the program it runs: wrappers (`exec`, `env`,
 //! `tini --`, `nohup`, `timeout`) are seen through, shells (`sh -c`,
-//! `bash -lc`, `/bin/sh -ec`) have their script parsed by [`crate::shell`],
+//! `bash -lc`, `/bin/sh -ec`) have their script parsed by [`super::shell`],
 //! and every command is classified: one that waits (`sleep`, `tail -f`,
 //! `cat` or `read` on an open standard input, `wait` for waiting jobs, an
 //! interactive shell, a loop that never ends and does nothing), one that
@@ -17,7 +17,7 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::shell::{self, AndOr, Command, CommandKind, Connector, List, Part, Pipeline, Word};
+use super::shell::{self, AndOr, Command, CommandKind, Connector, List, Part, Pipeline, Word};
 
 /// How long something waits.
 #[derive(Clone, Copy, Debug, PartialEq)]

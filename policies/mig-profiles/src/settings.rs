@@ -59,7 +59,7 @@ fn default_profiles() -> BTreeMap<String, Vec<Glob>> {
 /// The MIG profile of a resource name or profile pattern: the part after
 /// `nvidia.com/mig-`, or the text itself.
 pub fn profile_of(text: &str) -> &str {
-    text.strip_prefix(crate::MIG_PREFIX).unwrap_or(text)
+    text.strip_prefix(super::MIG_PREFIX).unwrap_or(text)
 }
 
 /// Whether `p` is written like a MIG profile: `[<n>c.]<n>g.<n>gb`, then

@@ -77,7 +77,7 @@ pub fn governable() -> impl Iterator<Item = WorkloadKind> {
 
 /// Whether the rule's webhook rules send it `kind`.
 fn is_governable(kind: WorkloadKind) -> bool {
-    <crate::ModelProvenance as Exported>::METADATA.lists(kind.group(), kind.resource())
+    <super::ModelProvenance as Exported>::METADATA.lists(kind.group(), kind.resource())
 }
 
 impl Settings {

@@ -274,7 +274,7 @@ macro_rules! __export_wasm {
 macro_rules! export_policy {
     ($policy:ty) => {
         impl $crate::Exported for $policy {
-            const METADATA: &'static $crate::metadata::PolicyMetadata = &$crate::__private::policy_metadata!();
+            const METADATA: &'static $crate::metadata::PolicyMetadata = &$crate::__private::policy_metadata!($policy);
         }
 
         /// The rule, for the bundle.
@@ -291,6 +291,9 @@ macro_rules! export_policy {
             assert_eq!($crate::settings::check_defaults::<<$policy as $crate::Policy>::Settings>(), Ok(()));
         }
 
+        // Compiled into the bundle (as a module: its build script sets
+        // `aigov_bundle`), a rule exports nothing of its own.
+        #[cfg(not(aigov_bundle))]
         $crate::__export_wasm!($crate::Single<$policy>);
     };
 }

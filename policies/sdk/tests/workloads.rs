@@ -445,3 +445,15 @@ fn the_controller_owner_reference() {
         workload_of("", "Pod", &made, |w| assert!(w.metadata.controller().is_some(), "{api_version} {kind}"));
     }
 }
+
+#[test]
+fn every_workload_kind_in_metadata_is_every_kind_the_model_decodes() {
+    let mut listed: Vec<(&str, &str)> = aigov_metadata::WORKLOAD_RESOURCES
+        .iter()
+        .flat_map(|(group, _, resources)| resources.iter().map(move |r| (*group, *r)))
+        .collect();
+    let mut modelled: Vec<(&str, &str)> = WorkloadKind::ALL.iter().map(|k| (k.group(), k.resource())).collect();
+    listed.sort();
+    modelled.sort();
+    assert_eq!(listed, modelled, "aigov-metadata's WORKLOAD_RESOURCES and WorkloadKind::ALL");
+}

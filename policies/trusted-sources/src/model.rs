@@ -151,7 +151,7 @@ mod tests {
     const C: &str = "0123456789abcdef0123456789abcdef01234567";
 
     fn prefixes() -> Vec<String> {
-        crate::Settings::default().model_uri_prefixes
+        super::super::Settings::default().model_uri_prefixes
     }
 
     #[test]

@@ -4,7 +4,7 @@ use aigov_sdk::settings::non_empty_patterns;
 use aigov_sdk::{Glob, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::ImagePattern;
+use super::pattern::ImagePattern;
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top). There is no safe default list

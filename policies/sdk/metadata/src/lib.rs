@@ -101,6 +101,73 @@ pub struct Rule {
     pub operations: Vec<Operation>,
 }
 
+/// What `metadata.yml` may write in `rules` for every workload kind aigov
+/// models: `- every-workload-kind` stands for `CREATE` and `UPDATE` of each
+/// resource of [`WORKLOAD_RESOURCES`]. The embedded metadata (and anything
+/// Kubewarden reads) holds the rules it stands for.
+pub const EVERY_WORKLOAD_KIND: &str = "every-workload-kind";
+
+/// The workload kinds aigov models, as webhook resources: API group,
+/// version (`*` for custom resources, whose served versions move) and
+/// plural resources. The SDK's tests hold `WorkloadKind::ALL` to it.
+pub const WORKLOAD_RESOURCES: &[(&str, &str, &[&str])] = &[
+    ("", "v1", &["pods", "replicationcontrollers"]),
+    ("apps", "v1", &["deployments", "statefulsets", "daemonsets", "replicasets"]),
+    ("batch", "v1", &["jobs", "cronjobs"]),
+    ("ray.io", "*", &["rayclusters", "rayjobs", "rayservices"]),
+    ("kubeflow.org", "*", &["pytorchjobs", "mpijobs", "tfjobs", "jaxjobs", "xgboostjobs", "paddlejobs", "notebooks"]),
+    ("serving.kserve.io", "*", &["inferenceservices"]),
+    ("trainer.kubeflow.org", "*", &["trainjobs"]),
+    ("batch.volcano.sh", "*", &["jobs"]),
+    ("jobset.x-k8s.io", "*", &["jobsets"]),
+    ("leaderworkerset.x-k8s.io", "*", &["leaderworkersets"]),
+];
+
+/// The rules [`EVERY_WORKLOAD_KIND`] stands for.
+pub fn every_workload_kind() -> Vec<Rule> {
+    WORKLOAD_RESOURCES
+        .iter()
+        .map(|(group, version, resources)| Rule {
+            api_groups: vec![group.to_string()],
+            api_versions: vec![version.to_string()],
+            resources: resources.iter().map(|r| r.to_string()).collect(),
+            operations: vec![Operation::Create, Operation::Update],
+        })
+        .collect()
+}
+
+/// One entry of `rules` as `metadata.yml` writes it: a rule, or a
+/// shorthand for several.
+struct RuleEntry(Vec<Rule>);
+
+impl<'de> Deserialize<'de> for RuleEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = RuleEntry;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a webhook rule (apiGroups, apiVersions, resources, operations) or `{EVERY_WORKLOAD_KIND}`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RuleEntry, E> {
+                if v == EVERY_WORKLOAD_KIND {
+                    Ok(RuleEntry(every_workload_kind()))
+                } else {
+                    Err(E::custom(format!("unknown shorthand `{v}`: write a rule, or `{EVERY_WORKLOAD_KIND}`")))
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RuleEntry, A::Error> {
+                Rule::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(|r| RuleEntry(vec![r]))
+            }
+        }
+        d.deserialize_any(Entry)
+    }
+}
+
+fn rules_or_shorthands<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::Error> {
+    let entries = Vec::<RuleEntry>::deserialize(d)?;
+    Ok(entries.into_iter().flat_map(|e| e.0).collect())
+}
+
 /// A kind a context-aware policy reads from the cluster.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -164,7 +231,9 @@ pub struct Metadata {
     /// `v1`; not written in `metadata.yml`: `aigov annotate` asks the module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
-    /// The requests the policy receives. Required.
+    /// The requests the policy receives. Required. `metadata.yml` may write
+    /// [`EVERY_WORKLOAD_KIND`] for the workload kinds' rules.
+    #[serde(deserialize_with = "rules_or_shorthands")]
     pub rules: Vec<Rule>,
     /// Labels (rarely used).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -644,6 +713,21 @@ annotations:
     fn usage_comes_from_the_readme() {
         let e = refusal(&format!("{GOOD}  io.kubewarden.policy.usage: x\n"));
         assert!(e.message.contains("README.md"), "{e}");
+    }
+
+    #[test]
+    fn every_workload_kind_stands_for_the_workload_rules() {
+        let short = GOOD.replacen("rules:\n", "rules:\n  - every-workload-kind\n", 1);
+        let m = Metadata::from_yaml(&short).unwrap();
+        assert_eq!(m.rules.len(), WORKLOAD_RESOURCES.len() + 1, "the shorthand, then the pods rule");
+        assert_eq!(m.rules[..WORKLOAD_RESOURCES.len()], every_workload_kind());
+        assert!(!m.to_json().contains(EVERY_WORKLOAD_KIND), "Kubewarden reads the rules it stands for");
+        let typo = GOOD.replacen("rules:\n", "rules:\n  - every-workload\n", 1);
+        let e = Metadata::from_yaml(&typo).unwrap_err();
+        assert!(e.to_string().contains("unknown shorthand `every-workload`"), "{e}");
+        let bad = GOOD.replacen("resources: [\"pods\"]", "resource: [\"pods\"]", 1);
+        let e = Metadata::from_yaml(&bad).unwrap_err();
+        assert!(e.to_string().contains("resource"), "a malformed rule is still named: {e}");
     }
 
     #[test]
