@@ -418,7 +418,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             let changes = aigov::tools::scan::RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
             if !changes.is_empty() {
                 out.flush()?;
-                note(&format!("the rule patched the object ({} in `mutated_object`):", aigov_sdk::text::count(changes.len() as u64, "change")));
+                note(&format!("the rule patched the object ({} in `mutated_object`):", aigov_sdk::base::text::count(changes.len() as u64, "change")));
                 for c in &changes {
                     let _ = writeln!(std::io::stderr().lock(), "  {c}");
                 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use aigov::tools::fuzzing::{Forms, subjects};
-use aigov_sdk::fuzzing::mutate_in_place;
+use aigov_sdk::testing::fuzzing::mutate_in_place;
 use libfuzzer_sys::{fuzz_mutator, fuzz_target, fuzzer_mutate};
 
 static FORMS: LazyLock<Forms> = LazyLock::new(|| {

@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use aigov_sdk::fuzzing::{Subjects, check_rules, mutate_in_place, subjects_from_env};
+use aigov_sdk::testing::fuzzing::{Subjects, check_rules, mutate_in_place, subjects_from_env};
 use libfuzzer_sys::{fuzz_mutator, fuzz_target, fuzzer_mutate};
 
 static SUBJECTS: LazyLock<Subjects> = LazyLock::new(|| subjects_from_env(aigov_bundle::AIGOV_RULES, &aigov_bundle::AIGOV_POLICY));

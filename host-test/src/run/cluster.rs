@@ -557,7 +557,7 @@ pub mod scope {
 /// server does (`labels.Parse`, `fields.ParseSelector` and the field labels
 /// each kind indexes).
 pub mod selector {
-    use aigov_sdk::names::{label_key, label_value};
+    use aigov_sdk::base::names::{label_key, label_value};
     use serde_json::Value;
 
     /// One label requirement.

@@ -1091,7 +1091,7 @@ mod tests {
         use aigov_sdk::Cluster;
         let pods_of = |n: usize| Scoped::new(Arc::new(bench_cluster(n).unwrap()), Arc::from([("v1".to_string(), "Pod".to_string())]));
         let list = pods_of(3).list_resources_by_namespace("v1", "Pod", "ml-training", None, Some("status.phase!=Succeeded,status.phase!=Failed")).unwrap();
-        let pods = aigov_sdk::cluster::list_pods(&list).unwrap();
+        let pods = aigov_sdk::model::listed::list_pods(&list).unwrap();
         let names: Vec<_> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default().to_string()).collect();
         assert_eq!(names, ["llm-finetune-worker-0", "ml-notebook-1", "ml-notebook-2", "ml-notebook-3"]);
         let gpus = aigov_sdk::GpuResources::default();
@@ -1101,7 +1101,7 @@ mod tests {
             assert!(p.gpus_per_pod(&gpus).unwrap().is_empty(), "{:?} holds no GPU", p.metadata.name);
         }
         let alone = pods_of(0).list_resources_by_namespace("v1", "Pod", "ml-training", None, None).unwrap();
-        assert_eq!(aigov_sdk::cluster::list_pods(&alone).unwrap().len(), 1, "without `--namespace-pods`, the bench Pod's copy alone");
+        assert_eq!(aigov_sdk::model::listed::list_pods(&alone).unwrap().len(), 1, "without `--namespace-pods`, the bench Pod's copy alone");
     }
 
     #[test]

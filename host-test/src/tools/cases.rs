@@ -337,7 +337,7 @@ pub fn bundle_settings(rule: &str, settings: &str) -> String {
 fn expected_bundle_settings(rule: &str, single: &SettingsResponse) -> SettingsResponse {
     SettingsResponse {
         valid: single.valid,
-        message: single.message.as_ref().map(|m| format!("{}{m}", aigov_sdk::bundle::settings_prefix(rule))),
+        message: single.message.as_ref().map(|m| format!("{}{m}", aigov_sdk::runtime::bundle::settings_prefix(rule))),
     }
 }
 
@@ -377,13 +377,13 @@ fn bundle_agrees(
     let want = if !single_settings.valid {
         let m = single.message.as_deref().unwrap_or_default();
         let rest = m.strip_prefix("invalid settings: ").unwrap_or(m);
-        ValidationResponse::reject(format!("invalid settings: {}{rest}", aigov_sdk::bundle::settings_prefix(rule)), single.code)
+        ValidationResponse::reject(format!("invalid settings: {}{rest}", aigov_sdk::runtime::bundle::settings_prefix(rule)), single.code)
     } else if single.code == Some(400) && request_unreadable(rule, request) {
         // The request (or its object) cannot be read: the bundle says so
         // once, before asking any rule.
         single.clone()
     } else {
-        aigov_sdk::bundle::prefixed(rule, single.clone())
+        aigov_sdk::runtime::bundle::prefixed(rule, single.clone())
     };
     let bundled = bundle_settings(rule, settings);
     for e in forms.bundle.iter() {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aigov_sdk::ValidationResponse;
-use aigov_sdk::fuzzing::{Subjects, is_one_json_value};
+use aigov_sdk::testing::fuzzing::{Subjects, is_one_json_value};
 use anyhow::{Context, Result};
 
 use crate::run::artifact::{Evaluator, component_path, module_path};
@@ -139,7 +139,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
     use aigov_sdk::Request;
-    use aigov_sdk::fuzzing::{check_differential, check_rules, mutate, view};
+    use aigov_sdk::testing::fuzzing::{check_differential, check_rules, mutate, view};
 
     fn policies() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies")

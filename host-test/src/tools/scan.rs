@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use aigov_metadata::annotations;
-use aigov_sdk::metadata::PolicyMetadata;
+use aigov_sdk::runtime::metadata::PolicyMetadata;
 use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -1113,7 +1113,7 @@ pub struct Evaluated {
 
 /// Splits the bundle's merged answer into the answers of the rules in
 /// `members` (index, name), by the name each line, warning and audit
-/// annotation carries (see `aigov_sdk::bundle::prefixed`). `None` when the
+/// annotation carries (see `aigov_sdk::runtime::bundle::prefixed`). `None` when the
 /// answer cannot be split exactly: a code (a malformed request), a mutated
 /// object of several rules, or a line no member's name starts.
 pub fn split_bundle_answer(merged: ValidationResponse, members: &[(usize, &str)]) -> Option<Vec<(usize, ValidationResponse)>> {
@@ -2135,7 +2135,7 @@ pub fn render_json(report: &Report) -> Result<String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
-    use aigov_sdk::metadata::Rule;
+    use aigov_sdk::runtime::metadata::Rule;
 
     const POD_RULE: PolicyMetadata = PolicyMetadata {
         name: "pods-only",

@@ -12,7 +12,7 @@
 
 use crate::common::{artifacts, root};
 use aigov::tools::fuzzing::{Forms, regression_inputs, seeds, subjects};
-use aigov_sdk::fuzzing::mutate;
+use aigov_sdk::testing::fuzzing::mutate;
 
 fn forms() -> Forms {
     let engine = aigov::run::engine::new_engine().unwrap();

@@ -206,7 +206,7 @@ fn typed_security(sc: Option<&Value>) -> SecuritySummary {
     )
 }
 
-fn sparse_security(sc: Option<&aigov_sdk::pod::SecurityContext<'_>>) -> SecuritySummary {
+fn sparse_security(sc: Option<&aigov_sdk::model::pod::SecurityContext<'_>>) -> SecuritySummary {
     let Some(sc) = sc else { return SecuritySummary::default() };
     let names = |l: &[aigov_sdk::Str<'_>]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let (add, drop) = sc.capabilities.as_ref().map(|c| (names(&c.add), names(&c.drop))).unwrap_or_default();

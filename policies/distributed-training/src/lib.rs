@@ -20,10 +20,11 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::gpu::describe_counts;
-use aigov_sdk::request::decode_model;
-use aigov_sdk::scheduling::label_demand;
-use aigov_sdk::{Cluster, ContainerList, GpuCounts, GpuResources, Malformed, Path, Policy, PodTemplate, Request, Str, Verdict, Workload, WorkloadKind, json};
+use aigov_sdk::cluster::gpu::describe_counts;
+use aigov_sdk::decode::explain::decode_model;
+use aigov_sdk::model::scheduling::label_demand;
+use aigov_sdk::{Cluster, ContainerList, GpuCounts, GpuResources, Malformed, Path, Policy, PodTemplate, Request, Str, Verdict, Workload, WorkloadKind};
+use aigov_sdk::decode::json;
 
 pub use settings::Settings;
 
@@ -250,9 +251,9 @@ fn check_products(workers: &[&Worker<'_, '_>], s: &Settings, job: &str, v: &mut 
             Some((f, fv)) if *fv != values => v.violation(format!(
                 "{} of {job} targets `{label}` {}, but {} targets {}: workers on different GPU products run at different speeds and may not share an interconnect, so make `{}` select the same product",
                 x.t.describe(),
-                aigov_sdk::text::one_of(&values),
+                aigov_sdk::base::text::one_of(&values),
                 f.t.describe(),
-                aigov_sdk::text::one_of(fv),
+                aigov_sdk::base::text::one_of(fv),
                 x.t.spec_path()
             )),
             Some(_) => {}

@@ -60,7 +60,7 @@ fn names(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         self.gpu_resource_names.validate("gpuResourceNames")?;
-        if aigov_sdk::names::label_key(&self.gpu_product_label).is_err() {
+        if aigov_sdk::base::names::label_key(&self.gpu_product_label).is_err() {
             return Err(SettingsError::new(
                 "gpuProductLabel",
                 format!("`{}` is not a valid label key, so no node could carry it", self.gpu_product_label),
@@ -96,7 +96,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

@@ -16,8 +16,8 @@ mod settings;
 
 use std::fmt::Write as _;
 
-use aigov_sdk::gpu::ClaimError;
-use aigov_sdk::text::{count, one_of, quoted};
+use aigov_sdk::cluster::gpu::ClaimError;
+use aigov_sdk::base::text::{count, one_of, quoted};
 use aigov_sdk::{Cluster, ConnectOptions, LookupError, Malformed, OnLookupError, Operation, Policy, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{Allowance, Settings};

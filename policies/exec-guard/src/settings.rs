@@ -1,6 +1,6 @@
 //! Settings of `exec-guard`.
 
-use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::{GpuResources, Glob, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
@@ -87,7 +87,7 @@ pub enum Allowance<'s> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn parse(json: &str) -> Result<Settings, String> {
         let s = Full::<Settings>::parse(json).map_err(|e| e.to_string())?;

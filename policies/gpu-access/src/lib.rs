@@ -18,9 +18,9 @@
 
 mod settings;
 
-use aigov_sdk::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
-use aigov_sdk::text::{one_of, quoted};
-use aigov_sdk::namespaces::Reported;
+use aigov_sdk::model::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
+use aigov_sdk::base::text::{one_of, quoted};
+use aigov_sdk::cluster::namespaces::Reported;
 use aigov_sdk::{Cluster, GpuUse, Malformed, Namespace, ObjectMeta, Path, Policy, PodTemplate, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings};
@@ -207,7 +207,7 @@ fn aims(t: &PodTemplate<'_>, s: &Settings) -> Vec<Aim> {
             push(NODE_SELECTOR, format!("{k}: {val}"));
         }
     }
-    let mut expressions = |field: &'static [&'static str], reqs: &mut dyn Iterator<Item = &aigov_sdk::pod::SelectorRequirement<'_>>| {
+    let mut expressions = |field: &'static [&'static str], reqs: &mut dyn Iterator<Item = &aigov_sdk::model::pod::SelectorRequirement<'_>>| {
         for r in reqs {
             let positive = matches!(&*r.operator, "In" | "Exists" | "Gt" | "Lt");
             if !positive {

@@ -13,9 +13,9 @@
 
 mod settings;
 
-use aigov_sdk::scheduling::{LabelDemand, demand_field, label_demand};
-use aigov_sdk::text::{one_of, quoted};
-use aigov_sdk::namespaces::Reported;
+use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand};
+use aigov_sdk::base::text::{one_of, quoted};
+use aigov_sdk::cluster::namespaces::Reported;
 use aigov_sdk::{Cluster, GpuUse, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{GFD_PRODUCT_LABEL, Products, Settings};

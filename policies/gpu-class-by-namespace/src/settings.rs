@@ -1,6 +1,6 @@
 //! Settings of `gpu-class-by-namespace`.
 
-use aigov_sdk::names::{label_key, label_value_pattern};
+use aigov_sdk::base::names::{label_key, label_value_pattern};
 use std::collections::BTreeMap;
 
 use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
@@ -128,7 +128,7 @@ impl RuleSettings for Settings {
             return Err(SettingsError::new("productLabel", format!("`{}` is not a valid node label key: {why}", self.product_label)));
         }
         for (class, product) in &self.device_class_products {
-            if let Err(why) = aigov_sdk::names::name_part(product) {
+            if let Err(why) = aigov_sdk::base::names::name_part(product) {
                 return Err(SettingsError::new(format!("deviceClassProducts.{class}"), format!("`{product}` is not a GPU product label value: {why}")));
             }
         }
@@ -141,7 +141,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

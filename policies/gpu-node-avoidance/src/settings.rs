@@ -1,7 +1,7 @@
 //! Settings of `gpu-node-avoidance`.
 
-use aigov_sdk::names::{label_key, label_value};
-use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::base::names::{label_key, label_value};
+use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::{Glob, GpuResources, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
@@ -192,7 +192,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

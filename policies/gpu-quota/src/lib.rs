@@ -14,10 +14,10 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::cluster::{list_pods, object_meta};
-use aigov_sdk::glob;
-use aigov_sdk::scale::ScaleChange;
-use aigov_sdk::text::count;
+use aigov_sdk::model::listed::{list_pods, object_meta};
+use aigov_sdk::base::glob;
+use aigov_sdk::cluster::scale::ScaleChange;
+use aigov_sdk::base::text::count;
 use aigov_sdk::{
     Cluster, GpuCounts, Malformed, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload, WorkloadKind,
 };

@@ -1,4 +1,4 @@
 //! Settings of `gpu-runtime-defaults`: the SDK's, which `gpu-runtime-class`
 //! reads too, so one settings block serves both (tested in the SDK).
 
-pub use aigov_sdk::gpu_runtime::{Requirement, Settings, Taint};
+pub use aigov_sdk::cluster::gpu_runtime::{Requirement, Settings, Taint};

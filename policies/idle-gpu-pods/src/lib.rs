@@ -15,7 +15,7 @@ mod shell;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::pod::EnvVar;
+use aigov_sdk::model::pod::EnvVar;
 use aigov_sdk::{Cluster, ContainerList, ContainerRef, Malformed, Path, Policy, PodTemplate, Request, Role, Verdict, WorkloadKind};
 
 pub use idle::{Dur, Finding};

@@ -13,12 +13,12 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::cluster::list_items;
-use aigov_sdk::glob;
-use aigov_sdk::request::decode_model;
-use aigov_sdk::text::{count, quoted};
+use aigov_sdk::model::listed::list_items;
+use aigov_sdk::base::glob;
+use aigov_sdk::decode::explain::decode_model;
+use aigov_sdk::base::text::{count, quoted};
 use aigov_sdk::{
-    Cluster, Glob, GpuResources, Malformed, ObjectMeta, OnLookupError, Policy, PodTemplate, Quantity, Request, Str, Verdict, pod::RawQuantity,
+    Cluster, Glob, GpuResources, Malformed, ObjectMeta, OnLookupError, Policy, PodTemplate, Quantity, Request, Str, Verdict, model::pod::RawQuantity,
 };
 
 pub use settings::{ProfileSource, Settings, is_profile, profile_of};
@@ -215,7 +215,7 @@ fn list_quotas(ns: &str, cluster: &dyn Cluster) -> Result<Vec<Quota>, String> {
 /// Whether a container list sets any CPU or memory request or limit above
 /// zero: a pod that sets none is `BestEffort`.
 fn best_effort(t: &PodTemplate<'_>) -> bool {
-    let set = |r: &aigov_sdk::pod::ResourceList<'_>| {
+    let set = |r: &aigov_sdk::model::pod::ResourceList<'_>| {
         ["cpu", "memory"].iter().any(|k| r.get(*k).is_some_and(|q| q.parse().map_or(true, |q| !q.is_zero())))
     };
     !t.containers()

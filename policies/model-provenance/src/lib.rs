@@ -20,7 +20,7 @@
 
 mod settings;
 
-use aigov_sdk::text::quoted;
+use aigov_sdk::base::text::quoted;
 use aigov_sdk::{
     Cluster, Glob, LabelScope, LabelSite, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload,
     label_sets,
@@ -48,7 +48,7 @@ impl Policy for ModelProvenance {
         // builds, the Deployment KServe builds for an InferenceService)
         // carries what its owner declared, checked when the owner was
         // submitted; its own metadata is the controller's.
-        if !settings.governs(workload.kind) || aigov_sdk::mutate::controlled_copy(workload) {
+        if !settings.governs(workload.kind) || aigov_sdk::runtime::mutate::controlled_copy(workload) {
             return Ok(verdict);
         }
         for (key, message) in check(workload, settings) {

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::names::label_key;
-use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::base::names::label_key;
+use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::{Exported, Glob, RequiredLabels, RuleSettings, SettingsError, WorkloadKind};
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +97,7 @@ impl RuleSettings for Settings {
                 let known: Vec<&str> = governable().map(WorkloadKind::kind).collect();
                 return Err(SettingsError::new(
                     format!("kinds[{i}]"),
-                    format!("`{kind}` is not a kind this rule receives; use {}", aigov_sdk::text::quoted(&known)),
+                    format!("`{kind}` is not a kind this rule receives; use {}", aigov_sdk::base::text::quoted(&known)),
                 ));
             }
         }
@@ -123,7 +123,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::names::{label_key, label_value};
+use aigov_sdk::base::names::{label_key, label_value};
 use aigov_sdk::{RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +69,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

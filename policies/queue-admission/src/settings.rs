@@ -65,7 +65,7 @@ fn queue_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
     for (i, g) in list.iter().enumerate() {
         let p = g.as_str();
         let literal = p.replace('*', "a");
-        if p.is_empty() || aigov_sdk::names::label_value(&literal).is_err() {
+        if p.is_empty() || aigov_sdk::base::names::label_value(&literal).is_err() {
             return Err(SettingsError::new(format!("{key}[{i}]"), format!("`{p}` can never match a queue name (a label value)")));
         }
     }
@@ -78,7 +78,7 @@ impl RuleSettings for Settings {
             return Err(SettingsError::new("governedNamespaces", "must list at least one namespace pattern; to switch the rule off, do not deploy it"));
         }
         for (key, label) in [("queueLabel", &self.queue_label), ("gpuProductLabel", &self.gpu_product_label)] {
-            if aigov_sdk::names::label_key(label).is_err() {
+            if aigov_sdk::base::names::label_key(label).is_err() {
                 return Err(SettingsError::new(key, format!("`{label}` is not a valid label key")));
             }
         }
@@ -90,7 +90,7 @@ impl RuleSettings for Settings {
             queue_patterns(&format!("allowedQueues[{i}].queues"), &rule.queues)?;
         }
         for (product, queues) in &self.product_queues {
-            if aigov_sdk::names::label_value(product).is_err() || product.is_empty() {
+            if aigov_sdk::base::names::label_value(product).is_err() || product.is_empty() {
                 return Err(SettingsError::new(format!("productQueues.{product}"), format!("`{product}` is not a label value, so no node could carry it")));
             }
             queue_patterns(&format!("productQueues.{product}"), queues)?;
@@ -103,7 +103,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

@@ -142,7 +142,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
@@ -230,7 +230,7 @@ mod tests {
         assert!(err(r#"{"requiredLabels":{"example.com/":[]}}"#).contains("is not a valid label key"));
         assert_eq!(
             err(r#"{"requiredLabels":{"workload-type":["training","fine tuning"]}}"#),
-            format!("setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {}", aigov_sdk::names::NAME_RULE)
+            format!("setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {}", aigov_sdk::base::names::NAME_RULE)
         );
         assert!(ok(r#"{"requiredLabels":{"example.com/team":[],"tier":["A_1","b.2"]}}"#).required_labels.0.len() == 2);
     }

@@ -3,6 +3,8 @@
 //! A rule is a pure function over a parsed request:
 //!
 //! ```text
+//! use aigov_sdk::prelude::*;
+//!
 //! pub struct GpuRuntimeClass;
 //! impl Policy for GpuRuntimeClass {
 //!     type Settings = Settings;
@@ -17,51 +19,44 @@
 //! and natively a [`NativePolicy`] the harness links. `export_bundle!` does
 //! the same for the bundle of every rule.
 //!
-//! The data path: [`request`] decodes the AdmissionRequest in one pass, the
-//! object straight into the [`workload`] model ([`pod`] holds the pod-level
-//! types); [`entry`] admits what no rule judges (subresources and operations
-//! the rule's metadata does not list, objects being deleted, exemptions),
-//! runs the rule, drops violations an UPDATE's old object already had,
-//! applies a mutating rule's edits ([`json`]), and builds Kubewarden's
-//! response ([`verdict`]). [`gpu`], [`gpu_runtime`], [`scheduling`], [`labels`],
-//! [`label_selector`], [`names`], [`namespaces`], [`image`] and [`quantity`]
-//! hold what rules share.
+//! The SDK is in layers, each importing only from the layers below it (the
+//! structure test holds it to this):
+//!
+//! 1. [`base`]: message wording, wildcard patterns, Kubernetes name syntax,
+//!    and the two errors (`Malformed`, `SettingsError`);
+//! 2. [`decode`]: the one-pass JSON decoder and its borrowed strings,
+//!    paths into a document, the text walker that finds and edits fields,
+//!    and errors explained with the field they name;
+//! 3. [`model`]: the Kubernetes model rules read: the admission request,
+//!    object metadata and pod specs, the workload kinds and their pod
+//!    templates (one file per family under `model/workload/`), listed
+//!    objects, quantities, scheduling as the scheduler reads it, labels;
+//! 4. [`cluster`]: GPUs and the cluster: counting GPUs (resources and DRA
+//!    claims), GPU runtimes, cluster lookups and what a failed one does,
+//!    namespaces, image references, the `scale` subresource;
+//! 5. [`runtime`]: the policy runtime: settings, verdicts, mutation, the
+//!    one evaluation path every host calls, the bundle, the metadata, and
+//!    the waPC and component exports.
+//!
+//! The data path: [`model::request`] decodes the AdmissionRequest in one
+//! pass, the object straight into the [`model::workload`] model;
+//! [`runtime::entry`] admits what no rule judges (subresources and
+//! operations the rule's metadata does not list, objects being deleted,
+//! bookkeeping updates, exemptions), runs the rule, drops violations an
+//! UPDATE's old object already had, applies a mutating rule's edits
+//! ([`decode::json`]), and builds Kubewarden's response
+//! ([`runtime::verdict`]).
 
 extern crate self as aigov_sdk;
 
-pub mod bundle;
+pub mod base;
 pub mod cluster;
-pub mod dec;
-pub mod entry;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod fuzzing;
-pub mod glob;
-pub mod gpu;
-pub mod gpu_runtime;
-pub mod image;
-pub mod json;
-pub mod label_selector;
-pub mod labels;
-pub mod listed;
-pub mod metadata;
-pub mod mutate;
-pub mod names;
-pub mod namespaces;
-pub mod pod;
-pub mod quantity;
-pub mod request;
-pub mod scale;
-pub mod scheduling;
-pub mod settings;
-pub mod text;
-pub mod verdict;
-pub mod workload;
-
-#[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
-pub mod wapc;
-
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-pub mod component;
+pub mod decode;
+pub mod model;
+pub mod prelude;
+pub mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// The components' allocator: dlmalloc, as std's on this target, but a
 /// release (0.2.14) that starts with the heap the guest was linked with
@@ -124,102 +119,28 @@ pub mod bindings {
     });
 }
 
+pub use base::error::Malformed;
+pub use base::rule_settings::{RuleSettings, SettingsError};
+pub use base::glob::Glob;
+pub use cluster::gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
+pub use cluster::namespaces::{Namespace, NamespaceSelector};
 pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
-pub use glob::Glob;
-pub use gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
-pub use json::{Edit, Path};
-pub use label_selector::LabelSelector;
-pub use labels::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets};
-pub use metadata::PolicyMetadata;
-pub use namespaces::{Namespace, NamespaceSelector};
-pub use pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};
-pub use quantity::Quantity;
-pub use request::{ConnectOptions, Malformed, Operation, RawStr, Request, Str};
-pub use settings::{Mode, RuleSettings, SettingsError};
-pub use verdict::{SettingsResponse, ValidationResponse, Verdict};
-pub use listed::{ListedContainer, ListedPod};
-pub use workload::{ContainerList, ContainerRef, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload, WorkloadKind};
-
-/// An admission rule.
-pub trait Policy {
-    /// The rule's own settings (the shared `mode`, exemptions and
-    /// `allowExistingViolations` are handled by the SDK before `validate` is
-    /// called).
-    type Settings: RuleSettings;
-
-    /// Evaluates one request. Return `Ok(Verdict::accept())` for kinds and
-    /// operations the rule does not govern, and `Err(Malformed)` only when the
-    /// input cannot be evaluated (rejected with code 400).
-    fn validate(request: &Request<'_>, settings: &Self::Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed>;
-}
-
-/// A rule made exportable by `export_policy!`: its metadata is attached.
-pub trait Exported: Policy {
-    /// The rule's metadata, from its `metadata.yml`.
-    const METADATA: &'static PolicyMetadata;
-}
-
-/// What an artifact answers: one rule, or the bundle. The waPC, component
-/// and native faces are generic over it.
-pub trait Handler {
-    /// The artifact's metadata.
-    const METADATA: &'static PolicyMetadata;
-    /// Kubewarden `validate`: the `{"request", "settings"}` payload.
-    fn validate_payload(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse;
-    /// Component `validate`: request JSON and settings JSON.
-    fn validate_request(request: &str, settings: &str, cluster: &dyn Cluster) -> ValidationResponse;
-    /// `validate_settings`.
-    fn validate_settings(settings: &[u8]) -> SettingsResponse;
-    /// The default settings, shared keys included, as JSON.
-    fn default_settings() -> serde_json::Value;
-}
-
-/// One rule as a [`Handler`].
-pub struct Single<P>(std::marker::PhantomData<P>);
-
-impl<P: Exported> Handler for Single<P> {
-    const METADATA: &'static PolicyMetadata = P::METADATA;
-    fn validate_payload(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
-        entry::validate_payload::<P>(payload, cluster)
-    }
-    fn validate_request(request: &str, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
-        entry::validate_request::<P>(request, settings, cluster)
-    }
-    fn validate_settings(settings: &[u8]) -> SettingsResponse {
-        entry::validate_settings::<P>(settings)
-    }
-    fn default_settings() -> serde_json::Value {
-        settings::Settings::<P::Settings>::default().to_json()
-    }
-}
-
-/// An artifact's entry points as native functions, for the aigov harness.
-#[derive(Clone, Copy)]
-pub struct NativePolicy {
-    /// The metadata.
-    pub metadata: &'static PolicyMetadata,
-    /// Kubewarden `validate`: the `{"request", "settings"}` payload in.
-    pub validate: fn(&[u8], &dyn Cluster) -> ValidationResponse,
-    /// Component `validate`: request JSON and settings JSON in.
-    pub validate_request: fn(&str, &str, &dyn Cluster) -> ValidationResponse,
-    /// `validate_settings`.
-    pub validate_settings: fn(&[u8]) -> SettingsResponse,
-    /// The default settings, shared keys included, as JSON.
-    pub default_settings: fn() -> serde_json::Value,
-}
-
-impl NativePolicy {
-    /// The entry points of handler `H`.
-    pub const fn of<H: Handler>() -> NativePolicy {
-        NativePolicy {
-            metadata: H::METADATA,
-            validate: H::validate_payload,
-            validate_request: H::validate_request,
-            validate_settings: H::validate_settings,
-            default_settings: H::default_settings,
-        }
-    }
-}
+pub use decode::dec::{RawStr, Str};
+pub use decode::json::Edit;
+pub use decode::path::Path;
+pub use model::kind::WorkloadKind;
+pub use model::label_selector::LabelSelector;
+pub use model::labels::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets};
+pub use model::listed::{ListedContainer, ListedPod};
+pub use model::pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};
+pub use model::quantity::Quantity;
+pub use model::request::{ConnectOptions, Operation, Request};
+pub use model::workload::{ContainerList, ContainerRef, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload};
+pub use runtime::metadata::PolicyMetadata;
+pub use runtime::entry::Single;
+pub use runtime::policy::{Exported, Handler, NativePolicy, Policy};
+pub use runtime::settings::Mode;
+pub use runtime::verdict::{SettingsResponse, ValidationResponse, Verdict};
 
 #[doc(hidden)]
 pub mod __private {
@@ -243,7 +164,7 @@ macro_rules! __export_wasm {
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         pub extern "C" fn wapc_init() {
-            $crate::wapc::register::<$handler>();
+            $crate::runtime::wapc::register::<$handler>();
         }
 
         #[cfg(all(feature = "export", target_arch = "wasm32", target_os = "unknown"))]
@@ -251,13 +172,13 @@ macro_rules! __export_wasm {
             struct AigovComponent;
             impl $crate::bindings::Guest for AigovComponent {
                 fn validate(request: ::std::string::String, settings: ::std::string::String) -> $crate::bindings::Verdict {
-                    $crate::component::validate::<$handler>(&request, &settings)
+                    $crate::runtime::component::validate::<$handler>(&request, &settings)
                 }
                 fn validate_settings(settings: ::std::string::String) -> $crate::bindings::SettingsVerdict {
-                    $crate::component::validate_settings::<$handler>(&settings)
+                    $crate::runtime::component::validate_settings::<$handler>(&settings)
                 }
                 fn metadata() -> $crate::bindings::Metadata {
-                    $crate::component::metadata::<$handler>()
+                    $crate::runtime::component::metadata::<$handler>()
                 }
             }
             $crate::bindings::__export_admission_policy!(AigovComponent with_types_in $crate::bindings);
@@ -274,7 +195,7 @@ macro_rules! __export_wasm {
 macro_rules! export_policy {
     ($policy:ty) => {
         impl $crate::Exported for $policy {
-            const METADATA: &'static $crate::metadata::PolicyMetadata = &$crate::__private::policy_metadata!($policy);
+            const METADATA: &'static $crate::runtime::metadata::PolicyMetadata = &$crate::__private::policy_metadata!($policy);
         }
 
         /// The rule, for the bundle.
@@ -284,11 +205,11 @@ macro_rules! export_policy {
         pub const AIGOV_POLICY: $crate::NativePolicy = $crate::NativePolicy::of::<$crate::Single<$policy>>();
 
         /// What the SDK assumes of every rule's settings to read them fast
-        /// ([`$crate::settings::check_defaults`]).
+        /// ([`$crate::runtime::settings::check_defaults`]).
         #[cfg(test)]
         #[test]
         fn aigov_settings_hold_what_the_sdk_assumes() {
-            assert_eq!($crate::settings::check_defaults::<<$policy as $crate::Policy>::Settings>(), Ok(()));
+            assert_eq!($crate::runtime::settings::check_defaults::<<$policy as $crate::Policy>::Settings>(), Ok(()));
         }
 
         // Compiled into the bundle (as a module: its build script sets
@@ -306,7 +227,7 @@ macro_rules! export_policy {
 macro_rules! export_bundle {
     ($($rule:ty),* $(,)?) => {
         /// The rules of the bundle, in name order.
-        pub static AIGOV_BUNDLE_RULES: &[$crate::bundle::Entry] = &[$($crate::bundle::Entry::of::<$rule>()),*];
+        pub static AIGOV_BUNDLE_RULES: &[$crate::runtime::bundle::Entry] = &[$($crate::runtime::bundle::Entry::of::<$rule>()),*];
 
         /// Each rule of the bundle on its own, natively (for tests and fuzzing).
         pub static AIGOV_RULES: &[$crate::NativePolicy] = &[$($crate::NativePolicy::of::<$crate::Single<$rule>>()),*];
@@ -315,15 +236,15 @@ macro_rules! export_bundle {
         pub struct AigovBundle;
 
         impl $crate::Handler for AigovBundle {
-            const METADATA: &'static $crate::metadata::PolicyMetadata = &$crate::__private::policy_metadata!(out_dir);
+            const METADATA: &'static $crate::runtime::metadata::PolicyMetadata = &$crate::__private::policy_metadata!(out_dir);
             fn validate_payload(payload: &[u8], cluster: &dyn $crate::Cluster) -> $crate::ValidationResponse {
-                $crate::bundle::validate_payload(AIGOV_BUNDLE_RULES, payload, cluster)
+                $crate::runtime::bundle::validate_payload(AIGOV_BUNDLE_RULES, payload, cluster)
             }
             fn validate_request(request: &str, settings: &str, cluster: &dyn $crate::Cluster) -> $crate::ValidationResponse {
-                $crate::bundle::validate_request(AIGOV_BUNDLE_RULES, request, settings, cluster)
+                $crate::runtime::bundle::validate_request(AIGOV_BUNDLE_RULES, request, settings, cluster)
             }
             fn validate_settings(settings: &[u8]) -> $crate::SettingsResponse {
-                $crate::bundle::validate_settings(AIGOV_BUNDLE_RULES, settings)
+                $crate::runtime::bundle::validate_settings(AIGOV_BUNDLE_RULES, settings)
             }
             fn default_settings() -> $crate::__private::serde_json::Value {
                 let mut rules = $crate::__private::serde_json::Map::new();

@@ -3,7 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use aigov_sdk::workload::{Workload, WorkloadKind};
+use aigov_sdk::model::workload::Workload;
+use aigov_sdk::model::kind::WorkloadKind;
 use aigov_sdk::{GpuResources, Request, Role};
 
 fn total(c: aigov_sdk::GpuCounts) -> u64 {

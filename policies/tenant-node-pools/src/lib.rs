@@ -17,9 +17,9 @@ mod settings;
 
 use std::collections::BTreeSet;
 
-use aigov_sdk::scheduling::{LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates};
-use aigov_sdk::pod::NodeSelectorTerm;
-use aigov_sdk::text::quoted;
+use aigov_sdk::model::scheduling::{LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates};
+use aigov_sdk::model::pod::NodeSelectorTerm;
+use aigov_sdk::base::text::quoted;
 use aigov_sdk::{Cluster, LookupError, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{RequirePool, Settings, WithoutTenant};

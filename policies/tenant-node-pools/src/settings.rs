@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::names::{label_key, name_part};
-use aigov_sdk::scheduling::TaintSetting;
-use aigov_sdk::settings::non_empty_patterns;
+use aigov_sdk::base::names::{label_key, name_part};
+use aigov_sdk::model::scheduling::TaintSetting;
+use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::{Glob, GpuResources, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
@@ -150,7 +150,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

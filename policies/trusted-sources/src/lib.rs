@@ -18,10 +18,10 @@ mod settings;
 
 use std::fmt;
 
-use aigov_sdk::image::ImageRef;
-use aigov_sdk::pod::EnvVar;
-use aigov_sdk::text::quoted;
-use aigov_sdk::workload::ModelStorage;
+use aigov_sdk::cluster::image::ImageRef;
+use aigov_sdk::model::pod::EnvVar;
+use aigov_sdk::base::text::quoted;
+use aigov_sdk::model::workload::ModelStorage;
 use aigov_sdk::{Cluster, ContainerRef, Malformed, Policy, PodTemplate, Request, Role, Verdict, Workload};
 
 pub use pattern::ImagePattern;

@@ -3,8 +3,9 @@
 
 use std::borrow::Cow;
 
-use aigov_sdk::{Glob, glob};
-use aigov_sdk::image::ImageRef;
+use aigov_sdk::Glob;
+use aigov_sdk::base::glob;
+use aigov_sdk::cluster::image::ImageRef;
 
 /// Whether `text` starts with one of `prefixes`, in any case.
 pub fn has_prefix(text: &str, prefixes: &[String]) -> bool {

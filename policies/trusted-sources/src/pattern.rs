@@ -17,8 +17,8 @@
 
 use std::borrow::Cow;
 
-use aigov_sdk::glob;
-use aigov_sdk::image::{DOCKER_HUB, ImageRef, is_digest};
+use aigov_sdk::base::glob;
+use aigov_sdk::cluster::image::{DOCKER_HUB, ImageRef, is_digest};
 
 /// A parsed image pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -73,7 +73,7 @@ impl RuleSettings for Settings {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::settings::Settings as Full;
+    use aigov_sdk::runtime::settings::Settings as Full;
 
     fn err(json: &str) -> String {
         Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()

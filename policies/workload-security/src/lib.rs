@@ -19,8 +19,8 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use aigov_sdk::pod::{Profile, SecurityContext};
-use aigov_sdk::text::quoted;
+use aigov_sdk::model::pod::{Profile, SecurityContext};
+use aigov_sdk::base::text::quoted;
 use aigov_sdk::{Cluster, ContainerRef, Malformed, Path, Policy, PodTemplate, Request, Role, Verdict, Workload};
 
 pub use settings::{AllowedHostPath, PrivilegeEscalation, Settings, default_credential_names};
@@ -369,7 +369,7 @@ impl Check<'_, '_> {
             if value.is_empty() || var.from_source || is_reference(value, env.get(..i).unwrap_or_default()) {
                 continue;
             }
-            let matches = self.s.credential_env_names.iter().any(|p| aigov_sdk::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
+            let matches = self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
             if matches {
                 self.v.violation(format!(
                     "`{}` holds `{}` of {} in plain text, readable by anyone who can read this workload: \
@@ -568,7 +568,7 @@ fn shown(kind: Option<&str>) -> String {
 /// Whether a value is only a reference to an earlier variable of the same
 /// container (`$(HF_TOKEN_FROM_SECRET)`), which Kubernetes expands: the
 /// credential is wherever that variable comes from.
-fn is_reference(value: &str, earlier: &[aigov_sdk::pod::EnvVar<'_>]) -> bool {
+fn is_reference(value: &str, earlier: &[aigov_sdk::model::pod::EnvVar<'_>]) -> bool {
     let Some(name) = value.trim().strip_prefix("$(").and_then(|v| v.strip_suffix(')')) else {
         return false;
     };

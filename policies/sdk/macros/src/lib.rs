@@ -7,7 +7,7 @@
 //! `policies/<rule>/metadata.yml`, validates it exactly as `aigov annotate`
 //! will (so a metadata file Kubewarden would refuse fails the build, naming
 //! the file and field), and expands to an
-//! `aigov_sdk::metadata::PolicyMetadata` value. The rule's name and version
+//! `aigov_sdk::runtime::metadata::PolicyMetadata` value. The rule's name and version
 //! are its metadata's title and version annotations; built as its own
 //! crate, they must equal the crate's. The file is pulled in with
 //! `include_bytes!`, so editing it rebuilds the rule.
@@ -19,7 +19,7 @@ use aigov_metadata::{Metadata, annotations};
 use proc_macro::TokenStream;
 
 /// Expands to the metadata of the rule whose type is given, as an
-/// `aigov_sdk::metadata::PolicyMetadata` constant expression.
+/// `aigov_sdk::runtime::metadata::PolicyMetadata` constant expression.
 /// `policy_metadata!(out_dir)` reads `$OUT_DIR/metadata.yml` instead, which
 /// the bundle's build script writes.
 #[proc_macro]
@@ -106,14 +106,14 @@ fn render(path: &std::path::Path, name: &str, version: &str, m: &Metadata) -> St
     let mut out = String::new();
     let _ = write!(
         out,
-        "{{ const _: &[u8] = include_bytes!({:?}); ::aigov_sdk::metadata::PolicyMetadata {{ name: {name:?}, version: {version:?}, rules: &[",
+        "{{ const _: &[u8] = include_bytes!({:?}); ::aigov_sdk::runtime::metadata::PolicyMetadata {{ name: {name:?}, version: {version:?}, rules: &[",
         path.display().to_string()
     );
     for r in &m.rules {
         let ops: Vec<&str> = r.operations.iter().map(|o| o.as_str()).collect();
         let _ = write!(
             out,
-            "::aigov_sdk::metadata::Rule {{ api_groups: &{:?}, api_versions: &{:?}, resources: &{:?}, operations: &{:?} }},",
+            "::aigov_sdk::runtime::metadata::Rule {{ api_groups: &{:?}, api_versions: &{:?}, resources: &{:?}, operations: &{:?} }},",
             r.api_groups, r.api_versions, r.resources, ops
         );
     }
@@ -125,7 +125,7 @@ fn render(path: &std::path::Path, name: &str, version: &str, m: &Metadata) -> St
     for c in &m.context_aware_resources {
         let _ = write!(
             out,
-            "::aigov_sdk::metadata::ResourceKind {{ api_version: {:?}, kind: {:?} }},",
+            "::aigov_sdk::runtime::metadata::ResourceKind {{ api_version: {:?}, kind: {:?} }},",
             c.api_version, c.kind
         );
     }

@@ -1,0 +1,64 @@
+//! What a rule's settings are: a type serde reads, with defaults, and the
+//! checks serde cannot make ([`RuleSettings`]); and the error that names
+//! the key a setting is refused for ([`SettingsError`]). The shared
+//! settings blocks several rules embed (GPU resources, taints, label
+//! requirements) are checked with it at every layer.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A settings problem, naming the key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingsError {
+    /// The offending key (`maxGpusPerWorker`, `allowedRuntimeClasses[1]`), if any.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl SettingsError {
+    /// A problem with one key.
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> SettingsError {
+        SettingsError {
+            key: Some(key.into()),
+            message: message.into(),
+        }
+    }
+
+    /// A problem with the settings as a whole.
+    pub fn whole(message: impl Into<String>) -> SettingsError {
+        SettingsError {
+            key: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(k) => write!(f, "setting `{k}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// A rule's own settings: a serde struct with `rename_all = "camelCase"`,
+/// `deny_unknown_fields` and `default`, whose [`Default`] is the documented
+/// defaults.
+pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
+    /// Checks values serde cannot: contradictions, empty lists, bad patterns.
+    fn validate(&self) -> Result<(), SettingsError> {
+        Ok(())
+    }
+
+    /// Whether [`RuleSettings::validate`] refuses the defaults: the rule
+    /// has no safe default and must be configured (`trusted-sources` must
+    /// be told which registries to trust). [`check_defaults`] holds every
+    /// rule to what it says here.
+    const REQUIRES_SETTINGS: bool = false;
+}

@@ -1,0 +1,416 @@
+//! Cluster lookups for context-aware rules.
+//!
+//! The same trait is served by Kubewarden's `kubernetes` waPC host calls in
+//! the module, by the WIT `cluster` import in the component, and by the
+//! harness's fixtures natively. Lookups return raw JSON; rules decode what
+//! they need (for example with [`crate::model::workload::Workload::parse`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a lookup failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LookupError {
+    /// The object does not exist.
+    NotFound(String),
+    /// The host does not let this rule read this kind.
+    Forbidden(String),
+    /// The lookup was malformed.
+    Invalid(String),
+    /// The cluster could not answer.
+    Unavailable(String),
+}
+
+impl LookupError {
+    /// The explanation.
+    pub fn message(&self) -> &str {
+        match self {
+            LookupError::NotFound(m)
+            | LookupError::Forbidden(m)
+            | LookupError::Invalid(m)
+            | LookupError::Unavailable(m) => m,
+        }
+    }
+
+    /// The name of the kind of failure, as the WIT `lookup-error` variant
+    /// spells it.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            LookupError::NotFound(_) => "not-found",
+            LookupError::Forbidden(_) => "forbidden",
+            LookupError::Invalid(_) => "invalid",
+            LookupError::Unavailable(_) => "unavailable",
+        }
+    }
+
+    /// The object `name` of `kind` does not exist, in the same words from
+    /// every host, so that a rule's message does not depend on which one
+    /// answered.
+    pub fn not_found(api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> LookupError {
+        LookupError::NotFound(match namespace {
+            Some(ns) => format!("{kind} `{ns}/{name}` ({api_version}) not found"),
+            None => format!("{kind} `{name}` ({api_version}) not found"),
+        })
+    }
+
+    /// Reads the error Kubewarden's policy-evaluator gives a waPC guest for
+    /// a failed `kubernetes` host call (after the guest's `Host error: `),
+    /// as its callback handler and kube-client word it:
+    ///
+    /// - `Callback evaluation failure: Cannot find <apiVersion>/<kind> named
+    ///   '<name>' inside of namespace '<Some("ns") or None>'`: the object
+    ///   does not exist (a `get`: kube-client's `get_opt` turns the API
+    ///   server's 404 into nothing found);
+    /// - `Callback evaluation failure: ApiError: <message>: <reason> (Status
+    ///   { …, code: <code>, … })`, then kube's cause: the API server refused;
+    ///   401 and 403 are forbidden, 404 not found, 400 and 422 invalid, the
+    ///   rest unavailable; the message is the API server's own;
+    /// - `Policy has not been granted access to Kubernetes <apiVersion>/<kind>
+    ///   resources. …`: the policy's metadata does not declare the kind
+    ///   (forbidden);
+    /// - `Policy has not been granted access to the 'kubernetes/<call>' host
+    ///   capability. …`: policy-server did not grant the call (a standalone
+    ///   policy-server grants only the `hostCapabilities` of the policy's
+    ///   entry; forbidden);
+    /// - `… Resource <apiVersion>/<kind> is namespaced, but no namespace was
+    ///   provided` and `… resource <apiVersion>/<kind> is cluster wide.
+    ///   Cannot search for it inside of a namespace`: invalid;
+    /// - anything else (the cluster unreachable, a kind it does not serve):
+    ///   unavailable, with the text after `Callback evaluation failure: `.
+    pub fn from_kubewarden(text: &str, asked: &Asked<'_>) -> LookupError {
+        if text.starts_with(GRANT_REFUSED) || text.starts_with(CAPABILITY_REFUSED) {
+            return LookupError::Forbidden(text.to_string());
+        }
+        let text = text.strip_prefix(CALLBACK_FAILED).unwrap_or(text);
+        // policy-evaluator writes the error with anyhow's `Debug`, which
+        // adds its causes and, with RUST_BACKTRACE set, a backtrace, each
+        // after a blank line: the words are on the first line.
+        let line = text.lines().next().unwrap_or_default();
+        if let Some(name) = asked.name
+            && is_not_found(line, asked, name)
+        {
+            return LookupError::not_found(asked.api_version, asked.kind, name, asked.namespace);
+        }
+        if let Some((message, code)) = api_error(text) {
+            let message = message.to_string();
+            return match code {
+                401 | 403 => LookupError::Forbidden(message),
+                404 => LookupError::NotFound(message),
+                400 | 422 => LookupError::Invalid(message),
+                _ => LookupError::Unavailable(message),
+            };
+        }
+        if line.ends_with(NO_NAMESPACE) || line.ends_with(CLUSTER_WIDE) {
+            return LookupError::Invalid(line.to_string());
+        }
+        LookupError::Unavailable(text.to_string())
+    }
+
+    /// The first line of the explanation: hosts may return long texts,
+    /// stack traces included, which a person reading a denial does not need.
+    pub fn first_line(&self) -> &str {
+        first_line(self.message())
+    }
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for LookupError {}
+
+/// What a lookup asked for, by which a host's error names it.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// The kind's `apiVersion`.
+    pub api_version: &'a str,
+    /// The kind.
+    pub kind: &'a str,
+    /// The object's name, for a `get`.
+    pub name: Option<&'a str>,
+    /// The namespace, if the lookup named one.
+    pub namespace: Option<&'a str>,
+}
+
+/// How policy-evaluator begins its refusal of a host call the policy was
+/// not granted.
+pub const CAPABILITY_REFUSED: &str = "Policy has not been granted access to the '";
+/// What policy-evaluator puts before a failed callback's error.
+pub const CALLBACK_FAILED: &str = "Callback evaluation failure: ";
+/// How policy-evaluator begins its refusal of a kind the policy's metadata
+/// does not declare.
+pub const GRANT_REFUSED: &str = "Policy has not been granted access to Kubernetes ";
+/// How policy-evaluator ends a `get` of a namespaced kind without a namespace.
+pub const NO_NAMESPACE: &str = " is namespaced, but no namespace was provided";
+/// How policy-evaluator ends a namespaced listing of a cluster-scoped kind.
+pub const CLUSTER_WIDE: &str = " is cluster wide. Cannot search for it inside of a namespace";
+/// Where kube-client's `ApiError: <message>: <reason>` ends and the
+/// `Debug` of the API server's `Status` begins.
+pub const STATUS_DEBUG: &str = " (Status { ";
+
+/// Whether `text` is policy-evaluator's `Cannot find <apiVersion>/<kind>
+/// named '<name>' inside of namespace '<namespace>'` for this `get`, the
+/// namespace written as Rust's `Debug` writes an `Option<&str>` (`Some("ml")`
+/// or `None`; names need no escaping).
+fn is_not_found(text: &str, asked: &Asked<'_>, name: &str) -> bool {
+    let rest = text
+        .strip_prefix("Cannot find ")
+        .and_then(|t| t.strip_prefix(asked.api_version))
+        .and_then(|t| t.strip_prefix('/'))
+        .and_then(|t| t.strip_prefix(asked.kind))
+        .and_then(|t| t.strip_prefix(" named '"))
+        .and_then(|t| t.strip_prefix(name))
+        .and_then(|t| t.strip_prefix("' inside of namespace '"));
+    match (rest, asked.namespace) {
+        (Some(rest), Some(ns)) => rest.strip_prefix("Some(\"").and_then(|t| t.strip_prefix(ns)) == Some("\")'"),
+        (Some(rest), None) => rest == "None'",
+        (None, _) => false,
+    }
+}
+
+/// The API server's message and HTTP code in kube-client's `ApiError:
+/// <message>: <reason> (Status { status: Some(Failure), code: 403, … })`.
+fn api_error(text: &str) -> Option<(&str, u16)> {
+    let rest = text.strip_prefix("ApiError: ")?;
+    let (head, status) = rest.split_once(STATUS_DEBUG)?;
+    let code = status.split_once("code: ")?.1;
+    let digits = code.find(|c: char| !c.is_ascii_digit()).unwrap_or(code.len());
+    let code = code.get(..digits)?.parse().ok()?;
+    // The reason (`Forbidden`, `BadRequest`, …) follows the last colon.
+    let message = head.rsplit_once(':').map_or(head, |(message, _reason)| message);
+    Some((message, code))
+}
+
+/// The first non-empty line of `text`, trimmed.
+pub fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// What a context-aware rule does when a lookup fails (forbidden,
+/// unavailable): the `onLookupError` setting of every such rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLookupError {
+    /// Reject the request, quoting the first line of the host's error.
+    #[default]
+    Deny,
+    /// Admit it, with a warning quoting the first line of the error.
+    Allow,
+}
+
+impl OnLookupError {
+    /// Records a failed lookup the way every context-aware rule words it:
+    /// `what` could not be read (quoting the first line of the host's
+    /// error), then with `deny` a violation, `what` + `deny` + "; try again,
+    /// or ask your cluster administrators" (`deny`: `, so … cannot be
+    /// decided`), with `allow` a warning, `what` + `allow` + " because
+    /// `onLookupError` is `allow`" (`allow`: `; admitted`).
+    pub fn report(self, what: &str, deny: &str, allow: &str, verdict: &mut dyn Report) {
+        match self {
+            OnLookupError::Deny => verdict.violation(format!("{what}{deny}; try again, or ask your cluster administrators")),
+            OnLookupError::Allow => verdict.warning(format!("{what}{allow} because `onLookupError` is `allow`")),
+        }
+    }
+}
+
+/// Where a failed lookup is reported: a rule's verdict (the runtime's
+/// `Verdict` is one). A trait, so that the layers that look things up do
+/// not depend on the runtime that builds responses.
+pub trait Report {
+    /// A problem that refuses the request.
+    fn violation(&mut self, message: String);
+    /// A warning on an admitted request.
+    fn warning(&mut self, message: String);
+}
+
+/// Read-only access to cluster state.
+pub trait Cluster {
+    /// One object as JSON. `api_version` is `v1` or `group/version`; `kind`
+    /// is singular PascalCase; `namespace` is `None` for cluster-scoped kinds.
+    fn get_resource(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<String, LookupError>;
+
+    /// A `List` of the kind's objects in one namespace, as JSON.
+    fn list_resources_by_namespace(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError>;
+
+    /// A `List` of the kind's objects in the whole cluster, as JSON.
+    fn list_resources_all(
+        &self,
+        api_version: &str,
+        kind: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError>;
+}
+
+/// A cluster that answers nothing: for hosts without lookups.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCluster;
+
+const NO_CLUSTER: &str = "this host serves no cluster lookups";
+
+impl Cluster for NoCluster {
+    fn get_resource(&self, _: &str, _: &str, _: &str, _: Option<&str>) -> Result<String, LookupError> {
+        Err(LookupError::Unavailable(NO_CLUSTER.into()))
+    }
+    fn list_resources_by_namespace(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> Result<String, LookupError> {
+        Err(LookupError::Unavailable(NO_CLUSTER.into()))
+    }
+    fn list_resources_all(&self, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
+        Err(LookupError::Unavailable(NO_CLUSTER.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::model::listed::{list_items, list_pods, object_meta};
+
+    #[test]
+    fn kubewarden_host_errors_are_read_by_kind() {
+        let pod = Asked { api_version: "v1", kind: "Pod", name: Some("ghost-0"), namespace: Some("ml") };
+        let namespace = Asked { api_version: "v1", kind: "Namespace", name: Some("brand-new"), namespace: None };
+        let pods = Asked { api_version: "v1", kind: "Pod", name: None, namespace: Some("ml") };
+        let read = LookupError::from_kubewarden;
+        // policy-evaluator's words, as a guest receives them.
+        assert_eq!(
+            read("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'", &pod),
+            LookupError::NotFound("Pod `ml/ghost-0` (v1) not found".into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: Cannot find v1/Namespace named 'brand-new' inside of namespace 'None'", &namespace),
+            LookupError::NotFound("Namespace `brand-new` (v1) not found".into())
+        );
+        // Another object's absence, or a kind the cluster does not serve, is not this object's.
+        assert!(matches!(
+            read("Callback evaluation failure: Cannot find v1/Pod named 'other' inside of namespace 'Some(\"ml\")'", &pod),
+            LookupError::Unavailable(_)
+        ));
+        assert_eq!(
+            read("Callback evaluation failure: Cannot find resource resource.k8s.io/v1/ResourceClaim", &pod),
+            LookupError::Unavailable("Cannot find resource resource.k8s.io/v1/ResourceClaim".into())
+        );
+        let forbidden = "pods \"trainer-0\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"pods\" in API group \"\" in the namespace \"ml\"";
+        assert_eq!(
+            read(
+                &format!(
+                    "Callback evaluation failure: ApiError: {forbidden}: Forbidden (Status {{ status: Some(Failure), code: 403, message: {forbidden:?}, metadata: None, reason: \"Forbidden\", details: None }})\n\nCaused by:\n    {forbidden}: Forbidden"
+                ),
+                &pod
+            ),
+            LookupError::Forbidden(forbidden.into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: ApiError: unable to parse requirement: found '=', expected: identifier: BadRequest (Status { status: Some(Failure), code: 400, message: \"x\", metadata: None, reason: \"BadRequest\", details: None })", &pods),
+            LookupError::Invalid("unable to parse requirement: found '=', expected: identifier".into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: ApiError: the server could not find the requested resource: NotFound (Status { status: Some(Failure), code: 404, message: \"\", metadata: None, reason: \"NotFound\", details: None })", &pods),
+            LookupError::NotFound("the server could not find the requested resource".into())
+        );
+        assert_eq!(
+            read("Callback evaluation failure: ApiError: etcdserver: request timed out: Timeout (Status { status: Some(Failure), code: 504, message: \"\", metadata: None, reason: \"Timeout\", details: None })", &pods),
+            LookupError::Unavailable("etcdserver: request timed out".into())
+        );
+        let refused = "Policy has not been granted access to Kubernetes v1/Secret resources. The violation has been reported.";
+        assert_eq!(read(refused, &pods), LookupError::Forbidden(refused.into()));
+        let not_granted = "Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability. The violation has been reported.";
+        assert_eq!(read(not_granted, &pods), LookupError::Forbidden(not_granted.into()));
+        assert!(matches!(
+            read("Callback evaluation failure: Resource v1/Pod is namespaced, but no namespace was provided", &pod),
+            LookupError::Invalid(_)
+        ));
+        assert!(matches!(
+            read("Callback evaluation failure: resource v1/Namespace is cluster wide. Cannot search for it inside of a namespace", &pods),
+            LookupError::Invalid(_)
+        ));
+        assert_eq!(
+            read("Callback evaluation failure: HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)", &pods),
+            LookupError::Unavailable("HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)".into())
+        );
+        // With RUST_BACKTRACE set, anyhow's `Debug` adds a backtrace.
+        let backtrace = "\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: policy_evaluator::callback_handler";
+        assert_eq!(
+            read(&format!("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'{backtrace}"), &pod),
+            LookupError::NotFound("Pod `ml/ghost-0` (v1) not found".into())
+        );
+        assert_eq!(
+            read(&format!("Callback evaluation failure: Resource v1/Pod is namespaced, but no namespace was provided{backtrace}"), &pod),
+            LookupError::Invalid("Resource v1/Pod is namespaced, but no namespace was provided".into())
+        );
+        assert_eq!(read("ApiError: no status", &pods), LookupError::Unavailable("ApiError: no status".into()));
+        assert!(matches!(
+            read("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'None'", &pod),
+            LookupError::Unavailable(_)
+        ));
+    }
+
+    #[test]
+    fn lists_and_metadata() {
+        let items = list_items(r#"{"kind":"List","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b","labels":{"t":"x"}}}]}"#).unwrap();
+        assert_eq!(items.len(), 2);
+        let m = object_meta(items[1], "the Namespace").unwrap();
+        assert_eq!(m.label("t"), Some("x"));
+        assert!(list_items(r#"{"items":{}}"#).is_err());
+        assert!(list_items(r#"{"kind":"List"}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn listed_pods_read_in_one_pass_agree_with_items_parsed_one_by_one() {
+        let list = r#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[
+            {"metadata":{"name":"a","namespace":"ml"},"spec":{"initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":"2"}}}],
+             "containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1","cpu":"2"}}},{"name":"d","resources":{"requests":{"nvidia.com/mig-1g.5gb":"3"}}}]},
+             "status":{"phase":"Running","conditions":[{"type":"Ready"}]}},
+            {"status":{"phase":"Succeeded"},"spec":{"containers":[{"name":"c"}]},"metadata":{"name":"b","deletionTimestamp":"2026-11-26T00:00:00Z"}},
+            {"metadata":{"name":"c"},"spec":null,"status":null}]}"#;
+        let gpus = crate::cluster::gpu::GpuResources::default();
+        let pods = list_pods(list).unwrap();
+        let items = list_items(list).unwrap();
+        assert_eq!(pods.len(), 3);
+        assert_eq!(items.len(), 3);
+        for (pod, item) in pods.iter().zip(&items) {
+            let parsed = crate::model::workload::Workload::parse(crate::model::kind::WorkloadKind::Pod, item).unwrap();
+            let template = parsed.templates().next().unwrap();
+            assert_eq!(pod.metadata.name, parsed.metadata.name);
+            assert_eq!(pod.metadata.being_deleted, parsed.metadata.being_deleted);
+            assert_eq!(pod.gpus_per_pod(&gpus).unwrap(), template.gpus_per_pod(&gpus).unwrap(), "{item}");
+        }
+        let phases: Vec<Option<&str>> = pods.iter().map(|p| p.phase.as_deref()).collect();
+        assert_eq!(phases, [Some("Running"), Some("Succeeded"), None]);
+        assert_eq!(pods[0].gpus_per_pod(&gpus).unwrap().get("nvidia.com/gpu"), Some(&2), "init containers are a maximum");
+        assert!(pods[1].metadata.being_deleted);
+        let e = list_pods(r#"{"items":[{"spec":{"containers":7}}]}"#).err().unwrap().0;
+        assert!(e.contains("the cluster's list of Pods"), "{e}");
+        assert!(list_pods(r#"{"kind":"List"}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn first_lines() {
+        assert_eq!(first_line("\n  boom: forbidden\n  at frame 1\n  at frame 2"), "boom: forbidden");
+        assert_eq!(LookupError::Unavailable("a\nb".into()).first_line(), "a");
+        assert_eq!(first_line(""), "");
+    }
+}

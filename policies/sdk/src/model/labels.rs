@@ -1,0 +1,482 @@
+//! Required labels: which label keys a workload must carry and, for some,
+//! which values they may take. Used by every rule that checks labels, so
+//! their settings and messages read the same.
+
+use std::fmt;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::names::{label_key, name_part};
+use crate::base::rule_settings::SettingsError;
+use crate::base::text::quoted;
+use crate::decode::path::Path;
+use crate::model::pod::Labels;
+use crate::model::workload::Workload;
+
+/// Label keys mapped to their allowed values; an empty list means any
+/// non-empty value. In settings:
+///
+/// ```yaml
+/// requiredLabels:
+///   team: []
+///   workload-type: [training, inference, development]
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequiredLabels(pub BTreeMap<String, Vec<String>>);
+
+impl RequiredLabels {
+    /// Builds requirements from `(key, allowed values)` pairs.
+    pub fn new<'a>(entries: impl IntoIterator<Item = (&'a str, &'a [&'a str])>) -> RequiredLabels {
+        RequiredLabels(
+            entries
+                .into_iter()
+                .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
+                .collect(),
+        )
+    }
+
+    /// Checks the requirements under their settings key: label keys and
+    /// allowed values must be non-empty and follow Kubernetes' syntax (a key
+    /// no object can carry would reject every workload; a value no object
+    /// can carry is a typo that never matches).
+    pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
+        for (label, values) in &self.0 {
+            if label.trim().is_empty() {
+                return Err(SettingsError::new(key, "a label key must not be empty"));
+            }
+            if values.iter().any(|v| v.trim().is_empty()) {
+                return Err(SettingsError::new(
+                    format!("{key}.{label}"),
+                    "allowed values must not be empty; use `[]` to allow any non-empty value",
+                ));
+            }
+            if let Err(why) = label_key(label) {
+                return Err(SettingsError::new(key, format!("`{label}` is not a valid label key: {why}")));
+            }
+            for (i, value) in values.iter().enumerate() {
+                if let Err(why) = name_part(value) {
+                    return Err(SettingsError::new(
+                        format!("{key}.{label}[{i}]"),
+                        format!("`{value}` is not a valid label value: {why}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What is wrong with `labels`, found at `path` (`metadata.labels`,
+    /// `spec.template.metadata.labels`): one message for all missing labels,
+    /// then one per empty or disallowed value, in key order.
+    pub fn check(&self, labels: &Labels<'_>, path: &str) -> Vec<String> {
+        self.check_at(labels, &path)
+    }
+
+    /// [`RequiredLabels::check`], with the path written only into a
+    /// problem.
+    fn check_at(&self, labels: &Labels<'_>, path: &dyn fmt::Display) -> Vec<String> {
+        let mut problems = Vec::new();
+        let missing: Vec<&str> = self
+            .0
+            .keys()
+            .filter(|k| !labels.contains_key(k.as_str()))
+            .map(String::as_str)
+            .collect();
+        match missing.as_slice() {
+            [] => {}
+            [one] => problems.push(format!("label `{one}` is missing from `{path}`{}", self.hint(one))),
+            many => problems.push(format!("labels {} are missing from `{path}`", quoted(many))),
+        }
+        for (key, allowed) in &self.0 {
+            let Some(value) = labels.get(key.as_str()) else { continue };
+            if value.trim().is_empty() {
+                problems.push(format!("label `{key}` in `{path}` is empty{}", self.hint(key)));
+            } else if !allowed.is_empty() && !allowed.iter().any(|a| a == &**value) {
+                problems.push(format!("label `{key}` in `{path}` is `{value}`; allowed: {}", quoted(allowed)));
+            }
+        }
+        problems
+    }
+
+    fn hint(&self, key: &str) -> String {
+        match self.0.get(key) {
+            Some(allowed) if !allowed.is_empty() => format!(" (allowed: {})", quoted(allowed)),
+            _ => String::new(),
+        }
+    }
+
+    /// [`RequiredLabels::check`] on one label set of a workload. When
+    /// labels are missing from a job or pod template and the object itself
+    /// (`own`) carries them with an allowed value (the most common mistake:
+    /// labels on the Deployment, none on its pods), the first message says
+    /// what to copy where; `pods_why` says why pod labels matter to the
+    /// rule (`OpenCost attributes cost by the labels of the pods`).
+    ///
+    /// Each problem comes as `(identity, message)`: the identity is the
+    /// message without the hint, which depends on the rest of the object;
+    /// record it with [`crate::Verdict::violation_keyed`] so that an
+    /// UPDATE's old object with the same problem is recognised.
+    pub fn check_set(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Vec<(String, String)> {
+        if let Some(object) = set.inherits {
+            return self.check_over(set, object);
+        }
+        let mut found: Vec<(String, String)> = self.check_at(set.labels, &set.path).into_iter().map(|p| (p.clone(), p)).collect();
+        if let Some((_, first)) = found.first_mut()
+            && let Some(hint) = self.copy_hint(set, own, pods_why)
+        {
+            first.push_str(&hint);
+        }
+        found
+    }
+
+    /// Every label problem of a workload, in document order, as
+    /// `(identity, message)`: each label set [`label_sets`] finds for
+    /// `scope`, checked with [`RequiredLabels::check_set`].
+    pub fn check_workload(&self, workload: &Workload<'_>, scope: LabelScope, pods_why: &str) -> Vec<(String, String)> {
+        label_sets(workload, scope)
+            .iter()
+            .flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why))
+            .collect()
+    }
+
+    /// A set that adds to the object's labels (an InferenceService
+    /// component's): a label it leaves out is the object's, checked there;
+    /// one it sets must be allowed, and must agree with the object's, since
+    /// its pods get the component's value and the rest of the workload the
+    /// object's.
+    fn check_over(&self, set: &LabelSet<'_, '_>, object: &Labels<'_>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (key, allowed) in &self.0 {
+            let Some(value) = set.labels.get(key.as_str()) else { continue };
+            let path = &set.path;
+            let m = if value.trim().is_empty() {
+                format!("label `{key}` in `{path}` is empty{}", self.hint(key))
+            } else if !allowed.is_empty() && !allowed.iter().any(|a| a == &**value) {
+                format!("label `{key}` in `{path}` is `{value}`; allowed: {}", quoted(allowed))
+            } else if let Some(theirs) = object.get(key.as_str()).filter(|o| *o != value) {
+                format!(
+                    "label `{key}` in `{path}` is `{value}`, but `metadata.labels` has `{theirs}`: these pods get `{value}` and the rest of the workload `{theirs}`, so make them agree (or leave it out of `{path}`)"
+                )
+            } else {
+                continue;
+            };
+            out.push((m.clone(), m));
+        }
+        out
+    }
+
+    /// What to copy from the object's labels to a template missing them.
+    /// `check` reports missing labels first, so the hint goes on its first
+    /// message.
+    fn copy_hint(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Option<String> {
+        let why = match set.site {
+            LabelSite::Object => return None,
+            LabelSite::JobTemplate => "the Jobs created from this template get their labels from it",
+            LabelSite::PodTemplate => pods_why,
+        };
+        let copy: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(key, _)| !set.labels.contains_key(key.as_str()))
+            .filter_map(|(key, allowed)| {
+                let value = own.get(key.as_str())?;
+                let ok = !value.trim().is_empty() && (allowed.is_empty() || allowed.iter().any(|a| a == &**value));
+                ok.then(|| format!("{key}: {value}"))
+            })
+            .collect();
+        if copy.is_empty() {
+            return None;
+        }
+        Some(format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)))
+    }
+}
+
+/// Which label sets of a workload a rule checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LabelScope {
+    /// The object's own `metadata.labels` and, for CronJobs and JobSets,
+    /// their job templates' (the labels of the Jobs they create). A bare
+    /// Pod's own labels are its pod labels and are always checked.
+    pub object: bool,
+    /// The pod templates of kinds that own them.
+    pub pod_templates: bool,
+}
+
+impl LabelScope {
+    /// The object, its job templates and its pod templates.
+    pub const ALL: LabelScope = LabelScope { object: true, pod_templates: true };
+
+    /// What becomes pod labels only: a Pod's own labels, and the pod
+    /// templates of every other kind (the `podTemplatesOnly` setting).
+    pub const POD_TEMPLATES_ONLY: LabelScope = LabelScope { object: false, pod_templates: true };
+}
+
+/// Where a set of labels sits in a workload, and what becomes of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelSite {
+    /// The object's own `metadata.labels` (a bare Pod's are its pod labels).
+    Object,
+    /// A job template's metadata: the labels of the Jobs created from it.
+    JobTemplate,
+    /// A pod template's metadata: the labels of the pods.
+    PodTemplate,
+}
+
+/// One set of labels in a workload.
+#[derive(Clone, Debug)]
+pub struct LabelSet<'w, 'a> {
+    /// Where the labels are (`metadata.labels`,
+    /// `spec.template.metadata.labels`, `spec.predictor.labels`).
+    pub path: Path,
+    /// The labels.
+    pub labels: &'w Labels<'a>,
+    /// What they are the labels of.
+    pub site: LabelSite,
+    /// The part of the workload they describe, as a path prefix: the root
+    /// for the object, the job template, or the pod template. The pod
+    /// templates whose [`crate::PodTemplate::path`] starts with it are the
+    /// pods these labels speak for.
+    pub scope: Path,
+    /// The object's labels, when the pods get them too and these only add
+    /// to them (an InferenceService component: KServe gives its pods the
+    /// InferenceService's labels and the component's, the component's
+    /// winning).
+    pub inherits: Option<&'w Labels<'a>>,
+}
+
+impl LabelSet<'_, '_> {
+    /// Whether a pod template at `template` is covered by these labels.
+    pub fn covers(&self, template: &Path) -> bool {
+        template.0.starts_with(&self.scope.0)
+    }
+}
+
+/// Every label set of `workload` that `scope` asks for, in document order:
+/// the object's labels, then each job template (CronJob, JobSet) before the
+/// pod template inside it, then the pod templates. A TrainJob's trainer,
+/// completed by its training runtime, has no labels of its own and is left
+/// out. Where the labels of the pods really come from, as the controllers
+/// build them:
+///
+/// - the object's own labels are its pods' labels for a bare Pod, a
+///   Kubeflow Notebook (the notebook-controller copies the Notebook's
+///   labels onto its pod, and the Notebook CRD's `spec.template` has no
+///   `metadata`: the API server prunes it before admission, so the
+///   template has no label set) and a KServe InferenceService (KServe gives
+///   every component's pods the InferenceService's labels, the
+///   component's own `labels` added over them: see [`LabelSet::inherits`]);
+///   these are checked whatever `scope.object` says;
+/// - an object a trusted controller made ([`crate::model::pod::ObjectMeta::controller`]:
+///   a Notebook's StatefulSet, a Deployment's ReplicaSet) has its own labels
+///   from that controller, not from its author, so only what reaches its
+///   pods is checked.
+pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope) -> Vec<LabelSet<'w, 'a>> {
+    use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
+    let kind = workload.kind;
+    let owns = kind.owns_templates();
+    let object_labels_pods = !owns || matches!(kind, Notebook | InferenceService);
+    let controller_made = owns && workload.metadata.controller().is_some();
+    let mut sets = Vec::new();
+    if (scope.object && !controller_made) || object_labels_pods {
+        sets.push(LabelSet {
+            path: Path::root().keys(&["metadata", "labels"]),
+            labels: &workload.metadata.labels,
+            site: LabelSite::Object,
+            scope: Path::root(),
+            inherits: None,
+        });
+    }
+    let inherits = (kind == InferenceService).then_some(&workload.metadata.labels);
+    let job = |j: &'w crate::model::workload::JobTemplate<'a>| LabelSet {
+        path: j.path.keys(&["metadata", "labels"]),
+        labels: &j.metadata.labels,
+        site: LabelSite::JobTemplate,
+        scope: j.path.clone(),
+        inherits: None,
+    };
+    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
+    let mut jobs_done = 0;
+    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial()) {
+        if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
+            let upto = jobs_done + i + 1;
+            sets.extend(jobs.iter().take(upto).skip(jobs_done).map(job));
+            jobs_done = upto;
+        }
+        if scope.pod_templates
+            && let Some(labels) = t.labels()
+        {
+            sets.push(LabelSet { path: t.labels_path(), labels, site: LabelSite::PodTemplate, scope: t.path().clone(), inherits });
+        }
+    }
+    sets.extend(jobs.iter().skip(jobs_done).map(job));
+    sets
+}
+
+/// The label that says what a workload computes on.
+pub const COMPUTE_TYPE_LABEL: &str = "compute-type";
+
+/// The values of [`COMPUTE_TYPE_LABEL`].
+pub const COMPUTE_TYPES: [&str; 3] = ["gpu", "cpu", "mixed"];
+
+/// A `compute-type` label that contradicts the GPUs, as a message: `cpu`
+/// where `gpu_user` (a clause naming who requests GPUs, e.g. ``container
+/// `train` requests 2 `nvidia.com/gpu` ``) is given, or `gpu`/`mixed` where
+/// no pod may get GPUs (`may_get_gpus` false; `none` says so). `path` is
+/// where the label is. Other values are left to the label check.
+pub fn compute_type_conflict(
+    path: &Path,
+    value: &str,
+    gpu_user: Option<&str>,
+    may_get_gpus: bool,
+    none: impl FnOnce() -> String,
+) -> Option<String> {
+    let at = || format!("label `{COMPUTE_TYPE_LABEL}` in `{path}` is `{value}`");
+    match value {
+        "cpu" => gpu_user.map(|user| format!("{}, but {user}: set it to `gpu` or `mixed`", at())),
+        "gpu" | "mixed" if !may_get_gpus => Some(format!("{}, but {}: set it to `cpu`", at(), none())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::decode::dec::Str;
+
+    fn labels(pairs: &[(&'static str, &'static str)]) -> Labels<'static> {
+        pairs.iter().map(|(k, v)| (Str::from(*k), Str::from(*v))).collect()
+    }
+
+    fn reqs() -> RequiredLabels {
+        RequiredLabels::new([
+            ("team", &[][..]),
+            ("workload-type", &["training", "inference"][..]),
+        ])
+    }
+
+    #[test]
+    fn all_good() {
+        assert!(reqs().check(&labels(&[("team", "ml"), ("workload-type", "training")]), "metadata.labels").is_empty());
+    }
+
+    #[test]
+    fn missing_are_reported_together_in_key_order() {
+        assert_eq!(
+            reqs().check(&labels(&[]), "metadata.labels"),
+            ["labels `team`, `workload-type` are missing from `metadata.labels`"]
+        );
+        assert_eq!(
+            reqs().check(&labels(&[("team", "ml")]), "spec.template.metadata.labels"),
+            ["label `workload-type` is missing from `spec.template.metadata.labels` (allowed: `training`, `inference`)"]
+        );
+    }
+
+    #[test]
+    fn empty_and_disallowed_values() {
+        assert_eq!(
+            reqs().check(&labels(&[("team", " "), ("workload-type", "batch")]), "metadata.labels"),
+            [
+                "label `team` in `metadata.labels` is empty",
+                "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`",
+            ]
+        );
+    }
+
+    fn workload(kind: crate::model::kind::WorkloadKind, json: &'static str) -> Workload<'static> {
+        Workload::parse(kind, json).unwrap()
+    }
+
+    fn paths(sets: &[LabelSet<'_, '_>]) -> Vec<(String, LabelSite, String)> {
+        sets.iter().map(|s| (s.path.to_string(), s.site, s.scope.to_string())).collect()
+    }
+
+    #[test]
+    fn label_sets_in_document_order() {
+        use crate::model::kind::WorkloadKind;
+        let pod = workload(WorkloadKind::Pod, r#"{"metadata":{"labels":{"a":"b"}},"spec":{}}"#);
+        for scope in [LabelScope::ALL, LabelScope::POD_TEMPLATES_ONLY, LabelScope { object: true, pod_templates: false }] {
+            assert_eq!(paths(&label_sets(&pod, scope)), [("metadata.labels".into(), LabelSite::Object, String::new())], "a Pod's labels are its pod labels");
+        }
+        let js = workload(
+            WorkloadKind::JobSet,
+            r#"{"spec":{"replicatedJobs":[{"name":"a","template":{"spec":{"template":{"spec":{}}}}},{"name":"b","template":{"metadata":{},"spec":{}}}]}}"#,
+        );
+        let all = label_sets(&js, LabelScope::ALL);
+        assert_eq!(
+            paths(&all),
+            [
+                ("metadata.labels".into(), LabelSite::Object, String::new()),
+                ("spec.replicatedJobs[0].template.metadata.labels".into(), LabelSite::JobTemplate, "spec.replicatedJobs[0].template".into()),
+                ("spec.replicatedJobs[0].template.spec.template.metadata.labels".into(), LabelSite::PodTemplate, "spec.replicatedJobs[0].template.spec.template".into()),
+                ("spec.replicatedJobs[1].template.metadata.labels".into(), LabelSite::JobTemplate, "spec.replicatedJobs[1].template".into()),
+            ]
+        );
+        let t = js.templates().next().unwrap();
+        assert!(all[0].covers(t.path()) && all[1].covers(t.path()) && all[2].covers(t.path()) && !all[3].covers(t.path()));
+        assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY)).len(), 1, "no job templates with pod templates only");
+        assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false })).len(), 3);
+        let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
+        assert_eq!(paths(&label_sets(&tj, LabelScope::ALL)).len(), 1, "a trainer has no labels of its own");
+        assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY).is_empty());
+    }
+
+    #[test]
+    fn copy_hints_name_what_the_object_has_right() {
+        use crate::model::kind::WorkloadKind;
+        let d = workload(
+            WorkloadKind::Deployment,
+            r#"{"metadata":{"labels":{"team":"ml","workload-type":"batch"}},"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{}}}}"#,
+        );
+        let found = reqs().check_workload(&d, LabelScope::ALL, "cost tools read pod labels");
+        assert_eq!(
+            found,
+            [
+                (
+                    "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`".to_string(),
+                    "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`".to_string()
+                ),
+                (
+                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels`".to_string(),
+                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels`: cost tools read pod labels, so copy `team: ml` from `metadata.labels`".to_string()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn compute_type_against_the_gpus() {
+        let at = Path::root().keys(&["metadata", "labels"]);
+        let none = || "no pod of the Job requests GPUs".to_string();
+        let user = Some("container `train` requests 1 `nvidia.com/gpu`");
+        assert_eq!(
+            compute_type_conflict(&at, "cpu", user, true, none).as_deref(),
+            Some("label `compute-type` in `metadata.labels` is `cpu`, but container `train` requests 1 `nvidia.com/gpu`: set it to `gpu` or `mixed`")
+        );
+        assert_eq!(
+            compute_type_conflict(&at, "mixed", None, false, none).as_deref(),
+            Some("label `compute-type` in `metadata.labels` is `mixed`, but no pod of the Job requests GPUs: set it to `cpu`")
+        );
+        assert!(compute_type_conflict(&at, "gpu", None, false, none).is_some());
+        // Agreeing values, GPUs that may come from elsewhere (a resource
+        // claim), and values the label check owns say nothing here.
+        assert_eq!(compute_type_conflict(&at, "cpu", None, false, none), None);
+        assert_eq!(compute_type_conflict(&at, "gpu", user, true, none), None);
+        assert_eq!(compute_type_conflict(&at, "gpu", None, true, none), None);
+        assert_eq!(compute_type_conflict(&at, "tpu", user, true, none), None);
+        assert_eq!(compute_type_conflict(&at, "tpu", None, false, none), None);
+    }
+
+    #[test]
+    fn settings_validation() {
+        assert!(reqs().validate("requiredLabels").is_ok());
+        let bad = RequiredLabels::new([("team", &[""][..])]);
+        assert_eq!(bad.validate("requiredLabels").unwrap_err().to_string(), "setting `requiredLabels.team`: allowed values must not be empty; use `[]` to allow any non-empty value");
+        let bad = RequiredLabels::new([("cost center", &[][..])]);
+        assert!(bad.validate("requiredLabels").unwrap_err().to_string().starts_with("setting `requiredLabels`: `cost center` is not a valid label key"));
+        let bad = RequiredLabels::new([("tier", &["a", "b c"][..])]);
+        assert!(bad.validate("requiredLabels").unwrap_err().to_string().starts_with("setting `requiredLabels.tier[1]`: `b c` is not a valid label value"));
+    }
+}

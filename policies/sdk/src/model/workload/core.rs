@@ -1,0 +1,117 @@
+//! Pods and the built-in controllers: Deployment, StatefulSet, ReplicaSet,
+//! ReplicationController, DaemonSet, Job, CronJob; and the Kubeflow
+//! Notebook, a StatefulSet's template of one pod.
+
+
+use crate::decode_struct;
+use crate::decode::dec::{Dec, Decode, R};
+use crate::decode::path::Path;
+use crate::model::kind::WorkloadKind;
+use crate::model::pod::{ObjectMeta, PodSpec};
+
+use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
+use super::template::{PodTemplate, Role, Scale, ScaleWhy};
+
+/// Decodes an object of one of this family's kinds.
+pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
+    use WorkloadKind::*;
+    let root = Path::root();
+    let spec_path = root.key("spec");
+    Ok(match kind {
+        Pod => {
+                let o = Obj::<PodSpec<'a>>::decode(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.others.push(PodTemplate::bare_pod(o.spec));
+                w
+        }
+        Deployment | StatefulSet | ReplicaSet | ReplicationController => {
+                let o = Obj::<Replicated<'a>>::decode(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let scale = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
+                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
+                w
+        }
+        DaemonSet => {
+                let o = Obj::<Replicated<'a>>::decode(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let scale = Scale { pods: None, why: ScaleWhy::Words("a DaemonSet runs one pod on every matching node") };
+                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
+                w
+        }
+        Job => {
+                let o = Obj::<JobSpec<'a>>::decode(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.suspend = o.spec.suspend;
+                w.others.extend(o.spec.into_template(&spec_path));
+                w
+        }
+        CronJob => {
+                let o = Obj::<CronJobSpec<'a>>::decode(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                let jt = spec_path.key("jobTemplate");
+                w.suspend = o.spec.suspend;
+                w.job_templates.push(JobTemplate { path: jt.clone(), metadata: o.spec.job_template.metadata.unwrap_or_default() });
+                w.others.extend(o.spec.job_template.spec.into_template(&jt.key("spec")));
+                w
+        }
+        Notebook => {
+                let o = Obj::<Replicated<'a>>::decode(d)?;
+                let mut w = Workload::empty(kind, o.metadata);
+                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, Scale::one("a Notebook runs one pod")));
+                w
+        }
+        _ => return Err(d.invalid_type("a workload of this family")),
+    })
+}
+
+/// Deployment, StatefulSet, ReplicaSet, ReplicationController, DaemonSet,
+/// Notebook: a template and a replica count.
+#[derive(Default)]
+pub(super) struct Replicated<'a> {
+    pub(super) replicas: Option<i64>,
+    pub(super) template: PodTemplateSpec<'a>,
+}
+
+#[derive(Default)]
+pub(super) struct JobSpec<'a> {
+    pub(super) parallelism: Option<i64>,
+    pub(super) completions: Option<i64>,
+    pub(super) suspend: Option<bool>,
+    pub(super) template: PodTemplateSpec<'a>,
+}
+
+impl<'a> JobSpec<'a> {
+    /// The template, with the pods that run at once: `parallelism`
+    /// (default 1), but never more than `completions` when it is set (the
+    /// Job reference: "the actual number of pods running in parallel will
+    /// not exceed the number of remaining completions").
+    #[inline(never)] // As `PodTemplateSpec::into_template`.
+    pub(super) fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
+        let parallel = Scale::field(spec.key("parallelism"), self.parallelism, 1, "1 pod at a time");
+        let scale = match self.completions {
+            Some(c) if parallel.pods.is_some_and(|p| u64::try_from(c).unwrap_or(0) < p) => Scale {
+                pods: Some(u64::try_from(c).unwrap_or(0)),
+                why: ScaleWhy::Below(Box::new(ScaleWhy::Field(spec.key("completions"), c)), Box::new(parallel.why)),
+            },
+            _ => parallel,
+        };
+        self.template.into_template(spec.key("template"), Role::Template, scale)
+    }
+}
+
+#[derive(Default)]
+pub(super) struct CronJobSpec<'a> {
+    pub(super) suspend: Option<bool>,
+    pub(super) job_template: JobTemplateSpec<'a>,
+}
+
+#[derive(Default)]
+pub(super) struct JobTemplateSpec<'a> {
+    pub(super) metadata: Option<ObjectMeta<'a>>,
+    pub(super) spec: JobSpec<'a>,
+}
+
+decode_struct!(Replicated { "replicas" => replicas, "template" => template });
+decode_struct!(JobSpec { "parallelism" => parallelism, "completions" => completions, "suspend" => suspend, "template" => template });
+decode_struct!(CronJobSpec { "suspend" => suspend, "jobTemplate" => job_template });
+decode_struct!(JobTemplateSpec { "metadata" => metadata, "spec" => spec });

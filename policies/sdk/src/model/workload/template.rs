@@ -1,0 +1,420 @@
+//! The pod templates of a workload, as rules see them: where each sits
+//! (its path and shape), what it is for (its role), its pod spec and model
+//! container, and how many pods it runs at full scale.
+
+use std::fmt;
+
+use crate::decode::dec::Str;
+use crate::decode::path::Path;
+use crate::model::kind::WorkloadKind;
+use crate::model::pod::{Container, ObjectMeta, PodSpec, StrMap};
+
+/// What a pod template is for inside its workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A bare Pod (the object is its own template).
+    Pod,
+    /// The single template of a Deployment, StatefulSet, DaemonSet,
+    /// ReplicaSet, ReplicationController, Job, CronJob or Notebook.
+    Template,
+    /// A Ray head group.
+    RayHead,
+    /// A Ray worker group.
+    RayWorker,
+    /// A RayJob's submitter pod.
+    RaySubmitter,
+    /// A Kubeflow replica type (`Master`, `Worker`, `PS`, `Launcher`, ...).
+    Replica,
+    /// A Volcano task.
+    Task,
+    /// A JobSet replicated job.
+    ReplicatedJob,
+    /// A LeaderWorkerSet's leader.
+    Leader,
+    /// A LeaderWorkerSet's workers.
+    Worker,
+    /// A TrainJob's trainer nodes.
+    Trainer,
+    /// An InferenceService's predictor.
+    Predictor,
+    /// An InferenceService's transformer.
+    Transformer,
+    /// An InferenceService's explainer.
+    Explainer,
+}
+
+impl Role {
+    /// Whether pods of this role are the workers of a distributed job: Ray
+    /// worker groups, Kubeflow replicas other than launchers and parameter
+    /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes.
+    ///
+    /// A role alone cannot tell a Kubeflow launcher or parameter server
+    /// from a worker, so every `Replica` counts here; for the answer per
+    /// kind and replica type use [`PodTemplate::is_training_worker`] or
+    /// [`Workload::training_workers`].
+    pub fn is_worker(self) -> bool {
+        matches!(
+            self,
+            Role::RayWorker | Role::Replica | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer
+        )
+    }
+}
+
+/// How many pods a template runs at full scale.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scale {
+    /// Pods at full scale; `None` when nothing bounds it (an autoscaler
+    /// without a maximum, a DaemonSet's one pod per node).
+    pub pods: Option<u64>,
+    /// Where the number comes from, for messages
+    /// (`` `spec.replicas: 3` ``, `` `maxReplicas: 8` × `numOfHosts: 2` ``).
+    pub why: ScaleWhy,
+}
+
+/// Where a template's pod count comes from, as a message shows it. Kept as
+/// its parts and written only when shown: every request decodes a scale for
+/// each template, and few show one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScaleWhy {
+    /// In words: `one head pod`.
+    Words(&'static str),
+    /// A field's value: `` `spec.replicas: 3` ``.
+    Field(Path, i64),
+    /// A field left out, and the default that stands for it:
+    /// `` `spec.replicas` is not set (1 replica) ``.
+    Unset(Path, &'static str),
+    /// A field, and what it says about the scale: `` `…maxReplicas` is not
+    /// bounded (KubeRay's default) ``.
+    Says(Path, &'static str),
+    /// A group's pods beside its leader: `` (`…size: 4` - 1 leader) ``.
+    BesideLeader(Path, i64),
+    /// The product of two: `` `spec.replicas: 2` × `…numOfHosts: 4` ``.
+    Times(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// The first, a bound below the second:
+    /// `` `spec.completions: 2` (below `spec.parallelism: 8`) ``.
+    Below(Box<ScaleWhy>, Box<ScaleWhy>),
+}
+
+impl fmt::Display for ScaleWhy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScaleWhy::Words(w) => f.write_str(w),
+            ScaleWhy::Field(path, n) => write!(f, "`{path}: {n}`"),
+            ScaleWhy::Unset(path, absent) => write!(f, "`{path}` is not set ({absent})"),
+            ScaleWhy::Says(path, says) => write!(f, "`{path}` {says}"),
+            ScaleWhy::BesideLeader(path, size) => write!(f, "(`{path}: {size}` - 1 leader)"),
+            ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
+            ScaleWhy::Below(a, b) => write!(f, "{a}, below {b}"),
+        }
+    }
+}
+
+impl Scale {
+    #[inline(never)] // These four: called from every kind's decoder, kept out of line for size.
+    pub(super) fn one(why: &'static str) -> Scale {
+        Scale { pods: Some(1), why: ScaleWhy::Words(why) }
+    }
+
+    /// `value` of field `path` (with `default` when absent, described by
+    /// `absent`), negative values counting as zero.
+    #[inline(never)]
+    pub(super) fn field(path: Path, value: Option<i64>, default: i64, absent: &'static str) -> Scale {
+        match value {
+            Some(n) => Scale { pods: Some(u64::try_from(n).unwrap_or(0)), why: ScaleWhy::Field(path, n) },
+            None => Scale { pods: Some(u64::try_from(default).unwrap_or(0)), why: ScaleWhy::Unset(path, absent) },
+        }
+    }
+
+    /// No bound: `` `path` says ``.
+    #[inline(never)]
+    pub(super) fn unbounded(path: Path, says: &'static str) -> Scale {
+        Scale { pods: None, why: ScaleWhy::Says(path, says) }
+    }
+
+    #[inline(never)]
+    pub(super) fn times(self, other: Scale) -> Scale {
+        Scale {
+            pods: match (self.pods, other.pods) {
+                (Some(a), Some(b)) => Some(a.saturating_mul(b)),
+                _ => None,
+            },
+            why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)),
+        }
+    }
+}
+
+/// The model an InferenceService component serves (`model`, or a
+/// framework-specific field such as `sklearn`): a container with a storage
+/// URI.
+#[derive(Clone, Debug)]
+pub struct ModelSpec<'a> {
+    /// The field it came from (`model`, `pytorch`, `huggingface`, ...).
+    pub field: &'static str,
+    /// `storageUri`.
+    pub storage_uri: Option<Str<'a>>,
+    /// `modelFormat.name`.
+    pub format: Option<Str<'a>>,
+    /// `runtime`.
+    pub runtime: Option<Str<'a>>,
+    /// `storage`: a location named by a key of KServe's `storage-config`
+    /// Secret and a path in it, instead of `storageUri`.
+    pub storage: Option<ModelStorage<'a>>,
+}
+
+/// KServe's `storage` of a model (`ModelStorageSpec`): the controller builds
+/// the location as `<type>://<bucket>/<path>` (`<type>://<path>` for a type
+/// without buckets), taking `type` and `bucket` from `parameters` or, when
+/// `parameters` has no `type`, from the `storage-config` Secret.
+#[derive(Clone, Debug, Default)]
+pub struct ModelStorage<'a> {
+    /// `path`.
+    pub path: Option<Str<'a>>,
+    /// `parameters.type` (`s3`, `hdfs`, `webhdfs`).
+    pub kind: Option<Str<'a>>,
+    /// `parameters.bucket`.
+    pub bucket: Option<Str<'a>>,
+}
+
+/// One of an InferenceService component's `storageUris` (KServe 0.16+).
+#[derive(Clone, Debug, Default)]
+pub struct StorageUri<'a> {
+    /// `uri`.
+    pub uri: Option<Str<'a>>,
+}
+
+/// The shape a pod template came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// A bare Pod: the object is its own template.
+    Pod,
+    /// A `PodTemplateSpec` (`metadata` + `spec`).
+    Template,
+    /// A pod spec inline in the object, with `labels` and `annotations`
+    /// beside it (an InferenceService component).
+    Inline,
+    /// TrainJob's `spec.trainer`: one container whose resources are
+    /// `resourcesPerNode`; the rest of the pod comes from the referenced
+    /// TrainingRuntime.
+    Trainer,
+}
+
+/// Which container list a container is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerList {
+    /// `containers`.
+    Containers,
+    /// `initContainers`.
+    InitContainers,
+    /// `ephemeralContainers`.
+    EphemeralContainers,
+    /// An InferenceService component's model container (`model`, `sklearn`, ...).
+    Model,
+}
+
+impl ContainerList {
+    /// The field name (for `Model`, see [`PodTemplate::container_path`]).
+    pub fn field(self) -> &'static str {
+        match self {
+            ContainerList::Containers => "containers",
+            ContainerList::InitContainers => "initContainers",
+            ContainerList::EphemeralContainers => "ephemeralContainers",
+            ContainerList::Model => "model",
+        }
+    }
+}
+
+/// A container and where it sits in its pod template.
+#[derive(Clone, Copy, Debug)]
+pub struct ContainerRef<'t, 'a> {
+    /// Its list.
+    pub list: ContainerList,
+    /// Its index in the list.
+    pub index: usize,
+    /// The container.
+    pub container: &'t Container<'a>,
+}
+
+impl ContainerRef<'_, '_> {
+    /// Whether this is an init container that keeps running beside the
+    /// others (`restartPolicy: Always`).
+    pub fn is_sidecar(&self) -> bool {
+        self.list == ContainerList::InitContainers && self.container.restart_policy.as_deref() == Some("Always")
+    }
+
+    /// Whether the container is one of the pod's main containers (regular
+    /// containers, and an InferenceService's model container).
+    pub fn is_main(&self) -> bool {
+        matches!(self.list, ContainerList::Containers | ContainerList::Model)
+    }
+
+    /// `` container `trainer` ``, or `` init container `setup` ``.
+    pub fn describe(&self) -> String {
+        let what = match self.list {
+            ContainerList::Containers | ContainerList::Model => "container",
+            ContainerList::InitContainers if self.is_sidecar() => "sidecar container",
+            ContainerList::InitContainers => "init container",
+            ContainerList::EphemeralContainers => "ephemeral container",
+        };
+        format!("{what} `{}`", self.container.name)
+    }
+}
+
+/// One pod template inside a workload, with its path.
+#[derive(Clone, Debug)]
+pub struct PodTemplate<'a> {
+    pub(super) path: Path,
+    pub(super) shape: Shape,
+    /// What the template is for.
+    pub role: Role,
+    /// The name of its group where the kind names them: a Ray `groupName`,
+    /// a Kubeflow replica type, a Volcano task, a replicated job.
+    pub name: Option<Str<'a>>,
+    /// The template's own metadata; `None` for a bare Pod (whose metadata is
+    /// the workload's) and for TrainJob's trainer.
+    pub metadata: Option<ObjectMeta<'a>>,
+    /// The pod spec.
+    pub spec: PodSpec<'a>,
+    /// The model container of an InferenceService component.
+    pub model: Option<(ModelSpec<'a>, Container<'a>)>,
+    /// An InferenceService component's `storageUris`, in order.
+    pub storage_uris: Vec<StorageUri<'a>>,
+    /// Pods it runs at full scale.
+    pub scale: Scale,
+}
+
+impl<'a> PodTemplate<'a> {
+    /// A bare Pod's one template: its spec, at the document's root.
+    pub(super) fn bare_pod(spec: PodSpec<'a>) -> PodTemplate<'a> {
+        PodTemplate::new(Path::root(), Shape::Pod, Role::Pod, None, spec, Scale::one("a Pod"))
+    }
+
+    pub(super) fn new(path: Path, shape: Shape, role: Role, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, scale: Scale) -> PodTemplate<'a> {
+        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), scale }
+    }
+
+    pub(super) fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
+        self.name = name;
+        self
+    }
+
+    /// Path of the template (`spec.template`); empty for a bare Pod.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Path of the pod spec (`spec.template.spec`, or `spec` for a Pod).
+    pub fn spec_path(&self) -> Path {
+        match self.shape {
+            Shape::Pod => Path::root().key("spec"),
+            Shape::Template => self.path.key("spec"),
+            Shape::Inline | Shape::Trainer => self.path.clone(),
+        }
+    }
+
+    /// Path of the template's metadata (`spec.template.metadata`, or
+    /// `metadata` for a Pod). An InferenceService component keeps `labels`
+    /// and `annotations` on the component itself, so its metadata path is
+    /// the component's.
+    pub fn metadata_path(&self) -> Path {
+        match self.shape {
+            Shape::Pod => Path::root().key("metadata"),
+            Shape::Template => self.path.key("metadata"),
+            Shape::Inline | Shape::Trainer => self.path.clone(),
+        }
+    }
+
+    /// Path of the template's labels.
+    pub fn labels_path(&self) -> Path {
+        self.metadata_path().key("labels")
+    }
+
+    /// Whether the template is only part of a pod: a TrainJob's trainer,
+    /// completed by its TrainingRuntime. Pod-level fields such as
+    /// `runtimeClassName` are then set elsewhere.
+    pub fn is_partial(&self) -> bool {
+        self.shape == Shape::Trainer
+    }
+
+    /// Every container: regular, then init, then ephemeral, each in order,
+    /// then an InferenceService's model container.
+    pub fn containers(&self) -> impl Iterator<Item = ContainerRef<'_, 'a>> {
+        let s = &self.spec;
+        let lists = [
+            (ContainerList::Containers, s.containers.as_slice()),
+            (ContainerList::InitContainers, s.init_containers.as_slice()),
+            (ContainerList::EphemeralContainers, s.ephemeral_containers.as_slice()),
+            (ContainerList::Model, self.model.as_ref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
+        ];
+        lists.into_iter().flat_map(|(list, cs)| {
+            cs.iter()
+                .enumerate()
+                .map(move |(index, container)| ContainerRef { list, index, container })
+        })
+    }
+
+    /// Path of a container (`spec.containers[1]`, `spec.predictor.model`).
+    pub fn container_path(&self, c: &ContainerRef<'_, '_>) -> Path {
+        match (self.shape, c.list) {
+            (Shape::Trainer, _) => self.path.clone(),
+            (_, ContainerList::Model) => {
+                let field = self.model.as_ref().map_or("model", |(m, _)| m.field);
+                self.spec_path().key(field)
+            }
+            _ => self.spec_path().key(c.list.field()).index(c.index),
+        }
+    }
+
+    /// Path of a container's resources (`resourcesPerNode` for a trainer).
+    pub fn resources_path(&self, c: &ContainerRef<'_, '_>) -> Path {
+        match self.shape {
+            Shape::Trainer => self.path.key("resourcesPerNode"),
+            _ => self.container_path(c).key("resources"),
+        }
+    }
+
+    /// The template's labels; `None` for a bare Pod and TrainJob's trainer.
+    pub fn labels(&self) -> Option<&StrMap<'a>> {
+        self.metadata.as_ref().map(|m| &m.labels)
+    }
+
+    /// Whether this template runs processes of a distributed job of `kind`
+    /// (see [`Workload::training_workers`]); `launcher_as_worker` is an
+    /// MPIJob's `runLauncherAsWorker`.
+    pub fn is_training_worker(&self, kind: WorkloadKind, launcher_as_worker: bool) -> bool {
+        match self.role {
+            Role::RayWorker | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer => true,
+            Role::Replica => {
+                let name = self.name.as_deref().unwrap_or("").to_ascii_lowercase();
+                match kind {
+                    WorkloadKind::PyTorchJob | WorkloadKind::XgBoostJob | WorkloadKind::PaddleJob => matches!(name.as_str(), "master" | "worker"),
+                    WorkloadKind::TfJob => matches!(name.as_str(), "chief" | "master" | "worker"),
+                    WorkloadKind::JaxJob => name == "worker",
+                    WorkloadKind::MpiJob => name == "worker" || (launcher_as_worker && name == "launcher"),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// A short name for messages: `` worker group `gpu` ``,
+    /// `` replica type `Worker` ``, or the template's path.
+    pub fn describe(&self) -> String {
+        let name = self.name.as_deref().filter(|n| !n.is_empty());
+        match (self.role, name) {
+            (Role::RayWorker, Some(n)) => format!("worker group `{n}`"),
+            (Role::RayHead, _) => "the Ray head".into(),
+            (Role::Replica, Some(n)) => format!("replica type `{n}`"),
+            (Role::Task, Some(n)) => format!("task `{n}`"),
+            (Role::ReplicatedJob, Some(n)) => format!("replicated job `{n}`"),
+            (Role::Leader, _) => "the leader template".into(),
+            (Role::Worker, _) => "the worker template".into(),
+            (Role::Predictor, _) => "the predictor".into(),
+            (Role::Transformer, _) => "the transformer".into(),
+            (Role::Explainer, _) => "the explainer".into(),
+            (Role::Trainer, _) => "the trainer".into(),
+            (Role::Pod, _) => "the pod".into(),
+            _ => format!("`{}`", self.path),
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Verdicts: what a rule found, and the Kubewarden responses built from it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::decode::json::{Edit, quote};
+use crate::decode::path::Path;
+
+/// What a rule found in one request: violations (each a complete message for
+/// the person who submitted the workload), warnings, audit annotations, and
+/// for mutating rules the edits to make to the object.
+///
+/// Violations are reported in the order the rule adds them, which is document
+/// order when the rule walks the object in order: never hash order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    violations: Vec<String>,
+    /// What each violation is, for telling whether an UPDATE's old object
+    /// had it too: the message itself unless the rule said otherwise.
+    keys: Vec<String>,
+    warnings: Vec<String>,
+    audit_annotations: BTreeMap<String, String>,
+    edits: Vec<Edit>,
+}
+
+/// One line: a violation or warning never spans lines, so a response's
+/// message holds exactly one violation per line.
+fn one_line(message: String) -> String {
+    // Bytes, not chars: a `char` pattern decodes every character, and a
+    // long message cost thousands of instructions to find none.
+    if message.bytes().any(|b| b == b'\n' || b == b'\r') {
+        message.replace("\r\n", " ").replace(['\n', '\r'], " ")
+    } else {
+        message
+    }
+}
+
+impl Verdict {
+    /// A verdict with nothing to report: the request is admitted.
+    pub fn accept() -> Verdict {
+        Verdict::default()
+    }
+
+    /// Records a violation. Write it for the person who submitted the
+    /// workload: lowercase start, no trailing period, field paths and allowed
+    /// values in backticks. Line breaks are replaced by spaces.
+    pub fn violation(&mut self, message: impl Into<String>) {
+        let m = one_line(message.into());
+        self.keys.push(m.clone());
+        self.violations.push(m);
+    }
+
+    /// Records a violation whose identity is `key` rather than its message:
+    /// for messages that carry advice depending on the rest of the object
+    /// (a hint to copy a label the object has), so the same problem in an
+    /// UPDATE's old object is recognised as already there.
+    pub fn violation_keyed(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.keys.push(key.into());
+        self.violations.push(one_line(message.into()));
+    }
+
+    /// The identities of the violations, in order (see
+    /// [`Verdict::violation_keyed`]).
+    pub fn violation_keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    /// Records a warning, returned to the client whatever the outcome.
+    pub fn warn(&mut self, message: impl Into<String>) {
+        self.warnings.push(one_line(message.into()));
+    }
+
+    /// Records an audit annotation (a key/value in the API server's audit log).
+    pub fn annotate(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.audit_annotations.insert(key.into(), value.into());
+    }
+
+    /// Records an edit of the object (mutating rules only). Edits apply in
+    /// the order they are recorded; the SDK applies them only when the
+    /// request is admitted.
+    pub fn edit(&mut self, edit: Edit) {
+        self.edits.push(edit);
+    }
+
+    /// Sets a string at `path` (creating missing objects on the way).
+    pub fn set_string(&mut self, path: Path, value: &str) {
+        self.edit(Edit::Set { path, value: quote(value) });
+    }
+
+    /// The violations, in order.
+    pub fn violations(&self) -> &[String] {
+        &self.violations
+    }
+
+    /// The warnings, in order.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The edits, in order.
+    pub fn edits(&self) -> &[Edit] {
+        &self.edits
+    }
+
+    /// Whether the rule found nothing to reject.
+    pub fn is_accepted(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    pub(crate) fn into_parts(self) -> Parts {
+        Parts {
+            violations: self.keys.into_iter().zip(self.violations).collect(),
+            warnings: self.warnings,
+            audit_annotations: self.audit_annotations,
+            edits: self.edits,
+        }
+    }
+}
+
+/// A verdict taken apart by the SDK's evaluation.
+pub(crate) struct Parts {
+    /// `(identity, message)` of each violation.
+    pub violations: Vec<(String, String)>,
+    pub warnings: Vec<String>,
+    pub audit_annotations: BTreeMap<String, String>,
+    pub edits: Vec<Edit>,
+}
+
+/// Kubewarden's `ValidationResponse`, as a policy returns it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ValidationResponse {
+    /// Whether the request is admitted.
+    pub accepted: bool,
+    /// Why not: one violation per line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// HTTP status of a rejection: 400 for malformed input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// The whole mutated object, for mutating rules (JSON, as the rule
+    /// produced it: untouched parts byte for byte as the request had them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutated_object: Option<Box<RawValue>>,
+    /// Warnings for the client.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Audit annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub audit_annotations: BTreeMap<String, String>,
+}
+
+impl PartialEq for ValidationResponse {
+    fn eq(&self, other: &Self) -> bool {
+        self.accepted == other.accepted
+            && self.message == other.message
+            && self.code == other.code
+            && self.mutated_object.as_ref().map(|o| o.get()) == other.mutated_object.as_ref().map(|o| o.get())
+            && self.warnings == other.warnings
+            && self.audit_annotations == other.audit_annotations
+    }
+}
+
+impl Eq for ValidationResponse {}
+
+impl ValidationResponse {
+    /// An admission.
+    pub fn accept() -> ValidationResponse {
+        ValidationResponse {
+            accepted: true,
+            ..ValidationResponse::default()
+        }
+    }
+
+    /// A rejection with a message and optional code.
+    pub fn reject(message: impl Into<String>, code: Option<u16>) -> ValidationResponse {
+        ValidationResponse {
+            accepted: false,
+            message: Some(message.into()),
+            code,
+            ..ValidationResponse::default()
+        }
+    }
+
+    /// The violations of a rejection: the message's lines.
+    pub fn violations(&self) -> Vec<&str> {
+        self.message.as_deref().map(|m| m.lines().collect()).unwrap_or_default()
+    }
+}
+
+/// Kubewarden's settings validation response.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsResponse {
+    /// Whether the settings are usable.
+    pub valid: bool,
+    /// What is wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl crate::cluster::Report for Verdict {
+    fn violation(&mut self, message: String) {
+        Verdict::violation(self, message);
+    }
+    fn warning(&mut self, message: String) {
+        self.warn(message);
+    }
+}
