@@ -17,7 +17,10 @@
 //! `make e2e` (part of `make test`), which installs `docker-registry` and
 //! `skopeo` and builds the artifacts first.
 
+// A test crate: its helpers may unwrap and index as its tests do
+// (clippy.toml allows that in `#[test]` functions only).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

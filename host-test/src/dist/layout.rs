@@ -126,7 +126,6 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::run::artifact::ArtifactKind;
 

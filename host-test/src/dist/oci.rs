@@ -387,7 +387,6 @@ pub const CREATED: &str = "1970-01-01T00:00:00Z";
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     fn blob(media_type: &'static str, data: &[u8]) -> Blob {

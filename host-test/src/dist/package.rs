@@ -1043,7 +1043,6 @@ pub fn checksums(artifacts: &Path, rules: &[Packaged]) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::dist::oci::{Blob, media_types};
     use crate::run::artifact::ArtifactKind;

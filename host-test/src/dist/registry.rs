@@ -269,7 +269,6 @@ pub fn pull(reference: &str, insecure: bool) -> Result<Pulled> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -634,7 +634,6 @@ pub fn verify(reference: &str, policy: &Policy, insecure: bool) -> Result<Outcom
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

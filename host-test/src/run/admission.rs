@@ -236,7 +236,6 @@ pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

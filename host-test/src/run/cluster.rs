@@ -915,7 +915,6 @@ pub mod selector {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     fn cluster() -> FixtureCluster {

@@ -192,7 +192,6 @@ fn prune(dir: &Path, max: u64) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use wasm_encoder::{CodeSection, ExportKind, ExportSection, Function, FunctionSection, TypeSection};
 

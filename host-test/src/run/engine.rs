@@ -171,7 +171,6 @@ pub fn new_engine() -> Result<Engine> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::ffi::OsStr;
 

@@ -1083,7 +1083,6 @@ pub fn render_markdown(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

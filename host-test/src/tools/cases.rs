@@ -531,7 +531,6 @@ pub fn diff(original: Option<&Value>, to: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn case(yaml: &str) -> Result<Case> {

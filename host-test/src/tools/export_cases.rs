@@ -316,7 +316,6 @@ pub fn metadata_value(m: &Metadata) -> Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -136,7 +136,6 @@ impl Forms {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
     use aigov_sdk::Request;
     use aigov_sdk::testing::fuzzing::{check_differential, check_rules, mutate, view};

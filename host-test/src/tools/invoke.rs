@@ -19,7 +19,6 @@ pub fn call(function: &str, args: &[&str]) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

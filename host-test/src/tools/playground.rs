@@ -331,7 +331,6 @@ fn handle(stream: TcpStream, root: &Path, port: u16) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     fn site() -> PathBuf {

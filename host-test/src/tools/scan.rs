@@ -2133,7 +2133,6 @@ pub fn render_json(report: &Report) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
     use aigov_sdk::runtime::metadata::Rule;
 

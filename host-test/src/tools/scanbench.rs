@@ -63,7 +63,6 @@ pub fn write_manifests(dir: &Path, count: usize) -> Result<Vec<PathBuf>> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

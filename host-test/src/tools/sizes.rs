@@ -253,7 +253,6 @@ pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<std::process::Ex
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     fn sizes(rows: &[(&str, u64, u64)]) -> Sizes {

@@ -3,7 +3,6 @@
 //! (Smoke test only: performance is measured by `make bench`, never asserted
 //! in a test.) Needs `make artifacts` first.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use crate::common::artifacts;
 use std::time::Duration;

@@ -19,7 +19,6 @@
 //! Most run the natively linked rules; the `test` and `manifests` tests need
 //! `make artifacts` first (like the case tests).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use crate::common::root;
 use std::process::{Command, Output, Stdio};

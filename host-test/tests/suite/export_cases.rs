@@ -5,7 +5,6 @@
 //! (`make jco-check` replays these records under Node.js.) Needs `make
 //! artifacts` first.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use crate::common::{artifacts, root};
 use std::collections::BTreeMap;

@@ -8,7 +8,6 @@
 //!
 //! Needs `make artifacts` first.
 
-#![allow(clippy::unwrap_used, clippy::panic)]
 
 use crate::common::{artifacts, root};
 use aigov::tools::fuzzing::{Forms, regression_inputs, seeds, subjects};

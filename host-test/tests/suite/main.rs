@@ -4,6 +4,10 @@
 //! `wasmtime_cli` stay binaries of their own: `make` runs them apart.)
 //! Most need `make artifacts` first.
 
+// A test crate: its helpers may unwrap and index as its tests do
+// (clippy.toml allows that in `#[test]` functions only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 mod common;
 
 mod bench_smoke;

@@ -8,7 +8,6 @@
 //! Runs the bundle natively, as a Kubewarden module and as a component
 //! (`make artifacts` first, like the case tests).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use crate::common::artifacts;
 use std::sync::Arc;

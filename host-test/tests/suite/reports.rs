@@ -2,7 +2,6 @@
 //! sample files as they are written: checked against the files' real lines.
 //! And the reports `aigov scan` streams (through temporary files) are the
 //! reports rendered from a finished scan, byte for byte.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::path::PathBuf;
 

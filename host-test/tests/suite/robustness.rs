@@ -5,7 +5,6 @@
 //!
 //! Needs `make artifacts` first (like the case tests).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use crate::common::artifacts;
 use std::path::PathBuf;

@@ -6,7 +6,6 @@
 //! rules can improve their messages without touching this test. Needs `make
 //! artifacts` first (like the case tests); a missing artifact fails the test.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use crate::common::{artifacts, root};
 use std::collections::BTreeMap;

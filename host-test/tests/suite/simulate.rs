@@ -1,7 +1,6 @@
 //! `aigov simulate` on a generated dump of 12,000 objects, as `kubectl get
 //! -A -o json` writes them: it finishes, and its totals equal a `scan` of the
 //! same objects.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

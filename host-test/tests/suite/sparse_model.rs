@@ -8,7 +8,6 @@
 //! over the raw JSON also finds every `containers` list, so a template the
 //! SDK missed fails the test.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use crate::common::root;
 use std::collections::BTreeMap;

@@ -12,7 +12,6 @@
 //!   `namespaceSelector`, and lists only the resources the rule acts on with
 //!   its default settings.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -20,10 +20,11 @@ mod settings;
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::describe_counts;
 use aigov_sdk::decode::explain::decode_model;
 use aigov_sdk::model::scheduling::label_demand;
-use aigov_sdk::{Cluster, ContainerList, GpuCounts, GpuResources, Malformed, Path, Policy, PodTemplate, Request, Str, Verdict, Workload, WorkloadKind};
+use aigov_sdk::{GpuCounts, Str};
 use aigov_sdk::decode::json;
 
 pub use settings::Settings;
@@ -399,7 +400,6 @@ aigov_sdk::export_policy!(DistributedTraining);
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::NoCluster;
 

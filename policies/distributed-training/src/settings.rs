@@ -1,6 +1,7 @@
 //! Settings of `distributed-training`.
 
-use aigov_sdk::{Glob, GpuResources, Quantity, RuleSettings, SettingsError};
+use aigov_sdk::prelude::*;
+use aigov_sdk::Quantity;
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -94,31 +95,26 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.min_shm_bytes(), 1 << 30);
-        let s = Full::<Settings>::parse_valid(r#"{"requireSharedMemory":false,"minSharedMemory":null}"#).unwrap().rule;
+        let s = accepted::<Settings>(r#"{"requireSharedMemory":false,"minSharedMemory":null}"#);
         assert_eq!(s.min_shm_bytes(), 0);
     }
 
     #[test]
     fn settings_that_cannot_work_are_refused() {
-        assert!(err(r#"{"minSharedMemory":"lots"}"#).starts_with("setting `minSharedMemory`: `lots` is not a quantity"));
-        assert!(err(r#"{"minSharedMemory":"0"}"#).starts_with("setting `minSharedMemory`: `0` must be above zero"));
-        assert!(err(r#"{"requireSharedMemory":false}"#).starts_with("setting `minSharedMemory`: applies only"));
-        assert!(err(r#"{"gpuProductLabel":"not a label"}"#).starts_with("setting `gpuProductLabel`"));
-        assert!(err(r#"{"rdmaResourceNames":["nvidia.com/gpu"]}"#).starts_with("setting `rdmaResourceNames[0]`: `nvidia.com/gpu` is also a GPU resource"));
-        assert!(err(r#"{"efaResourceNames":[""]}"#).starts_with("setting `efaResourceNames[0]`"));
-        assert!(err(r#"{"nccl":true}"#).starts_with("setting `nccl`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"minSharedMemory":"lots"}"#).starts_with("setting `minSharedMemory`: `lots` is not a quantity"));
+        assert!(refused::<Settings>(r#"{"minSharedMemory":"0"}"#).starts_with("setting `minSharedMemory`: `0` must be above zero"));
+        assert!(refused::<Settings>(r#"{"requireSharedMemory":false}"#).starts_with("setting `minSharedMemory`: applies only"));
+        assert!(refused::<Settings>(r#"{"gpuProductLabel":"not a label"}"#).starts_with("setting `gpuProductLabel`"));
+        assert!(refused::<Settings>(r#"{"rdmaResourceNames":["nvidia.com/gpu"]}"#).starts_with("setting `rdmaResourceNames[0]`: `nvidia.com/gpu` is also a GPU resource"));
+        assert!(refused::<Settings>(r#"{"efaResourceNames":[""]}"#).starts_with("setting `efaResourceNames[0]`"));
+        assert!(refused::<Settings>(r#"{"nccl":true}"#).starts_with("setting `nccl`: unknown setting"));
     }
 }

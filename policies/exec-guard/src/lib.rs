@@ -16,9 +16,10 @@ mod settings;
 
 use std::fmt::Write as _;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::ClaimError;
-use aigov_sdk::base::text::{count, one_of, quoted};
-use aigov_sdk::{Cluster, ConnectOptions, LookupError, Malformed, OnLookupError, Operation, Policy, Request, Verdict, Workload, WorkloadKind};
+
+use aigov_sdk::ConnectOptions;
 
 pub use settings::{Allowance, Settings};
 

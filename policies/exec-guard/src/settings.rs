@@ -1,7 +1,8 @@
 //! Settings of `exec-guard`.
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{GpuResources, Glob, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
@@ -85,7 +86,6 @@ pub enum Allowance<'s> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
 

@@ -2,7 +2,8 @@
 
 use std::cell::RefCell;
 
-use aigov_sdk::{LookupError, ValidationResponse};
+use aigov_sdk::prelude::*;
+use aigov_sdk::ValidationResponse;
 
 use super::*;
 

@@ -18,10 +18,10 @@
 
 mod settings;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
-use aigov_sdk::base::text::{one_of, quoted};
+
 use aigov_sdk::cluster::namespaces::Reported;
-use aigov_sdk::{Cluster, GpuUse, Malformed, Namespace, ObjectMeta, Path, Policy, PodTemplate, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings};
 
@@ -42,13 +42,7 @@ impl Policy for GpuAccess {
         // template needs it; `Err(Reported)` once a failed lookup is reported.
         let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(
-                &settings.gpu_resource_names,
-                namespace.name(),
-                cluster,
-                settings.resource_claims.lookup(),
-                settings.on_lookup_error,
-                (", so whether its pods hold GPUs cannot be decided", "; admitted"),
+            let gpus = template.gpu_use(settings.gpu_sources(), namespace.name(), cluster, (", so whether its pods hold GPUs cannot be decided", "; admitted"),
                 &mut verdict,
             )?;
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, label_value, name_part};
 use aigov_sdk::model::scheduling::TaintSetting;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -144,38 +145,40 @@ impl RuleSettings for Settings {
     }
 }
 
+impl Settings {
+    /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
+    pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
+        aigov_sdk::cluster::gpu::GpuSources { resources: &self.gpu_resource_names, claims: self.resource_claims.lookup(), on_lookup_error: self.on_lookup_error }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults_are_the_seeds() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.required_node_selector.get("accelerator").map(String::as_str), Some("nvidia-gpu"));
         assert_eq!(s.cpu_training.as_ref().unwrap().value, "cpu-training");
-        let s = Full::<Settings>::parse_valid(r#"{"cpuTraining":null,"requiredNodeSelector":{}}"#).unwrap().rule;
+        let s = accepted::<Settings>(r#"{"cpuTraining":null,"requiredNodeSelector":{}}"#);
         assert!(s.cpu_training.is_none() && s.required_node_selector.is_empty());
-        let s = Full::<Settings>::parse_valid(r#"{"cpuTraining":{"requireNodePreference":false}}"#).unwrap().rule;
+        let s = accepted::<Settings>(r#"{"cpuTraining":{"requireNodePreference":false}}"#);
         assert_eq!(s.cpu_training.unwrap().label, "workload-type", "partial entries keep the other defaults");
     }
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(err(r#"{"serviceAccounts":[{"namespaces":{},"allowed":["GPU_training"]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: `GPU_training` can never match"));
-        assert!(err(r#"{"serviceAccounts":[{"namespaces":{},"allowed":[""]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: must not be empty"));
-        assert!(err(r#"{"serviceAccounts":[{"allowed":["a"]}]}"#).contains("namespaces"));
-        assert!(err(r#"{"requiredNodeSelector":{"accelerator":""}}"#).starts_with("setting `requiredNodeSelector.accelerator`: must not be empty"));
-        assert!(err(r#"{"requiredNodeSelector":{"a b":"x"}}"#).starts_with("setting `requiredNodeSelector`: `a b`"));
-        assert!(err(r#"{"gpuNodeLabels":["nvidia.com/gpu present"]}"#).starts_with("setting `gpuNodeLabels[0]`"));
-        assert!(err(r#"{"gpuTaints":[{"key":"nvidia.com/gpu","effect":"noschedule"}]}"#).starts_with("setting `gpuTaints[0].effect`"));
-        assert!(err(r#"{"cpuTraining":{"value":"cpu training"}}"#).starts_with("setting `cpuTraining.value`"));
-        assert!(err(r#"{"cpuTraining":{"labels":"x"}}"#).contains("unknown setting"));
+        assert!(refused::<Settings>(r#"{"serviceAccounts":[{"namespaces":{},"allowed":["GPU_training"]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: `GPU_training` can never match"));
+        assert!(refused::<Settings>(r#"{"serviceAccounts":[{"namespaces":{},"allowed":[""]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"serviceAccounts":[{"allowed":["a"]}]}"#).contains("namespaces"));
+        assert!(refused::<Settings>(r#"{"requiredNodeSelector":{"accelerator":""}}"#).starts_with("setting `requiredNodeSelector.accelerator`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"requiredNodeSelector":{"a b":"x"}}"#).starts_with("setting `requiredNodeSelector`: `a b`"));
+        assert!(refused::<Settings>(r#"{"gpuNodeLabels":["nvidia.com/gpu present"]}"#).starts_with("setting `gpuNodeLabels[0]`"));
+        assert!(refused::<Settings>(r#"{"gpuTaints":[{"key":"nvidia.com/gpu","effect":"noschedule"}]}"#).starts_with("setting `gpuTaints[0].effect`"));
+        assert!(refused::<Settings>(r#"{"cpuTraining":{"value":"cpu training"}}"#).starts_with("setting `cpuTraining.value`"));
+        assert!(refused::<Settings>(r#"{"cpuTraining":{"labels":"x"}}"#).contains("unknown setting"));
     }
 }

@@ -13,10 +13,10 @@
 
 mod settings;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand};
-use aigov_sdk::base::text::{one_of, quoted};
+
 use aigov_sdk::cluster::namespaces::Reported;
-use aigov_sdk::{Cluster, GpuUse, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{GFD_PRODUCT_LABEL, Products, Settings};
 
@@ -35,13 +35,7 @@ impl Policy for GpuClassByNamespace {
         // Which entry applies, found when the first GPU template needs it.
         let mut entry: Option<Result<Option<&Products>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(
-                &settings.gpu_resource_names,
-                namespace.name(),
-                cluster,
-                settings.resource_claims.lookup(),
-                settings.on_lookup_error,
-                (", so the GPU products its pods get cannot be checked", "; admitted"),
+            let gpus = template.gpu_use(settings.gpu_sources(), namespace.name(), cluster, (", so the GPU products its pods get cannot be checked", "; admitted"),
                 &mut verdict,
             )?;
             if gpus.is_empty() {

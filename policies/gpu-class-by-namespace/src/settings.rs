@@ -1,9 +1,9 @@
 //! Settings of `gpu-class-by-namespace`.
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, label_value_pattern};
 use std::collections::BTreeMap;
 
-use aigov_sdk::{Glob, GpuResources, NamespaceSelector, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
 use serde::{Deserialize, Serialize};
 
 /// The node label NVIDIA's GPU feature discovery puts on GPU nodes, naming
@@ -137,19 +137,22 @@ impl RuleSettings for Settings {
     }
 }
 
+impl Settings {
+    /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
+    pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
+        aigov_sdk::cluster::gpu::GpuSources { resources: &self.gpu_resource_names, claims: self.resource_claims.lookup(), on_lookup_error: self.on_lookup_error }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults_are_the_seeds() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert!(!s.products[0].allows("NVIDIA-H100-80GB-HBM3"));
         assert!(s.products[0].allows("NVIDIA-A10"));
@@ -168,20 +171,20 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert_eq!(err(r#"{"products":[]}"#), "setting `products`: must list at least one entry, or the rule would check nothing");
-        assert!(err(r#"{"products":[{"namespaces":{},"allowed":["Tesla T4"]}]}"#).starts_with("setting `products[0].allowed[0]`: `Tesla T4` can never match"));
-        assert!(err(r#"{"products":[{"namespaces":{},"required":false}]}"#).starts_with("setting `products[0].required`"));
+        assert_eq!(refused::<Settings>(r#"{"products":[]}"#), "setting `products`: must list at least one entry, or the rule would check nothing");
+        assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"allowed":["Tesla T4"]}]}"#).starts_with("setting `products[0].allowed[0]`: `Tesla T4` can never match"));
+        assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"required":false}]}"#).starts_with("setting `products[0].required`"));
         assert!(
             Full::<Settings>::parse_valid(r#"{"products":[{"namespaces":{"names":["dev-lab"]},"required":false},{"namespaces":{"names":["dev-*"]},"allowed":["Tesla-T4"]}]}"#).is_ok(),
             "an exception before a broader entry"
         );
         assert_eq!(
-            err(r#"{"products":[{"namespaces":{},"allowed":["NVIDIA-H100-80GB-HBM3"],"denied":["*H100*"]}]}"#),
+            refused::<Settings>(r#"{"products":[{"namespaces":{},"allowed":["NVIDIA-H100-80GB-HBM3"],"denied":["*H100*"]}]}"#),
             "setting `products[0].allowed[0]`: `NVIDIA-H100-80GB-HBM3` is also denied by `*H100*`, so it can never be used"
         );
-        assert!(err(r#"{"products":[{"namespaces":{"names":[""]},"denied":["*H100*"]}]}"#).starts_with("setting `products[0].namespaces.names[0]`"));
-        assert!(err(r#"{"products":[{"allowed":["x"]}]}"#).contains("namespaces"), "namespaces is required");
-        assert!(err(r#"{"productLabel":"nvidia.com/gpu product"}"#).starts_with("setting `productLabel`"));
-        assert!(err(r#"{"products":[{"namespaces":{},"allow":["x"]}]}"#).contains("unknown setting"));
+        assert!(refused::<Settings>(r#"{"products":[{"namespaces":{"names":[""]},"denied":["*H100*"]}]}"#).starts_with("setting `products[0].namespaces.names[0]`"));
+        assert!(refused::<Settings>(r#"{"products":[{"allowed":["x"]}]}"#).contains("namespaces"), "namespaces is required");
+        assert!(refused::<Settings>(r#"{"productLabel":"nvidia.com/gpu product"}"#).starts_with("setting `productLabel`"));
+        assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"allow":["x"]}]}"#).contains("unknown setting"));
     }
 }

@@ -9,9 +9,9 @@
 
 mod settings;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::runtime::mutate::{self, may_edit_template, pod_metadata_path};
 use aigov_sdk::model::pod::SelectorRequirement;
-use aigov_sdk::{Cluster, Malformed, Policy, PodSpec, PodTemplate, Request, Role, Verdict};
 
 pub use settings::{NodeRequirement, Operator, Settings};
 

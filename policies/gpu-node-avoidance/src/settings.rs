@@ -1,8 +1,9 @@
 //! Settings of `gpu-node-avoidance`.
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, label_value};
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, GpuResources, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -190,13 +191,9 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     fn req(op: Operator, values: &[&str]) -> NodeRequirement {
         NodeRequirement { key: "k".into(), operator: op, values: values.iter().map(|v| v.to_string()).collect() }
@@ -204,7 +201,7 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.node_requirements[0].shown(), "nvidia.com/gpu.present NotIn [true]");
         assert!(s.gpu_node_labels.iter().any(|g| g.matches("nvidia.com/gpu.product")));
@@ -223,18 +220,18 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_work_are_refused() {
-        assert!(err(r#"{"nodeRequirements":[]}"#).starts_with("setting `nodeRequirements`: must list"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a","operator":"NotIn"}]}"#).starts_with("setting `nodeRequirements[0].values`: `NotIn` needs"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a","operator":"Exists","values":["x"]}]}"#).starts_with("setting `nodeRequirements[0].values`: `Exists` takes no"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["two"]}]}"#).contains("exactly one integer"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a b","operator":"Exists"}]}"#).starts_with("setting `nodeRequirements[0].key`"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a","operator":"NotEqual","values":["x"]}]}"#).contains("one of `In`, `NotIn`"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a","operator":"In","values":["x"]},{"key":"a","operator":"NotIn","values":["x"]}]}"#)
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[]}"#).starts_with("setting `nodeRequirements`: must list"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"NotIn"}]}"#).starts_with("setting `nodeRequirements[0].values`: `NotIn` needs"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Exists","values":["x"]}]}"#).starts_with("setting `nodeRequirements[0].values`: `Exists` takes no"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["two"]}]}"#).contains("exactly one integer"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a b","operator":"Exists"}]}"#).starts_with("setting `nodeRequirements[0].key`"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"NotEqual","values":["x"]}]}"#).contains("one of `In`, `NotIn`"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"In","values":["x"]},{"key":"a","operator":"NotIn","values":["x"]}]}"#)
             .contains("contradict each other"));
-        assert!(err(r#"{"nodeRequirements":[{"key":"a","operator":"Exists"},{"key":"a","operator":"DoesNotExist"}]}"#).contains("contradict"));
+        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Exists"},{"key":"a","operator":"DoesNotExist"}]}"#).contains("contradict"));
         assert!(Full::<Settings>::parse_valid(r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["1"]},{"key":"a","operator":"Lt","values":["5"]}]}"#).is_ok());
         assert!(Full::<Settings>::parse_valid(r#"{"nodeRequirements":[{"key":"a","operator":"NotIn","values":["x"]},{"key":"a","operator":"NotIn","values":["y"]}]}"#).is_ok());
-        assert!(err(r#"{"annotation":"not valid/"}"#).starts_with("setting `annotation`"));
-        assert!(err(r#"{"gpuNodeLabels":[""]}"#).starts_with("setting `gpuNodeLabels"));
+        assert!(refused::<Settings>(r#"{"annotation":"not valid/"}"#).starts_with("setting `annotation`"));
+        assert!(refused::<Settings>(r#"{"gpuNodeLabels":[""]}"#).starts_with("setting `gpuNodeLabels"));
     }
 }

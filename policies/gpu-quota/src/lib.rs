@@ -14,13 +14,12 @@ mod settings;
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::listed::{list_pods, object_meta};
 use aigov_sdk::base::glob;
 use aigov_sdk::cluster::scale::ScaleChange;
-use aigov_sdk::base::text::count;
-use aigov_sdk::{
-    Cluster, GpuCounts, Malformed, OnLookupError, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload, WorkloadKind,
-};
+
+use aigov_sdk::GpuCounts;
 
 pub use settings::{DEFAULT_LIMIT, Limits, Override, Settings};
 
@@ -180,10 +179,7 @@ fn cap(limits: &Limits, name: &str) -> Option<u64> {
 
 /// Denies or warns about a failed lookup, as `onLookupError` says.
 fn lookup_failed(v: &mut Verdict, s: &Settings, what: String) {
-    match s.on_lookup_error {
-        OnLookupError::Deny => v.violation(format!("{what}; try again, or ask your cluster administrators")),
-        OnLookupError::Allow => v.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
-    }
+    s.on_lookup_error.report(&what, "", "; admitted", v);
 }
 
 /// One template's share of a workload's GPUs of one resource name.
@@ -350,7 +346,6 @@ aigov_sdk::export_policy!(GpuQuota);
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, GpuResources, LabelSelector, OnLookupError, RuleSettings, SettingsError};
+use aigov_sdk::LabelSelector;
 use serde::{Deserialize, Serialize};
 
 /// GPU caps by resource name: a name or a wildcard pattern
@@ -154,17 +155,13 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.workload_limits["nvidia.com/gpu"], Some(16));
         assert!(s.count_terminating_pods);
@@ -184,17 +181,17 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(err(r#"{"workloadLimits":{"cpu":4}}"#).starts_with("setting `workloadLimits.cpu`: `cpu` can never be a GPU"));
-        assert!(err(r#"{"namespaceLimits":{"example.com/fpga":4}}"#).starts_with("setting `namespaceLimits.example.com/fpga`: `example.com/fpga` is not a GPU resource"));
-        assert!(err(r#"{"workloadLimits":{"nvidia.com/gpu":-1}}"#).starts_with("setting `workloadLimits.nvidia.com/gpu`"));
-        assert!(err(r#"{"overrides":[{"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0]`: must choose namespaces"));
-        assert!(err(r#"{"overrides":[{"namespaces":["a"]}]}"#).starts_with("setting `overrides[0]`: sets neither"));
-        assert!(err(r#"{"overrides":[{"namespaces":[""],"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0].namespaces[0]`"));
-        assert!(err(r#"{"overrides":[{"namespaceSelector":{},"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0].namespaceSelector`: is empty"));
-        assert!(err(r#"{"overrides":[{"namespaceSelector":{"matchExpressions":[{"key":"t","operator":"In"}]},"workloadLimits":{"nvidia.com/gpu":4}}]}"#)
+        assert!(refused::<Settings>(r#"{"workloadLimits":{"cpu":4}}"#).starts_with("setting `workloadLimits.cpu`: `cpu` can never be a GPU"));
+        assert!(refused::<Settings>(r#"{"namespaceLimits":{"example.com/fpga":4}}"#).starts_with("setting `namespaceLimits.example.com/fpga`: `example.com/fpga` is not a GPU resource"));
+        assert!(refused::<Settings>(r#"{"workloadLimits":{"nvidia.com/gpu":-1}}"#).starts_with("setting `workloadLimits.nvidia.com/gpu`"));
+        assert!(refused::<Settings>(r#"{"overrides":[{"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0]`: must choose namespaces"));
+        assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":["a"]}]}"#).starts_with("setting `overrides[0]`: sets neither"));
+        assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":[""],"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0].namespaces[0]`"));
+        assert!(refused::<Settings>(r#"{"overrides":[{"namespaceSelector":{},"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0].namespaceSelector`: is empty"));
+        assert!(refused::<Settings>(r#"{"overrides":[{"namespaceSelector":{"matchExpressions":[{"key":"t","operator":"In"}]},"workloadLimits":{"nvidia.com/gpu":4}}]}"#)
             .starts_with("setting `overrides[0].namespaceSelector.matchExpressions[0].values`"));
-        assert!(err(r#"{"overrides":[{"namespaces":["*"],"workloadLimits":{"nvidia.com/gpu":4}},{"namespaces":["x"],"workloadLimits":{"nvidia.com/gpu":8}}]}"#)
+        assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":["*"],"workloadLimits":{"nvidia.com/gpu":4}},{"namespaces":["x"],"workloadLimits":{"nvidia.com/gpu":8}}]}"#)
             .starts_with("setting `overrides[1]`: can never apply"));
-        assert!(err(r#"{"overrides":[{"namespaces":["a"],"gpuLimits":{}}]}"#).starts_with("setting `overrides[0].gpuLimits`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":["a"],"gpuLimits":{}}]}"#).starts_with("setting `overrides[0].gpuLimits`: unknown setting"));
     }
 }

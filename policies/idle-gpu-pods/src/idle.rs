@@ -1544,7 +1544,6 @@ fn leading_name(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
 
     const HOUR: f64 = 3600.0;

@@ -15,8 +15,8 @@ mod shell;
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::pod::EnvVar;
-use aigov_sdk::{Cluster, ContainerList, ContainerRef, Malformed, Path, Policy, PodTemplate, Request, Role, Verdict, WorkloadKind};
 
 pub use idle::{Dur, Finding};
 pub use settings::Settings;
@@ -246,7 +246,6 @@ aigov_sdk::export_policy!(IdleGpuPods);
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

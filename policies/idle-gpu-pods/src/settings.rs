@@ -1,6 +1,6 @@
 //! Settings of `idle-gpu-pods`.
 
-use aigov_sdk::{GpuResources, OnLookupError, ResourceClaims, RuleSettings, SettingsError};
+use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// Programs that run other programs: listing one in `waitingCommands`
@@ -94,35 +94,30 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.long_sleep_seconds, 3600);
         assert!(s.args_as_command && s.warn_wait_after_work);
         assert_eq!(s.max_active_deadline_seconds, None);
-        let s = Full::<Settings>::parse_valid(r#"{"maxActiveDeadlineSeconds":86400,"waitingCommands":["sshd"]}"#).unwrap().rule;
+        let s = accepted::<Settings>(r#"{"maxActiveDeadlineSeconds":86400,"waitingCommands":["sshd"]}"#);
         assert_eq!(s.max_active_deadline_seconds, Some(86400));
     }
 
     #[test]
     fn settings_that_cannot_work_are_refused() {
-        assert!(err(r#"{"longSleepSeconds":0}"#).starts_with("setting `longSleepSeconds`: must be 1 or more"));
-        assert!(err(r#"{"longSleepSeconds":-5}"#).starts_with("setting `longSleepSeconds`: invalid value"));
-        assert!(err(r#"{"waitingCommands":["/usr/sbin/sshd"]}"#).starts_with("setting `waitingCommands[0]`: `/usr/sbin/sshd` can never match"));
-        assert!(err(r#"{"waitingCommands":["sshd -D"]}"#).starts_with("setting `waitingCommands[0]`"));
-        assert!(err(r#"{"waitingCommands":[""]}"#).starts_with("setting `waitingCommands[0]`: must not be empty"));
-        assert!(err(r#"{"waitingCommands":["bash"]}"#).contains("runs other programs"));
-        assert!(err(r#"{"maxActiveDeadlineSeconds":0}"#).starts_with("setting `maxActiveDeadlineSeconds`: must be 1 or more"));
-        assert!(err(r#"{"maxActiveDeadline":10}"#).starts_with("setting `maxActiveDeadline`: unknown setting"));
-        assert!(err(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`"));
+        assert!(refused::<Settings>(r#"{"longSleepSeconds":0}"#).starts_with("setting `longSleepSeconds`: must be 1 or more"));
+        assert!(refused::<Settings>(r#"{"longSleepSeconds":-5}"#).starts_with("setting `longSleepSeconds`: invalid value"));
+        assert!(refused::<Settings>(r#"{"waitingCommands":["/usr/sbin/sshd"]}"#).starts_with("setting `waitingCommands[0]`: `/usr/sbin/sshd` can never match"));
+        assert!(refused::<Settings>(r#"{"waitingCommands":["sshd -D"]}"#).starts_with("setting `waitingCommands[0]`"));
+        assert!(refused::<Settings>(r#"{"waitingCommands":[""]}"#).starts_with("setting `waitingCommands[0]`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"waitingCommands":["bash"]}"#).contains("runs other programs"));
+        assert!(refused::<Settings>(r#"{"maxActiveDeadlineSeconds":0}"#).starts_with("setting `maxActiveDeadlineSeconds`: must be 1 or more"));
+        assert!(refused::<Settings>(r#"{"maxActiveDeadline":10}"#).starts_with("setting `maxActiveDeadline`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`"));
     }
 }

@@ -1078,7 +1078,6 @@ impl Parser<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
 
     fn lit(s: &str, quoted: bool) -> Part {

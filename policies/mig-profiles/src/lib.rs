@@ -13,13 +13,12 @@ mod settings;
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::listed::list_items;
 use aigov_sdk::base::glob;
 use aigov_sdk::decode::explain::decode_model;
-use aigov_sdk::base::text::{count, quoted};
-use aigov_sdk::{
-    Cluster, Glob, GpuResources, Malformed, ObjectMeta, OnLookupError, Policy, PodTemplate, Quantity, Request, Str, Verdict, model::pod::RawQuantity,
-};
+
+use aigov_sdk::{Quantity, Str, model::pod::RawQuantity};
 
 pub use settings::{ProfileSource, Settings, is_profile, profile_of};
 
@@ -108,10 +107,7 @@ impl Policy for MigProfiles {
                                 let what = format!(
                                     "the ResourceQuotas of namespace `{namespace}` could not be read ({why}), so the MIG profiles it may use are unknown"
                                 );
-                                match settings.on_lookup_error {
-                                    OnLookupError::Deny => verdict.violation(format!("{what}; try again, or ask your cluster administrators")),
-                                    OnLookupError::Allow => verdict.warn(format!("{what}; admitted because `onLookupError` is `allow`")),
-                                }
+                                settings.on_lookup_error.report(&what, "", "; admitted", &mut verdict);
                             }
                             Err(_) => {}
                         }

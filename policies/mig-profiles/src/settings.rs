@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, OnLookupError, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// Where the profiles a namespace may use come from.
@@ -115,20 +116,16 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.allowed_profiles["*"], [Glob::new("*")]);
-        let q = Full::<Settings>::parse_valid(r#"{"profileSource":"fromResourceQuota","onLookupError":"allow"}"#).unwrap().rule;
+        let q = accepted::<Settings>(r#"{"profileSource":"fromResourceQuota","onLookupError":"allow"}"#);
         assert_eq!(q.profile_source, ProfileSource::FromResourceQuota);
     }
 
@@ -144,12 +141,12 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(err(r#"{"allowedProfiles":{"ml-*":["3g.40GB"]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: `3g.40GB` is not a MIG profile"));
-        assert!(err(r#"{"allowedProfiles":{"ml-*":[]}}"#).starts_with("setting `allowedProfiles.ml-*`: is empty"));
-        assert!(err(r#"{"allowedProfiles":{"ml-*":[""]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: must not be empty"));
-        assert!(err(r#"{"allowedProfiles":{"":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: a namespace pattern"));
-        assert!(err(r#"{"profileSource":"fromResourceQuota","allowedProfiles":{"ml":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: is not used"));
-        assert!(err(r#"{"profileSource":"quota"}"#).starts_with("setting `profileSource`"));
+        assert!(refused::<Settings>(r#"{"allowedProfiles":{"ml-*":["3g.40GB"]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: `3g.40GB` is not a MIG profile"));
+        assert!(refused::<Settings>(r#"{"allowedProfiles":{"ml-*":[]}}"#).starts_with("setting `allowedProfiles.ml-*`: is empty"));
+        assert!(refused::<Settings>(r#"{"allowedProfiles":{"ml-*":[""]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"allowedProfiles":{"":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: a namespace pattern"));
+        assert!(refused::<Settings>(r#"{"profileSource":"fromResourceQuota","allowedProfiles":{"ml":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: is not used"));
+        assert!(refused::<Settings>(r#"{"profileSource":"quota"}"#).starts_with("setting `profileSource`"));
         assert!(Full::<Settings>::parse_valid(r#"{"allowedProfiles":{"ml":["nvidia.com/mig-1g.10gb","2g.*"]}}"#).is_ok());
     }
 }

@@ -20,11 +20,8 @@
 
 mod settings;
 
-use aigov_sdk::base::text::quoted;
-use aigov_sdk::{
-    Cluster, Glob, LabelScope, LabelSite, Malformed, Operation, Policy, Request, RequiredLabels, Verdict, Workload,
-    label_sets,
-};
+use aigov_sdk::prelude::*;
+use aigov_sdk::{LabelScope, LabelSite, RequiredLabels, label_sets};
 
 pub use settings::{CLASSIFICATIONS, CLASSIFICATION_LABEL, DEFAULT_KINDS, Settings, governable};
 

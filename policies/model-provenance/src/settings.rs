@@ -2,9 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::label_key;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Exported, Glob, RequiredLabels, RuleSettings, SettingsError, WorkloadKind};
+use aigov_sdk::{Exported, RequiredLabels};
 use serde::{Deserialize, Serialize};
 
 /// The label that classifies the data a workload touches.
@@ -121,16 +122,12 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     fn ok(json: &str) -> Settings {
-        Full::<Settings>::parse_valid(json).unwrap().rule
+        accepted::<Settings>(json)
     }
 
     #[test]
@@ -158,15 +155,15 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(err(r#"{"kinds":["Deployment","Pod"]}"#).starts_with("setting `kinds[1]`: `Pod` is not a kind this rule receives; use `Deployment`"));
-        assert!(err(r#"{"kinds":["deployment"]}"#).starts_with("setting `kinds[0]`: `deployment` is not a kind"));
-        assert!(err(r#"{"kinds":[]}"#).starts_with("setting `kinds`: must list at least one kind"));
-        assert!(err(r#"{"requiredAnnotations":{},"requiredLabels":{}}"#).starts_with("setting `requiredAnnotations`: and `requiredLabels` are both empty"));
+        assert!(refused::<Settings>(r#"{"kinds":["Deployment","Pod"]}"#).starts_with("setting `kinds[1]`: `Pod` is not a kind this rule receives; use `Deployment`"));
+        assert!(refused::<Settings>(r#"{"kinds":["deployment"]}"#).starts_with("setting `kinds[0]`: `deployment` is not a kind"));
+        assert!(refused::<Settings>(r#"{"kinds":[]}"#).starts_with("setting `kinds`: must list at least one kind"));
+        assert!(refused::<Settings>(r#"{"requiredAnnotations":{},"requiredLabels":{}}"#).starts_with("setting `requiredAnnotations`: and `requiredLabels` are both empty"));
         assert!(ok(r#"{"requiredLabels":{}}"#).required_labels.0.is_empty(), "annotations alone");
-        assert!(err(r#"{"requiredAnnotations":{"ai version":[]}}"#).starts_with("setting `requiredAnnotations`: `ai version` is not a valid annotation key"));
-        assert_eq!(err(r#"{"requiredAnnotations":{"ai/version":["v*",""]}}"#), "setting `requiredAnnotations.ai/version[1]`: must not be empty");
-        assert!(err(r#"{"requiredLabels":{"data-classification":["top secret"]}}"#).starts_with("setting `requiredLabels.data-classification[0]`: `top secret` is not a valid label value"));
-        assert!(err(r#"{"requiredAnnotations":{"ai/version":"v*"}}"#).starts_with("setting `requiredAnnotations.ai/version`: invalid type: string"));
-        assert!(err(r#"{"requiredAnnotation":{}}"#).starts_with("setting `requiredAnnotation`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"requiredAnnotations":{"ai version":[]}}"#).starts_with("setting `requiredAnnotations`: `ai version` is not a valid annotation key"));
+        assert_eq!(refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":["v*",""]}}"#), "setting `requiredAnnotations.ai/version[1]`: must not be empty");
+        assert!(refused::<Settings>(r#"{"requiredLabels":{"data-classification":["top secret"]}}"#).starts_with("setting `requiredLabels.data-classification[0]`: `top secret` is not a valid label value"));
+        assert!(refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":"v*"}}"#).starts_with("setting `requiredAnnotations.ai/version`: invalid type: string"));
+        assert!(refused::<Settings>(r#"{"requiredAnnotation":{}}"#).starts_with("setting `requiredAnnotation`: unknown setting"));
     }
 }

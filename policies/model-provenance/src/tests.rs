@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use aigov_sdk::prelude::*;
 use super::*;
-use aigov_sdk::WorkloadKind;
 
 const ANN: &str = r#"{"ai/version":"v2.1.0","ai/dataset":"support-tickets-vault"}"#;
 const LABELS: &str = r#"{"data-classification":"confidential"}"#;

@@ -14,7 +14,8 @@
 
 mod settings;
 
-use aigov_sdk::{Cluster, LabelScope, Malformed, Operation, Policy, Request, Verdict, Workload};
+use aigov_sdk::prelude::*;
+use aigov_sdk::LabelScope;
 
 pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
 
@@ -61,7 +62,6 @@ aigov_sdk::export_policy!(OpencostLabels);
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::NoCluster;
 

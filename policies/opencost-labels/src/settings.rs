@@ -1,6 +1,7 @@
 //! Settings of `opencost-labels`.
 
-use aigov_sdk::{RequiredLabels, RuleSettings, SettingsError};
+use aigov_sdk::prelude::*;
+use aigov_sdk::RequiredLabels;
 use serde::{Deserialize, Serialize};
 
 /// OpenCost's team label.
@@ -64,13 +65,9 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::refused;
 
     #[test]
     fn defaults_are_the_opencost_labels() {
@@ -97,19 +94,19 @@ mod tests {
     fn unknown_keys_and_wrong_types_name_the_key() {
         // (The SDK words the two keys as "`requiredLabels` or
         // `requireOnPodTemplates`, `mode`, ..."; only the substance is pinned.)
-        let e = err(r#"{"requireOnPodTemplate":true}"#);
+        let e = refused::<Settings>(r#"{"requireOnPodTemplate":true}"#);
         assert!(e.starts_with("setting `requireOnPodTemplate`: unknown setting; known settings are `requiredLabels`"), "{e}");
         assert!(e.contains("`requireOnPodTemplates`") && e.contains("`mode`"), "{e}");
         assert_eq!(
-            err(r#"{"requireOnPodTemplates":"yes"}"#),
+            refused::<Settings>(r#"{"requireOnPodTemplates":"yes"}"#),
             "setting `requireOnPodTemplates`: invalid type: string \"yes\", expected a boolean"
         );
         assert_eq!(
-            err(r#"{"requiredLabels":["opencost.io/team"]}"#),
+            refused::<Settings>(r#"{"requiredLabels":["opencost.io/team"]}"#),
             "setting `requiredLabels`: invalid type: list, expected an object"
         );
         assert_eq!(
-            err(r#"{"requiredLabels":{"team":"ml"}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"team":"ml"}}"#),
             "setting `requiredLabels.team`: invalid type: string \"ml\", expected a list"
         );
     }
@@ -117,40 +114,40 @@ mod tests {
     #[test]
     fn contradictions_are_refused() {
         assert_eq!(
-            err(r#"{"requiredLabels":{}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{}}"#),
             "setting `requiredLabels`: must list at least one label, or the rule would check nothing"
         );
         assert_eq!(
-            err(r#"{"requiredLabels":{"opencost.io/workload-category":["training",""]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"opencost.io/workload-category":["training",""]}}"#),
             "setting `requiredLabels.opencost.io/workload-category`: allowed values must not be empty; use `[]` to allow any non-empty value"
         );
-        assert_eq!(err(r#"{"requiredLabels":{" ":[]}}"#), "setting `requiredLabels`: a label key must not be empty");
+        assert_eq!(refused::<Settings>(r#"{"requiredLabels":{" ":[]}}"#), "setting `requiredLabels`: a label key must not be empty");
     }
 
     #[test]
     fn keys_and_values_follow_kubernetes_syntax() {
         assert_eq!(
-            err(r#"{"requiredLabels":{"cost center":[]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"cost center":[]}}"#),
             "setting `requiredLabels`: `cost center` is not a valid label key: use at most 63 letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit"
         );
         assert_eq!(
-            err(r#"{"requiredLabels":{"OpenCost.io/team":[]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"OpenCost.io/team":[]}}"#),
             "setting `requiredLabels`: `OpenCost.io/team` is not a valid label key: the prefix `OpenCost.io` must be a lowercase DNS subdomain such as `example.com`"
         );
         assert_eq!(
-            err(r#"{"requiredLabels":{"opencost.io/":[]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"opencost.io/":[]}}"#),
             "setting `requiredLabels`: `opencost.io/` is not a valid label key: the name after `/` is empty"
         );
-        assert!(err(r#"{"requiredLabels":{"a/b/c":[]}}"#).contains("`a/b/c` is not a valid label key"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":{"a/b/c":[]}}"#).contains("`a/b/c` is not a valid label key"));
         assert_eq!(
-            err(r#"{"requiredLabels":{"opencost.io/workload-category":["training","data processing"]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"opencost.io/workload-category":["training","data processing"]}}"#),
             "setting `requiredLabels.opencost.io/workload-category[1]`: `data processing` is not a valid label value: use at most 63 letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit"
         );
     }
 
     #[test]
     fn pod_templates_only_needs_pod_templates() {
-        assert!(err(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
+        assert!(refused::<Settings>(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
         assert!(Full::<Settings>::parse_valid(r#"{"podTemplatesOnly":true}"#).is_ok());
     }
 }

@@ -12,11 +12,11 @@
 
 mod settings;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::decode::json::{self, Edit, quote};
 use aigov_sdk::decode::path::Path;
 use aigov_sdk::runtime::mutate::{self, changes, may_edit_template, pod_metadata_path};
 use aigov_sdk::base::names::to_label_value;
-use aigov_sdk::{Cluster, Malformed, ObjectMeta, Operation, Policy, Request, Verdict, Workload};
 
 pub use settings::Settings;
 

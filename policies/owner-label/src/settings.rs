@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, label_value};
-use aigov_sdk::{RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -67,30 +68,25 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.owner_label, "owner");
-        let s = Full::<Settings>::parse_valid(r#"{"labels":{"use-case":"customer-support-llm"},"overwrite":true}"#).unwrap().rule;
+        let s = accepted::<Settings>(r#"{"labels":{"use-case":"customer-support-llm"},"overwrite":true}"#);
         assert_eq!(s.labels.get("use-case").map(String::as_str), Some("customer-support-llm"));
     }
 
     #[test]
     fn settings_that_can_never_work_are_refused() {
-        assert!(err(r#"{"ownerLabel":"Owner Name"}"#).starts_with("setting `ownerLabel`: `Owner Name` is not a valid label key"));
-        assert!(err(r#"{"ownerAnnotation":"aigov.dev/"}"#).starts_with("setting `ownerAnnotation`"));
-        assert!(err(r#"{"labels":{"use case":"x"}}"#).starts_with("setting `labels`: `use case` is not a valid label key"));
-        assert!(err(r#"{"labels":{"use-case":"customer support"}}"#).starts_with("setting `labels.use-case`: `customer support` is not a valid label value"));
-        assert!(err(r#"{"labels":{"owner":"jane"}}"#).starts_with("setting `labels.owner`: `owner` is the owner label"));
-        assert!(err(r#"{"ownerLabels":"x"}"#).starts_with("setting `ownerLabels`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"ownerLabel":"Owner Name"}"#).starts_with("setting `ownerLabel`: `Owner Name` is not a valid label key"));
+        assert!(refused::<Settings>(r#"{"ownerAnnotation":"aigov.dev/"}"#).starts_with("setting `ownerAnnotation`"));
+        assert!(refused::<Settings>(r#"{"labels":{"use case":"x"}}"#).starts_with("setting `labels`: `use case` is not a valid label key"));
+        assert!(refused::<Settings>(r#"{"labels":{"use-case":"customer support"}}"#).starts_with("setting `labels.use-case`: `customer support` is not a valid label value"));
+        assert!(refused::<Settings>(r#"{"labels":{"owner":"jane"}}"#).starts_with("setting `labels.owner`: `owner` is the owner label"));
+        assert!(refused::<Settings>(r#"{"ownerLabels":"x"}"#).starts_with("setting `ownerLabels`: unknown setting"));
     }
 }

@@ -8,10 +8,9 @@ mod settings;
 
 use std::collections::BTreeSet;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::any_match;
 use aigov_sdk::model::scheduling::label_demand;
-use aigov_sdk::base::text::quoted;
-use aigov_sdk::{Cluster, Glob, Malformed, ObjectMeta, Path, Policy, Request, Verdict, Workload, WorkloadKind};
 
 pub use settings::{NamespaceQueues, Settings};
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::{Glob, GpuResources, RuleSettings, SettingsError};
+use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// Which queues the namespaces matching `namespaces` may use.
@@ -101,30 +101,25 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
-    use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
-        let s = Full::<Settings>::parse_valid(r#"{"allowedQueues":[{"namespaces":["team-*"],"queues":["team-*-queue"]}],"productQueues":{"NVIDIA-H100-80GB-HBM3":["h100"]}}"#).unwrap().rule;
+        let s = accepted::<Settings>(r#"{"allowedQueues":[{"namespaces":["team-*"],"queues":["team-*-queue"]}],"productQueues":{"NVIDIA-H100-80GB-HBM3":["h100"]}}"#);
         assert_eq!(s.allowed_queues.len(), 1);
     }
 
     #[test]
     fn settings_that_cannot_work_are_refused() {
-        assert!(err(r#"{"governedNamespaces":[]}"#).starts_with("setting `governedNamespaces`"));
-        assert!(err(r#"{"queueLabel":"bad label"}"#).starts_with("setting `queueLabel`"));
-        assert!(err(r#"{"allowedQueues":[{"namespaces":["a"],"queues":[]}]}"#).starts_with("setting `allowedQueues[0].queues`: must list"));
-        assert!(err(r#"{"allowedQueues":[{"namespaces":[],"queues":["q"]}]}"#).starts_with("setting `allowedQueues[0].namespaces`"));
-        assert!(err(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["no such queue"]}]}"#).starts_with("setting `allowedQueues[0].queues[0]`"));
-        assert!(err(r#"{"productQueues":{"H100":[]}}"#).starts_with("setting `productQueues.H100`"));
-        assert!(err(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["q"],"extra":1}]}"#).contains("unknown"));
+        assert!(refused::<Settings>(r#"{"governedNamespaces":[]}"#).starts_with("setting `governedNamespaces`"));
+        assert!(refused::<Settings>(r#"{"queueLabel":"bad label"}"#).starts_with("setting `queueLabel`"));
+        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":[]}]}"#).starts_with("setting `allowedQueues[0].queues`: must list"));
+        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":[],"queues":["q"]}]}"#).starts_with("setting `allowedQueues[0].namespaces`"));
+        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["no such queue"]}]}"#).starts_with("setting `allowedQueues[0].queues[0]`"));
+        assert!(refused::<Settings>(r#"{"productQueues":{"H100":[]}}"#).starts_with("setting `productQueues.H100`"));
+        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["q"],"extra":1}]}"#).contains("unknown"));
     }
 }

@@ -22,14 +22,11 @@ mod settings;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::GpuCounts;
-use aigov_sdk::base::text::count;
+
 use aigov_sdk::model::workload::KUBERAY_UNBOUNDED;
-use aigov_sdk::{
-    COMPUTE_TYPE_LABEL, Cluster, ContainerList, ContainerRef, GpuAmount, GpuFamilies, GpuResources, Malformed, MigWeights,
-    ObjectMeta, Operation, Path, Policy, PodTemplate, RayCluster, Request, Verdict, WorkerGroup, Workload,
-    compute_type_conflict,
-};
+use aigov_sdk::{COMPUTE_TYPE_LABEL, GpuAmount, GpuFamilies, MigWeights, RayCluster, WorkerGroup, compute_type_conflict};
 
 pub use settings::Settings;
 

@@ -1,6 +1,7 @@
 //! Settings of `ray-cluster-limits`.
 
-use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, GpuResources, MigWeights, RequiredLabels, RuleSettings, SettingsError};
+use aigov_sdk::prelude::*;
+use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, MigWeights, RequiredLabels};
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
@@ -140,13 +141,9 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::refused;
 
     fn ok(json: &str) -> Settings {
         let s = Full::<Settings>::parse(json).unwrap();
@@ -190,46 +187,46 @@ mod tests {
     #[test]
     fn every_limit_is_refused_in_the_same_words() {
         assert_eq!(
-            err(r#"{"maxGpusPerWorker":0}"#),
+            refused::<Settings>(r#"{"maxGpusPerWorker":0}"#),
             "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group that requests GPUs"
         );
-        assert_eq!(err(r#"{"maxGpusPerWorker":-1}"#), "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `-1`");
-        assert_eq!(err(r#"{"maxGpuWorkerReplicas":-1}"#), "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `-1`");
+        assert_eq!(refused::<Settings>(r#"{"maxGpusPerWorker":-1}"#), "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `-1`");
+        assert_eq!(refused::<Settings>(r#"{"maxGpuWorkerReplicas":-1}"#), "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `-1`");
         assert_eq!(
-            err(r#"{"maxGpuWorkerReplicas":0}"#),
+            refused::<Settings>(r#"{"maxGpuWorkerReplicas":0}"#),
             "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group that requests GPUs"
         );
         assert_eq!(
-            err(r#"{"maxCpuWorkerReplicas":0}"#),
+            refused::<Settings>(r#"{"maxCpuWorkerReplicas":0}"#),
             "setting `maxCpuWorkerReplicas`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group without GPUs"
         );
-        assert_eq!(err(r#"{"maxTotalGpus":-8}"#), "setting `maxTotalGpus`: must be a whole number, 1 or more, not `-8`");
-        assert!(err(r#"{"maxTotalGpus":0}"#).ends_with("use `null` for no cap"));
-        assert_eq!(err(r#"{"maxGpusPerHead":-1}"#), "setting `maxGpusPerHead`: must be a whole number, 0 or more, not `-1`");
+        assert_eq!(refused::<Settings>(r#"{"maxTotalGpus":-8}"#), "setting `maxTotalGpus`: must be a whole number, 1 or more, not `-8`");
+        assert!(refused::<Settings>(r#"{"maxTotalGpus":0}"#).ends_with("use `null` for no cap"));
+        assert_eq!(refused::<Settings>(r#"{"maxGpusPerHead":-1}"#), "setting `maxGpusPerHead`: must be a whole number, 0 or more, not `-1`");
         // Wrong types say the same: a whole number.
-        assert_eq!(err(r#"{"maxGpusPerWorker":"4"}"#), "setting `maxGpusPerWorker`: invalid type: string \"4\", expected a whole number");
-        assert!(err(r#"{"maxGpusPerWorker":2.5}"#).starts_with("setting `maxGpusPerWorker`: invalid type: floating point `2.5`, expected a whole number"));
-        assert!(err(r#"{"maxTotalGpus":18446744073709551615}"#).starts_with("setting `maxTotalGpus`: invalid value: integer `18446744073709551615`, expected a whole number"));
+        assert_eq!(refused::<Settings>(r#"{"maxGpusPerWorker":"4"}"#), "setting `maxGpusPerWorker`: invalid type: string \"4\", expected a whole number");
+        assert!(refused::<Settings>(r#"{"maxGpusPerWorker":2.5}"#).starts_with("setting `maxGpusPerWorker`: invalid type: floating point `2.5`, expected a whole number"));
+        assert!(refused::<Settings>(r#"{"maxTotalGpus":18446744073709551615}"#).starts_with("setting `maxTotalGpus`: invalid value: integer `18446744073709551615`, expected a whole number"));
     }
 
     #[test]
     fn other_wrong_types_are_refused_by_parsing() {
-        assert!(err(r#"{"requiredLabels":["team"]}"#).starts_with("setting `requiredLabels`: invalid type: list"));
-        assert!(err(r#"{"maxGpuPerWorker":4}"#).starts_with("setting `maxGpuPerWorker`: unknown setting"));
-        assert!(err(r#"{"migWeights":[]}"#).starts_with("setting `migWeights`: invalid type: list"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":["team"]}"#).starts_with("setting `requiredLabels`: invalid type: list"));
+        assert!(refused::<Settings>(r#"{"maxGpuPerWorker":4}"#).starts_with("setting `maxGpuPerWorker`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"migWeights":[]}"#).starts_with("setting `migWeights`: invalid type: list"));
     }
 
     #[test]
     fn label_requirements_are_checked() {
         assert_eq!(
-            err(r#"{"requiredLabels":{"team":[""]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"team":[""]}}"#),
             "setting `requiredLabels.team`: allowed values must not be empty; use `[]` to allow any non-empty value"
         );
-        assert!(err(r#"{"requiredLabels":{"cost center":[]}}"#).starts_with("setting `requiredLabels`: `cost center` is not a valid label key"));
-        assert!(err(r#"{"requiredLabels":{"Example.com/team":[]}}"#).contains("the prefix `Example.com` must be a lowercase DNS subdomain"));
-        assert!(err(r#"{"requiredLabels":{"example.com/":[]}}"#).contains("is not a valid label key"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":{"cost center":[]}}"#).starts_with("setting `requiredLabels`: `cost center` is not a valid label key"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":{"Example.com/team":[]}}"#).contains("the prefix `Example.com` must be a lowercase DNS subdomain"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":{"example.com/":[]}}"#).contains("is not a valid label key"));
         assert_eq!(
-            err(r#"{"requiredLabels":{"workload-type":["training","fine tuning"]}}"#),
+            refused::<Settings>(r#"{"requiredLabels":{"workload-type":["training","fine tuning"]}}"#),
             format!("setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {}", aigov_sdk::base::names::NAME_RULE)
         );
         assert!(ok(r#"{"requiredLabels":{"example.com/team":[],"tier":["A_1","b.2"]}}"#).required_labels.0.len() == 2);
@@ -237,7 +234,7 @@ mod tests {
 
     #[test]
     fn gpu_resource_names_are_checked() {
-        assert!(err(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
+        assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
         assert_eq!(ok(r#"{"gpuResourceNames":["habana.ai/gaudi"]}"#).gpu_resource_names.0.len(), 1);
     }
 
@@ -246,17 +243,17 @@ mod tests {
         let s = ok(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":0.25,"nvidia.com/mig-2g.12gb":0.5}}"#);
         assert_eq!(s.mig_weights.0.len(), 2);
         assert_eq!(
-            err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":0}}"#),
+            refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":0}}"#),
             "setting `migWeights.nvidia.com/mig-1g.6gb`: `0` is not a fraction of a GPU: use a number above 0 and at most 1"
         );
-        assert!(err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":1.5}}"#).contains("is not a fraction of a GPU"));
-        assert!(err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":"a quarter"}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`: invalid type: string"));
+        assert!(refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":1.5}}"#).contains("is not a fraction of a GPU"));
+        assert!(refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":"a quarter"}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`: invalid type: string"));
         assert_eq!(
-            err(r#"{"migWeights":{"nvidia.com/gpu":0.5}}"#),
+            refused::<Settings>(r#"{"migWeights":{"nvidia.com/gpu":0.5}}"#),
             "setting `migWeights.nvidia.com/gpu`: only MIG profiles (`nvidia.com/mig-<g>g.<memory>gb`) take a weight; every other GPU resource counts one GPU per unit"
         );
         assert_eq!(
-            err(r#"{"gpuResourceNames":["nvidia.com/gpu"],"migWeights":{"nvidia.com/mig-1g.6gb":0.25}}"#),
+            refused::<Settings>(r#"{"gpuResourceNames":["nvidia.com/gpu"],"migWeights":{"nvidia.com/mig-1g.6gb":0.25}}"#),
             "setting `migWeights.nvidia.com/mig-1g.6gb`: `nvidia.com/mig-1g.6gb` is not a GPU by `gpuResourceNames`, so this weight would never apply"
         );
     }

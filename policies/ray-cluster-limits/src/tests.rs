@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use aigov_sdk::prelude::*;
 use super::*;
-use aigov_sdk::{NoCluster, ValidationResponse, WorkloadKind};
+use aigov_sdk::{NoCluster, ValidationResponse};
 
 const LABELS: &str = r#"{"team":"ml","cost-center":"cc-1","workload-type":"training","compute-type":"mixed"}"#;
 const CPU_LABELS: &str = r#"{"team":"ml","cost-center":"cc-1","workload-type":"training","compute-type":"cpu"}"#;

@@ -18,11 +18,12 @@ mod settings;
 use std::cell::LazyCell;
 use std::fmt;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::GpuFamilies;
 use aigov_sdk::model::pod::{RawQuantity, ResourceList};
-use aigov_sdk::base::text::{count, quoted};
+
 use aigov_sdk::model::workload::ContainerList;
-use aigov_sdk::{Cluster, ContainerRef, GpuCounts, Malformed, Operation, Policy, PodTemplate, Quantity, Request, Role, Verdict};
+use aigov_sdk::{GpuCounts, Quantity};
 
 pub use settings::Settings;
 

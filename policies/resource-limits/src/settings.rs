@@ -1,7 +1,8 @@
 //! Settings of `resource-limits`.
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::label_key;
-use aigov_sdk::{GpuResources, MigWeights, RuleSettings, SettingsError};
+use aigov_sdk::MigWeights;
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -90,16 +91,12 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     fn ok(json: &str) -> Settings {
-        Full::<Settings>::parse_valid(json).unwrap().rule
+        accepted::<Settings>(json)
     }
 
     #[test]
@@ -125,23 +122,23 @@ mod tests {
     #[test]
     fn settings_that_can_never_hold_are_refused() {
         assert_eq!(
-            err(r#"{"maxGpusPerPod":0}"#),
+            refused::<Settings>(r#"{"maxGpusPerPod":0}"#),
             "setting `maxGpusPerPod`: must be at least 1, or every workload that requests GPUs would be rejected; use `null` for no cap"
         );
-        assert!(err(r#"{"maxGpusPerContainer":0}"#).starts_with("setting `maxGpusPerContainer`: must be at least 1"));
-        assert!(err(r#"{"maxGpusPerContainer":8,"maxGpusPerPod":4}"#).starts_with("setting `maxGpusPerContainer`: `8` is above `maxGpusPerPod` (`4`)"));
-        assert!(err(r#"{"requiredLimits":["cpu",""]}"#).starts_with("setting `requiredLimits[1]`: must not be empty"));
-        assert!(err(r#"{"requiredLimits":["CPU limit"]}"#).starts_with("setting `requiredLimits[0]`: `CPU limit` is not a resource name"));
-        assert!(err(r#"{"requiredLimits":["cpu","nvidia.com/gpu"]}"#).starts_with("setting `requiredLimits[1]`: `nvidia.com/gpu` is a GPU resource"));
-        assert!(err(r#"{"requiredLimits":["cpu","cpu"]}"#).starts_with("setting `requiredLimits[1]`: `cpu` is listed twice"));
-        assert!(err(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":2}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`"));
-        assert!(err(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
+        assert!(refused::<Settings>(r#"{"maxGpusPerContainer":0}"#).starts_with("setting `maxGpusPerContainer`: must be at least 1"));
+        assert!(refused::<Settings>(r#"{"maxGpusPerContainer":8,"maxGpusPerPod":4}"#).starts_with("setting `maxGpusPerContainer`: `8` is above `maxGpusPerPod` (`4`)"));
+        assert!(refused::<Settings>(r#"{"requiredLimits":["cpu",""]}"#).starts_with("setting `requiredLimits[1]`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"requiredLimits":["CPU limit"]}"#).starts_with("setting `requiredLimits[0]`: `CPU limit` is not a resource name"));
+        assert!(refused::<Settings>(r#"{"requiredLimits":["cpu","nvidia.com/gpu"]}"#).starts_with("setting `requiredLimits[1]`: `nvidia.com/gpu` is a GPU resource"));
+        assert!(refused::<Settings>(r#"{"requiredLimits":["cpu","cpu"]}"#).starts_with("setting `requiredLimits[1]`: `cpu` is listed twice"));
+        assert!(refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":2}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`"));
+        assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
     }
 
     #[test]
     fn unknown_keys_and_wrong_types_name_the_key() {
-        assert!(err(r#"{"requiredLimit":["cpu"]}"#).starts_with("setting `requiredLimit`: unknown setting"));
-        assert!(err(r#"{"requiredLimits":"cpu"}"#).starts_with("setting `requiredLimits`: invalid type: string"));
-        assert!(err(r#"{"maxGpusPerPod":-1}"#).starts_with("setting `maxGpusPerPod`: invalid value: integer `-1`"));
+        assert!(refused::<Settings>(r#"{"requiredLimit":["cpu"]}"#).starts_with("setting `requiredLimit`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"requiredLimits":"cpu"}"#).starts_with("setting `requiredLimits`: invalid type: string"));
+        assert!(refused::<Settings>(r#"{"maxGpusPerPod":-1}"#).starts_with("setting `maxGpusPerPod`: invalid value: integer `-1`"));
     }
 }

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use aigov_sdk::prelude::*;
 use super::*;
-use aigov_sdk::{Workload, WorkloadKind};
 
 /// (violations, warnings) of a workload.
 fn run_with(kind: WorkloadKind, json: &str, s: &Settings) -> Result<(Vec<String>, Vec<String>), Malformed> {

@@ -3,6 +3,10 @@
 //! import each other in no circle. Read from the sources: every
 //! `crate::<layer>::<module>` a module names outside its tests.
 
+// A test crate: its helpers may unwrap and index as its tests do
+// (clippy.toml allows that in `#[test]` functions only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,10 @@
 //! Workload extraction for every supported kind: which templates are found,
 //! at which paths, and how GPUs are counted.
 
+// A test crate: its helpers may unwrap and index as its tests do
+// (clippy.toml allows that in `#[test]` functions only).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 
 use aigov_sdk::model::workload::Workload;
 use aigov_sdk::model::kind::WorkloadKind;

@@ -17,10 +17,9 @@ mod settings;
 
 use std::collections::BTreeSet;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::scheduling::{LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates};
 use aigov_sdk::model::pod::NodeSelectorTerm;
-use aigov_sdk::base::text::quoted;
-use aigov_sdk::{Cluster, LookupError, Malformed, Namespace, Path, Policy, PodTemplate, Request, Verdict};
 
 pub use settings::{RequirePool, Settings, WithoutTenant};
 
@@ -79,13 +78,7 @@ impl Policy for TenantNodePools {
                     || match settings.require_pool {
                         RequirePool::All => true,
                         RequirePool::Gpu => !template
-                            .gpu_use(
-                                &settings.gpu_resource_names,
-                                ns,
-                                cluster,
-                                settings.resource_claims.lookup(),
-                                settings.on_lookup_error,
-                                (", so whether its pods must run on their tenant's pool cannot be decided", "; admitted"),
+                            .gpu_use(settings.gpu_sources(), ns, cluster, (", so whether its pods must run on their tenant's pool cannot be decided", "; admitted"),
                                 &mut verdict,
                             )?
                             .is_empty(),

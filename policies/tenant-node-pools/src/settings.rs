@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, name_part};
 use aigov_sdk::model::scheduling::TaintSetting;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, GpuResources, OnLookupError, ResolvedClaims, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -146,19 +147,22 @@ impl RuleSettings for Settings {
     }
 }
 
+impl Settings {
+    /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
+    pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
+        aigov_sdk::cluster::gpu::GpuSources { resources: &self.gpu_resource_names, claims: self.resource_claims.lookup(), on_lookup_error: self.on_lookup_error }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         let s = Full::<Settings>::parse_valid(r#"{"tenantLabel":null,"tenants":{"team-a":["team-a","team-a-*"],"team-b":["team-b-*"]},"withoutTenant":"sharedPool","poolTaint":null}"#)
             .unwrap()
@@ -170,13 +174,13 @@ mod tests {
 
     #[test]
     fn contradictions_are_refused() {
-        assert!(err(r#"{"tenantLabel":null}"#).starts_with("setting `tenants`: must name at least one tenant"));
-        assert!(err(r#"{"tenants":{"Team A":["a-*"]}}"#).starts_with("setting `tenants`: `Team A` cannot be a tenant"));
-        assert!(err(r#"{"tenants":{"a":[]}}"#).starts_with("setting `tenants.a`: must list at least one"));
-        assert!(err(r#"{"tenants":{"a":[""]}}"#).starts_with("setting `tenants.a[0]`: must not be empty"));
-        assert!(err(r#"{"poolTaint":{"key":"tenant","value":"a"}}"#).starts_with("setting `poolTaint.value`"));
-        assert!(err(r#"{"withoutTenant":"sharedPool","sharedPool":"a","tenants":{"a":["a-*"]}}"#).starts_with("setting `sharedPool`: `a` is also a tenant"));
-        assert!(err(r#"{"withoutTenant":"shared"}"#).contains("withoutTenant"));
-        assert!(err(r#"{"poolLabel":"node pool"}"#).starts_with("setting `poolLabel`"));
+        assert!(refused::<Settings>(r#"{"tenantLabel":null}"#).starts_with("setting `tenants`: must name at least one tenant"));
+        assert!(refused::<Settings>(r#"{"tenants":{"Team A":["a-*"]}}"#).starts_with("setting `tenants`: `Team A` cannot be a tenant"));
+        assert!(refused::<Settings>(r#"{"tenants":{"a":[]}}"#).starts_with("setting `tenants.a`: must list at least one"));
+        assert!(refused::<Settings>(r#"{"tenants":{"a":[""]}}"#).starts_with("setting `tenants.a[0]`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"poolTaint":{"key":"tenant","value":"a"}}"#).starts_with("setting `poolTaint.value`"));
+        assert!(refused::<Settings>(r#"{"withoutTenant":"sharedPool","sharedPool":"a","tenants":{"a":["a-*"]}}"#).starts_with("setting `sharedPool`: `a` is also a tenant"));
+        assert!(refused::<Settings>(r#"{"withoutTenant":"shared"}"#).contains("withoutTenant"));
+        assert!(refused::<Settings>(r#"{"poolLabel":"node pool"}"#).starts_with("setting `poolLabel`"));
     }
 }

@@ -18,11 +18,11 @@ mod settings;
 
 use std::fmt;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::image::ImageRef;
 use aigov_sdk::model::pod::EnvVar;
-use aigov_sdk::base::text::quoted;
+
 use aigov_sdk::model::workload::ModelStorage;
-use aigov_sdk::{Cluster, ContainerRef, Malformed, Policy, PodTemplate, Request, Role, Verdict, Workload};
 
 pub use pattern::ImagePattern;
 pub use settings::Settings;
@@ -292,7 +292,6 @@ aigov_sdk::export_policy!(TrustedSources);
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::{Glob, NoCluster};
 

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use aigov_sdk::Glob;
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob;
 use aigov_sdk::cluster::image::ImageRef;
 
@@ -146,7 +146,6 @@ pub fn pin(location: &str) -> Pin {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     const C: &str = "0123456789abcdef0123456789abcdef01234567";

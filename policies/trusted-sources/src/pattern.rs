@@ -109,7 +109,6 @@ impl<'p> ImagePattern<'p> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     fn m(pattern: &str, image: &str) -> bool {

@@ -1,7 +1,8 @@
 //! Settings of `trusted-sources`.
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 use super::pattern::ImagePattern;
@@ -163,20 +164,16 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::refused;
 
     const OK: &str = r#""allowedImages":["nvcr.io/nvidia/*"],"allowedModelSources":["s3://ml-models/*"]"#;
 
     #[test]
     fn there_is_no_default_list() {
-        assert!(err("{}").starts_with("setting `allowedImages`: must list the images workloads may use; there is no safe default"));
-        assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"]}"#).starts_with("setting `allowedModelSources`: must list"));
+        assert!(refused::<Settings>("{}").starts_with("setting `allowedImages`: must list the images workloads may use; there is no safe default"));
+        assert!(refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"]}"#).starts_with("setting `allowedModelSources`: must list"));
         let s = Full::<Settings>::parse_valid(&format!("{{{OK}}}")).unwrap().rule;
         assert!(s.check_model_sources && s.model_args && !s.require_digest && !s.forbid_latest_tag);
         assert_eq!(s.model_uri_prefixes.len(), 6);
@@ -185,22 +182,22 @@ mod tests {
 
     #[test]
     fn patterns_that_can_never_match_are_refused() {
-        assert!(err(r#"{"allowedImages":["nginx"]}"#).contains("write `docker.io/library/nginx`"));
-        assert!(err(&format!(r#"{{{OK},"allowedModelSources":["ml-models/*"]}}"#)).starts_with("setting `allowedModelSources[0]`: `ml-models/*` names no scheme"));
-        assert!(err(&format!(r#"{{{OK},"allowedModelSources":["S3://x/*"]}}"#)).contains("write `s3://`"));
-        assert!(err(&format!(r#"{{{OK},"modelUriPrefixes":["s3:"]}}"#)).starts_with("setting `modelUriPrefixes[0]`"));
-        assert!(err(&format!(r#"{{{OK},"modelEnvNames":[""]}}"#)).starts_with("setting `modelEnvNames[0]`"));
+        assert!(refused::<Settings>(r#"{"allowedImages":["nginx"]}"#).contains("write `docker.io/library/nginx`"));
+        assert!(refused::<Settings>(&format!(r#"{{{OK},"allowedModelSources":["ml-models/*"]}}"#)).starts_with("setting `allowedModelSources[0]`: `ml-models/*` names no scheme"));
+        assert!(refused::<Settings>(&format!(r#"{{{OK},"allowedModelSources":["S3://x/*"]}}"#)).contains("write `s3://`"));
+        assert!(refused::<Settings>(&format!(r#"{{{OK},"modelUriPrefixes":["s3:"]}}"#)).starts_with("setting `modelUriPrefixes[0]`"));
+        assert!(refused::<Settings>(&format!(r#"{{{OK},"modelEnvNames":[""]}}"#)).starts_with("setting `modelEnvNames[0]`"));
     }
 
     #[test]
     fn contradictions_are_refused() {
-        assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"allowedModelSources":["s3://x/*"]}"#)
+        assert!(refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"allowedModelSources":["s3://x/*"]}"#)
             .starts_with("setting `allowedModelSources`: has no effect"));
-        assert!(err(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"requirePinnedModels":true}"#)
+        assert!(refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"requirePinnedModels":true}"#)
             .starts_with("setting `requirePinnedModels`: needs `checkModelSources: true`"));
-        assert!(err(&format!(r#"{{{OK},"immutableModelSources":["s3://x/*"]}}"#)).starts_with("setting `immutableModelSources`: has no effect"));
+        assert!(refused::<Settings>(&format!(r#"{{{OK},"immutableModelSources":["s3://x/*"]}}"#)).starts_with("setting `immutableModelSources`: has no effect"));
         assert_eq!(
-            err(r#"{"allowedImages":["nvcr.io/nvidia/*","docker.io/rayproject/ray:2.*"],"requireDigest":true,"checkModelSources":false}"#),
+            refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*","docker.io/rayproject/ray:2.*"],"requireDigest":true,"checkModelSources":false}"#),
             "setting `allowedImages[1]`: `docker.io/rayproject/ray:2.*` names a tag, but with `requireDigest` every image carries a digest, \
              and the container runtime pulls the digest and ignores a tag beside it, so no image can match: allow the repository \
              (`docker.io/rayproject/ray`) or a digest (`docker.io/rayproject/ray@sha256:<digest>`)"
@@ -208,6 +205,6 @@ mod tests {
         let d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
         Full::<Settings>::parse_valid(&format!(r#"{{"allowedImages":["docker.io/rayproject/ray:2.9.0@{d}"],"requireDigest":true,"checkModelSources":false}}"#))
             .expect("a tag beside a digest is allowed (and ignored)");
-        assert!(err(&format!(r#"{{{OK},"allowedImage":[]}}"#)).starts_with("setting `allowedImage`: unknown setting"));
+        assert!(refused::<Settings>(&format!(r#"{{{OK},"allowedImage":[]}}"#)).starts_with("setting `allowedImage`: unknown setting"));
     }
 }

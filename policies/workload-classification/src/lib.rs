@@ -15,10 +15,8 @@
 
 mod settings;
 
-use aigov_sdk::{
-    COMPUTE_TYPE_LABEL, Cluster, LabelScope, LabelSet, Malformed, Operation, Policy, PodTemplate, Request, Role, Verdict, Workload,
-    compute_type_conflict, label_sets,
-};
+use aigov_sdk::prelude::*;
+use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, compute_type_conflict, label_sets};
 
 pub use settings::{Settings, WORKLOAD_TYPES};
 

@@ -1,6 +1,7 @@
 //! Settings of `workload-classification`.
 
-use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, GpuResources, RequiredLabels, RuleSettings, SettingsError};
+use aigov_sdk::prelude::*;
+use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, RequiredLabels};
 use serde::{Deserialize, Serialize};
 
 /// The workload types of the seed's data platform.
@@ -71,17 +72,13 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults_are_the_seeds() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         let json = Full::<Settings>::default().to_json();
         assert_eq!(
@@ -93,11 +90,11 @@ mod tests {
 
     #[test]
     fn contradictions_are_refused() {
-        assert!(err(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
-        assert!(err(r#"{"requiredLabels":{},"checkComputeType":false}"#).starts_with("setting `requiredLabels`: must list at least one label"));
+        assert!(refused::<Settings>(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":{},"checkComputeType":false}"#).starts_with("setting `requiredLabels`: must list at least one label"));
         assert!(Full::<Settings>::parse_valid(r#"{"requiredLabels":{}}"#).is_ok(), "the compute-type check alone");
-        assert!(err(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#).starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value"));
-        assert!(err(r#"{"requiredLabel":{}}"#).starts_with("setting `requiredLabel`: unknown setting"));
-        assert!(err(r#"{"gpuResourceNames":[""]}"#).starts_with("setting `gpuResourceNames[0]`: must not be empty"));
+        assert!(refused::<Settings>(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#).starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value"));
+        assert!(refused::<Settings>(r#"{"requiredLabel":{}}"#).starts_with("setting `requiredLabel`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"gpuResourceNames":[""]}"#).starts_with("setting `gpuResourceNames[0]`: must not be empty"));
     }
 }

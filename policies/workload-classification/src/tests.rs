@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use aigov_sdk::prelude::*;
 use super::*;
-use aigov_sdk::WorkloadKind;
 
 const CPU: &str = r#"{"team":"fraud","cost-center":"cc-42","workload-type":"data-processing","compute-type":"cpu"}"#;
 const GPU: &str = r#"{"team":"fraud","cost-center":"cc-42","workload-type":"ml-training","compute-type":"gpu"}"#;

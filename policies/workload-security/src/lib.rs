@@ -19,9 +19,8 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::model::pod::{Profile, SecurityContext};
-use aigov_sdk::base::text::quoted;
-use aigov_sdk::{Cluster, ContainerRef, Malformed, Path, Policy, PodTemplate, Request, Role, Verdict, Workload};
 
 pub use settings::{AllowedHostPath, PrivilegeEscalation, Settings, default_credential_names};
 
@@ -579,7 +578,6 @@ aigov_sdk::export_policy!(WorkloadSecurity);
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

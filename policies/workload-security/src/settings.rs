@@ -1,7 +1,8 @@
 //! Settings of `workload-security`.
 
+use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
-use aigov_sdk::{Glob, RuleSettings, SettingsError};
+
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -169,17 +170,13 @@ impl RuleSettings for Settings {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-
-    fn err(json: &str) -> String {
-        Full::<Settings>::parse_valid(json).expect_err("settings must be refused").to_string()
-    }
+    use aigov_sdk::testing::settings::{refused, accepted};
 
     #[test]
     fn defaults_turn_every_check_on_but_require_false() {
-        let s = Full::<Settings>::parse_valid("{}").unwrap().rule;
+        let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         assert_eq!(s.privilege_escalation, PrivilegeEscalation::ForbidTrue);
         assert!(s.forbid_host_pid && s.forbid_host_ipc && s.require_seccomp);
@@ -195,19 +192,19 @@ mod tests {
 
     #[test]
     fn contradictions_and_impossible_values_are_refused() {
-        assert!(err(r#"{"restrictAddedCapabilities":false,"allowedCapabilities":["NET_ADMIN"]}"#).starts_with("setting `allowedCapabilities`: has no effect"));
-        assert!(err(r#"{"allowedCapabilities":["NET ADMIN"]}"#).starts_with("setting `allowedCapabilities[0]`: `NET ADMIN` is not a capability"));
-        assert!(err(r#"{"allowedHostPaths":[{"pathPrefix":"mnt/models"}]}"#).starts_with("setting `allowedHostPaths[0].pathPrefix`: `mnt/models` is not an absolute path"));
-        assert!(err(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt/../etc"}]}"#).contains("contains `..`"));
-        assert!(err(r#"{"restrictHostPath":false,"allowedHostPaths":[{"pathPrefix":"/mnt"}]}"#).starts_with("setting `allowedHostPaths`: has no effect"));
-        assert!(err(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt","readonly":true}]}"#).starts_with("setting `allowedHostPaths[0].readonly`: unknown setting"));
-        assert!(err(r#"{"credentialEnvNames":[]}"#).starts_with("setting `credentialEnvNames`: must list"));
-        assert!(err(r#"{"credentialEnvNames":[""]}"#).starts_with("setting `credentialEnvNames[0]`"));
-        assert!(err(r#"{"privilegeEscalation":"false"}"#).starts_with("setting `privilegeEscalation`"));
-        assert!(err(r#"{"forbidHostPid":false}"#).starts_with("setting `forbidHostPid`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"restrictAddedCapabilities":false,"allowedCapabilities":["NET_ADMIN"]}"#).starts_with("setting `allowedCapabilities`: has no effect"));
+        assert!(refused::<Settings>(r#"{"allowedCapabilities":["NET ADMIN"]}"#).starts_with("setting `allowedCapabilities[0]`: `NET ADMIN` is not a capability"));
+        assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"mnt/models"}]}"#).starts_with("setting `allowedHostPaths[0].pathPrefix`: `mnt/models` is not an absolute path"));
+        assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt/../etc"}]}"#).contains("contains `..`"));
+        assert!(refused::<Settings>(r#"{"restrictHostPath":false,"allowedHostPaths":[{"pathPrefix":"/mnt"}]}"#).starts_with("setting `allowedHostPaths`: has no effect"));
+        assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt","readonly":true}]}"#).starts_with("setting `allowedHostPaths[0].readonly`: unknown setting"));
+        assert!(refused::<Settings>(r#"{"credentialEnvNames":[]}"#).starts_with("setting `credentialEnvNames`: must list"));
+        assert!(refused::<Settings>(r#"{"credentialEnvNames":[""]}"#).starts_with("setting `credentialEnvNames[0]`"));
+        assert!(refused::<Settings>(r#"{"privilegeEscalation":"false"}"#).starts_with("setting `privilegeEscalation`"));
+        assert!(refused::<Settings>(r#"{"forbidHostPid":false}"#).starts_with("setting `forbidHostPid`: unknown setting"));
         let all_off = r#"{"requireRunAsNonRoot":false,"forbidPrivileged":false,"privilegeEscalation":"unchecked","requireDropNetRaw":false,
             "restrictAddedCapabilities":false,"restrictHostPath":false,"forbidHostNetwork":false,"forbidHostPID":false,"forbidHostIPC":false,
             "requireSeccomp":false,"forbidUnconfinedAppArmor":false,"forbidPlainCredentials":false}"#;
-        assert!(err(all_off).starts_with("every check is off"));
+        assert!(refused::<Settings>(all_off).starts_with("every check is off"));
     }
 }

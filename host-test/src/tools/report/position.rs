@@ -190,7 +190,6 @@ fn parse_path(text: &str) -> Option<Vec<Step>> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     const TEXT: &str = "\

@@ -128,7 +128,6 @@ pub fn indent(text: &str, pad: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
 
     #[test]

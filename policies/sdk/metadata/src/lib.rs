@@ -608,7 +608,6 @@ fn is_semver(v: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
 
     const GOOD: &str = r#"

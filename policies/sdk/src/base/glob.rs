@@ -113,6 +113,18 @@ pub fn any_match(patterns: &[Glob], text: &str) -> bool {
     patterns.iter().any(|p| p.matches(text))
 }
 
+/// Refuses empty patterns in a list setting: an empty namespace pattern
+/// would exempt cluster-scoped objects without anyone meaning it. `key` is
+/// written only into an error (`&format_args!(..)` builds one for free).
+pub fn non_empty_patterns(key: &dyn fmt::Display, list: &[Glob]) -> Result<(), crate::base::rule_settings::SettingsError> {
+    for (i, g) in list.iter().enumerate() {
+        if g.as_str().trim().is_empty() {
+            return Err(crate::base::rule_settings::SettingsError::new(format!("{key}[{i}]"), "must not be empty"));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,16 +182,4 @@ mod tests {
         assert!(!m(&format!("{}b", "*a".repeat(50)), &text));
         assert!(m(&"*a".repeat(50), &text));
     }
-}
-
-/// Refuses empty patterns in a list setting: an empty namespace pattern
-/// would exempt cluster-scoped objects without anyone meaning it. `key` is
-/// written only into an error (`&format_args!(..)` builds one for free).
-pub fn non_empty_patterns(key: &dyn fmt::Display, list: &[Glob]) -> Result<(), crate::base::rule_settings::SettingsError> {
-    for (i, g) in list.iter().enumerate() {
-        if g.as_str().trim().is_empty() {
-            return Err(crate::base::rule_settings::SettingsError::new(format!("{key}[{i}]"), "must not be empty"));
-        }
-    }
-    Ok(())
 }

@@ -725,20 +725,29 @@ impl PodTemplate<'_> {
     /// "does this pod hold GPUs" for every rule that asks it.
     pub fn gpu_use(
         &self,
-        gpus: &GpuResources,
+        sources: GpuSources<'_>,
         namespace: &str,
         cluster: &dyn Cluster,
-        claims: ClaimLookup<'_>,
-        on: OnLookupError,
         lookup_needed_for: (&str, &str),
         verdict: &mut dyn Report,
     ) -> Result<GpuUse, Malformed> {
-        let requests = self.gpu_requests(gpus)?;
-        let resolve = claims.resolve;
-        let found = self.claims_or_report(namespace, cluster, claims, on, lookup_needed_for, verdict)?;
-        let unresolved = !self.spec.resource_claims.is_empty() && (!resolve || found.is_none());
+        let requests = self.gpu_requests(sources.resources)?;
+        let found = self.claims_or_report(namespace, cluster, sources.claims, sources.on_lookup_error, lookup_needed_for, verdict)?;
+        let unresolved = !self.spec.resource_claims.is_empty() && (!sources.claims.resolve || found.is_none());
         Ok(GpuUse { requests, claims: found.unwrap_or_default(), unresolved })
     }
+}
+
+/// Where a rule finds GPUs: its `gpuResourceNames`, `resourceClaims` and
+/// `onLookupError` settings, as [`PodTemplate::gpu_use`] reads them.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuSources<'s> {
+    /// Extended resources that count as GPUs.
+    pub resources: &'s GpuResources,
+    /// Whether and how resource claims are read.
+    pub claims: ClaimLookup<'s>,
+    /// What a failed claim lookup does.
+    pub on_lookup_error: OnLookupError,
 }
 
 /// What a pod template holds GPUs through ([`PodTemplate::gpu_use`]).
@@ -801,7 +810,6 @@ impl ClaimedGpus {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

@@ -242,7 +242,6 @@ impl fmt::Display for CalledFor<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use crate::decode::path::Path;
     use crate::model::workload::ContainerList;

@@ -285,7 +285,6 @@ impl Cluster for NoCluster {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::model::listed::{list_items, list_pods, object_meta};
 

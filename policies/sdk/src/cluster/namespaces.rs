@@ -223,7 +223,6 @@ impl<'c> Namespace<'c> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use std::cell::Cell;
 
     use super::*;

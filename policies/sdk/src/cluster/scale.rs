@@ -105,7 +105,6 @@ impl ScaleChange {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn request(resource: &str, group: &str, object: &str, old: &str) -> String {

@@ -700,7 +700,6 @@ macro_rules! decode_struct {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     fn err(text: &str) -> DecError {

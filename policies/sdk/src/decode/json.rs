@@ -563,7 +563,6 @@ pub fn apply(text: &str, edits: &[Edit]) -> Result<String, EditError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

@@ -165,7 +165,6 @@ pub fn validate_parts(key: &str, match_labels: &BTreeMap<String, String>, match_
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::decode::dec::Str;
 

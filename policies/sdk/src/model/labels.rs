@@ -342,7 +342,6 @@ pub fn compute_type_conflict(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::decode::dec::Str;
 

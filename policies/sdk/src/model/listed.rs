@@ -139,7 +139,6 @@ pub fn object_meta<'a>(json: &'a str, what: &str) -> Result<crate::model::pod::O
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use crate::model::listed::list_pods;
     use crate::cluster::gpu::GpuResources;
 use crate::model::workload::Workload;

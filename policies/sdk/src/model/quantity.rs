@@ -190,7 +190,6 @@ impl Quantity {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     fn units(s: &str) -> u64 {

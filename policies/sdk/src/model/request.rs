@@ -452,7 +452,6 @@ pub struct ConnectOptions<'a> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
     use crate::decode::explain::friendly;
     use std::borrow::Cow;

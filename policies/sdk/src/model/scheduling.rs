@@ -285,7 +285,6 @@ pub fn node_fits<'l>(spec: &PodSpec<'_>, labels: &dyn Fn(&str) -> Option<&'l str
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::decode::dec::Str;
 

@@ -315,7 +315,6 @@ fn merge(answers: Vec<(&'static str, ValidationResponse)>, mutated: Option<Strin
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -287,7 +287,6 @@ pub fn require_nodes(t: &PodTemplate<'_>, requirements: &[(&str, &str, &[&str])]
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::decode::json::apply;
     use crate::model::workload::Workload;

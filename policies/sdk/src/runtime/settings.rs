@@ -499,7 +499,6 @@ fn describe(text: &str, err: &serde_json::Error, key: &str) -> SettingsError {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
 
     #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -482,7 +482,6 @@ pub fn mutate(data: &[u8], seed: u32) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::{check_listed_pods, has_duplicate_keys, names_rust_type, pruned_to_listed};
 
     #[test]
