@@ -104,8 +104,8 @@ aigov: setup
 ## Both guest builds of every rule, with the size-tuned `wasm` profile, and
 ## of the bundle (its own profile: it links the rules without their exports).
 wasm: setup
-	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %)
-	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %)
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -p rule-template
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %) -p rule-template
 	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-wasip1 -p aigov-bundle
 	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile bundle --target wasm32-unknown-unknown -p aigov-bundle
 
@@ -131,6 +131,14 @@ artifacts: wasm aigov
 	$(AIGOV) componentize target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm \
 	  -o $(ARTIFACTS)/bundle/policy.component.wasm
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) package --artifacts $(ARTIFACTS)
+	@# The rule template, built as a rule but no rule of the catalogue: its
+	@# artifacts go to target/template/, which the suite's template test reads.
+	mkdir -p target/template/rule-template
+	$(AIGOV) annotate target/wasm32-wasip1/wasm/rule_template.wasm \
+	  --metadata templates/rule-template/metadata.yml --usage templates/rule-template/README.md \
+	  -o target/template/rule-template/policy.wasm
+	$(AIGOV) componentize target/wasm32-unknown-unknown/wasm/rule_template.wasm \
+	  -o target/template/rule-template/policy.component.wasm
 
 ## Deployment manifests, pinned by digest to $(REGISTRY), into $(DEST): a
 ## ClusterAdmissionPolicy and a Kustomize base per rule, an overlay turning
@@ -196,8 +204,8 @@ push: artifacts
 ## build compiled, not compiled again for the dev profile.
 lint: setup | aigov wasm
 	+$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
-	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -- -D warnings
-	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %) -- -D warnings
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -p rule-template -- -D warnings
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %) -p rule-template -- -D warnings
 
 ## Native unit tests of every crate, and every case file as a named test
 ## (native, module, component).

@@ -22,3 +22,4 @@ mod scan_samples;
 mod simulate;
 mod sparse_model;
 mod structure;
+mod template;
