@@ -1,8 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
-
 use std::cell::RefCell;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::ValidationResponse;
 
 use super::*;

@@ -1,6 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
-
-use aigov_sdk::prelude::*;
 use super::*;
 
 const ANN: &str = r#"{"ai/version":"v2.1.0","ai/dataset":"support-tickets-vault"}"#;
