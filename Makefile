@@ -193,7 +193,8 @@ push: artifacts
 	  done; \
 	done
 
-## Clippy on the host and on both guest targets, warnings as errors (the
+## rustfmt's check of the whole workspace (rustfmt.toml), then clippy on
+## the host and on both guest targets, warnings as errors (the
 ## host's with --release: the build scripts and proc macros it compiles are
 ## then the release build's own, not compiled a second time).
 ## After the host's build (order only: `make lint` builds `aigov` first):
@@ -203,6 +204,7 @@ push: artifacts
 ## build: the proc macros and build scripts it needs are then the ones that
 ## build compiled, not compiled again for the dev profile.
 lint: setup | aigov wasm
+	$(CARGO) fmt --all -- --check
 	+$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -p rule-template -- -D warnings
 	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %) -p rule-template -- -D warnings

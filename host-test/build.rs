@@ -23,7 +23,9 @@ fn main() {
         })
         .unwrap_or_default();
     examples.sort();
-    code.push_str("/// Example settings (YAML) by rule, from `host-test/settings/<rule>.yaml`.\npub static EXAMPLE_SETTINGS: &[(&str, &str)] = &[\n");
+    code.push_str(
+        "/// Example settings (YAML) by rule, from `host-test/settings/<rule>.yaml`.\npub static EXAMPLE_SETTINGS: &[(&str, &str)] = &[\n",
+    );
     for (rule, path) in &examples {
         if !policies.join(rule).join("metadata.yml").is_file() {
             println!("cargo:warning=host-test/settings/{rule}.yaml names no rule under policies/");

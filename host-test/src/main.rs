@@ -276,14 +276,10 @@ impl SubmissionArgs {
     /// The flags that describe a plain object's submission and cannot apply
     /// to a verbatim request.
     fn plain_object_only(&self) -> Vec<&'static str> {
-        [
-            ("--operation", self.operation.is_some()),
-            ("--namespace", self.namespace.is_some()),
-            ("--name", self.name.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect()
+        [("--operation", self.operation.is_some()), ("--namespace", self.namespace.is_some()), ("--name", self.name.is_some())]
+            .into_iter()
+            .filter_map(|(flag, given)| given.then_some(flag))
+            .collect()
     }
 }
 
@@ -418,7 +414,10 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             let changes = aigov::tools::scan::RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
             if !changes.is_empty() {
                 out.flush()?;
-                note(&format!("the rule patched the object ({} in `mutated_object`):", aigov_sdk::base::text::count(changes.len() as u64, "change")));
+                note(&format!(
+                    "the rule patched the object ({} in `mutated_object`):",
+                    aigov_sdk::base::text::count(changes.len() as u64, "change")
+                ));
                 for c in &changes {
                     let _ = writeln!(std::io::stderr().lock(), "  {c}");
                 }
@@ -464,7 +463,9 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             for rule in native::names() {
                 let file = policies.join(rule).join("metadata.yml");
                 let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-                parts.push(aigov_metadata::Metadata::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}", e.in_file(file.display().to_string())))?);
+                parts.push(
+                    aigov_metadata::Metadata::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}", e.in_file(file.display().to_string())))?,
+                );
             }
             let bundle = aigov_metadata::Metadata::bundle(&parts, native::BUNDLE.metadata.version);
             write(&output, serde_norway::to_string(&bundle)?.as_bytes())?;
@@ -521,19 +522,12 @@ fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, componen
         return Evaluator::from_file(engine, path);
     }
     let Some(rule) = native::rule(artifact) else {
-        bail!(
-            "`{artifact}` is neither a file nor a rule; rules: {}",
-            native::names().collect::<Vec<_>>().join(", ")
-        );
+        bail!("`{artifact}` is neither a file nor a rule; rules: {}", native::names().collect::<Vec<_>>().join(", "));
     };
     if native_form {
         return Ok(Evaluator::native(rule));
     }
-    let path = if component {
-        artifact::component_path(artifacts, artifact)
-    } else {
-        artifact::module_path(artifacts, artifact)
-    };
+    let path = if component { artifact::component_path(artifacts, artifact) } else { artifact::module_path(artifacts, artifact) };
     if !path.is_file() {
         bail!("{} is missing: run `make artifacts` first", path.display());
     }
@@ -550,11 +544,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Runs the cases six ways, or natively only when `artifacts` is `None`.
 fn test(rules: &[String], artifacts: Option<&Path>, policies: &Path, out: &mut dyn Write) -> Result<ExitCode> {
     let engine = engine::new_engine()?;
-    let rules: Vec<String> = if rules.is_empty() {
-        native::names().map(str::to_string).collect()
-    } else {
-        rules.to_vec()
-    };
+    let rules: Vec<String> = if rules.is_empty() { native::names().map(str::to_string).collect() } else { rules.to_vec() };
     let (mut passed, mut failed) = (0usize, 0usize);
     let bundle = match artifacts {
         Some(dir) => cases::load_bundle(&engine, dir)?,

@@ -21,16 +21,15 @@
 // (clippy.toml allows that in `#[test]` functions only).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aigov::run::artifact::{ArtifactKind, component_path, module_metadata, module_path};
 use aigov::dist::layout::Layout;
 use aigov::dist::oci::{CREATED, Manifest, WasmConfig, media_types, sha256_digest};
+use aigov::run::artifact::{ArtifactKind, component_path, module_metadata, module_path};
 use aigov_metadata::{Metadata, annotations};
 
 fn root() -> PathBuf {
@@ -122,10 +121,7 @@ impl Registry {
         let head = String::from_utf8_lossy(&raw[..split]).to_string();
         let mut lines = head.lines();
         let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-            .collect();
+        let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
         Ok(Response { status, headers, body: raw[split + 4..].to_vec() })
     }
 }
@@ -151,11 +147,7 @@ impl Response {
 }
 
 fn which(binary: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(binary))
-        .find(|p| p.is_file())
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(binary)).find(|p| p.is_file())
 }
 
 /// The environments aigov is run in: none of them may change a digest.
@@ -224,11 +216,8 @@ fn locals(layout: &Layout) -> Vec<Local> {
         for kind in [ArtifactKind::Module, ArtifactKind::Component] {
             let tag = aigov::dist::oci::tag(kind, version);
             let ref_name = format!("{rule}-{tag}");
-            let digest = layout
-                .find(&ref_name)
-                .unwrap_or_else(|| panic!("artifacts/oci has no `{ref_name}`: run `make artifacts`"))
-                .digest
-                .clone();
+            let digest =
+                layout.find(&ref_name).unwrap_or_else(|| panic!("artifacts/oci has no `{ref_name}`: run `make artifacts`")).digest.clone();
             let path = match kind {
                 ArtifactKind::Module => module_path(&artifacts, rule),
                 ArtifactKind::Component => component_path(&artifacts, rule),
@@ -255,7 +244,11 @@ fn push_pull_inspect_and_copy_through_a_real_registry() {
         let expected = format!("{host}/aigov/{}:{}@{}", local.rule, local.tag, local.digest);
         assert_eq!(printed.trim(), expected, "push prints the immutable reference, with the layout's digest");
         let again = aigov(&["push", local.path.to_str().unwrap(), &format!("{host}/again/{}", local.rule), "--insecure"], Env::OtherEpoch);
-        assert_eq!(again.trim(), format!("{host}/again/{}:{}@{}", local.rule, local.tag, local.digest), "the environment changes no digest");
+        assert_eq!(
+            again.trim(),
+            format!("{host}/again/{}:{}@{}", local.rule, local.tag, local.digest),
+            "the environment changes no digest"
+        );
 
         // Pull by digest: the same bytes.
         let out = work.join(format!("{}.wasm", local.ref_name));
@@ -288,14 +281,19 @@ fn push_pull_inspect_and_copy_through_a_real_registry() {
                 let source = manifest.annotations.get("org.opencontainers.image.source").map(String::as_str);
                 assert!(source.is_some_and(|s| s.ends_with(&format!("policies/{}", local.dir))), "{source:?}");
                 assert_eq!(manifest.annotations.get(annotations::TITLE), Some(&local.rule));
-                assert!(!manifest.annotations.contains_key(annotations::USAGE), "{}: the multi-line usage stays in the module", local.ref_name);
+                assert!(
+                    !manifest.annotations.contains_key(annotations::USAGE),
+                    "{}: the multi-line usage stays in the module",
+                    local.ref_name
+                );
 
                 // The pulled module's metadata is its metadata.yml (the
                 // bundle's: the union of every rule's), plus what annotate
                 // adds.
                 let read = |rule: &str, file: &str| std::fs::read_to_string(root().join("policies").join(rule).join(file)).unwrap();
                 let mut expected = if local.dir == "bundle" {
-                    let parts: Vec<Metadata> = aigov::run::native::names().map(|r| Metadata::from_yaml(&read(r, "metadata.yml")).unwrap()).collect();
+                    let parts: Vec<Metadata> =
+                        aigov::run::native::names().map(|r| Metadata::from_yaml(&read(r, "metadata.yml")).unwrap()).collect();
                     Metadata::bundle(&parts, aigov::run::native::BUNDLE.metadata.version)
                 } else {
                     Metadata::from_yaml(&read(local.dir, "metadata.yml")).unwrap()
@@ -433,9 +431,7 @@ fn put_manifest(registry: &Registry, repository: &str, tag: &str, manifest: &[u8
 }
 
 fn put_manifest_as(registry: &Registry, repository: &str, tag: &str, manifest: &[u8], media_type: &str) {
-    let put = registry
-        .request("PUT", &format!("/v2/{repository}/manifests/{tag}"), &[("Content-Type", media_type)], manifest)
-        .unwrap();
+    let put = registry.request("PUT", &format!("/v2/{repository}/manifests/{tag}"), &[("Content-Type", media_type)], manifest).unwrap();
     assert_eq!(put.status, 201, "putting a manifest: {}", String::from_utf8_lossy(&put.body));
 }
 
@@ -524,7 +520,13 @@ fn sign_verify_and_refuse_a_tampered_artifact_or_a_wrong_key() {
     let platform_pub = std::fs::read_to_string(key("platform", "pub")).unwrap();
     let other_pub = std::fs::read_to_string(key("other", "pub")).unwrap();
     let configs = [
-        (format!("apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: platform-team\n    key: |\n{}    annotations:\n      env: prod\n", indent(&platform_pub, 6)), 0),
+        (
+            format!(
+                "apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: platform-team\n    key: |\n{}    annotations:\n      env: prod\n",
+                indent(&platform_pub, 6)
+            ),
+            0,
+        ),
         (format!("apiVersion: v1\nallOf:\n  - kind: pubKey\n    key: |\n{}", indent(&other_pub, 6)), 1),
         (
             format!(

@@ -13,7 +13,6 @@
 // (clippy.toml allows that in `#[test]` functions only).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -124,7 +123,13 @@ fn the_wasmtime_cli_answers_every_call_as_the_harness_does() {
         components += 1;
     }
     let _ = std::fs::remove_dir_all(&work);
-    println!("wasmtime CLI: {components} components, {calls} calls, all equal to the harness's; importing `cluster`, not run: {}", skipped.join(", "));
-    assert!(components >= 10 && calls >= 300, "{components} components and {calls} calls: the records are missing (run `make case-records`)");
+    println!(
+        "wasmtime CLI: {components} components, {calls} calls, all equal to the harness's; importing `cluster`, not run: {}",
+        skipped.join(", ")
+    );
+    assert!(
+        components >= 10 && calls >= 300,
+        "{components} components and {calls} calls: the records are missing (run `make case-records`)"
+    );
     assert!(!skipped.iter().any(|s| s == "owner-label"), "owner-label imports nothing");
 }

@@ -45,7 +45,9 @@ fn main() {
             let _ = writeln!(
                 code,
                 "compile_error!({:?});",
-                format!("policies/{rule}/src/{file}:{line} names `crate::`: a rule is compiled into the bundle as a module, so refer to its own items with `super::` or `self::`")
+                format!(
+                    "policies/{rule}/src/{file}:{line} names `crate::`: a rule is compiled into the bundle as a module, so refer to its own items with `super::` or `self::`"
+                )
             );
         }
         let _ = writeln!(code, "#[path = {:?}]\npub mod {};", source.display().to_string(), rule.replace('-', "_"));

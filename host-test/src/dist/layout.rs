@@ -103,12 +103,10 @@ impl Layout {
 
     /// The manifest named `name`, as its descriptor.
     pub fn find(&self, name: &str) -> Option<&Descriptor> {
-        self.index.manifests.iter().find(|m| {
-            m.annotations
-                .as_ref()
-                .and_then(|a| a.get(oci_annotations::REF_NAME))
-                .is_some_and(|n| n == name)
-        })
+        self.index
+            .manifests
+            .iter()
+            .find(|m| m.annotations.as_ref().and_then(|a| a.get(oci_annotations::REF_NAME)).is_some_and(|n| n == name))
     }
 
     /// Every manifest's name and digest.
@@ -144,10 +142,7 @@ mod tests {
         let written = write(&dir, &[a.clone(), b.clone()]).unwrap();
         assert_eq!(written.len(), 2);
         let layout = Layout::open(&dir).unwrap();
-        assert_eq!(
-            layout.names(),
-            vec![("rule-a-v0.1.0".to_string(), a.digest()), ("rule-b-v0.1.0-component".to_string(), b.digest())]
-        );
+        assert_eq!(layout.names(), vec![("rule-a-v0.1.0".to_string(), a.digest()), ("rule-b-v0.1.0-component".to_string(), b.digest())]);
         let found = layout.find("rule-a-v0.1.0").unwrap();
         assert_eq!(layout.blob(&found.digest).unwrap(), a.manifest);
         assert_eq!(layout.blob(&a.layer.digest()).unwrap(), b"a");

@@ -87,12 +87,7 @@ impl Blob {
 
     /// The blob's descriptor.
     pub fn descriptor(&self) -> Descriptor {
-        Descriptor {
-            annotations: None,
-            digest: self.digest(),
-            media_type: self.media_type.to_string(),
-            size: self.data.len() as u64,
-        }
+        Descriptor { annotations: None, digest: self.digest(), media_type: self.media_type.to_string(), size: self.data.len() as u64 }
     }
 }
 
@@ -233,24 +228,15 @@ impl OciArtifact {
     pub fn module(wasm: &[u8]) -> Result<OciArtifact> {
         let metadata = module_metadata(wasm)?
             .context("the module carries no io.kubewarden.metadata section: annotate it first (`aigov annotate`, or `make artifacts`)")?;
-        let get = |key: &str| {
-            metadata
-                .annotations
-                .get(key)
-                .cloned()
-                .with_context(|| format!("the module's metadata has no `{key}` annotation"))
-        };
+        let get =
+            |key: &str| metadata.annotations.get(key).cloned().with_context(|| format!("the module's metadata has no `{key}` annotation"));
         let name = get(annotations::TITLE)?;
         let version = get(annotations::VERSION)?;
         let source = get(annotations::SOURCE)?;
         // Kubewarden copies the single-line annotations (not the Markdown
         // usage) to the manifest.
-        let mut manifest_annotations: BTreeMap<String, String> = metadata
-            .annotations
-            .iter()
-            .filter(|(_, v)| !v.contains('\n'))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut manifest_annotations: BTreeMap<String, String> =
+            metadata.annotations.iter().filter(|(_, v)| !v.contains('\n')).map(|(k, v)| (k.clone(), v.clone())).collect();
         manifest_annotations.insert(oci_annotations::SOURCE.into(), source);
         let config = Blob { media_type: media_types::KUBEWARDEN_CONFIG, data: b"{}".to_vec() };
         let layer = Blob { media_type: media_types::KUBEWARDEN_LAYER, data: wasm.to_vec() };
@@ -290,14 +276,7 @@ impl OciArtifact {
         }
         manifest_annotations.insert(oci_annotations::VERSION.into(), meta.version.clone());
         let manifest = manifest_bytes(&config, &layer, manifest_annotations)?;
-        Ok(OciArtifact {
-            kind: ArtifactKind::Component,
-            name: meta.name,
-            version: meta.version,
-            manifest,
-            config,
-            layer,
-        })
+        Ok(OciArtifact { kind: ArtifactKind::Component, name: meta.name, version: meta.version, manifest, config, layer })
     }
 
     /// The manifest's digest: the artifact's immutable identity.
@@ -368,9 +347,7 @@ fn world_of(component: &[u8]) -> Result<WasmComponent> {
 /// The project's WIT package, `aigov:policy@<version>`, as `wit/` declares it.
 pub fn wit_package() -> &'static str {
     const WIT: &str = include_str!("../../../wit/policy.wit");
-    WIT.lines()
-        .find_map(|l| l.trim().strip_prefix("package "))
-        .map_or("aigov:policy", |p| p.trim_end_matches(';').trim())
+    WIT.lines().find_map(|l| l.trim().strip_prefix("package ")).map_or("aigov:policy", |p| p.trim_end_matches(';').trim())
 }
 
 /// The `created` time of every component config: the Unix epoch.

@@ -19,9 +19,9 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
+use crate::dist::oci::{Manifest, OciArtifact, media_types, sha256_digest};
 use crate::run::artifact::ArtifactKind;
 use crate::run::engine;
-use crate::dist::oci::{Manifest, OciArtifact, media_types, sha256_digest};
 
 /// `aigov push` and `aigov pull`.
 #[derive(clap::Subcommand, Debug)]
@@ -102,17 +102,11 @@ fn without_digest(reference: &Reference) -> String {
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
+    tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")
 }
 
 pub(crate) fn client(insecure: bool) -> Client {
-    Client::new(ClientConfig {
-        protocol: if insecure { ClientProtocol::Http } else { ClientProtocol::Https },
-        ..ClientConfig::default()
-    })
+    Client::new(ClientConfig { protocol: if insecure { ClientProtocol::Http } else { ClientProtocol::Https }, ..ClientConfig::default() })
 }
 
 /// The Docker config file: `$DOCKER_CONFIG/config.json`, else
@@ -182,10 +176,7 @@ pub fn push(artifact: &OciArtifact, reference: &str, insecure: bool) -> Result<S
         client.store_auth_if_needed(target.resolve_registry(), &auth).await;
         for blob in [&artifact.layer, &artifact.config] {
             let digest = blob.digest();
-            let present = client
-                .blob_exists(&target, &digest)
-                .await
-                .map_err(|e| explain(e, "checking for a blob", &registry, insecure))?;
+            let present = client.blob_exists(&target, &digest).await.map_err(|e| explain(e, "checking for a blob", &registry, insecure))?;
             if !present {
                 client
                     .push_blob(&target, blob.data.clone(), &digest)
@@ -257,13 +248,7 @@ pub fn pull(reference: &str, insecure: bool) -> Result<Pulled> {
         if ArtifactKind::of(&wasm)? != kind {
             bail!("the manifest describes a {} but the layer holds a {}", kind.name(), ArtifactKind::of(&wasm)?.name());
         }
-        Ok(Pulled {
-            kind,
-            pinned: format!("{}@{actual}", without_digest(&target)),
-            manifest,
-            config,
-            wasm,
-        })
+        Ok(Pulled { kind, pinned: format!("{}@{actual}", without_digest(&target)), manifest, config, wasm })
     })
 }
 

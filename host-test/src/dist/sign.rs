@@ -143,11 +143,8 @@ pub fn run(command: &Command, out: &mut dyn Write) -> Result<ExitCode> {
 
 /// The password from `COSIGN_PASSWORD`; an empty value means none.
 fn password() -> Result<String> {
-    std::env::var(PASSWORD_VARIABLE).map_err(|_| {
-        anyhow::anyhow!(
-            "set {PASSWORD_VARIABLE} to the private key's password (an empty value for none), as for cosign"
-        )
-    })
+    std::env::var(PASSWORD_VARIABLE)
+        .map_err(|_| anyhow::anyhow!("set {PASSWORD_VARIABLE} to the private key's password (an empty value for none), as for cosign"))
 }
 
 /// `KEY=VALUE` pairs.
@@ -235,9 +232,8 @@ impl SigningKey {
     /// A key from its PEM text.
     pub fn from_pem(name: &str, pem: &[u8], password: Option<&str>) -> Result<SigningKey> {
         let pair = match password {
-            Some(password) => SigStoreKeyPair::from_encrypted_pem(pem, password.as_bytes()).map_err(|e| {
-                anyhow::anyhow!("{name}: cannot decrypt the key ({e}); is {PASSWORD_VARIABLE} its password?")
-            })?,
+            Some(password) => SigStoreKeyPair::from_encrypted_pem(pem, password.as_bytes())
+                .map_err(|e| anyhow::anyhow!("{name}: cannot decrypt the key ({e}); is {PASSWORD_VARIABLE} its password?"))?,
             None => SigStoreKeyPair::from_pem(pem).map_err(|e| anyhow::anyhow!("{name}: not a private key: {e}"))?,
         };
         let scheme = SCHEMES
@@ -259,9 +255,7 @@ impl SigningKey {
     /// Signs `layer`'s payload: sets its raw data and signature.
     fn sign(&self, layer: &mut SignatureLayer) -> Result<()> {
         let signer = self.pair.to_sigstore_signer(&self.scheme).map_err(sigstore_error("the signing key"))?;
-        let signed = PrivateKeySigner::new_with_signer(signer)
-            .add_constraint(layer)
-            .map_err(sigstore_error("signing"))?;
+        let signed = PrivateKeySigner::new_with_signer(signer).add_constraint(layer).map_err(sigstore_error("signing"))?;
         if !signed || layer.signature.is_none() {
             bail!("signing with {} produced no signature", self.name);
         }
@@ -336,8 +330,7 @@ pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, St
 
         // The payload: cosign's simple signing, naming the repository (not
         // the tag) and the digest, as cosign writes it.
-        let subject: sigstore::registry::OciReference =
-            pinned.parse().map_err(sigstore_error("the reference"))?;
+        let subject: sigstore::registry::OciReference = pinned.parse().map_err(sigstore_error("the reference"))?;
         let mut layer = SignatureLayer::new_unsigned(&subject, &digest).map_err(sigstore_error("the payload"))?;
         layer.simple_signing.critical.identity.docker_reference = repository.clone();
         if !annotations.is_empty() {
@@ -386,15 +379,9 @@ pub fn sign(reference: &str, key: &SigningKey, annotations: &BTreeMap<String, St
         };
 
         for (data, digest) in [(payload.clone(), payload_digest.clone()), (EMPTY_CONFIG.to_vec(), sha256_digest(EMPTY_CONFIG))] {
-            let present = client
-                .blob_exists(&sig_ref, &digest)
-                .await
-                .map_err(|e| explain(e, "checking for a signature blob"))?;
+            let present = client.blob_exists(&sig_ref, &digest).await.map_err(|e| explain(e, "checking for a signature blob"))?;
             if !present {
-                client
-                    .push_blob(&sig_ref, data, &digest)
-                    .await
-                    .map_err(|e| explain(e, "uploading the signature"))?;
+                client.push_blob(&sig_ref, data, &digest).await.map_err(|e| explain(e, "uploading the signature"))?;
             }
         }
         // An existing manifest keeps its type (both carry `mediaType`).
@@ -618,9 +605,8 @@ pub fn verify(reference: &str, policy: &Policy, insecure: bool) -> Result<Outcom
         .map_err(sigstore_error("the cosign client"))?;
     let subject: sigstore::registry::OciReference = pinned.parse().map_err(sigstore_error("the reference"))?;
     let sigstore_auth = sigstore::registry::Auth::from(&auth);
-    let layers = runtime
-        .block_on(client.trusted_signature_layers(&sigstore_auth, &subject))
-        .map_err(sigstore_error("fetching the signatures"))?;
+    let layers =
+        runtime.block_on(client.trusted_signature_layers(&sigstore_auth, &subject)).map_err(sigstore_error("fetching the signatures"))?;
     let check = |requirements: &[KeyRequirement]| -> Vec<(String, bool)> {
         requirements.iter().map(|r| (r.label(), layers.iter().any(|l| r.satisfied_by(l)))).collect()
     };

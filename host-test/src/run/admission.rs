@@ -94,11 +94,7 @@ pub struct Submission {
 pub fn to_admission_request(input: Value, how: &Submission) -> Result<Value> {
     let kind = input.get("kind").and_then(Value::as_str).unwrap_or_default();
     if kind == "AdmissionReview" {
-        return input
-            .get("request")
-            .cloned()
-            .filter(Value::is_object)
-            .context("the AdmissionReview has no `request` object");
+        return input.get("request").cloned().filter(Value::is_object).context("the AdmissionReview has no `request` object");
     }
     let is_request = input.get("operation").is_some() && input.get("kind").is_some_and(Value::is_object);
     if is_request {
@@ -121,7 +117,8 @@ pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<Value> {
 pub const REQUEST_UID: &str = "00000000-0000-4000-8000-000000000000";
 
 /// `CONNECT` option kinds and the subresource each stands for.
-pub const CONNECT_KINDS: [(&str, &str); 3] = [("PodExecOptions", "exec"), ("PodAttachOptions", "attach"), ("PodPortForwardOptions", "portforward")];
+pub const CONNECT_KINDS: [(&str, &str); 3] =
+    [("PodExecOptions", "exec"), ("PodAttachOptions", "attach"), ("PodPortForwardOptions", "portforward")];
 
 fn connect_subresource(kind: &str) -> Option<&'static str> {
     CONNECT_KINDS.iter().find(|(k, _)| *k == kind).map(|(_, s)| *s)
@@ -164,10 +161,7 @@ pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
     let Some(obj) = object.as_object() else {
         bail!("expected a Kubernetes object, an AdmissionRequest or an AdmissionReview, got {object}");
     };
-    let api_version = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .context("the object has no `apiVersion`")?;
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).context("the object has no `apiVersion`")?;
     let kind = obj.get("kind").and_then(Value::as_str).context("the object has no `kind`")?;
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let meta = |f: &str| obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).map(str::to_string);
@@ -191,10 +185,7 @@ pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
         Some(how.namespace.clone().or_else(|| meta("namespace")).unwrap_or_else(|| "default".into()))
     };
     let user = how.user.clone().unwrap_or_else(|| DEFAULT_USER.into());
-    let groups = how
-        .groups
-        .clone()
-        .unwrap_or_else(|| DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect());
+    let groups = how.groups.clone().unwrap_or_else(|| DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect());
 
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": resource});

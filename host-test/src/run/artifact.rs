@@ -70,9 +70,10 @@ pub fn component_path(artifacts: &Path, rule: &str) -> PathBuf {
 pub fn custom_section(module: &[u8], name: &str) -> Result<Option<Vec<u8>>> {
     for payload in Parser::new(0).parse_all(module) {
         if let Payload::CustomSection(reader) = payload?
-            && reader.name() == name {
-                return Ok(Some(reader.data().to_vec()));
-            }
+            && reader.name() == name
+        {
+            return Ok(Some(reader.data().to_vec()));
+        }
     }
     Ok(None)
 }
@@ -118,9 +119,7 @@ pub fn annotate(engine: &Engine, module: &[u8], metadata_file: &Path, readme: Op
     let text = std::fs::read_to_string(metadata_file).with_context(|| format!("reading {shown}"))?;
     let mut metadata = Metadata::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}", e.in_file(shown.clone())))?;
     let mut instance = WapcModule::new(engine, module)?.instantiate(Arc::new(aigov_sdk::NoCluster))?;
-    let answer = instance
-        .call("protocol_version", b"")
-        .map_err(|e| anyhow::anyhow!("asking the module for its protocol version: {e}"))?;
+    let answer = instance.call("protocol_version", b"").map_err(|e| anyhow::anyhow!("asking the module for its protocol version: {e}"))?;
     let version: String = serde_json::from_slice(&answer).context("the module's protocol_version is not a JSON string")?;
     if version != "v1" {
         bail!("the module speaks protocol `{version}`; Kubewarden needs `v1`");
@@ -213,12 +212,7 @@ impl Evaluator {
     pub fn native(rule: &'static NativePolicy) -> Evaluator {
         Evaluator {
             name: rule.metadata.name.to_string(),
-            allowed: rule
-                .metadata
-                .context_aware_resources
-                .iter()
-                .map(|r| (r.api_version.to_string(), r.kind.to_string()))
-                .collect(),
+            allowed: rule.metadata.context_aware_resources.iter().map(|r| (r.api_version.to_string(), r.kind.to_string())).collect(),
             capabilities: None,
             inner: Inner::Native(rule),
         }
@@ -471,10 +465,8 @@ mod tests {
         assert_eq!(custom_section(&after, CUSTOM_SECTION).unwrap().unwrap(), b"{\"new\":2}");
         assert_eq!(custom_section(&after, "producers").unwrap().unwrap(), b"abc");
         assert_eq!(custom_section(&after, "name").unwrap().unwrap(), b"\x00");
-        let count = Parser::new(0)
-            .parse_all(&after)
-            .filter(|p| matches!(p, Ok(Payload::CustomSection(r)) if r.name() == CUSTOM_SECTION))
-            .count();
+        let count =
+            Parser::new(0).parse_all(&after).filter(|p| matches!(p, Ok(Payload::CustomSection(r)) if r.name() == CUSTOM_SECTION)).count();
         assert_eq!(count, 1, "the old section is removed, not duplicated");
         // Everything but the replaced section is byte-identical and in order.
         let old = b"{\"old\":1}";

@@ -142,10 +142,7 @@ impl FixtureCluster {
                 }
             }
         }
-        let key = (
-            object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
-            kind,
-        );
+        let key = (object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(), kind);
         let namespace = meta(&object, "namespace").map(str::to_string);
         let at = self.objects.len();
         let index = self.kinds.entry(key).or_default();
@@ -236,9 +233,7 @@ impl FixtureCluster {
         field_selector: Option<&str>,
     ) -> Result<String, LookupError> {
         if namespace.is_some() && scope::of(api_version, kind) == scope::Scope::Cluster {
-            return Err(LookupError::Invalid(format!(
-                "resource {api_version}/{kind}{CLUSTER_WIDE}"
-            )));
+            return Err(LookupError::Invalid(format!("resource {api_version}/{kind}{CLUSTER_WIDE}")));
         }
         if let Some(e) = self.failure(api_version, kind, None, namespace) {
             return Err(e);
@@ -252,13 +247,14 @@ impl FixtureCluster {
         };
         // The fields in the order a `serde_json::Value` map keeps them
         // (sorted), as the answers were written before, byte for byte.
-        let quoted = |s: &str| serde_json::to_string(s).map_err(|e| LookupError::Unavailable(format!("cannot encode the {kind} list: {e}")));
+        let quoted =
+            |s: &str| serde_json::to_string(s).map_err(|e| LookupError::Unavailable(format!("cannot encode the {kind} list: {e}")));
         let items: Vec<&str> = at
             .iter()
             .filter(|&&i| {
-                self.objects.get(i).is_some_and(|o| {
-                    labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))) && fields.iter().all(|r| r.matches(o))
-                })
+                self.objects
+                    .get(i)
+                    .is_some_and(|o| labels.iter().all(|r| r.matches(o.pointer("/metadata/labels"))) && fields.iter().all(|r| r.matches(o)))
             })
             .filter_map(|&i| self.text(i))
             .collect();
@@ -330,9 +326,9 @@ impl Scoped {
     fn grant(&self, call: &str) -> Result<(), LookupError> {
         let capability = format!("kubernetes/{call}");
         match &self.capabilities {
-            Some(granted) if !granted.contains(&capability) => Err(LookupError::Forbidden(format!(
-                "{CAPABILITY_REFUSED}{capability}' host capability. The violation has been reported."
-            ))),
+            Some(granted) if !granted.contains(&capability) => {
+                Err(LookupError::Forbidden(format!("{CAPABILITY_REFUSED}{capability}' host capability. The violation has been reported.")))
+            }
             _ => Ok(()),
         }
     }
@@ -341,9 +337,7 @@ impl Scoped {
         if self.allowed.iter().any(|(v, k)| v == api_version && k == kind) {
             Ok(())
         } else {
-            Err(LookupError::Forbidden(format!(
-                "{GRANT_REFUSED}{api_version}/{kind} resources. The violation has been reported."
-            )))
+            Err(LookupError::Forbidden(format!("{GRANT_REFUSED}{api_version}/{kind} resources. The violation has been reported.")))
         }
     }
 }
@@ -460,11 +454,7 @@ impl<C: Cluster> Cluster for Recording<C> {
         field_selector: Option<&str>,
     ) -> Result<String, LookupError> {
         let answer = self.inner.list_resources_by_namespace(api_version, kind, namespace, label_selector, field_selector);
-        self.keep(
-            "list-resources-by-namespace",
-            &[Some(api_version), Some(kind), Some(namespace), label_selector, field_selector],
-            answer,
-        )
+        self.keep("list-resources-by-namespace", &[Some(api_version), Some(kind), Some(namespace), label_selector, field_selector], answer)
     }
 
     fn list_resources_all(
@@ -735,7 +725,9 @@ pub mod selector {
                         Some(op @ (Tok::Gt | Tok::Lt)) => {
                             i += 1;
                             let n = match toks.get(i) {
-                                Some(Tok::Id(v)) => v.parse::<i64>().map_err(|_| format!("`{v}` after `{}` is not an integer", op.text()))?,
+                                Some(Tok::Id(v)) => {
+                                    v.parse::<i64>().map_err(|_| format!("`{v}` after `{}` is not an integer", op.text()))?
+                                }
                                 _ => return Err(format!("expected an integer after `{}`", op.text())),
                             };
                             i += 1;
@@ -819,14 +811,24 @@ pub mod selector {
         match (group, kind, label) {
             (_, _, "metadata.name") => at("/metadata/name"),
             (_, _, "metadata.namespace") => at("/metadata/namespace"),
-            ("", "Pod", "spec.nodeName" | "spec.restartPolicy" | "spec.schedulerName" | "spec.serviceAccountName" | "status.phase" | "status.podIP" | "status.nominatedNodeName") => {
-                at(&format!("/{}", label.replace('.', "/")))
-            }
+            (
+                "",
+                "Pod",
+                "spec.nodeName"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "spec.serviceAccountName"
+                | "status.phase"
+                | "status.podIP"
+                | "status.nominatedNodeName",
+            ) => at(&format!("/{}", label.replace('.', "/"))),
             ("", "Pod", "spec.hostNetwork") => Some(("/spec/hostNetwork".into(), "false")),
             ("", "Namespace", "status.phase") => at("/status/phase"),
             ("", "Node", "spec.unschedulable") => Some(("/spec/unschedulable".into(), "false")),
             ("", "Secret", "type") => at("/type"),
-            ("", "ReplicationController", "status.replicas") | ("apps", "ReplicaSet", "status.replicas") => Some(("/status/replicas".into(), "0")),
+            ("", "ReplicationController", "status.replicas") | ("apps", "ReplicaSet", "status.replicas") => {
+                Some(("/status/replicas".into(), "0"))
+            }
             ("batch", "Job", "status.successful") => Some(("/status/succeeded".into(), "0")),
             ("", "Event", l) if l.starts_with("involvedObject.") => at(&format!("/{}", l.replace('.', "/"))),
             ("", "Event", "reason" | "type" | "reportingComponent") => at(&format!("/{label}")),
@@ -905,8 +907,8 @@ pub mod selector {
                 continue;
             }
             let (label, value, equal) = split_term(&part).ok_or_else(|| format!("invalid field selector: cannot understand `{part}`"))?;
-            let (pointer, absent) =
-                field(api_version, kind, label).ok_or_else(|| format!("field label not supported: `{label}` (for {kind} {api_version})"))?;
+            let (pointer, absent) = field(api_version, kind, label)
+                .ok_or_else(|| format!("field label not supported: `{label}` (for {kind} {api_version})"))?;
             out.push(FieldReq { pointer, absent, value: unescape(value)?, equal });
         }
         Ok(out)
@@ -963,11 +965,14 @@ mod tests {
     #[test]
     fn lists_are_written_as_a_json_value_prints_them() {
         let c = cluster();
-        for (api_version, kind, namespace) in [("v1", "Pod", Some("ml")), ("v1", "Pod", None), ("v1", "Namespace", None), ("v1", "Pod", Some("empty"))] {
-            let items: Vec<Value> = serde_json::from_str::<Value>(&c.list(api_version, kind, namespace, None, None).unwrap()).unwrap()["items"]
-                .as_array()
-                .unwrap()
-                .clone();
+        for (api_version, kind, namespace) in
+            [("v1", "Pod", Some("ml")), ("v1", "Pod", None), ("v1", "Namespace", None), ("v1", "Pod", Some("empty"))]
+        {
+            let items: Vec<Value> =
+                serde_json::from_str::<Value>(&c.list(api_version, kind, namespace, None, None).unwrap()).unwrap()["items"]
+                    .as_array()
+                    .unwrap()
+                    .clone();
             let expected = json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items}).to_string();
             assert_eq!(c.list(api_version, kind, namespace, None, None).unwrap(), expected);
         }
@@ -1034,7 +1039,23 @@ mod tests {
             ]
         );
         assert_eq!(parse_labels("example.com/team = ml").unwrap(), [LabelReq::In("example.com/team".into(), vec!["ml".into()])]);
-        for bad in ["a=b,", ",a", "a in ()", "a in x", "a b", "a=b c", "=x", "a=-b", "a b=c", "!a=b", "a>x", "Example.com/a=b", "a in (b", "a,,b", "!"] {
+        for bad in [
+            "a=b,",
+            ",a",
+            "a in ()",
+            "a in x",
+            "a b",
+            "a=b c",
+            "=x",
+            "a=-b",
+            "a b=c",
+            "!a=b",
+            "a>x",
+            "Example.com/a=b",
+            "a in (b",
+            "a,,b",
+            "!",
+        ] {
             assert!(parse_labels(bad).is_err(), "`{bad}` must be refused");
         }
     }
@@ -1054,7 +1075,9 @@ mod tests {
         assert_eq!(names(&list("spec.hostNetwork=false").unwrap()), ["run", "done", "a,b=c"], "an absent bool reads as false");
         assert_eq!(names(&list(r"metadata.name=a\,b\=c").unwrap()), ["a,b=c"]);
         assert_eq!(names(&list("").unwrap()).len(), 4);
-        assert!(matches!(list("status.reason=x"), Err(LookupError::Invalid(m)) if m.starts_with("field label not supported: `status.reason`")));
+        assert!(
+            matches!(list("status.reason=x"), Err(LookupError::Invalid(m)) if m.starts_with("field label not supported: `status.reason`"))
+        );
         assert!(matches!(list("status.phase in (Running)"), Err(LookupError::Invalid(_))));
         assert!(matches!(list(r"metadata.name=a\x"), Err(LookupError::Invalid(_))));
         let list = c.list("v1", "Pod", Some("ml"), None, None).unwrap();
@@ -1091,7 +1114,13 @@ mod tests {
             s.list_resources_by_namespace("v1", "Pod", "ml", None, None).unwrap_err(),
             LookupError::Forbidden("Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability. The violation has been reported.".into())
         );
-        assert!(s.list_resources_all("v1", "Secret", None, None).unwrap_err().message().contains("'kubernetes/list_resources_all' host capability"), "the call is refused before its kind");
+        assert!(
+            s.list_resources_all("v1", "Secret", None, None)
+                .unwrap_err()
+                .message()
+                .contains("'kubernetes/list_resources_all' host capability"),
+            "the call is refused before its kind"
+        );
     }
 
     #[test]
@@ -1102,7 +1131,9 @@ mod tests {
         let e = s.get_resource("v1", "Namespace", "ml", None).unwrap_err();
         assert_eq!(
             e,
-            LookupError::Forbidden("Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.".into())
+            LookupError::Forbidden(
+                "Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.".into()
+            )
         );
     }
 
@@ -1118,7 +1149,10 @@ mod tests {
         assert!(c.list("v1", "Pod", Some("ml"), None, None).is_err());
         assert!(c.get("v1", "Pod", "a", Some("other")).is_err_and(|e| matches!(e, LookupError::NotFound(_))));
         assert_eq!(c.len(), 1, "failures are not objects");
-        assert!(FixtureCluster::from_objects([json!({"apiVersion": "x", "kind": "LookupFailure", "match": {"kind": "Pod"}, "error": "boom"})]).is_err());
+        assert!(
+            FixtureCluster::from_objects([json!({"apiVersion": "x", "kind": "LookupFailure", "match": {"kind": "Pod"}, "error": "boom"})])
+                .is_err()
+        );
     }
 
     #[test]
@@ -1130,14 +1164,19 @@ mod tests {
         assert!(r.list_resources_all("v1", "Namespace", None, Some("metadata.name=ml")).is_err());
         let got = r.lookups();
         assert_eq!(got.len(), 3);
-        assert_eq!(got[0], Lookup {
-            function: "get-resource",
-            args: vec![Some("v1".into()), Some("Pod".into()), Some("a".into()), Some("ml".into())],
-            answer: LookupAnswer::Ok(pod),
-        });
+        assert_eq!(
+            got[0],
+            Lookup {
+                function: "get-resource",
+                args: vec![Some("v1".into()), Some("Pod".into()), Some("a".into()), Some("ml".into())],
+                answer: LookupAnswer::Ok(pod),
+            }
+        );
         assert_eq!(got[1].args, [Some("v1".into()), Some("Pod".into()), Some("ml".into()), Some("team=x".into()), None]);
         assert_eq!(got[2].function, "list-resources-all");
-        assert!(matches!(&got[2].answer, LookupAnswer::Err { tag: "forbidden", val } if val.contains("access to Kubernetes v1/Namespace resources")));
+        assert!(
+            matches!(&got[2].answer, LookupAnswer::Err { tag: "forbidden", val } if val.contains("access to Kubernetes v1/Namespace resources"))
+        );
         let json = serde_json::to_value(&got[2]).unwrap();
         assert_eq!(json["args"], json!(["v1", "Namespace", null, "metadata.name=ml"]));
         assert_eq!(json["answer"]["err"]["tag"], "forbidden", "{json}");

@@ -29,9 +29,7 @@ impl self::aigov::policy::cluster::Host for ComponentState {
         name: String,
         namespace: Option<String>,
     ) -> Result<String, WitLookupError> {
-        self.cluster
-            .get_resource(&api_version, &kind, &name, namespace.as_deref())
-            .map_err(to_wit)
+        self.cluster.get_resource(&api_version, &kind, &name, namespace.as_deref()).map_err(to_wit)
     }
 
     fn list_resources_by_namespace(
@@ -43,13 +41,7 @@ impl self::aigov::policy::cluster::Host for ComponentState {
         field_selector: Option<String>,
     ) -> Result<String, WitLookupError> {
         self.cluster
-            .list_resources_by_namespace(
-                &api_version,
-                &kind,
-                &namespace,
-                label_selector.as_deref(),
-                field_selector.as_deref(),
-            )
+            .list_resources_by_namespace(&api_version, &kind, &namespace, label_selector.as_deref(), field_selector.as_deref())
             .map_err(to_wit)
     }
 
@@ -60,9 +52,7 @@ impl self::aigov::policy::cluster::Host for ComponentState {
         label_selector: Option<String>,
         field_selector: Option<String>,
     ) -> Result<String, WitLookupError> {
-        self.cluster
-            .list_resources_all(&api_version, &kind, label_selector.as_deref(), field_selector.as_deref())
-            .map_err(to_wit)
+        self.cluster.list_resources_all(&api_version, &kind, label_selector.as_deref(), field_selector.as_deref()).map_err(to_wit)
     }
 }
 
@@ -100,7 +90,9 @@ impl PolicyComponent {
             .instantiate_pre(&component)
             .map_err(anyhow::Error::from)
             .context("linking the component (it may import interfaces other than aigov:policy/cluster)")?;
-        let pre = AdmissionPolicyPre::new(pre).map_err(anyhow::Error::from).context("the component does not export the aigov:policy/admission-policy world")?;
+        let pre = AdmissionPolicyPre::new(pre)
+            .map_err(anyhow::Error::from)
+            .context("the component does not export the aigov:policy/admission-policy world")?;
         Ok(PolicyComponent { engine: engine.clone(), pre, memory_limit: crate::run::engine::MEMORY_LIMIT })
     }
 

@@ -39,10 +39,7 @@ pub const MEMORY_LIMIT: usize = 128 << 20;
 /// The store limits of one instance: at most `memory` bytes of linear
 /// memory.
 pub fn limits(memory: usize) -> Limits {
-    Limits {
-        store: wasmtime::StoreLimitsBuilder::new().memory_size(memory).instances(16).trap_on_grow_failure(false).build(),
-        growths: 0,
-    }
+    Limits { store: wasmtime::StoreLimitsBuilder::new().memory_size(memory).instances(16).trap_on_grow_failure(false).build(), growths: 0 }
 }
 
 /// An instance's resource limiter: wasmtime's [`wasmtime::StoreLimits`],
@@ -109,11 +106,9 @@ pub const POOL_MEMORIES_VAR: &str = "AIGOV_POOL_MEMORIES";
 
 fn pool_memories(value: Option<&std::ffi::OsStr>) -> Result<u32> {
     let Some(value) = value else { return Ok(POOL_MEMORIES) };
-    value
-        .to_str()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|n| (1..=POOL_MEMORIES).contains(n))
-        .ok_or_else(|| anyhow::anyhow!("{POOL_MEMORIES_VAR} is {value:?}: give a number of memories from 1 to {POOL_MEMORIES}, or unset it"))
+    value.to_str().and_then(|v| v.trim().parse().ok()).filter(|n| (1..=POOL_MEMORIES).contains(n)).ok_or_else(|| {
+        anyhow::anyhow!("{POOL_MEMORIES_VAR} is {value:?}: give a number of memories from 1 to {POOL_MEMORIES}, or unset it")
+    })
 }
 
 /// Set to `1`, names the guests' compiled functions for profilers:
@@ -126,7 +121,10 @@ fn profiler(value: Option<&std::ffi::OsStr>) -> Result<ProfilingStrategy> {
     match value.map(|v| v.to_str().map(str::trim)) {
         None | Some(Some("" | "0")) => Ok(ProfilingStrategy::None),
         Some(Some("1")) => Ok(ProfilingStrategy::PerfMap),
-        Some(_) => Err(anyhow::anyhow!("{PERFMAP_VAR} is {value:?}: set it to 1 to write a perf map of the guests' code, or unset it", value = value.unwrap_or_default())),
+        Some(_) => Err(anyhow::anyhow!(
+            "{PERFMAP_VAR} is {value:?}: set it to 1 to write a perf map of the guests' code, or unset it",
+            value = value.unwrap_or_default()
+        )),
     }
 }
 
@@ -157,15 +155,13 @@ pub fn new_engine() -> Result<Engine> {
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     let engine = Engine::new(&config)?;
     let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("aigov-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        })?;
+    std::thread::Builder::new().name("aigov-epoch".into()).spawn(move || {
+        while let Some(engine) = weak.upgrade() {
+            engine.increment_epoch();
+            drop(engine);
+            std::thread::sleep(EPOCH_TICK);
+        }
+    })?;
     Ok(engine)
 }
 

@@ -22,8 +22,8 @@ pub fn example_settings(name: &str) -> Option<&'static str> {
 pub fn deployable_settings(rule: &aigov_sdk::NativePolicy) -> anyhow::Result<serde_json::Value> {
     let mut settings = (rule.default_settings)();
     let Some(text) = example_settings(rule.metadata.name) else { return Ok(settings) };
-    let example: serde_json::Value = serde_norway::from_str(text)
-        .map_err(|e| anyhow::anyhow!("host-test/settings/{}.yaml: {e}", rule.metadata.name))?;
+    let example: serde_json::Value =
+        serde_norway::from_str(text).map_err(|e| anyhow::anyhow!("host-test/settings/{}.yaml: {e}", rule.metadata.name))?;
     let (Some(into), Some(from)) = (settings.as_object_mut(), example.as_object()) else {
         anyhow::bail!("host-test/settings/{}.yaml is not an object", rule.metadata.name);
     };

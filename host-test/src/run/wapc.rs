@@ -106,9 +106,7 @@ fn host_call(cluster: &dyn Cluster, binding: &str, namespace: &str, operation: &
         "get_resource" => {
             let r: GetResource = serde_json::from_slice(payload).map_err(bad)?;
             let asked = Asked { api_version: &r.api_version, kind: &r.kind, name: Some(&r.name), namespace: r.namespace.as_deref() };
-            cluster
-                .get_resource(&r.api_version, &r.kind, &r.name, r.namespace.as_deref())
-                .map_err(|e| kubewarden_words(&e, &asked))
+            cluster.get_resource(&r.api_version, &r.kind, &r.name, r.namespace.as_deref()).map_err(|e| kubewarden_words(&e, &asked))
         }
         "list_resources_by_namespace" => {
             let r: ListResources = serde_json::from_slice(payload).map_err(bad)?;
@@ -168,24 +166,19 @@ mod host {
     use super::{WapcState, host_call};
 
     fn memory(caller: &mut Caller<'_, WapcState>) -> wasmtime::Result<wasmtime::Memory> {
-        caller
-            .get_export("memory")
-            .and_then(Extern::into_memory)
-            .ok_or_else(|| format_err!("the module exports no `memory`"))
+        caller.get_export("memory").and_then(Extern::into_memory).ok_or_else(|| format_err!("the module exports no `memory`"))
     }
 
     fn read(caller: &mut Caller<'_, WapcState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
         let mem = memory(caller)?;
         let mut buf = vec![0u8; usize::try_from(len)?];
-        mem.read(&*caller, usize::try_from(ptr)?, &mut buf)
-            .context("guest pointer out of bounds")?;
+        mem.read(&*caller, usize::try_from(ptr)?, &mut buf).context("guest pointer out of bounds")?;
         Ok(buf)
     }
 
     fn write(caller: &mut Caller<'_, WapcState>, ptr: i32, data: &[u8]) -> wasmtime::Result<()> {
         let mem = memory(caller)?;
-        mem.write(caller, usize::try_from(ptr)?, data)
-            .context("guest pointer out of bounds")
+        mem.write(caller, usize::try_from(ptr)?, data).context("guest pointer out of bounds")
     }
 
     fn read_str(caller: &mut Caller<'_, WapcState>, ptr: i32, len: i32) -> wasmtime::Result<String> {
@@ -209,24 +202,16 @@ mod host {
                 write(&mut caller, ptr, &msg)
             },
         )?;
-        linker.func_wrap(
-            "wapc",
-            "__guest_response",
-            |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
-                let data = read(&mut caller, ptr, len)?;
-                caller.data_mut().response = Some(data);
-                Ok(())
-            },
-        )?;
-        linker.func_wrap(
-            "wapc",
-            "__guest_error",
-            |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
-                let data = read(&mut caller, ptr, len)?;
-                caller.data_mut().error = Some(data);
-                Ok(())
-            },
-        )?;
+        linker.func_wrap("wapc", "__guest_response", |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let data = read(&mut caller, ptr, len)?;
+            caller.data_mut().response = Some(data);
+            Ok(())
+        })?;
+        linker.func_wrap("wapc", "__guest_error", |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let data = read(&mut caller, ptr, len)?;
+            caller.data_mut().error = Some(data);
+            Ok(())
+        })?;
         linker.func_wrap(
             "wapc",
             "__host_call",
@@ -263,37 +248,24 @@ mod host {
         linker.func_wrap("wapc", "__host_response_len", |caller: Caller<'_, WapcState>| -> wasmtime::Result<i32> {
             len_i32(caller.data().host_response.len())
         })?;
-        linker.func_wrap(
-            "wapc",
-            "__host_response",
-            |mut caller: Caller<'_, WapcState>, ptr: i32| -> wasmtime::Result<()> {
-                let data = std::mem::take(&mut caller.data_mut().host_response);
-                write(&mut caller, ptr, &data)
-            },
-        )?;
+        linker.func_wrap("wapc", "__host_response", |mut caller: Caller<'_, WapcState>, ptr: i32| -> wasmtime::Result<()> {
+            let data = std::mem::take(&mut caller.data_mut().host_response);
+            write(&mut caller, ptr, &data)
+        })?;
         linker.func_wrap("wapc", "__host_error_len", |caller: Caller<'_, WapcState>| -> wasmtime::Result<i32> {
             len_i32(caller.data().host_error.len())
         })?;
-        linker.func_wrap(
-            "wapc",
-            "__host_error",
-            |mut caller: Caller<'_, WapcState>, ptr: i32| -> wasmtime::Result<()> {
-                let data = std::mem::take(&mut caller.data_mut().host_error);
-                write(&mut caller, ptr, &data)
-            },
-        )?;
-        linker.func_wrap(
-            "wapc",
-            "__console_log",
-            |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
-                let line = String::from_utf8_lossy(&read(&mut caller, ptr, len)?).into_owned();
-                caller.data_mut().log.push(line);
-                Ok(())
-            },
-        )?;
+        linker.func_wrap("wapc", "__host_error", |mut caller: Caller<'_, WapcState>, ptr: i32| -> wasmtime::Result<()> {
+            let data = std::mem::take(&mut caller.data_mut().host_error);
+            write(&mut caller, ptr, &data)
+        })?;
+        linker.func_wrap("wapc", "__console_log", |mut caller: Caller<'_, WapcState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let line = String::from_utf8_lossy(&read(&mut caller, ptr, len)?).into_owned();
+            caller.data_mut().log.push(line);
+            Ok(())
+        })?;
         Ok(linker)
     }
-
 }
 
 impl WapcModule {
@@ -339,9 +311,7 @@ impl WapcModule {
         let instance = self.pre.instantiate(&mut store)?;
         for init in ["_initialize", "wapc_init"] {
             if let Ok(f) = instance.get_typed_func::<(), ()>(&mut store, init) {
-                f.call(&mut store, ())
-                    .map_err(anyhow::Error::from)
-                    .with_context(|| format!("the module trapped in `{init}`"))?;
+                f.call(&mut store, ()).map_err(anyhow::Error::from).with_context(|| format!("the module trapped in `{init}`"))?;
             }
         }
         let guest_call = instance.get_typed_func::<(i32, i32), i32>(&mut store, "__guest_call")?;
@@ -363,17 +333,12 @@ impl WapcInstance {
             state.error = None;
         }
         self.store.set_epoch_deadline(DEADLINE_TICKS);
-        let ok = self
-            .guest_call
-            .call(&mut self.store, (op_len, msg_len))
-            .map_err(|e| CallError::Trap(e.into()))?;
+        let ok = self.guest_call.call(&mut self.store, (op_len, msg_len)).map_err(|e| CallError::Trap(e.into()))?;
         let state = self.store.data_mut();
         match (ok, state.response.take(), state.error.take()) {
             (1, Some(response), _) => Ok(response),
             (_, _, Some(error)) => Err(CallError::Guest(String::from_utf8_lossy(&error).into_owned())),
-            (code, _, None) => Err(CallError::Trap(anyhow!(
-                "`__guest_call` returned {code} without a response or an error"
-            ))),
+            (code, _, None) => Err(CallError::Trap(anyhow!("`__guest_call` returned {code} without a response or an error"))),
         }
     }
 
@@ -405,12 +370,19 @@ mod tests {
         let all = Asked { api_version: "v1", kind: "Namespace", name: None, namespace: None };
         let errors = [
             LookupError::not_found("v1", "Pod", "ghost-0", Some("ml")),
-            LookupError::Forbidden("pods \"ghost-0\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"pods\"".into()),
-            LookupError::Forbidden("Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported.".into()),
+            LookupError::Forbidden(
+                "pods \"ghost-0\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"pods\""
+                    .into(),
+            ),
+            LookupError::Forbidden(
+                "Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported.".into(),
+            ),
             LookupError::Invalid("unable to parse requirement: found '=', expected: identifier".into()),
             LookupError::Invalid("Resource v1/Pod is namespaced, but no namespace was provided".into()),
             LookupError::Invalid("resource v1/Namespace is cluster wide. Cannot search for it inside of a namespace".into()),
-            LookupError::Unavailable("Get \"https://10.96.0.1:443/api/v1/namespaces/ml\": dial tcp 10.96.0.1:443: i/o timeout\n(retrying)".into()),
+            LookupError::Unavailable(
+                "Get \"https://10.96.0.1:443/api/v1/namespaces/ml\": dial tcp 10.96.0.1:443: i/o timeout\n(retrying)".into(),
+            ),
         ];
         for asked in [get, list, all] {
             for e in &errors {
@@ -424,7 +396,10 @@ mod tests {
         );
         assert!(kubewarden_words(&errors[1], &get).starts_with("Callback evaluation failure: ApiError: pods \"ghost-0\" is forbidden: "));
         assert!(kubewarden_words(&errors[1], &get).contains(": Forbidden (Status { status: Some(Failure), code: 403, "));
-        assert_eq!(kubewarden_words(&errors[2], &get), "Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported.");
+        assert_eq!(
+            kubewarden_words(&errors[2], &get),
+            "Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported."
+        );
         let missing = LookupError::NotFound("pods \"x\" not found".into());
         assert_eq!(LookupError::from_kubewarden(&kubewarden_words(&missing, &list), &list), missing);
     }

@@ -42,9 +42,9 @@ use serde::de::IgnoredAny;
 use crate::run::artifact::{self, payload};
 use crate::run::cluster::{FixtureCluster, Scoped};
 use crate::run::component::{PolicyComponent, to_response};
-use crate::tools::scan::Target;
 use crate::run::wapc::{HostCluster, WapcModule};
 use crate::run::{engine, native};
+use crate::tools::scan::Target;
 
 /// The Pod AdmissionRequest (pretty-printed; compacted before use).
 pub const POD_REQUEST: &str = include_str!("../../bench/pod-request.json");
@@ -285,13 +285,8 @@ pub enum Measurement {
 
 impl Measurement {
     /// Every rule measurement, in row order.
-    pub const RULE: [Measurement; 5] = [
-        Measurement::Native,
-        Measurement::ModuleWarm,
-        Measurement::ModuleFresh,
-        Measurement::ComponentWarm,
-        Measurement::ComponentFresh,
-    ];
+    pub const RULE: [Measurement; 5] =
+        [Measurement::Native, Measurement::ModuleWarm, Measurement::ModuleFresh, Measurement::ComponentWarm, Measurement::ComponentFresh];
 
     /// The row label.
     pub fn label(self) -> &'static str {
@@ -358,13 +353,12 @@ pub fn module_layout(module: &[u8]) -> (Option<u64>, Option<u64>) {
                 memory = reader.into_iter().flatten().next().map(|m| m.initial.saturating_mul(65536));
             }
             Ok(wasmparser::Payload::GlobalSection(reader)) => {
-                stack = reader
-                    .into_iter()
-                    .flatten()
-                    .filter(|g| g.ty.mutable && g.ty.content_type == wasmparser::ValType::I32)
-                    .find_map(|g| match g.init_expr.get_operators_reader().read() {
-                        Ok(wasmparser::Operator::I32Const { value }) => u64::try_from(value).ok(),
-                        _ => None,
+                stack =
+                    reader.into_iter().flatten().filter(|g| g.ty.mutable && g.ty.content_type == wasmparser::ValType::I32).find_map(|g| {
+                        match g.init_expr.get_operators_reader().read() {
+                            Ok(wasmparser::Operator::I32Const { value }) => u64::try_from(value).ok(),
+                            _ => None,
+                        }
                     });
             }
             _ => {}
@@ -402,10 +396,7 @@ impl Machine {
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| {
-                text.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
+                text.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
             })
             .unwrap_or_else(|| "unknown CPU".into());
         Machine { cpus, cpu_model }
@@ -510,7 +501,8 @@ struct Forms {
 fn bench_cluster(namespace_pods: usize) -> Result<FixtureCluster> {
     let request: serde_json::Value = serde_json::from_str(POD_REQUEST).context("the bench Pod is not JSON")?;
     let pod = request.get("object").cloned().context("the bench Pod request has no object")?;
-    let namespace = |name: &str| serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": "ml"}}});
+    let namespace =
+        |name: &str| serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": "ml"}}});
     let mut objects = vec![named(pod.clone(), "llm-finetune-worker-0"), namespace("ml-training"), namespace("ml-platform")];
     objects.extend(crowd(&pod, namespace_pods));
     FixtureCluster::from_objects(objects)
@@ -563,7 +555,13 @@ fn bundle_settings(spelt_out: bool) -> Result<String> {
     Ok(serde_json::json!({ "rules": rules }).to_string())
 }
 
-fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy, cluster: &Arc<FixtureCluster>, spelt_out: bool) -> Result<Forms> {
+fn load(
+    engine: &wasmtime::Engine,
+    artifacts: &Path,
+    rule: &'static NativePolicy,
+    cluster: &Arc<FixtureCluster>,
+    spelt_out: bool,
+) -> Result<Forms> {
     let bundle = std::ptr::eq(rule, &native::BUNDLE);
     let name = if bundle { artifact::BUNDLE } else { rule.metadata.name };
     let read = |path: PathBuf| -> Result<Vec<u8>> {
@@ -574,12 +572,7 @@ fn load(engine: &wasmtime::Engine, artifacts: &Path, rule: &'static NativePolicy
     };
     let module_bytes = read(artifact::module_path(artifacts, name))?;
     let component_bytes = read(artifact::component_path(artifacts, name))?;
-    let allowed = rule
-        .metadata
-        .context_aware_resources
-        .iter()
-        .map(|r| (r.api_version.to_string(), r.kind.to_string()))
-        .collect();
+    let allowed = rule.metadata.context_aware_resources.iter().map(|r| (r.api_version.to_string(), r.kind.to_string())).collect();
     let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), allowed));
     let settings = if bundle { bundle_settings(spelt_out)? } else { rule_settings(rule, spelt_out)?.to_string() };
     Ok(Forms {
@@ -679,7 +672,11 @@ pub fn requests() -> Vec<(&'static str, &'static str, String)> {
 pub fn bench(config: &Config) -> Result<Report> {
     for r in &config.rules {
         if r != artifact::BUNDLE && native::rule(r).is_none() {
-            bail!("no rule named `{r}`; rules: {}, and {} (every rule in one artifact)", native::names().collect::<Vec<_>>().join(", "), artifact::BUNDLE);
+            bail!(
+                "no rule named `{r}`; rules: {}, and {} (every rule in one artifact)",
+                native::names().collect::<Vec<_>>().join(", "),
+                artifact::BUNDLE
+            );
         }
     }
     let engine = engine::new_engine()?;
@@ -717,7 +714,17 @@ pub fn bench(config: &Config) -> Result<Report> {
     let payloads: Vec<Vec<String>> = requests
         .iter()
         .zip(&plan_rules)
-        .map(|((_, _, r), rules)| rules.iter().map(|rule| payload(r, &loaded.iter().find(|f| std::ptr::eq(f.rule, *rule)).map_or_else(|| "{}".to_string(), |f| f.settings.clone()))).collect())
+        .map(|((_, _, r), rules)| {
+            rules
+                .iter()
+                .map(|rule| {
+                    payload(
+                        r,
+                        &loaded.iter().find(|f| std::ptr::eq(f.rule, *rule)).map_or_else(|| "{}".to_string(), |f| f.settings.clone()),
+                    )
+                })
+                .collect()
+        })
         .collect();
     let mut slots = Vec::new();
     let mut timers = Vec::new();
@@ -823,10 +830,7 @@ fn sanity_notes(rows: &[Row], instantiation: &[Instantiation]) -> Vec<String> {
     let mut notes = Vec::new();
     for r in rows.iter().filter(|r| r.measurement == Measurement::ModuleWarm || r.measurement == Measurement::ComponentWarm) {
         let fresh_kind = if r.measurement == Measurement::ModuleWarm { Measurement::ModuleFresh } else { Measurement::ComponentFresh };
-        let fresh = rows
-            .iter()
-            .find(|x| x.request == r.request && x.rule == r.rule && x.measurement == fresh_kind)
-            .map(|x| x.stats.median);
+        let fresh = rows.iter().find(|x| x.request == r.request && x.rule == r.rule && x.measurement == fresh_kind).map(|x| x.stats.median);
         if fresh.is_some_and(|f| f < r.stats.median) {
             notes.push(format!(
                 "{}/{}: {} is faster than {}: suspicious",
@@ -875,11 +879,7 @@ fn format_ratio(r: f64) -> String {
 }
 
 fn format_size(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64)
-    } else {
-        format!("{} KiB", (bytes + 512) >> 10)
-    }
+    if bytes >= 1 << 20 { format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64) } else { format!("{} KiB", (bytes + 512) >> 10) }
 }
 
 fn request_label(report: &Report, name: &str) -> String {
@@ -977,9 +977,8 @@ pub fn render_text(report: &Report) -> String {
 }
 
 fn aligned(rows: &[Vec<String>], right: &[bool]) -> String {
-    let widths: Vec<usize> = (0..right.len())
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
-        .collect();
+    let widths: Vec<usize> =
+        (0..right.len()).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in rows {
         let cells: Vec<String> = row
@@ -1001,7 +1000,9 @@ fn aligned(rows: &[Vec<String>], right: &[bool]) -> String {
 /// a Pod pays with one Kubewarden policy per rule, webhook round trips left
 /// out).
 pub fn bundle_table(report: &Report) -> String {
-    let mut out = String::from("\n| request | measurement | bundle, every rule on | cheapest single rule | bundle ÷ cheapest | sum of the single rules | bundle ÷ sum |\n|---|---|--:|--:|--:|--:|--:|\n");
+    let mut out = String::from(
+        "\n| request | measurement | bundle, every rule on | cheapest single rule | bundle ÷ cheapest | sum of the single rules | bundle ÷ sum |\n|---|---|--:|--:|--:|--:|--:|\n",
+    );
     let mut any = false;
     for req in &report.requests {
         for m in Measurement::RULE {
@@ -1089,7 +1090,9 @@ mod tests {
     fn the_crowd_is_running_cpu_pods_gpu_quota_lists() {
         use aigov_sdk::Cluster;
         let pods_of = |n: usize| Scoped::new(Arc::new(bench_cluster(n).unwrap()), Arc::from([("v1".to_string(), "Pod".to_string())]));
-        let list = pods_of(3).list_resources_by_namespace("v1", "Pod", "ml-training", None, Some("status.phase!=Succeeded,status.phase!=Failed")).unwrap();
+        let list = pods_of(3)
+            .list_resources_by_namespace("v1", "Pod", "ml-training", None, Some("status.phase!=Succeeded,status.phase!=Failed"))
+            .unwrap();
         let pods = aigov_sdk::model::listed::list_pods(&list).unwrap();
         let names: Vec<_> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default().to_string()).collect();
         assert_eq!(names, ["llm-finetune-worker-0", "ml-notebook-1", "ml-notebook-2", "ml-notebook-3"]);

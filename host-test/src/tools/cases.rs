@@ -276,7 +276,9 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
         if let Some(req) = &request {
             match e.validate(req, &settings, &cluster) {
                 Ok(r) => {
-                    check_response(&case.expect, &r, original.as_ref()).into_iter().for_each(|p| problems.push(format!("{}: {p}", e.form())));
+                    check_response(&case.expect, &r, original.as_ref())
+                        .into_iter()
+                        .for_each(|p| problems.push(format!("{}: {p}", e.form())));
                     answers.push((e.form(), r));
                 }
                 Err(err) => problems.push(format!("{}: validate failed: {err:#}", e.form())),
@@ -425,10 +427,7 @@ fn check_settings(expect: &Expect, r: &SettingsResponse) -> Vec<String> {
         (None, _, m) => vec![format!("settings should be valid, got {}", m.as_deref().unwrap_or("invalid without a message"))],
         (Some(_), true, _) => vec!["settings should be refused, but were accepted".into()],
         (Some(want), false, Some(m)) if m.contains(want.as_str()) => vec![],
-        (Some(want), false, m) => vec![format!(
-            "settings error should contain {want:?}, got {:?}",
-            m.as_deref().unwrap_or_default()
-        )],
+        (Some(want), false, m) => vec![format!("settings error should contain {want:?}, got {:?}", m.as_deref().unwrap_or_default())],
     }
 }
 
@@ -515,11 +514,7 @@ fn check_mutation(expect: &Expect, r: &ValidationResponse, original: Option<&Val
         (None, Some(g)) => vec![format!("expected no mutation, got the patch {}", diff(original, &g))],
         (Some(_), None) => vec!["expected a mutation, got none".into()],
         (Some(w), Some(g)) if w == g => vec![],
-        (Some(w), Some(g)) => vec![format!(
-            "the mutation differs: it amounts to {}, expected {}",
-            diff(original, &g),
-            diff(original, &w)
-        )],
+        (Some(w), Some(g)) => vec![format!("the mutation differs: it amounts to {}, expected {}", diff(original, &g), diff(original, &w))],
     }
 }
 
@@ -589,7 +584,10 @@ mod tests {
         let p = check_mutation(&wrong, &r, Some(&original));
         assert_eq!(p.len(), 1);
         assert!(p.first().is_some_and(|m| m.contains("the mutation differs")), "{p:?}");
-        assert!(case("description: x\nrequest: {object: {}}\nexpect: {accepted: false, message: m, patch: []}\n").is_err(), "mutation needs admission");
+        assert!(
+            case("description: x\nrequest: {object: {}}\nexpect: {accepted: false, message: m, patch: []}\n").is_err(),
+            "mutation needs admission"
+        );
     }
 
     #[test]

@@ -157,7 +157,8 @@ mod tests {
             for seed in 0..8 {
                 if let Some(m) = mutate(request.as_bytes(), seed) {
                     check_rules(&subjects, &m).unwrap_or_else(|e| panic!("{name} mutation {seed}: {e}\n{}", String::from_utf8_lossy(&m)));
-                    check_differential(&subjects, &m).unwrap_or_else(|e| panic!("{name} mutation {seed}: {e}\n{}", String::from_utf8_lossy(&m)));
+                    check_differential(&subjects, &m)
+                        .unwrap_or_else(|e| panic!("{name} mutation {seed}: {e}\n{}", String::from_utf8_lossy(&m)));
                 }
             }
         }
@@ -182,8 +183,12 @@ mod tests {
 
     #[test]
     fn the_view_tells_objects_apart() {
-        let a = Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"name":"a"}}}"#).unwrap();
-        let b = Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"name":"b"}}}"#).unwrap();
+        let a =
+            Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"name":"a"}}}"#)
+                .unwrap();
+        let b =
+            Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"name":"b"}}}"#)
+                .unwrap();
         assert_ne!(view(&a), view(&b));
     }
 }

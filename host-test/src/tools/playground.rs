@@ -79,7 +79,8 @@ pub fn data(samples: &Path) -> Result<Value> {
     let cluster_dir = samples.join("cluster");
     let mut cluster = String::new();
     if cluster_dir.is_dir() {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(&cluster_dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        let mut names: Vec<PathBuf> =
+            std::fs::read_dir(&cluster_dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
         names.sort();
         for f in names {
             let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;

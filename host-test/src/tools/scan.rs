@@ -36,7 +36,10 @@ use crate::run::admission::{Submission, parse_manifests, plural, read_settings, 
 use crate::run::artifact::{self, Evaluator, Warm};
 use crate::run::cluster::FixtureCluster;
 use crate::run::{engine, native};
-use crate::tools::report::{self, spill::{Spill, indent}};
+use crate::tools::report::{
+    self,
+    spill::{Spill, indent},
+};
 
 /// Width the message section is wrapped to.
 pub const WRAP_WIDTH: usize = 100;
@@ -381,10 +384,7 @@ impl Target {
         let group = at("/resource/group").unwrap_or_else(|| kind_group.clone());
         let version = at("/resource/version").or_else(|| at("/kind/version")).unwrap_or_default();
         let resource = at("/resource/resource").unwrap_or_else(|| plural(&kind_group, &kind));
-        let object = request
-            .get("object")
-            .filter(|o| o.is_object())
-            .or_else(|| request.get("oldObject"));
+        let object = request.get("object").filter(|o| o.is_object()).or_else(|| request.get("oldObject"));
         let name = at("/name")
             .or_else(|| s(object.and_then(|o| o.pointer("/metadata/name"))))
             .or_else(|| s(object.and_then(|o| o.pointer("/metadata/generateName"))).map(|g| format!("{g}*")));
@@ -485,10 +485,7 @@ impl RuleResult {
     fn has_details(&self) -> bool {
         self.error.is_some()
             || self.patch.is_some()
-            || self
-                .response
-                .as_ref()
-                .is_some_and(|r| !r.accepted || !r.warnings.is_empty() || !r.audit_annotations.is_empty())
+            || self.response.as_ref().is_some_and(|r| !r.accepted || !r.warnings.is_empty() || !r.audit_annotations.is_empty())
     }
 }
 
@@ -602,12 +599,8 @@ impl Report {
 
     /// The counts.
     pub fn summary(&self) -> Summary {
-        let mut s = Summary {
-            documents: self.documents.len(),
-            skipped: self.skipped.len(),
-            errors: self.errors.len(),
-            ..Summary::default()
-        };
+        let mut s =
+            Summary { documents: self.documents.len(), skipped: self.skipped.len(), errors: self.errors.len(), ..Summary::default() };
         for d in &self.documents {
             s.violations += d.results.iter().map(|r| r.violations().len()).sum::<usize>();
             match d.outcome() {
@@ -802,11 +795,7 @@ impl Identity {
 
     /// How a plain object is submitted.
     pub fn submission(&self) -> Submission {
-        Submission {
-            user: self.user.clone(),
-            groups: (!self.groups.is_empty()).then(|| self.groups.clone()),
-            ..Submission::default()
-        }
+        Submission { user: self.user.clone(), groups: (!self.groups.is_empty()).then(|| self.groups.clone()), ..Submission::default() }
     }
 
     /// Replaces `userInfo.username` and/or `userInfo.groups` of an
@@ -873,10 +862,7 @@ pub fn parse_settings_args(args: &[String]) -> Result<BTreeMap<String, PathBuf>>
             bail!("`--settings {a}`: expected RULE=FILE, e.g. `--settings gpu-runtime-class=settings.yaml`");
         };
         if native::rule(rule).is_none() {
-            bail!(
-                "`--settings {a}`: no rule named `{rule}`; rules: {}",
-                native::names().collect::<Vec<_>>().join(", ")
-            );
+            bail!("`--settings {a}`: no rule named `{rule}`; rules: {}", native::names().collect::<Vec<_>>().join(", "));
         }
         if out.insert(rule.to_string(), PathBuf::from(file)).is_some() {
             bail!("`--settings` given twice for `{rule}`");
@@ -973,11 +959,7 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Rules> {
                     let settings = read_settings(path).with_context(|| format!("the settings of `{name}`"))?;
                     let answer = loaded.evaluator(engine)?.validate_settings(&settings)?;
                     if !answer.valid {
-                        bail!(
-                            "the settings of `{name}` in {} are invalid: {}",
-                            path.display(),
-                            answer.message.unwrap_or_default()
-                        );
+                        bail!("the settings of `{name}` in {} are invalid: {}", path.display(), answer.message.unwrap_or_default());
                     }
                     settings
                 }
@@ -1122,11 +1104,8 @@ pub fn split_bundle_answer(merged: ValidationResponse, members: &[(usize, &str)]
         return None;
     }
     let mutated = merged.mutated_object;
-    let who = |text: &str, sep: &str| {
-        members
-            .iter()
-            .position(|(_, name)| text.strip_prefix(name).is_some_and(|rest| rest.starts_with(sep)))
-    };
+    let who =
+        |text: &str, sep: &str| members.iter().position(|(_, name)| text.strip_prefix(name).is_some_and(|rest| rest.starts_with(sep)));
     let mut lines: Vec<Vec<&str>> = vec![Vec::new(); members.len()];
     let mut parts: Vec<ValidationResponse> = members.iter().map(|_| ValidationResponse::accept()).collect();
     for line in merged.message.as_deref().unwrap_or_default().lines() {
@@ -1403,7 +1382,8 @@ impl Scanner {
             });
             for _ in 0..workers {
                 let done_tx = done_tx.clone();
-                let (work_rx, rules, cluster, identity, engine, found, stopped) = (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found, &stopped);
+                let (work_rx, rules, cluster, identity, engine, found, stopped) =
+                    (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found, &stopped);
                 s.spawn(move || {
                     let mut worker = Worker::new(rules, engine, cluster);
                     loop {
@@ -1800,7 +1780,14 @@ struct TableWriter {
 }
 
 impl TableWriter {
-    fn new(form: Form, rules: Vec<RuleInfo>, files: usize, width: usize, fail_on: FailOn, spill: &dyn Fn(&str) -> Result<Spill>) -> Result<TableWriter> {
+    fn new(
+        form: Form,
+        rules: Vec<RuleInfo>,
+        files: usize,
+        width: usize,
+        fail_on: FailOn,
+        spill: &dyn Fn(&str) -> Result<Spill>,
+    ) -> Result<TableWriter> {
         let mut header = vec!["#".to_string(), "KIND".to_string(), "NAMESPACE/NAME".to_string()];
         header.extend(rules.iter().map(|r| r.name.clone()));
         header.push("SOURCE".to_string());
@@ -1887,7 +1874,9 @@ impl TableWriter {
                 out.write_all(text.trim_end().as_bytes())?;
                 out.write_all(b"\n")?;
             }
-            out.write_all(b"\npass: admitted   DENY: rejected   warn: admitted with warnings   -: the rule does not govern this kind or operation\n")?;
+            out.write_all(
+                b"\npass: admitted   DENY: rejected   warn: admitted with warnings   -: the rule does not govern this kind or operation\n",
+            )?;
             if self.any_mutate {
                 out.write_all(b"mutate: admitted with changes a mutating rule makes (shown below as a diff)\n")?;
             }
@@ -1964,11 +1953,10 @@ pub(crate) fn replay(report: &Report, add: &mut dyn FnMut(&Item) -> Result<()>) 
 /// will be.
 pub fn render_table(report: &Report, width: usize, fail_on: FailOn) -> String {
     let mut out = Vec::new();
-    let written = TableWriter::new(report.form, report.rules.clone(), report.files, width, fail_on, &Spill::memory)
-        .and_then(|mut w| {
-            replay(report, &mut |item| w.add(item))?;
-            w.finish(&mut out)
-        });
+    let written = TableWriter::new(report.form, report.rules.clone(), report.files, width, fail_on, &Spill::memory).and_then(|mut w| {
+        replay(report, &mut |item| w.add(item))?;
+        w.finish(&mut out)
+    });
     match written {
         Ok(()) => String::from_utf8_lossy(&out).into_owned(),
         Err(e) => format!("(the report could not be rendered: {e:#})\n"),
@@ -2032,13 +2020,26 @@ fn document_json(rules: &[RuleInfo], d: &DocumentReport) -> Value {
 }
 
 /// Everything of the machine-readable report but its documents.
-fn report_tail(form: Form, rules: &[RuleInfo], files: usize, skipped: &[Note], errors: &[Note], s: &Summary) -> serde_json::Map<String, Value> {
-    let notes = |notes: &[Note]| -> Vec<Value> { notes.iter().map(|n| json!({"source": source_json(&n.source), "reason": n.reason})).collect() };
+fn report_tail(
+    form: Form,
+    rules: &[RuleInfo],
+    files: usize,
+    skipped: &[Note],
+    errors: &[Note],
+    s: &Summary,
+) -> serde_json::Map<String, Value> {
+    let notes =
+        |notes: &[Note]| -> Vec<Value> { notes.iter().map(|n| json!({"source": source_json(&n.source), "reason": n.reason})).collect() };
     let mut m = serde_json::Map::new();
     m.insert("form".into(), json!(form.name()));
     m.insert(
         "rules".into(),
-        json!(rules.iter().map(|r| json!({"name": r.name, "version": r.version, "description": r.description, "docs": r.docs})).collect::<Vec<_>>()),
+        json!(
+            rules
+                .iter()
+                .map(|r| json!({"name": r.name, "version": r.version, "description": r.description, "docs": r.docs}))
+                .collect::<Vec<_>>()
+        ),
     );
     m.insert("skipped".into(), json!(notes(skipped)));
     m.insert("errors".into(), json!(notes(errors)));
@@ -2263,7 +2264,10 @@ mod tests {
             files: 3,
             documents: evaluated.documents,
             skipped: evaluated.skipped,
-            errors: vec![Note { source: Source { file: "broken.yaml".into(), ..Source::default() }, reason: "document 1 is not valid YAML".into() }],
+            errors: vec![Note {
+                source: Source { file: "broken.yaml".into(), ..Source::default() },
+                reason: "document 1 is not valid YAML".into(),
+            }],
             overridden: Vec::new(),
         }
     }
@@ -2312,7 +2316,9 @@ mod tests {
             "[2] Pod ml/bad  (b.yaml #1)\n  DENY pods-only (Pods are checked): 2 violations\n    - `spec.runtimeClassName` is not set; pods that request GPUs must use\n      runtime class `nvidia`\n    - `metadata.labels` lacks `opencost.io/team`; add it to the pod template\n"
         ), "{details}");
         assert_eq!(details.matches("\n    - ").count(), 4, "2 + 1 violations and 1 warning: {details}");
-        assert!(details.contains("[1] Pod ml/good  (a.yaml)\n  warn pods-only (Pods are checked)\n    - warning: consider a newer image\n"));
+        assert!(
+            details.contains("[1] Pod ml/good  (a.yaml)\n  warn pods-only (Pods are checked)\n    - warning: consider a newer image\n")
+        );
         assert!(details.contains("  DENY exec-only: 1 violation\n    - `jane` may not exec"));
         assert!(text.contains("skipped b.yaml #2: not a Kubernetes object (a YAML string)"));
         assert!(text.contains("ERROR broken.yaml: document 1 is not valid YAML"));
@@ -2346,7 +2352,10 @@ mod tests {
         };
         let r = &report.documents[0].results[0];
         assert_eq!(r.outcome, Outcome::Mutate);
-        assert_eq!(r.changes(), ["+ metadata.labels: {\"owner\":\"jane\"}", "+ spec: {\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}"]);
+        assert_eq!(
+            r.changes(),
+            ["+ metadata.labels: {\"owner\":\"jane\"}", "+ spec: {\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}"]
+        );
         let text = render_table(&report, 100, FailOn::Deny);
         assert!(text.contains("1  Pod   ml/p            mutate     p.yaml") || text.contains(" mutate "), "{text}");
         assert!(text.contains("  mutate pods-only (Pods are checked): 2 changes\n    + metadata.labels: {\"owner\":\"jane\"}\n"), "{text}");
@@ -2355,7 +2364,10 @@ mod tests {
         assert_eq!(exit_status(&report, FailOn::Warn), 0, "a change is not a warning");
         let v = to_json(&report);
         assert_eq!(v["documents"][0]["results"]["pods-only"]["verdict"], "mutate");
-        assert_eq!(v["documents"][0]["results"]["pods-only"]["patch"][0], json!({"op": "add", "path": "/metadata/labels", "value": {"owner": "jane"}}));
+        assert_eq!(
+            v["documents"][0]["results"]["pods-only"]["patch"][0],
+            json!({"op": "add", "path": "/metadata/labels", "value": {"owner": "jane"}})
+        );
         assert_eq!(v["summary"]["mutated"], 1);
     }
 
@@ -2370,7 +2382,10 @@ mod tests {
 
     #[test]
     fn wrapping_keeps_code_spans_whole() {
-        let lines = wrap("`spec.workerGroupSpecs[1].template.spec.tolerations` has no toleration for the GPU node taint: add `{key: nvidia.com/gpu, operator: Exists}`", 60);
+        let lines = wrap(
+            "`spec.workerGroupSpecs[1].template.spec.tolerations` has no toleration for the GPU node taint: add `{key: nvidia.com/gpu, operator: Exists}`",
+            60,
+        );
         assert_eq!(
             lines,
             [

@@ -175,7 +175,8 @@ pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
             let start = Instant::now();
             let (summary, _) = scan::write_report(&scanner, scan::Format::Json, scan::FailOn::None, &mut std::io::sink())?;
             let elapsed = start.elapsed();
-            let (one, guest) = if jobs == cpus { scanner.time_document(&manifest, 300)? } else { (std::time::Duration::ZERO, std::time::Duration::ZERO) };
+            let (one, guest) =
+                if jobs == cpus { scanner.time_document(&manifest, 300)? } else { (std::time::Duration::ZERO, std::time::Duration::ZERO) };
             if summary.documents != count {
                 anyhow::bail!("the {} scan evaluated {} of {count} manifests", form.name(), summary.documents);
             }
@@ -235,7 +236,18 @@ pub fn render_scan(b: &ScanBench, markdown: bool) -> String {
             ]
         })
         .collect();
-    let header = ["form", "workers", "manifests/s", "per manifest", "× floor", "startup", "scan", "1 manifest, 1 core", "guest calls in it", "ceiling (cores / guest)"];
+    let header = [
+        "form",
+        "workers",
+        "manifests/s",
+        "per manifest",
+        "× floor",
+        "startup",
+        "scan",
+        "1 manifest, 1 core",
+        "guest calls in it",
+        "ceiling (cores / guest)",
+    ];
     if markdown {
         out.push_str(&format!("| {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n", header.join(" | ")));
         for r in &rows {

@@ -159,11 +159,8 @@ const CLUSTER_SCOPED: &str = "(cluster)";
 
 /// Sums a scan's report into a simulation.
 pub fn simulate(report: &Report) -> Simulation {
-    let mut namespaces: Vec<String> = report
-        .documents
-        .iter()
-        .map(|d| d.target.namespace.clone().unwrap_or_else(|| CLUSTER_SCOPED.into()))
-        .collect();
+    let mut namespaces: Vec<String> =
+        report.documents.iter().map(|d| d.target.namespace.clone().unwrap_or_else(|| CLUSTER_SCOPED.into())).collect();
     namespaces.sort();
     namespaces.dedup();
     let rules = report
@@ -214,7 +211,8 @@ impl RuleImpact {
 
 /// The simulation as JSON.
 pub fn to_json(s: &Simulation, top: usize) -> Value {
-    let counts = |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "warned": c.warned, "mutated": c.mutated, "errors": c.errors});
+    let counts =
+        |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "warned": c.warned, "mutated": c.mutated, "errors": c.errors});
     json!({
         "objects": s.objects,
         "namespaces": s.namespaces,
@@ -287,7 +285,11 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
             r.total.governed.to_string(),
             r.total.denied.to_string(),
             r.total.warned.to_string(),
-            if r.total.governed == 0 { "(governs nothing here)".into() } else { format!("{} of {} namespaces", ready.len(), r.namespaces.len()) },
+            if r.total.governed == 0 {
+                "(governs nothing here)".into()
+            } else {
+                format!("{} of {} namespaces", ready.len(), r.namespaces.len())
+            },
         ]);
     }
     out.push_str(&table(rows));

@@ -125,10 +125,9 @@ impl Row {
                 self.artifact,
                 thousands(n)
             )),
-            (Some(_), None, _) => Some(format!(
-                "{}: recorded in {record}, but not built: record the sizes again with `make sizes`",
-                self.artifact
-            )),
+            (Some(_), None, _) => {
+                Some(format!("{}: recorded in {record}, but not built: record the sizes again with `make sizes`", self.artifact))
+            }
             (Some(r), Some(n), Some(c)) if c > TOLERANCE_PERCENT => Some(format!(
                 "{}: {} bytes of code, {c:.1} % more than the {} recorded in {record} (at most {TOLERANCE_PERCENT} % allowed). \
                  If the growth is meant, record it with `make sizes` and say why in the commit; if not, look for new inlining \
@@ -144,11 +143,8 @@ impl Row {
 
 /// Every artifact built or recorded, in name order.
 pub fn compare(recorded: &Sizes, now: &Sizes) -> Vec<Row> {
-    let mut names: Vec<(&String, &String)> = recorded
-        .iter()
-        .chain(now)
-        .flat_map(|(rule, forms)| forms.keys().map(move |form| (rule, form)))
-        .collect();
+    let mut names: Vec<(&String, &String)> =
+        recorded.iter().chain(now).flat_map(|(rule, forms)| forms.keys().map(move |form| (rule, form))).collect();
     names.sort();
     names.dedup();
     names
@@ -208,11 +204,8 @@ pub fn report(record: &Record, record_path: &Path, now: &Sizes, compiler: &str) 
         return (out, true);
     }
     let problems: Vec<String> = rows.iter().filter_map(|r| r.problem(record_path)).collect();
-    let shrunk: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.change().is_some_and(|c| c < -TOLERANCE_PERCENT))
-        .map(|r| r.artifact.as_str())
-        .collect();
+    let shrunk: Vec<&str> =
+        rows.iter().filter(|r| r.change().is_some_and(|c| c < -TOLERANCE_PERCENT)).map(|r| r.artifact.as_str()).collect();
     if !shrunk.is_empty() {
         let _ = writeln!(
             out,
@@ -256,9 +249,7 @@ mod tests {
     use super::*;
 
     fn sizes(rows: &[(&str, u64, u64)]) -> Sizes {
-        rows.iter()
-            .map(|(rule, m, c)| (rule.to_string(), [("module".to_string(), *m), ("component".to_string(), *c)].into()))
-            .collect()
+        rows.iter().map(|(rule, m, c)| (rule.to_string(), [("module".to_string(), *m), ("component".to_string(), *c)].into())).collect()
     }
 
     fn record(rows: &[(&str, u64, u64)]) -> Record {
@@ -270,16 +261,20 @@ mod tests {
     #[test]
     fn growth_within_the_tolerance_passes_and_beyond_it_fails() {
         let rec = record(&[("owner-label", 100_000, 90_000), ("gpu-quota", 200_000, 180_000)]);
-        let (text, ok) = report(&rec, Path::new(AT), &sizes(&[("owner-label", 101_900, 90_000), ("gpu-quota", 200_000, 180_000)]), "rustc 1.95.0");
+        let (text, ok) =
+            report(&rec, Path::new(AT), &sizes(&[("owner-label", 101_900, 90_000), ("gpu-quota", 200_000, 180_000)]), "rustc 1.95.0");
         assert!(ok, "{text}");
         let rows: Vec<String> = text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
         assert!(rows.contains(&"owner-label module 100,000 101,900 +1.9 %".to_string()), "{text}");
         assert!(rows.contains(&"gpu-quota component 180,000 180,000 +0.0 %".to_string()), "{text}");
 
-        let (text, ok) = report(&rec, Path::new(AT), &sizes(&[("owner-label", 100_000, 90_000), ("gpu-quota", 200_000, 184_000)]), "rustc 1.95.0");
+        let (text, ok) =
+            report(&rec, Path::new(AT), &sizes(&[("owner-label", 100_000, 90_000), ("gpu-quota", 200_000, 184_000)]), "rustc 1.95.0");
         assert!(!ok);
         assert!(
-            text.contains("error: gpu-quota component: 184,000 bytes of code, 2.2 % more than the 180,000 recorded in host-test/code-sizes.json"),
+            text.contains(
+                "error: gpu-quota component: 184,000 bytes of code, 2.2 % more than the 180,000 recorded in host-test/code-sizes.json"
+            ),
             "{text}"
         );
         assert_eq!(text.matches("error:").count(), 1, "{text}");

@@ -3,7 +3,6 @@
 //! (Smoke test only: performance is measured by `make bench`, never asserted
 //! in a test.) Needs `make artifacts` first.
 
-
 use crate::common::artifacts;
 use std::time::Duration;
 
@@ -23,11 +22,8 @@ fn every_row_is_present_and_positive() {
         assert_eq!(floor.len(), 1, "{name}: one floor row");
         assert!(floor[0].rule.is_none());
         expected_rows += 1;
-        let governing: Vec<&str> = aigov::run::native::RULES
-            .iter()
-            .filter(|r| target.governed_by(r.metadata))
-            .map(|r| r.metadata.name)
-            .collect();
+        let governing: Vec<&str> =
+            aigov::run::native::RULES.iter().filter(|r| target.governed_by(r.metadata)).map(|r| r.metadata.name).collect();
         if name == "exec" {
             assert_eq!(governing, ["exec-guard"], "{name}: only exec-guard governs `pods/exec`");
         } else {
@@ -36,11 +32,8 @@ fn every_row_is_present_and_positive() {
         // Every governing rule, then the bundle with every rule on.
         for rule in governing.into_iter().chain([BUNDLE_NAME]) {
             for m in Measurement::RULE {
-                let found = report
-                    .rows
-                    .iter()
-                    .filter(|r| r.request == name && r.rule.as_deref() == Some(rule) && r.measurement == m)
-                    .count();
+                let found =
+                    report.rows.iter().filter(|r| r.request == name && r.rule.as_deref() == Some(rule) && r.measurement == m).count();
                 assert_eq!(found, 1, "{name}/{rule}: one `{}` row", m.label());
                 expected_rows += 1;
             }
@@ -78,9 +71,16 @@ fn every_row_is_present_and_positive() {
 
     // `--namespace-pods`: gpu-quota reads a crowded namespace, and answers
     // every request as with none.
-    let crowded = Config { artifacts: artifacts.clone(), plan: Plan::exact(1), rules: vec!["gpu-quota".into()], namespace_pods: 20, ..Config::default() };
+    let crowded = Config {
+        artifacts: artifacts.clone(),
+        plan: Plan::exact(1),
+        rules: vec!["gpu-quota".into()],
+        namespace_pods: 20,
+        ..Config::default()
+    };
     let crowded = bench(&crowded).unwrap_or_else(|e| panic!("aigov bench --namespace-pods could not run: {e:#}"));
-    let quota = |r: &aigov::tools::bench::Report| -> Vec<String> { r.verdicts.iter().filter(|v| v.contains("/gpu-quota: ")).cloned().collect() };
+    let quota =
+        |r: &aigov::tools::bench::Report| -> Vec<String> { r.verdicts.iter().filter(|v| v.contains("/gpu-quota: ")).cloned().collect() };
     assert!(!quota(&report).is_empty());
     assert_eq!(quota(&crowded), quota(&report));
     assert!(render_text(&crowded).contains("holds 20 more running CPU-only pods"));
@@ -127,7 +127,10 @@ fn the_scan_benchmark_scans_every_manifest_in_every_form() {
     // The first row of each form times one manifest and its guest calls.
     assert!(b.rows.iter().filter(|r| r.jobs == b.cpus).all(|r| r.guest > Duration::ZERO && r.one >= r.guest / 2));
     let md = aigov::tools::scanbench::render_scan(&b, true);
-    assert_eq!(md.lines().filter(|l| l.starts_with("| native") || l.starts_with("| module") || l.starts_with("| component")).count(), b.rows.len());
+    assert_eq!(
+        md.lines().filter(|l| l.starts_with("| native") || l.starts_with("| module") || l.starts_with("| component")).count(),
+        b.rows.len()
+    );
 }
 
 #[test]

@@ -19,7 +19,6 @@
 //! Most run the natively linked rules; the `test` and `manifests` tests need
 //! `make artifacts` first (like the case tests).
 
-
 use crate::common::root;
 use std::process::{Command, Output, Stdio};
 
@@ -117,13 +116,21 @@ fn eval_applies_user_and_group_to_verbatim_requests() {
     std::fs::write(&settings, "allowedUsers: []\nallowedUsers2: 1\n").unwrap();
     let unknown = eval(&["--settings", settings.to_str().unwrap()]);
     assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown.stderr));
-    assert!(text(&unknown.stderr).contains("`exec-guard` refuses these settings: setting `allowedUsers2`: unknown setting"), "{}", text(&unknown.stderr));
+    assert!(
+        text(&unknown.stderr).contains("`exec-guard` refuses these settings: setting `allowedUsers2`: unknown setting"),
+        "{}",
+        text(&unknown.stderr)
+    );
     assert!(unknown.stdout.is_empty());
     std::fs::write(&settings, "cpuTraining: []\n").unwrap();
     let pod = root().join("host-test/samples/01-gpu-training-pod.yaml");
     let out = aigov(&["eval", "gpu-access", pod.to_str().unwrap(), "--native", "--settings", settings.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("`gpu-access` refuses these settings: setting `cpuTraining`: invalid type: list, expected an object"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("`gpu-access` refuses these settings: setting `cpuTraining`: invalid type: list, expected an object"),
+        "{}",
+        text(&out.stderr)
+    );
     let _ = std::fs::remove_file(&settings);
 
     // Flags that would change what the request is are refused, by name.
@@ -197,7 +204,10 @@ fn manifests_never_overwrite_an_edited_file() {
     let now = std::fs::read_to_string(&overlay).unwrap();
     assert!(now.contains("\n- ../opencost-labels ") && now.contains("# - ../exec-guard"), "{now}");
     let bundle = std::fs::read_to_string(&bundle_path).unwrap();
-    assert!(bundle.contains("\n      opencost-labels: {}\n") && !bundle.contains("gpu-runtime-class:"), "the bundle follows --enable: {bundle}");
+    assert!(
+        bundle.contains("\n      opencost-labels: {}\n") && !bundle.contains("gpu-runtime-class:"),
+        "the bundle follows --enable: {bundle}"
+    );
     std::fs::remove_dir_all(&dest).unwrap();
 }
 
@@ -218,7 +228,8 @@ fn test_passes_met_expectations_and_names_unmet_ones() {
     let good = std::fs::read_to_string(root().join("policies/gpu-runtime-class/tests/cases/amd-pod-default-settings.yaml")).unwrap();
     assert!(good.contains("accepted: true"));
     std::fs::write(cases.join("amd-pod-default-settings.yaml"), &good).unwrap();
-    std::fs::write(cases.join("amd-pod-wrongly-expected.yaml"), good.replace("accepted: true", "accepted: false\n  message: refused")).unwrap();
+    std::fs::write(cases.join("amd-pod-wrongly-expected.yaml"), good.replace("accepted: true", "accepted: false\n  message: refused"))
+        .unwrap();
     let out = aigov(&["test", "gpu-runtime-class", "--policies", policies.to_str().unwrap()]);
     std::fs::remove_dir_all(&policies).unwrap();
     let stdout = text(&out.stdout);
@@ -268,7 +279,9 @@ fn playground_serves_the_page_and_nothing_outside_it() {
     assert_eq!(get("/"), (200, "text/html; charset=utf-8".into()));
     assert_eq!(get("/playground.js"), (200, "text/javascript; charset=utf-8".into()));
     assert_eq!(get("/bundle/aigov-bundle.core.wasm"), (200, "application/wasm".into()));
-    for escape in ["/../secret.txt", "/bundle/../../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/bundle/..%2f..%2fsecret.txt"] {
+    for escape in
+        ["/../secret.txt", "/bundle/../../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/bundle/..%2f..%2fsecret.txt"]
+    {
         assert_eq!(get(escape).0, 403, "{escape}");
     }
     assert_eq!(get("/secret.txt").0, 404);
@@ -298,7 +311,10 @@ fn playground_data_holds_every_rule_and_sample() {
         assert!((native.validate_settings)(rule["settings"].to_string().as_bytes()).valid, "{name}: the page's settings are refused");
         assert!(!rule["description"].as_str().unwrap().is_empty(), "{name}");
     }
-    let samples = std::fs::read_dir(root().join("host-test/samples")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "yaml")).count();
+    let samples = std::fs::read_dir(root().join("host-test/samples"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "yaml"))
+        .count();
     assert_eq!(data["samples"].as_array().unwrap().len(), samples);
     for s in data["samples"].as_array().unwrap() {
         assert!(!s["requests"].as_array().unwrap().is_empty(), "{}", s["file"]);

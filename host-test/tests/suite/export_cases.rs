@@ -5,7 +5,6 @@
 //! (`make jco-check` replays these records under Node.js.) Needs `make
 //! artifacts` first.
 
-
 use crate::common::{artifacts, root};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,7 +36,11 @@ fn records_are_the_harness_answers_with_every_lookup() {
     let rule = "gpu-quota";
     let summary = aigov::tools::export_cases::export(&artifacts, &policies, &[rule], &out).unwrap();
     let files = cases::case_files(&policies, rule).unwrap();
-    assert_eq!((summary.components, summary.cases, summary.runs), (2, files.len(), 2 * files.len()), "the rule and the bundle, each with every case");
+    assert_eq!(
+        (summary.components, summary.cases, summary.runs),
+        (2, files.len(), 2 * files.len()),
+        "the rule and the bundle, each with every case"
+    );
     assert!(summary.lookups > 0, "gpu-quota looks up Namespaces and Pods");
 
     let engine = aigov::run::engine::new_engine().unwrap();

@@ -8,7 +8,6 @@
 //!
 //! Needs `make artifacts` first.
 
-
 use crate::common::{artifacts, root};
 use aigov::tools::fuzzing::{Forms, regression_inputs, seeds, subjects};
 use aigov_sdk::testing::fuzzing::mutate;

@@ -4,7 +4,6 @@
 //! many threads evaluating fresh instances of every artifact at once get
 //! every answer right. Needs `make artifacts`.
 
-
 use crate::common::artifacts;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +11,9 @@ use std::time::{Duration, Instant};
 use aigov::run::artifact::{Evaluator, component_path, module_path};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::wapc::WapcModule;
-use wasm_encoder::{CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, MemorySection, MemoryType, Module, TypeSection, ValType};
+use wasm_encoder::{
+    CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, MemorySection, MemoryType, Module, TypeSection, ValType,
+};
 
 fn pod_request(extra_bytes: usize) -> String {
     let pad = "x".repeat(extra_bytes);
@@ -50,7 +51,9 @@ fn a_fresh_instance_grows_its_memory_only_for_a_request_its_initial_heap_cannot_
     let engine = aigov::run::engine::new_engine().unwrap();
     let cluster: aigov::run::wapc::HostCluster = Arc::new(aigov_sdk::NoCluster);
     let module = WapcModule::new(&engine, &std::fs::read(module_path(&artifacts(), "gpu-runtime-class")).unwrap()).unwrap();
-    let component = aigov::run::component::PolicyComponent::new(&engine, &std::fs::read(component_path(&artifacts(), "gpu-runtime-class")).unwrap()).unwrap();
+    let component =
+        aigov::run::component::PolicyComponent::new(&engine, &std::fs::read(component_path(&artifacts(), "gpu-runtime-class")).unwrap())
+            .unwrap();
     for (pad, grows) in [(0, false), (2 << 20, true)] {
         let request = pod_request(pad);
         let mut m = module.instantiate(cluster.clone()).unwrap();
@@ -120,7 +123,8 @@ fn many_threads_on_fresh_instances_of_every_artifact() {
     names.push(aigov::run::artifact::BUNDLE.to_string());
     for name in &names {
         for path in [module_path(&artifacts, name), component_path(&artifacts, name)] {
-            evaluators.push(Evaluator::from_file(&engine, &path).unwrap_or_else(|e| panic!("{}: {e:#} (run `make artifacts`)", path.display())));
+            evaluators
+                .push(Evaluator::from_file(&engine, &path).unwrap_or_else(|e| panic!("{}: {e:#} (run `make artifacts`)", path.display())));
         }
     }
     let evaluators = Arc::new(evaluators);
@@ -137,7 +141,11 @@ fn many_threads_on_fresh_instances_of_every_artifact() {
                 for _ in 0..ROUNDS {
                     for e in evaluators.iter() {
                         let settings = if e.is_bundle() { r#"{"rules":{"gpu-runtime-class":{}}}"# } else { "{}" };
-                        answers.push((e.name.clone(), e.form(), e.validate(&request, settings, &cluster).map_err(|err| format!("{err:#}"))));
+                        answers.push((
+                            e.name.clone(),
+                            e.form(),
+                            e.validate(&request, settings, &cluster).map_err(|err| format!("{err:#}")),
+                        ));
                     }
                 }
                 answers
@@ -156,5 +164,9 @@ fn many_threads_on_fresh_instances_of_every_artifact() {
     }
     let secs = started.elapsed().as_secs_f64();
     assert_eq!(total, THREADS * ROUNDS * evaluators.len());
-    println!("load: {total} requests on fresh instances of {} artifacts from {THREADS} threads in {secs:.2} s: {:.0} requests/s", evaluators.len(), total as f64 / secs);
+    println!(
+        "load: {total} requests on fresh instances of {} artifacts from {THREADS} threads in {secs:.2} s: {:.0} requests/s",
+        evaluators.len(),
+        total as f64 / secs
+    );
 }

@@ -8,7 +8,6 @@
 //! Runs the bundle natively, as a Kubewarden module and as a component
 //! (`make artifacts` first, like the case tests).
 
-
 use crate::common::artifacts;
 use std::sync::Arc;
 
@@ -101,7 +100,8 @@ fn every_mutating_rule_in_turn_on_a_mixed_ray_cluster() {
         let head = &c["spec"]["headGroupSpec"]["template"];
         let worker = &c["spec"]["workerGroupSpecs"][0]["template"];
         assert_eq!(
-            head["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
+            head["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]
+                [0]["key"],
             "nvidia.com/gpu.present",
             "{form}: the CPU head stays off GPU nodes"
         );
@@ -127,7 +127,9 @@ fn each_request_is_judged_by_the_settings_it_carries() {
     let off = json!({"rules": {}});
     let null = json!({"rules": {"gpu-runtime-class": null}});
     let unknown = json!({"rules": {"gpu-runtime-clas": {}}});
-    for (settings, accepted) in [(&on, false), (&off, true), (&on, false), (&unknown, false), (&null, false), (&off, true), (&unknown, false)] {
+    for (settings, accepted) in
+        [(&on, false), (&off, true), (&on, false), (&unknown, false), (&null, false), (&off, true), (&unknown, false)]
+    {
         for (form, r) in bundle_answers(gpu_pod(None), settings) {
             assert_eq!(r.accepted, accepted, "{form}, {settings}: {r:?}");
             let message = r.message.unwrap_or_default();

@@ -128,14 +128,26 @@ fn find(file: &str, needle: &str, after: usize) -> (usize, usize) {
 fn violations_point_at_the_fields_they_name() {
     let results = located(&samples_sarif());
     let at = |file: &str, starts: &str| -> (usize, usize) {
-        let r = results.iter().find(|r| r.0 == file && r.3.starts_with(starts)).unwrap_or_else(|| panic!("no result in {file} starting {starts:?}: {results:#?}"));
+        let r = results
+            .iter()
+            .find(|r| r.0 == file && r.3.starts_with(starts))
+            .unwrap_or_else(|| panic!("no result in {file} starting {starts:?}: {results:#?}"));
         (r.1, r.2)
     };
     // A missing field: its parent, `spec:`.
-    assert_eq!(at("02-gpu-training-pod-broken.yaml", "`spec.runtimeClassName` is not set"), find("02-gpu-training-pod-broken.yaml", "spec:", 0));
+    assert_eq!(
+        at("02-gpu-training-pod-broken.yaml", "`spec.runtimeClassName` is not set"),
+        find("02-gpu-training-pod-broken.yaml", "spec:", 0)
+    );
     // A field that is there: its key.
-    assert_eq!(at("02-gpu-training-pod-broken.yaml", "`spec.tolerations` does not"), find("02-gpu-training-pod-broken.yaml", "tolerations:", 0));
-    assert_eq!(at("02-gpu-training-pod-broken.yaml", "label `opencost.io/workload-category` in `metadata.labels`"), find("02-gpu-training-pod-broken.yaml", "labels:", 0));
+    assert_eq!(
+        at("02-gpu-training-pod-broken.yaml", "`spec.tolerations` does not"),
+        find("02-gpu-training-pod-broken.yaml", "tolerations:", 0)
+    );
+    assert_eq!(
+        at("02-gpu-training-pod-broken.yaml", "label `opencost.io/workload-category` in `metadata.labels`"),
+        find("02-gpu-training-pod-broken.yaml", "labels:", 0)
+    );
     // An item of a list: where the item starts, the first and the second.
     let first = find("05-raycluster-oversized.yaml", "groupName: a100-workers", 0);
     assert_eq!(at("05-raycluster-oversized.yaml", "`spec.workerGroupSpecs[0]` (`a100-workers`) has `maxReplicas"), first);
@@ -153,6 +165,9 @@ fn every_result_has_a_region_inside_its_file() {
         let rest: String = l.chars().skip(column - 1).collect();
         // A key (`name:`), an item (`- `) or, for an exec request, the
         // document's first key: never a comment or blank space.
-        assert!(rest.split_once(':').is_some_and(|(k, _)| !k.is_empty() && !k.starts_with('#') && !k.starts_with(' ')), "{file}:{line}:{column} is {rest:?} for {message}");
+        assert!(
+            rest.split_once(':').is_some_and(|(k, _)| !k.is_empty() && !k.starts_with('#') && !k.starts_with(' ')),
+            "{file}:{line}:{column} is {rest:?} for {message}"
+        );
     }
 }

@@ -5,7 +5,6 @@
 //!
 //! Needs `make artifacts` first (like the case tests).
 
-
 use crate::common::artifacts;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -107,7 +106,18 @@ fn pod_gvk() -> serde_json::Value {
 
 #[test]
 fn garbage_requests_are_rejected_with_400() {
-    let garbage = ["", "not json", "{", "[]", "null", "42", "\"a string\"", "{\"kind\": 5}", "{\"operation\":\"CREATE\"}", "{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"PATCH\"}"];
+    let garbage = [
+        "",
+        "not json",
+        "{",
+        "[]",
+        "null",
+        "42",
+        "\"a string\"",
+        "{\"kind\": 5}",
+        "{\"operation\":\"CREATE\"}",
+        "{\"kind\":{\"kind\":\"Pod\"},\"operation\":\"PATCH\"}",
+    ];
     for rule in rules() {
         for g in garbage {
             let answers = all_forms(rule, g, &rule.settings);
@@ -219,9 +229,8 @@ fn nesting_at_the_parser_limit_fits_the_guest_stack() {
 fn huge_arrays_are_evaluated() {
     // 10,000 GPU containers, 10,000 tolerations, 10,000 labels: about 1.5 MB,
     // near the API server's request limit.
-    let containers: Vec<_> = (0..10_000)
-        .map(|i| json!({"name": format!("c{i}"), "resources": {"limits": {"nvidia.com/gpu": "1"}}}))
-        .collect();
+    let containers: Vec<_> =
+        (0..10_000).map(|i| json!({"name": format!("c{i}"), "resources": {"limits": {"nvidia.com/gpu": "1"}}})).collect();
     let tolerations: Vec<_> = (0..10_000).map(|i| json!({"key": format!("k{i}"), "operator": "Exists"})).collect();
     let labels: serde_json::Map<_, _> = (0..10_000).map(|i| (format!("l{i}"), json!("v"))).collect();
     let object = json!({"apiVersion": "v1", "kind": "Pod",

@@ -6,7 +6,6 @@
 //! rules can improve their messages without touching this test. Needs `make
 //! artifacts` first (like the case tests); a missing artifact fails the test.
 
-
 use crate::common::{artifacts, root};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,37 +20,160 @@ use aigov::tools::scan::{Config, Form, Identity, Outcome, Report, scan};
 const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     // (file, document, denied by, changed by)
     ("01-gpu-training-pod.yaml", 1, &[], &["owner-label"]),
-    ("02-gpu-training-pod-broken.yaml", 1, &["gpu-access", "gpu-runtime-class", "opencost-labels", "trusted-sources", "workload-classification", "workload-security"], &["gpu-runtime-defaults", "owner-label"]),
-    ("03-inference-deployment-unlabelled.yaml", 1, &["model-provenance", "opencost-labels", "trusted-sources", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
+    (
+        "02-gpu-training-pod-broken.yaml",
+        1,
+        &["gpu-access", "gpu-runtime-class", "opencost-labels", "trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-runtime-defaults", "owner-label"],
+    ),
+    (
+        "03-inference-deployment-unlabelled.yaml",
+        1,
+        &["model-provenance", "opencost-labels", "trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
     ("03-inference-deployment-unlabelled.yaml", 2, &[], &[]),
-    ("04-raycluster-seed-mixed-compute.yaml", 1, &["gpu-access", "gpu-runtime-class", "opencost-labels", "workload-classification", "workload-security"], &["gpu-node-avoidance", "gpu-runtime-defaults", "owner-label"]),
-    ("05-raycluster-oversized.yaml", 1, &["gpu-quota", "ray-cluster-limits", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
+    (
+        "04-raycluster-seed-mixed-compute.yaml",
+        1,
+        &["gpu-access", "gpu-runtime-class", "opencost-labels", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "gpu-runtime-defaults", "owner-label"],
+    ),
+    (
+        "05-raycluster-oversized.yaml",
+        1,
+        &["gpu-quota", "ray-cluster-limits", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
     ("06-rayjob-compliant.yaml", 1, &["workload-classification"], &["gpu-node-avoidance", "owner-label"]),
     ("07-exec-into-gpu-pod.yaml", 1, &["exec-guard"], &[]),
     ("08-exec-into-cpu-notebook.yaml", 1, &[], &[]),
     ("30-idle-gpu-devbox.yaml", 1, &["gpu-access", "idle-gpu-pods", "workload-classification", "workload-security"], &["owner-label"]),
-    ("31-distributed-training-pytorchjob-mismatched.yaml", 1, &["distributed-training", "gpu-access", "gpu-quota", "model-provenance", "resource-limits", "workload-classification", "workload-security"], &["owner-label"]),
-    ("32-queue-admission-job-without-queue.yaml", 1, &["gpu-access", "queue-admission", "resource-limits", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
-    ("30-sec-finetune-pod-insecure.yaml", 1, &["gpu-access", "resource-limits", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
+    (
+        "31-distributed-training-pytorchjob-mismatched.yaml",
+        1,
+        &[
+            "distributed-training",
+            "gpu-access",
+            "gpu-quota",
+            "model-provenance",
+            "resource-limits",
+            "workload-classification",
+            "workload-security",
+        ],
+        &["owner-label"],
+    ),
+    (
+        "32-queue-admission-job-without-queue.yaml",
+        1,
+        &["gpu-access", "queue-admission", "resource-limits", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
+    (
+        "30-sec-finetune-pod-insecure.yaml",
+        1,
+        &["gpu-access", "resource-limits", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
     ("31-sec-inferenceservice-llm.yaml", 1, &["gpu-access", "model-provenance", "workload-classification"], &["owner-label"]),
-    ("32-sec-pytorchjob-trusted.yaml", 1, &["gpu-access", "gpu-quota", "model-provenance", "queue-admission", "workload-classification"], &["owner-label"]),
-    ("33-sec-notebook-root-untrusted.yaml", 1, &["trusted-sources", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
-    ("34-sec-embeddings-job-latest.yaml", 1, &["queue-admission", "trusted-sources", "workload-classification"], &["gpu-node-avoidance", "owner-label"]),
-    ("40-gpu-quota-pod-namespace-full.yaml", 1, &["gpu-access", "gpu-quota", "workload-classification", "workload-security"], &["owner-label"]),
-    ("40-rayservice-mig-slices.yaml", 1, &["gpu-access", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
-    ("40-prov-raycluster-gpu-request-only.yaml", 1, &["gpu-access", "resource-limits", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
+    (
+        "32-sec-pytorchjob-trusted.yaml",
+        1,
+        &["gpu-access", "gpu-quota", "model-provenance", "queue-admission", "workload-classification"],
+        &["owner-label"],
+    ),
+    (
+        "33-sec-notebook-root-untrusted.yaml",
+        1,
+        &["trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "34-sec-embeddings-job-latest.yaml",
+        1,
+        &["queue-admission", "trusted-sources", "workload-classification"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "40-gpu-quota-pod-namespace-full.yaml",
+        1,
+        &["gpu-access", "gpu-quota", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
+    (
+        "40-rayservice-mig-slices.yaml",
+        1,
+        &["gpu-access", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "40-prov-raycluster-gpu-request-only.yaml",
+        1,
+        &["gpu-access", "resource-limits", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
     ("41-prov-inferenceservice-documented.yaml", 1, &["gpu-access", "trusted-sources", "workload-security"], &["owner-label"]),
-    ("42-prov-etl-cronjob-gpu-labelled.yaml", 1, &["opencost-labels", "queue-admission", "tenant-node-pools", "trusted-sources", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
-    ("43-prov-deployment-undocumented-model.yaml", 1, &["model-provenance", "opencost-labels", "trusted-sources", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
-    ("41-mig-profiles-mixed-container.yaml", 1, &["gpu-access", "mig-profiles", "model-provenance", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
-    ("42-mig-profiles-inference-slices.yaml", 1, &["gpu-access", "model-provenance", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
-    ("50-mut-cpu-etl-deployment.yaml", 1, &["gpu-access", "model-provenance", "trusted-sources", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
-    ("51-gpu-class-dev-notebook-h100.yaml", 1, &["gpu-class-by-namespace", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
-    ("51-mut-gpu-finetune-job.yaml", 1, &["gpu-access", "gpu-runtime-class", "queue-admission", "workload-classification", "workload-security"], &["gpu-runtime-defaults", "owner-label"]),
+    (
+        "42-prov-etl-cronjob-gpu-labelled.yaml",
+        1,
+        &["opencost-labels", "queue-admission", "tenant-node-pools", "trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "43-prov-deployment-undocumented-model.yaml",
+        1,
+        &["model-provenance", "opencost-labels", "trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "41-mig-profiles-mixed-container.yaml",
+        1,
+        &["gpu-access", "mig-profiles", "model-provenance", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
+    (
+        "42-mig-profiles-inference-slices.yaml",
+        1,
+        &["gpu-access", "model-provenance", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
+    (
+        "50-mut-cpu-etl-deployment.yaml",
+        1,
+        &["gpu-access", "model-provenance", "trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "51-gpu-class-dev-notebook-h100.yaml",
+        1,
+        &["gpu-class-by-namespace", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
+    (
+        "51-mut-gpu-finetune-job.yaml",
+        1,
+        &["gpu-access", "gpu-runtime-class", "queue-admission", "workload-classification", "workload-security"],
+        &["gpu-runtime-defaults", "owner-label"],
+    ),
     ("52-gpu-class-dev-job-t4.yaml", 1, &["queue-admission", "workload-classification", "workload-security"], &["owner-label"]),
-    ("53-gpu-access-cpu-etl-on-gpu-nodes.yaml", 1, &["gpu-access", "queue-admission", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
-    ("54-gpu-access-cpu-training-job.yaml", 1, &["queue-admission", "trusted-sources", "workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
-    ("55-tenant-deployment-other-pool.yaml", 1, &["model-provenance", "tenant-node-pools", "trusted-sources", "workload-classification", "workload-security"], &["owner-label"]),
+    (
+        "53-gpu-access-cpu-etl-on-gpu-nodes.yaml",
+        1,
+        &["gpu-access", "queue-admission", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
+    (
+        "54-gpu-access-cpu-training-job.yaml",
+        1,
+        &["queue-admission", "trusted-sources", "workload-classification", "workload-security"],
+        &["gpu-node-avoidance", "owner-label"],
+    ),
+    (
+        "55-tenant-deployment-other-pool.yaml",
+        1,
+        &["model-provenance", "tenant-node-pools", "trusted-sources", "workload-classification", "workload-security"],
+        &["owner-label"],
+    ),
     ("56-tenant-raycluster-own-pool.yaml", 1, &["workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
 ];
 
@@ -171,7 +293,10 @@ fn violation_counts_agree_in_every_output_form() {
     let table = aigov::tools::scan::render_table(&report, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny);
     assert!(table.contains(&format!("({} violation", summary.violations)), "{table}");
     let details = table.split("What the rules said").nth(1).unwrap().split("\nSummary:").next().unwrap();
-    let bullets = details.lines().filter(|l| l.starts_with("    - ") && !l.starts_with("    - warning:") && !l.starts_with("    - audit annotation")).count();
+    let bullets = details
+        .lines()
+        .filter(|l| l.starts_with("    - ") && !l.starts_with("    - warning:") && !l.starts_with("    - audit annotation"))
+        .count();
     assert_eq!(bullets, summary.violations, "one bullet per violation:\n{details}");
 }
 

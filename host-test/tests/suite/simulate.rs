@@ -41,7 +41,11 @@ fn pod(i: usize) -> Value {
 
 fn deployment(i: usize) -> Value {
     let ns = format!("team-{:02}", i % NAMESPACES);
-    let labels = if i % NAMESPACES >= 8 && i.is_multiple_of(5) { json!({"app": "web"}) } else { json!({"app": "web", "opencost.io/team": "ml", "opencost.io/workload-category": "inference"}) };
+    let labels = if i % NAMESPACES >= 8 && i.is_multiple_of(5) {
+        json!({"app": "web"})
+    } else {
+        json!({"app": "web", "opencost.io/team": "ml", "opencost.io/workload-category": "inference"})
+    };
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": format!("deploy-{i}"), "namespace": ns, "labels": labels},
@@ -59,7 +63,8 @@ fn write_dump(dir: &Path) -> usize {
     let pods: Vec<Value> = (0..9_000).map(pod).collect();
     let deployments: Vec<Value> = (0..3_000).map(deployment).collect();
     let n = namespaces.len() + pods.len() + deployments.len();
-    let list = |items: Vec<Value>| json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}).to_string();
+    let list =
+        |items: Vec<Value>| json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}).to_string();
     std::fs::write(dir.join("namespaces.json"), list(namespaces)).unwrap();
     std::fs::write(dir.join("pods.json"), list(pods)).unwrap();
     std::fs::write(dir.join("deployments.json"), list(deployments)).unwrap();
@@ -123,7 +128,11 @@ fn simulating_a_large_dump_agrees_with_scanning_it() {
 fn the_markdown_report_names_a_phased_rollout() {
     let dir = std::env::temp_dir().join(format!("aigov-simulate-md-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("pods.json"), json!({"apiVersion": "v1", "kind": "List", "items": (0..48).map(pod).collect::<Vec<_>>()}).to_string()).unwrap();
+    std::fs::write(
+        dir.join("pods.json"),
+        json!({"apiVersion": "v1", "kind": "List", "items": (0..48).map(pod).collect::<Vec<_>>()}).to_string(),
+    )
+    .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
         .args(["simulate", "--native", "--format", "markdown", "--cluster", dir.join("pods.json").to_str().unwrap()])
         .output()

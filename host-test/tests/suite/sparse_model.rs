@@ -8,7 +8,6 @@
 //! over the raw JSON also finds every `containers` list, so a template the
 //! SDK missed fails the test.
 
-
 use crate::common::root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,7 +58,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 /// `request.object`, `request.admissionRequest.object`, `cluster` items, an
 /// AdmissionReview's request object.
 fn gather(v: &Value, out: &mut Vec<Value>) {
-    if v.get("apiVersion").is_some() && v.get("kind").and_then(Value::as_str).is_some() && v.get("kind") != Some(&Value::from("AdmissionReview")) {
+    if v.get("apiVersion").is_some()
+        && v.get("kind").and_then(Value::as_str).is_some()
+        && v.get("kind") != Some(&Value::from("AdmissionReview"))
+    {
         out.push(v.clone());
         return;
     }
@@ -79,14 +81,16 @@ fn stringify_quantities(v: &mut Value) {
     match v {
         Value::Object(map) => {
             for (k, child) in map.iter_mut() {
-                if (k == "limits" || k == "requests" || k == "resourcesPerNode") && child.is_object()
-                    && let Some(res) = child.as_object_mut() {
-                        for q in res.values_mut() {
-                            if let Value::Number(n) = q {
-                                *q = Value::String(n.to_string());
-                            }
+                if (k == "limits" || k == "requests" || k == "resourcesPerNode")
+                    && child.is_object()
+                    && let Some(res) = child.as_object_mut()
+                {
+                    for q in res.values_mut() {
+                        if let Value::Number(n) = q {
+                            *q = Value::String(n.to_string());
                         }
                     }
+                }
                 stringify_quantities(child);
             }
         }
@@ -170,17 +174,8 @@ fn typed_gpus(spec: &PodSpec, gpus: &GpuResources) -> u64 {
 /// The security-relevant fields of a container or pod security context,
 /// as a comparable summary: from the typed model's JSON (so the typed
 /// parse vouches for it) or from the sparse model.
-type SecuritySummary = (
-    Option<bool>,
-    Option<bool>,
-    Option<bool>,
-    Option<i64>,
-    Vec<String>,
-    Vec<String>,
-    Option<String>,
-    Option<String>,
-    Option<bool>,
-);
+type SecuritySummary =
+    (Option<bool>, Option<bool>, Option<bool>, Option<i64>, Vec<String>, Vec<String>, Option<String>, Option<String>, Option<bool>);
 
 fn typed_security(sc: Option<&Value>) -> SecuritySummary {
     let Some(sc) = sc else { return SecuritySummary::default() };
@@ -225,13 +220,21 @@ fn sparse_security(sc: Option<&aigov_sdk::model::pod::SecurityContext<'_>>) -> S
 /// Image, command, args, env (name, literal value, `valueFrom` set), volume
 /// mounts (name, readOnly) and security context of a container.
 fn typed_container(c: &Value) -> String {
-    let strs = |k: &str| -> Vec<String> { c.get(k).and_then(Value::as_array).map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default() };
+    let strs = |k: &str| -> Vec<String> {
+        c.get(k).and_then(Value::as_array).map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default()
+    };
     let env: Vec<(String, Option<String>, bool)> = c
         .get("env")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .map(|e| (e["name"].as_str().unwrap().to_string(), e.get("value").and_then(Value::as_str).map(str::to_string), e.get("valueFrom").is_some()))
+                .map(|e| {
+                    (
+                        e["name"].as_str().unwrap().to_string(),
+                        e.get("value").and_then(Value::as_str).map(str::to_string),
+                        e.get("valueFrom").is_some(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -246,7 +249,8 @@ fn typed_container(c: &Value) -> String {
 
 fn sparse_container(c: &aigov_sdk::Container<'_>) -> String {
     let strs = |l: &[aigov_sdk::Str<'_>]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let env: Vec<(String, Option<String>, bool)> = c.env.iter().map(|e| (e.name.to_string(), e.value.as_deref().map(str::to_string), e.from_source)).collect();
+    let env: Vec<(String, Option<String>, bool)> =
+        c.env.iter().map(|e| (e.name.to_string(), e.value.as_deref().map(str::to_string), e.from_source)).collect();
     let mounts: Vec<(String, Option<bool>)> = c.volume_mounts.iter().map(|m| (m.name.to_string(), m.read_only)).collect();
     let image = c.image.as_deref().map(str::to_string);
     format!("{image:?} {:?} {:?} {env:?} {mounts:?} {:?}", strs(&c.command), strs(&c.args), sparse_security(c.security_context.as_ref()))
@@ -259,14 +263,26 @@ fn typed_pod(spec: &Value) -> String {
     let volumes: Vec<(String, Option<String>)> = spec
         .get("volumes")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(|v| (v["name"].as_str().unwrap().to_string(), v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string))).collect())
+        .map(|a| {
+            a.iter()
+                .map(|v| (v["name"].as_str().unwrap().to_string(), v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string)))
+                .collect()
+        })
         .unwrap_or_default();
     let os = spec.pointer("/os/name").and_then(Value::as_str).map(str::to_string);
-    format!("{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}", b("hostNetwork"), b("hostPID"), b("hostIPC"), b("hostUsers"), typed_security(spec.get("securityContext")))
+    format!(
+        "{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}",
+        b("hostNetwork"),
+        b("hostPID"),
+        b("hostIPC"),
+        b("hostUsers"),
+        typed_security(spec.get("securityContext"))
+    )
 }
 
 fn sparse_pod(spec: &aigov_sdk::PodSpec<'_>) -> String {
-    let volumes: Vec<(String, Option<String>)> = spec.volumes.iter().map(|v| (v.name.to_string(), v.host_path.as_ref().map(|h| h.path.to_string()))).collect();
+    let volumes: Vec<(String, Option<String>)> =
+        spec.volumes.iter().map(|v| (v.name.to_string(), v.host_path.as_ref().map(|h| h.path.to_string()))).collect();
     let os = spec.os.as_ref().map(|o| o.name.to_string());
     format!(
         "{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}",
@@ -307,7 +323,10 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
                 pod_specs(&normalised, "", &mut at);
                 let typed_ok = at.iter().all(|p| serde_json::from_value::<PodSpec>(normalised.pointer(p).unwrap().clone()).is_ok());
                 let bad_quantity = e.0.contains("is not a valid quantity");
-                assert!(!typed_ok || bad_quantity || !e.0.contains(".spec"), "{file}: SDK refused ({e}) but the typed model reads every pod spec");
+                assert!(
+                    !typed_ok || bad_quantity || !e.0.contains(".spec"),
+                    "{file}: SDK refused ({e}) but the typed model reads every pod spec"
+                );
                 continue;
             }
         };
@@ -324,18 +343,31 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
             }
             let ptr = t.spec_path().pointer();
             reported.push(ptr.clone());
-            let raw = normalised.pointer(&ptr).unwrap_or_else(|| panic!("{file}: the SDK reports {} but the object has nothing there", t.spec_path()));
-            let typed: PodSpec = serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{file}: typed PodSpec at {}: {e}", t.spec_path()));
+            let raw = normalised
+                .pointer(&ptr)
+                .unwrap_or_else(|| panic!("{file}: the SDK reports {} but the object has nothing there", t.spec_path()));
+            let typed: PodSpec =
+                serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{file}: typed PodSpec at {}: {e}", t.spec_path()));
             let sparse = &t.spec;
             let names = |cs: &[aigov_sdk::Container<'_>]| cs.iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
-            assert_eq!(names(&sparse.containers), typed.containers.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), "{file} {}", t.spec_path());
+            assert_eq!(
+                names(&sparse.containers),
+                typed.containers.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+                "{file} {}",
+                t.spec_path()
+            );
             assert_eq!(
                 names(&sparse.init_containers),
                 typed.init_containers.iter().flatten().map(|c| c.name.clone()).collect::<Vec<_>>(),
                 "{file}"
             );
             assert_eq!(sparse.ephemeral_containers.len(), typed.ephemeral_containers.as_ref().map_or(0, Vec::len), "{file}");
-            for (s, ty) in sparse.containers.iter().chain(&sparse.init_containers).zip(typed.containers.iter().chain(typed.init_containers.iter().flatten())) {
+            for (s, ty) in sparse
+                .containers
+                .iter()
+                .chain(&sparse.init_containers)
+                .zip(typed.containers.iter().chain(typed.init_containers.iter().flatten()))
+            {
                 let (limits, requests) = resources(ty);
                 let sl: BTreeMap<String, String> = s.resources.limits.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect();
                 let sr: BTreeMap<String, String> = s.resources.requests.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect();
@@ -348,7 +380,8 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
             let typed_json = serde_json::to_value(&typed).unwrap();
             assert_eq!(sparse_pod(sparse), typed_pod(&typed_json), "{file} {} pod fields", t.spec_path());
             for list in ["containers", "initContainers", "ephemeralContainers"] {
-                let typed_list: Vec<String> = typed_json.get(list).and_then(Value::as_array).map(|a| a.iter().map(typed_container).collect()).unwrap_or_default();
+                let typed_list: Vec<String> =
+                    typed_json.get(list).and_then(Value::as_array).map(|a| a.iter().map(typed_container).collect()).unwrap_or_default();
                 let sparse_list: Vec<String> = match list {
                     "containers" => &sparse.containers,
                     "initContainers" => &sparse.init_containers,
@@ -363,7 +396,11 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
                 limits.map(|l| l.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect::<BTreeMap<_, _>>())
             };
             assert_eq!(
-                sparse.resources.as_ref().map(|r| r.limits.iter().map(|(k, v)| (k.to_string(), v.0.to_string())).collect::<BTreeMap<_, _>>()),
+                sparse.resources.as_ref().map(|r| r
+                    .limits
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.0.to_string()))
+                    .collect::<BTreeMap<_, _>>()),
                 typed.resources.as_ref().map(|r| pod_limits(r.limits.as_ref()).unwrap_or_default()),
                 "{file} {} pod-level limits",
                 t.spec_path()

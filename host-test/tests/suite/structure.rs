@@ -12,7 +12,6 @@
 //!   `namespaceSelector`, and lists only the resources the rule acts on with
 //!   its default settings.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,11 +26,8 @@ fn root() -> PathBuf {
 /// from `cargo metadata`.
 fn workspace() -> BTreeMap<String, (PathBuf, String)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let out =
+        Command::new(cargo).args(["metadata", "--no-deps", "--format-version", "1", "--offline"]).current_dir(root()).output().unwrap();
     assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut members = BTreeMap::new();
@@ -64,13 +60,14 @@ fn every_rule_directory_is_a_complete_rule() {
         if aigov::run::native::rule(&name).is_none() {
             problems.push("is not compiled into the bundle, so aigov cannot run it natively (a rule needs a metadata.yml)".into());
         }
-        let metadata = std::fs::read_to_string(dir.join("metadata.yml")).map_err(|e| e.to_string()).and_then(|t| Metadata::from_yaml(&t).map_err(|e| e.to_string()));
+        let metadata = std::fs::read_to_string(dir.join("metadata.yml"))
+            .map_err(|e| e.to_string())
+            .and_then(|t| Metadata::from_yaml(&t).map_err(|e| e.to_string()));
         match (&metadata, members.get(&name)) {
             (Err(e), _) => problems.push(format!("metadata.yml: {e}")),
-            (Ok(m), Some((_, crate_version))) if m.version() != Some(crate_version.as_str()) => problems.push(format!(
-                "metadata.yml has version {:?} but the crate is {crate_version}",
-                m.version()
-            )),
+            (Ok(m), Some((_, crate_version))) if m.version() != Some(crate_version.as_str()) => {
+                problems.push(format!("metadata.yml has version {:?} but the crate is {crate_version}", m.version()))
+            }
             (Ok(m), _) if m.annotations.get(aigov_metadata::annotations::TITLE) != Some(&name) => {
                 problems.push("metadata.yml's title is not the rule's name".into())
             }
@@ -98,7 +95,10 @@ fn every_rule_directory_is_a_complete_rule() {
         // The artifacts need the exports; the bundle links the crate without them.
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
         if !manifest.contains("default = [\"export\"]") || !manifest.contains("export = []") {
-            problems.push("Cargo.toml must declare `[features] default = [\"export\"]` and `export = []` (the SDK's export macro is gated on it)".into());
+            problems.push(
+                "Cargo.toml must declare `[features] default = [\"export\"]` and `export = []` (the SDK's export macro is gated on it)"
+                    .into(),
+            );
         }
         assert!(problems.is_empty(), "policies/{name}:\n  {}", problems.join("\n  "));
         rules.push(name);
@@ -111,7 +111,10 @@ fn every_rule_directory_is_a_complete_rule() {
     // list of rules to keep in step anywhere.
     let bundle = std::fs::read_to_string(policies.join("bundle/Cargo.toml")).unwrap();
     for rule in &rules {
-        assert!(!bundle.contains(&format!("\n{rule} = ")), "policies/bundle/Cargo.toml lists `{rule}`: the bundle finds rules by their folders");
+        assert!(
+            !bundle.contains(&format!("\n{rule} = ")),
+            "policies/bundle/Cargo.toml lists `{rule}`: the bundle finds rules by their folders"
+        );
     }
     assert!(members.contains_key("aigov-bundle"), "policies/bundle is the workspace member `aigov-bundle`");
     let bundled: Vec<&str> = aigov::run::native::BUNDLE.metadata.name.split(',').collect();
@@ -179,7 +182,11 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
         // The policy server loads the policy only with settings the rule
         // accepts: a rule that refuses its defaults ships example settings.
         let answer = (rule.validate_settings)(packaged.settings.to_string().as_bytes());
-        assert!(answer.valid, "{name}: the generated policy's settings are refused: {:?} (add host-test/settings/{name}.yaml)", answer.message);
+        assert!(
+            answer.valid,
+            "{name}: the generated policy's settings are refused: {:?} (add host-test/settings/{name}.yaml)",
+            answer.message
+        );
         let text = package::cluster_admission_policy(&packaged, "registry.example.com/aigov", &excluded).unwrap();
         let policy: serde_json::Value = serde_norway::from_str(&text).unwrap();
         // What the policy writes (its settings without the defaults) is

@@ -70,7 +70,10 @@ fn a_renamed_copy_is_a_rule_the_catalogue_accepts() {
     assert!(lib.contains("aigov_sdk::export_policy!(GpuPriorityClass);"));
     for file in ["src/lib.rs", "src/settings.rs"] {
         let code = std::fs::read_to_string(rule.join(file)).unwrap();
-        assert!(!code.lines().any(|l| l.split("//").next().unwrap_or_default().contains("crate::")), "{file} names `crate::`, which the bundle refuses");
+        assert!(
+            !code.lines().any(|l| l.split("//").next().unwrap_or_default().contains("crate::")),
+            "{file} names `crate::`, which the bundle refuses"
+        );
     }
     assert!(std::fs::read_dir(rule.join("tests").join("cases")).unwrap().count() >= 6);
     assert!(!std::fs::read_to_string(rule.join("README.md")).unwrap().contains("rule-template"));

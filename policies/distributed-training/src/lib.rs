@@ -20,12 +20,12 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::describe_counts;
 use aigov_sdk::decode::explain::decode_model;
-use aigov_sdk::model::scheduling::label_demand;
-use aigov_sdk::{GpuCounts, Str};
 use aigov_sdk::decode::json;
+use aigov_sdk::model::scheduling::label_demand;
+use aigov_sdk::prelude::*;
+use aigov_sdk::{GpuCounts, Str};
 
 pub use settings::Settings;
 
@@ -145,13 +145,15 @@ impl Collective {
 /// its master only runs `mpirun`. Read from the object's text with the
 /// SDK's decoder, as the SDK's model has no `spec.plugins`.
 fn volcano_ranks(req: &Request<'_>) -> Result<Vec<String>, Malformed> {
-    const RANKS: [(&str, [(&str, &str); 2]); 2] = [("pytorch", [("master", "master"), ("worker", "worker")]), ("tensorflow", [("chief", "chief"), ("worker", "worker")])];
+    const RANKS: [(&str, [(&str, &str); 2]); 2] =
+        [("pytorch", [("master", "master"), ("worker", "worker")]), ("tensorflow", [("chief", "chief"), ("worker", "worker")])];
     let plugins = req.object_text().and_then(|text| json::find(text, &Path::root().keys(&["spec", "plugins"])));
     let plugins = plugins.and_then(json::members).unwrap_or_default();
     let mut tasks = Vec::new();
     for (plugin, roles) in RANKS {
         let Some((_, args)) = plugins.iter().find(|(name, _)| name == plugin) else { continue };
-        let args: Vec<Str<'_>> = decode_model::<Option<Vec<Str<'_>>>>(args, &format!("`spec.plugins.{plugin}` of the Volcano Job"))?.unwrap_or_default();
+        let args: Vec<Str<'_>> =
+            decode_model::<Option<Vec<Str<'_>>>>(args, &format!("`spec.plugins.{plugin}` of the Volcano Job"))?.unwrap_or_default();
         for (flag, default) in roles {
             tasks.push(go_flag(&args, flag).unwrap_or(default).to_string());
         }
@@ -167,7 +169,9 @@ fn go_flag<'s>(args: &'s [Str<'_>], name: &str) -> Option<&'s str> {
     let mut found = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|f| !f.is_empty() && !f.starts_with('-')) else { break };
+        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|f| !f.is_empty() && !f.starts_with('-')) else {
+            break;
+        };
         let (key, value) = match flag.split_once('=') {
             Some((key, value)) => (key, Some(value)),
             None => (flag, it.next().map(|v| &**v)),
@@ -262,7 +266,13 @@ fn check_products(workers: &[&Worker<'_, '_>], s: &Settings, job: &str, v: &mut 
     }
 }
 
-fn check_network<'w, 'a>(workers: &[&'w Worker<'w, 'a>], what: &str, get: impl Fn(&'w Worker<'w, 'a>) -> &'w GpuCounts, job: &str, v: &mut Verdict) {
+fn check_network<'w, 'a>(
+    workers: &[&'w Worker<'w, 'a>],
+    what: &str,
+    get: impl Fn(&'w Worker<'w, 'a>) -> &'w GpuCounts,
+    job: &str,
+    v: &mut Verdict,
+) {
     let Some(with) = workers.iter().find(|x| !get(x).is_empty()) else { return };
     for x in workers {
         if get(x).is_empty() {
@@ -373,7 +383,11 @@ fn check_processes_per_pod(w: &aigov_sdk::Workload<'_>, workers: &[&Worker<'_, '
     let Some(k) = &w.kubeflow else { return };
     let setting = match w.kind {
         WorkloadKind::PyTorchJob => k.nproc_per_node.as_deref().and_then(|n| n.trim().parse::<u64>().ok()).map(|n| {
-            (n, k.nproc_path.as_ref().map_or_else(|| "spec.nprocPerNode".to_string(), ToString::to_string), "torchrun starts that many processes per pod")
+            (
+                n,
+                k.nproc_path.as_ref().map_or_else(|| "spec.nprocPerNode".to_string(), ToString::to_string),
+                "torchrun starts that many processes per pod",
+            )
         }),
         WorkloadKind::MpiJob => k
             .slots_per_worker
@@ -424,8 +438,12 @@ mod tests {
     }
 
     fn volcano(plugins: &str, tasks: &[(&str, String)]) -> Result<Vec<String>, Malformed> {
-        let tasks: Vec<String> = tasks.iter().map(|(name, spec)| format!(r#"{{"name":"{name}","replicas":2,"template":{{"spec":{spec}}}}}"#)).collect();
-        let object = format!(r#"{{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{{"name":"vj"}},"spec":{{{plugins}"tasks":[{}]}}}}"#, tasks.join(","));
+        let tasks: Vec<String> =
+            tasks.iter().map(|(name, spec)| format!(r#"{{"name":"{name}","replicas":2,"template":{{"spec":{spec}}}}}"#)).collect();
+        let object = format!(
+            r#"{{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{{"name":"vj"}},"spec":{{{plugins}"tasks":[{}]}}}}"#,
+            tasks.join(",")
+        );
         violations("batch.volcano.sh/v1alpha1", "Job", "jobs", &object)
     }
 
@@ -460,7 +478,10 @@ mod tests {
         assert!(volcano(r#""plugins":{"svc":[],"mpi":[]},"#, &tasks).unwrap().is_empty());
         let found = volcano(r#""plugins":{"pytorch":null},"#, &tasks).unwrap();
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("task `worker` of Job `vj` requests 4 `nvidia.com/gpu` per pod, but task `master` requests 8"), "{found:?}");
+        assert!(
+            found[0].starts_with("task `worker` of Job `vj` requests 4 `nvidia.com/gpu` per pod, but task `master` requests 8"),
+            "{found:?}"
+        );
 
         // TensorFlow: the chief and the workers, not the parameter servers.
         let tf = [("ps", spec(1, "[]")), ("chief", spec(8, "[]")), ("worker", spec(8, "[]"))];

@@ -1,7 +1,7 @@
 //! Settings of `distributed-training`.
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::Quantity;
+use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -71,7 +71,10 @@ impl RuleSettings for Settings {
         names("efaResourceNames", &self.efa_resource_names)?;
         for (i, g) in self.rdma_resource_names.iter().enumerate() {
             if self.gpu_resource_names.is_gpu(g.as_str()) {
-                return Err(SettingsError::new(format!("rdmaResourceNames[{i}]"), format!("`{}` is also a GPU resource (`gpuResourceNames`)", g.as_str())));
+                return Err(SettingsError::new(
+                    format!("rdmaResourceNames[{i}]"),
+                    format!("`{}` is also a GPU resource (`gpuResourceNames`)", g.as_str()),
+                ));
             }
         }
         if let Some(q) = &self.min_shared_memory {
@@ -96,7 +99,7 @@ impl RuleSettings for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
@@ -113,7 +116,10 @@ mod tests {
         assert!(refused::<Settings>(r#"{"minSharedMemory":"0"}"#).starts_with("setting `minSharedMemory`: `0` must be above zero"));
         assert!(refused::<Settings>(r#"{"requireSharedMemory":false}"#).starts_with("setting `minSharedMemory`: applies only"));
         assert!(refused::<Settings>(r#"{"gpuProductLabel":"not a label"}"#).starts_with("setting `gpuProductLabel`"));
-        assert!(refused::<Settings>(r#"{"rdmaResourceNames":["nvidia.com/gpu"]}"#).starts_with("setting `rdmaResourceNames[0]`: `nvidia.com/gpu` is also a GPU resource"));
+        assert!(
+            refused::<Settings>(r#"{"rdmaResourceNames":["nvidia.com/gpu"]}"#)
+                .starts_with("setting `rdmaResourceNames[0]`: `nvidia.com/gpu` is also a GPU resource")
+        );
         assert!(refused::<Settings>(r#"{"efaResourceNames":[""]}"#).starts_with("setting `efaResourceNames[0]`"));
         assert!(refused::<Settings>(r#"{"nccl":true}"#).starts_with("setting `nccl`: unknown setting"));
     }

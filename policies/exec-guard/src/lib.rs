@@ -16,8 +16,8 @@ mod settings;
 
 use std::fmt::Write as _;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::ClaimError;
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::ConnectOptions;
 
@@ -45,17 +45,9 @@ impl Policy for ExecGuard {
             .namespace()
             .filter(|n| !n.is_empty())
             .ok_or_else(|| Malformed::new(format!("the `CONNECT` request on `pods/{sub}` has no namespace")))?;
-        let options: ConnectOptions<'_> = req
-            .object_as(&format!("the {}", session.options_kind()))?
-            .unwrap_or_default();
+        let options: ConnectOptions<'_> = req.object_as(&format!("the {}", session.options_kind()))?.unwrap_or_default();
         let user = req.user();
-        let target = Target {
-            session,
-            namespace,
-            pod,
-            user: &user.username,
-            options: &options,
-        };
+        let target = Target { session, namespace, pod, user: &user.username, options: &options };
 
         let finding = match settings.allowance(&user.username, &user.groups) {
             Some(allowance) => Finding::Allowed(allowance),
@@ -66,9 +58,8 @@ impl Policy for ExecGuard {
         let mut verdict = Verdict::accept();
         verdict.annotate(AUDIT_KEY, audit_record(&target, &finding));
         if let Finding::LookupAllowed { why } = &finding {
-            verdict.warn(format!(
-                "the pod could not be checked for GPUs ({why}); the session is allowed because `onLookupError` is `allow`"
-            ));
+            verdict
+                .warn(format!("the pod could not be checked for GPUs ({why}); the session is allowed because `onLookupError` is `allow`"));
         }
         if let Some(message) = denial(&target, &finding, settings) {
             verdict.violation(message);
@@ -246,11 +237,7 @@ fn denial(t: &Target<'_>, finding: &Finding<'_>, s: &Settings) -> Option<String>
             ))
         }
         Finding::Unchecked { why, not_found } => {
-            let next = if *not_found {
-                "check the pod's name and namespace and try again"
-            } else {
-                "try again in a moment"
-            };
+            let next = if *not_found { "check the pod's name and namespace and try again" } else { "try again in a moment" };
             Some(format!(
                 "{what}: the pod could not be checked for GPUs: {why}; only pods known to hold no GPU are open to everyone, so {next}, or {ask}"
             ))

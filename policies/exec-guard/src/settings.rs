@@ -1,7 +1,7 @@
 //! Settings of `exec-guard`.
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -67,11 +67,7 @@ impl Settings {
         if let Some(p) = self.allowed_users.iter().find(|p| p.matches(user)) {
             return Some(Allowance::User(p.as_str()));
         }
-        groups
-            .iter()
-            .map(AsRef::as_ref)
-            .find(|g| self.allowed_groups.iter().any(|p| p.matches(g)))
-            .map(Allowance::Group)
+        groups.iter().map(AsRef::as_ref).find(|g| self.allowed_groups.iter().any(|p| p.matches(g))).map(Allowance::Group)
     }
 }
 

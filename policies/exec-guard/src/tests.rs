@@ -115,7 +115,10 @@ fn allowed_groups_and_users_skip_the_lookup_and_are_recorded() {
     let c = cluster();
     let r = run(&exec("trainer-0", "admin", &["system:authenticated", "system:masters"]), "{}", &c);
     assert!(r.accepted && r.message.is_none() && r.warnings.is_empty());
-    assert!(r.audit_annotations[AUDIT_KEY].starts_with(r#"{"verdict":"allow","reason":"allowed-group","match":"system:masters","subresource":"exec""#));
+    assert!(
+        r.audit_annotations[AUDIT_KEY]
+            .starts_with(r#"{"verdict":"allow","reason":"allowed-group","match":"system:masters","subresource":"exec""#)
+    );
     assert!(c.lookups().is_empty(), "an allowed user needs no lookup");
 
     let s = r#"{"allowedUsers":["*@platform.example.com"]}"#;
@@ -130,7 +133,10 @@ fn cpu_pods_are_open_after_a_lookup() {
     let c = cluster();
     let r = run(&exec("notebook-0", JANE, &USERS), "{}", &c);
     assert!(r.accepted && r.message.is_none());
-    assert!(r.audit_annotations[AUDIT_KEY].starts_with(r#"{"verdict":"allow","reason":"no-gpu","subresource":"exec","namespace":"ml","pod":"notebook-0""#));
+    assert!(
+        r.audit_annotations[AUDIT_KEY]
+            .starts_with(r#"{"verdict":"allow","reason":"no-gpu","subresource":"exec","namespace":"ml","pod":"notebook-0""#)
+    );
     assert_eq!(c.lookups(), ["v1 Pod ml/notebook-0"]);
 }
 
@@ -170,10 +176,7 @@ fn lookup_failures_and_unreadable_pods_deny_and_say_why() {
     );
     assert!(r.audit_annotations[AUDIT_KEY].contains(r#""reason":"pod-not-checked","error":"Pod `ml/ghost-0` not found""#));
 
-    for e in [
-        LookupError::Forbidden("not declared".into()),
-        LookupError::Unavailable("the API server timed out".into()),
-    ] {
+    for e in [LookupError::Forbidden("not declared".into()), LookupError::Unavailable("the API server timed out".into())] {
         let c = Pods::failing(e.clone());
         let r = run(&exec("trainer-0", JANE, &USERS), "{}", &c);
         assert!(!r.accepted);
@@ -189,15 +192,28 @@ fn lookup_failures_and_unreadable_pods_deny_and_say_why() {
 
     let r = run(&exec("bad-quantity-0", JANE, &USERS), "{}", &cluster());
     let m = r.message.unwrap();
-    assert!(m.contains("could not be checked for GPUs: the Pod's `spec.containers[0].resources.limits[nvidia.com/gpu]`: `lots` is not a valid quantity"), "{m}");
+    assert!(
+        m.contains(
+            "could not be checked for GPUs: the Pod's `spec.containers[0].resources.limits[nvidia.com/gpu]`: `lots` is not a valid quantity"
+        ),
+        "{m}"
+    );
 }
 
 #[test]
 fn attach_is_guarded_and_portforward_only_when_configured() {
-    let attach = connect("attach", "trainer-0", JANE, &USERS, r#"{"kind":"PodAttachOptions","apiVersion":"v1","container":"pytorch","stdin":true,"tty":true}"#);
+    let attach = connect(
+        "attach",
+        "trainer-0",
+        JANE,
+        &USERS,
+        r#"{"kind":"PodAttachOptions","apiVersion":"v1","container":"pytorch","stdin":true,"tty":true}"#,
+    );
     let r = run(&attach, "{}", &cluster());
     assert!(r.message.unwrap().starts_with("attach to pod `ml/trainer-0` is denied: it holds 5 GPUs"));
-    assert!(r.audit_annotations[AUDIT_KEY].contains(r#""subresource":"attach","namespace":"ml","pod":"trainer-0","container":"pytorch","user":"jane@example.com","command":[]"#));
+    assert!(r.audit_annotations[AUDIT_KEY].contains(
+        r#""subresource":"attach","namespace":"ml","pod":"trainer-0","container":"pytorch","user":"jane@example.com","command":[]"#
+    ));
 
     let pf = connect("portforward", "trainer-0", JANE, &USERS, r#"{"kind":"PodPortForwardOptions","apiVersion":"v1","ports":[8888,6006]}"#);
     let c = cluster();
@@ -210,7 +226,10 @@ fn attach_is_guarded_and_portforward_only_when_configured() {
     let m = r.message.unwrap();
     assert!(m.starts_with("port-forward to pod `ml/trainer-0` is denied"), "{m}");
     assert!(m.contains("serve notebooks and dashboards from a pod without GPUs"), "{m}");
-    assert!(r.audit_annotations[AUDIT_KEY].contains(r#""container":null,"user":"jane@example.com","ports":[8888,6006],"stdin":false,"tty":false}"#));
+    assert!(
+        r.audit_annotations[AUDIT_KEY]
+            .contains(r#""container":null,"user":"jane@example.com","ports":[8888,6006],"stdin":false,"tty":false}"#)
+    );
 }
 
 #[test]
@@ -251,10 +270,7 @@ fn malformed_sessions_are_refused_with_400() {
     let bad_command = connect("exec", "trainer-0", JANE, &USERS, r#"{"command":"bash"}"#);
     let r = run(&bad_command, "{}", &cluster());
     assert_eq!(r.code, Some(400));
-    assert_eq!(
-        r.message.as_deref(),
-        Some("the PodExecOptions is malformed: `command`: invalid type: string \"bash\", expected a list")
-    );
+    assert_eq!(r.message.as_deref(), Some("the PodExecOptions is malformed: `command`: invalid type: string \"bash\", expected a list"));
 }
 
 #[test]
@@ -292,13 +308,7 @@ fn who_to_ask() {
 
 #[test]
 fn one_gpu_is_singular() {
-    let t = Target {
-        session: Session::Exec,
-        namespace: "ml",
-        pod: "p",
-        user: "u",
-        options: &ConnectOptions::default(),
-    };
+    let t = Target { session: Session::Exec, namespace: "ml", pod: "p", user: "u", options: &ConnectOptions::default() };
     let m = denial(&t, &Finding::Gpu { gpus: 1, resources: vec!["nvidia.com/gpu".into()] }, &Settings::default()).unwrap();
     assert!(m.contains("it holds 1 GPU (`nvidia.com/gpu`)"), "{m}");
     assert_eq!(denial(&t, &Finding::NoGpu, &Settings::default()), None);
@@ -310,17 +320,8 @@ fn audit_values_are_escaped_json() {
     json_string(&mut s, "a\"b\\c\nd\te\u{1}f é");
     assert_eq!(s, r#""a\"b\\c\nd\te\u0001f é""#);
 
-    let options = ConnectOptions {
-        command: vec!["sh".into(), "-c".into(), "echo \"hi\"".into()],
-        ..ConnectOptions::default()
-    };
-    let t = Target {
-        session: Session::Exec,
-        namespace: "ml",
-        pod: "p",
-        user: "u",
-        options: &options,
-    };
+    let options = ConnectOptions { command: vec!["sh".into(), "-c".into(), "echo \"hi\"".into()], ..ConnectOptions::default() };
+    let t = Target { session: Session::Exec, namespace: "ml", pod: "p", user: "u", options: &options };
     assert_eq!(
         audit_record(&t, &Finding::Unchecked { why: "Pod `ml/p` \"gone\"".into(), not_found: true }),
         r#"{"verdict":"deny","reason":"pod-not-checked","error":"Pod `ml/p` \"gone\"","subresource":"exec","namespace":"ml","pod":"p","container":null,"user":"u","command":["sh","-c","echo \"hi\""],"stdin":false,"tty":false}"#

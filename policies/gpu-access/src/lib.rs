@@ -18,8 +18,10 @@
 
 mod settings;
 
+use aigov_sdk::model::scheduling::{
+    LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates,
+};
 use aigov_sdk::prelude::*;
-use aigov_sdk::model::scheduling::{LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates};
 
 use aigov_sdk::cluster::namespaces::Reported;
 
@@ -42,7 +44,11 @@ impl Policy for GpuAccess {
         // template needs it; `Err(Reported)` once a failed lookup is reported.
         let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(settings.gpu_sources(), namespace.name(), cluster, (", so whether its pods hold GPUs cannot be decided", "; admitted"),
+            let gpus = template.gpu_use(
+                settings.gpu_sources(),
+                namespace.name(),
+                cluster,
+                (", so whether its pods hold GPUs cannot be decided", "; admitted"),
                 &mut verdict,
             )?;
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
@@ -60,7 +66,13 @@ impl Policy for GpuAccess {
                 continue;
             }
             let entry = *accounts.get_or_insert_with(|| {
-                namespace.entry(&settings.service_accounts, |a| &a.namespaces, settings.on_lookup_error, "which service accounts may use GPUs there", &mut verdict)
+                namespace.entry(
+                    &settings.service_accounts,
+                    |a| &a.namespaces,
+                    settings.on_lookup_error,
+                    "which service accounts may use GPUs there",
+                    &mut verdict,
+                )
             });
             if let Ok(Some(entry)) = entry {
                 check_service_account(template, &gpus, entry, namespace.name(), &mut verdict);
@@ -121,7 +133,9 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts
         ));
         return;
     }
-    let field = if spec.service_account_name.as_deref().is_some_and(|s| !s.is_empty()) || spec.service_account.as_deref().is_none_or(str::is_empty) {
+    let field = if spec.service_account_name.as_deref().is_some_and(|s| !s.is_empty())
+        || spec.service_account.as_deref().is_none_or(str::is_empty)
+    {
         spec_field(t, &["serviceAccountName"])
     } else {
         spec_field(t, &["serviceAccount"])
@@ -201,7 +215,8 @@ fn aims(t: &PodTemplate<'_>, s: &Settings) -> Vec<Aim> {
             push(NODE_SELECTOR, format!("{k}: {val}"));
         }
     }
-    let mut expressions = |field: &'static [&'static str], reqs: &mut dyn Iterator<Item = &aigov_sdk::model::pod::SelectorRequirement<'_>>| {
+    let mut expressions = |field: &'static [&'static str],
+                           reqs: &mut dyn Iterator<Item = &aigov_sdk::model::pod::SelectorRequirement<'_>>| {
         for r in reqs {
             let positive = matches!(&*r.operator, "In" | "Exists" | "Gt" | "Lt");
             if !positive {
@@ -291,10 +306,7 @@ fn check_cpu_training(t: &PodTemplate<'_>, gpus: &GpuUse, c: &CpuTraining, v: &m
         ));
         return;
     }
-    v.violation(format!(
-        "`{}` states no node preference, but CPU training workloads (`{label}`) must: {ask}",
-        t.spec_path()
-    ));
+    v.violation(format!("`{}` states no node preference, but CPU training workloads (`{label}`) must: {ask}", t.spec_path()));
 }
 
 aigov_sdk::export_policy!(GpuAccess);

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
+use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::base::names::{label_key, label_value, name_part};
 use aigov_sdk::model::scheduling::TaintSetting;
-use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -58,10 +58,15 @@ impl Default for Settings {
         Settings {
             service_accounts: vec![ServiceAccounts { namespaces: NamespaceSelector::default(), allowed: vec![Glob::new("gpu-training")] }],
             required_node_selector: [(SEED_NODE_LABEL.0.to_string(), SEED_NODE_LABEL.1.to_string())].into_iter().collect(),
-            gpu_node_labels: ["nvidia.com/*", "amd.com/*", "cloud.google.com/gke-accelerator", "feature.node.kubernetes.io/pci-10de.present"]
-                .into_iter()
-                .map(Glob::new)
-                .collect(),
+            gpu_node_labels: [
+                "nvidia.com/*",
+                "amd.com/*",
+                "cloud.google.com/gke-accelerator",
+                "feature.node.kubernetes.io/pci-10de.present",
+            ]
+            .into_iter()
+            .map(Glob::new)
+            .collect(),
             gpu_taints: vec![TaintSetting::no_schedule("nvidia.com/gpu")],
             cpu_training: Some(CpuTraining::default()),
             check_daemon_sets: false,
@@ -109,17 +114,24 @@ impl RuleSettings for Settings {
             let at = format!("serviceAccounts[{i}].allowed");
             non_empty_patterns(&at, &e.allowed)?;
             for (j, g) in e.allowed.iter().enumerate() {
-                if let Some(c) = g.as_str().chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '*' | '?'))) {
+                if let Some(c) =
+                    g.as_str().chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '*' | '?')))
+                {
                     return Err(SettingsError::new(
                         format!("{at}[{j}]"),
-                        format!("`{g}` can never match a service account name: `{c}` never appears in one (lowercase letters, digits, `-` and `.`)"),
+                        format!(
+                            "`{g}` can never match a service account name: `{c}` never appears in one (lowercase letters, digits, `-` and `.`)"
+                        ),
                     ));
                 }
             }
         }
         for (k, v) in &self.required_node_selector {
-            label_key(k).map_err(|why| SettingsError::new("requiredNodeSelector", format!("`{k}` is not a valid node label key: {why}")))?;
-            label_value(v).map_err(|why| SettingsError::new(format!("requiredNodeSelector.{k}"), format!("`{v}` is not a valid node label value: {why}")))?;
+            label_key(k)
+                .map_err(|why| SettingsError::new("requiredNodeSelector", format!("`{k}` is not a valid node label key: {why}")))?;
+            label_value(v).map_err(|why| {
+                SettingsError::new(format!("requiredNodeSelector.{k}"), format!("`{v}` is not a valid node label value: {why}"))
+            })?;
             if v.is_empty() {
                 return Err(SettingsError::new(format!("requiredNodeSelector.{k}"), "must not be empty: name the value GPU nodes carry"));
             }
@@ -137,8 +149,10 @@ impl RuleSettings for Settings {
             t.validate(&format!("gpuTaints[{i}]"))?;
         }
         if let Some(c) = &self.cpu_training {
-            label_key(&c.label).map_err(|why| SettingsError::new("cpuTraining.label", format!("`{}` is not a valid label key: {why}", c.label)))?;
-            name_part(&c.value).map_err(|why| SettingsError::new("cpuTraining.value", format!("`{}` is not a valid label value: {why}", c.value)))?;
+            label_key(&c.label)
+                .map_err(|why| SettingsError::new("cpuTraining.label", format!("`{}` is not a valid label key: {why}", c.label)))?;
+            name_part(&c.value)
+                .map_err(|why| SettingsError::new("cpuTraining.value", format!("`{}` is not a valid label value: {why}", c.value)))?;
         }
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.resource_claims.validate("resourceClaims")
@@ -148,14 +162,18 @@ impl RuleSettings for Settings {
 impl Settings {
     /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
     pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
-        aigov_sdk::cluster::gpu::GpuSources { resources: &self.gpu_resource_names, claims: self.resource_claims.lookup(), on_lookup_error: self.on_lookup_error }
+        aigov_sdk::cluster::gpu::GpuSources {
+            resources: &self.gpu_resource_names,
+            claims: self.resource_claims.lookup(),
+            on_lookup_error: self.on_lookup_error,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults_are_the_seeds() {
@@ -171,13 +189,25 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(refused::<Settings>(r#"{"serviceAccounts":[{"namespaces":{},"allowed":["GPU_training"]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: `GPU_training` can never match"));
-        assert!(refused::<Settings>(r#"{"serviceAccounts":[{"namespaces":{},"allowed":[""]}]}"#).starts_with("setting `serviceAccounts[0].allowed[0]`: must not be empty"));
+        assert!(
+            refused::<Settings>(r#"{"serviceAccounts":[{"namespaces":{},"allowed":["GPU_training"]}]}"#)
+                .starts_with("setting `serviceAccounts[0].allowed[0]`: `GPU_training` can never match")
+        );
+        assert!(
+            refused::<Settings>(r#"{"serviceAccounts":[{"namespaces":{},"allowed":[""]}]}"#)
+                .starts_with("setting `serviceAccounts[0].allowed[0]`: must not be empty")
+        );
         assert!(refused::<Settings>(r#"{"serviceAccounts":[{"allowed":["a"]}]}"#).contains("namespaces"));
-        assert!(refused::<Settings>(r#"{"requiredNodeSelector":{"accelerator":""}}"#).starts_with("setting `requiredNodeSelector.accelerator`: must not be empty"));
+        assert!(
+            refused::<Settings>(r#"{"requiredNodeSelector":{"accelerator":""}}"#)
+                .starts_with("setting `requiredNodeSelector.accelerator`: must not be empty")
+        );
         assert!(refused::<Settings>(r#"{"requiredNodeSelector":{"a b":"x"}}"#).starts_with("setting `requiredNodeSelector`: `a b`"));
         assert!(refused::<Settings>(r#"{"gpuNodeLabels":["nvidia.com/gpu present"]}"#).starts_with("setting `gpuNodeLabels[0]`"));
-        assert!(refused::<Settings>(r#"{"gpuTaints":[{"key":"nvidia.com/gpu","effect":"noschedule"}]}"#).starts_with("setting `gpuTaints[0].effect`"));
+        assert!(
+            refused::<Settings>(r#"{"gpuTaints":[{"key":"nvidia.com/gpu","effect":"noschedule"}]}"#)
+                .starts_with("setting `gpuTaints[0].effect`")
+        );
         assert!(refused::<Settings>(r#"{"cpuTraining":{"value":"cpu training"}}"#).starts_with("setting `cpuTraining.value`"));
         assert!(refused::<Settings>(r#"{"cpuTraining":{"labels":"x"}}"#).contains("unknown setting"));
     }

@@ -13,8 +13,8 @@
 
 mod settings;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand};
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
 
@@ -35,14 +35,24 @@ impl Policy for GpuClassByNamespace {
         // Which entry applies, found when the first GPU template needs it.
         let mut entry: Option<Result<Option<&Products>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(settings.gpu_sources(), namespace.name(), cluster, (", so the GPU products its pods get cannot be checked", "; admitted"),
+            let gpus = template.gpu_use(
+                settings.gpu_sources(),
+                namespace.name(),
+                cluster,
+                (", so the GPU products its pods get cannot be checked", "; admitted"),
                 &mut verdict,
             )?;
             if gpus.is_empty() {
                 continue;
             }
             let products = *entry.get_or_insert_with(|| {
-                namespace.entry(&settings.products, |p| &p.namespaces, settings.on_lookup_error, "which GPU products its pods may use", &mut verdict)
+                namespace.entry(
+                    &settings.products,
+                    |p| &p.namespaces,
+                    settings.on_lookup_error,
+                    "which GPU products its pods may use",
+                    &mut verdict,
+                )
             });
             let Ok(Some(products)) = products else {
                 return Ok(verdict);

@@ -1,7 +1,7 @@
 //! Settings of `gpu-class-by-namespace`.
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, label_value_pattern};
+use aigov_sdk::prelude::*;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -129,7 +129,10 @@ impl RuleSettings for Settings {
         }
         for (class, product) in &self.device_class_products {
             if let Err(why) = aigov_sdk::base::names::name_part(product) {
-                return Err(SettingsError::new(format!("deviceClassProducts.{class}"), format!("`{product}` is not a GPU product label value: {why}")));
+                return Err(SettingsError::new(
+                    format!("deviceClassProducts.{class}"),
+                    format!("`{product}` is not a GPU product label value: {why}"),
+                ));
             }
         }
         self.gpu_resource_names.validate("gpuResourceNames")?;
@@ -140,7 +143,11 @@ impl RuleSettings for Settings {
 impl Settings {
     /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
     pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
-        aigov_sdk::cluster::gpu::GpuSources { resources: &self.gpu_resource_names, claims: self.resource_claims.lookup(), on_lookup_error: self.on_lookup_error }
+        aigov_sdk::cluster::gpu::GpuSources {
+            resources: &self.gpu_resource_names,
+            claims: self.resource_claims.lookup(),
+            on_lookup_error: self.on_lookup_error,
+        }
     }
 }
 
@@ -148,7 +155,7 @@ impl Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults_are_the_seeds() {
@@ -160,9 +167,11 @@ mod tests {
 
     #[test]
     fn one_line_dev_may_use_t4_and_a10() {
-        let s = Full::<Settings>::parse_valid(r#"{"products":[{"namespaces":{"names":["dev-*"]},"allowed":["Tesla-T4","NVIDIA-A10","NVIDIA-A10G"]}]}"#)
-            .unwrap()
-            .rule;
+        let s = Full::<Settings>::parse_valid(
+            r#"{"products":[{"namespaces":{"names":["dev-*"]},"allowed":["Tesla-T4","NVIDIA-A10","NVIDIA-A10G"]}]}"#,
+        )
+        .unwrap()
+        .rule;
         let p = &s.products[0];
         assert!(p.required, "required defaults to true");
         assert!(p.allows("Tesla-T4") && p.allows("NVIDIA-A10G"));
@@ -171,8 +180,14 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert_eq!(refused::<Settings>(r#"{"products":[]}"#), "setting `products`: must list at least one entry, or the rule would check nothing");
-        assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"allowed":["Tesla T4"]}]}"#).starts_with("setting `products[0].allowed[0]`: `Tesla T4` can never match"));
+        assert_eq!(
+            refused::<Settings>(r#"{"products":[]}"#),
+            "setting `products`: must list at least one entry, or the rule would check nothing"
+        );
+        assert!(
+            refused::<Settings>(r#"{"products":[{"namespaces":{},"allowed":["Tesla T4"]}]}"#)
+                .starts_with("setting `products[0].allowed[0]`: `Tesla T4` can never match")
+        );
         assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"required":false}]}"#).starts_with("setting `products[0].required`"));
         assert!(
             Full::<Settings>::parse_valid(r#"{"products":[{"namespaces":{"names":["dev-lab"]},"required":false},{"namespaces":{"names":["dev-*"]},"allowed":["Tesla-T4"]}]}"#).is_ok(),
@@ -182,7 +197,10 @@ mod tests {
             refused::<Settings>(r#"{"products":[{"namespaces":{},"allowed":["NVIDIA-H100-80GB-HBM3"],"denied":["*H100*"]}]}"#),
             "setting `products[0].allowed[0]`: `NVIDIA-H100-80GB-HBM3` is also denied by `*H100*`, so it can never be used"
         );
-        assert!(refused::<Settings>(r#"{"products":[{"namespaces":{"names":[""]},"denied":["*H100*"]}]}"#).starts_with("setting `products[0].namespaces.names[0]`"));
+        assert!(
+            refused::<Settings>(r#"{"products":[{"namespaces":{"names":[""]},"denied":["*H100*"]}]}"#)
+                .starts_with("setting `products[0].namespaces.names[0]`")
+        );
         assert!(refused::<Settings>(r#"{"products":[{"allowed":["x"]}]}"#).contains("namespaces"), "namespaces is required");
         assert!(refused::<Settings>(r#"{"productLabel":"nvidia.com/gpu product"}"#).starts_with("setting `productLabel`"));
         assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"allow":["x"]}]}"#).contains("unknown setting"));

@@ -9,9 +9,9 @@
 
 mod settings;
 
+use aigov_sdk::model::pod::SelectorRequirement;
 use aigov_sdk::prelude::*;
 use aigov_sdk::runtime::mutate::{self, may_edit_template, pod_metadata_path};
-use aigov_sdk::model::pod::SelectorRequirement;
 
 pub use settings::{NodeRequirement, Operator, Settings};
 
@@ -70,7 +70,10 @@ impl Policy for GpuNodeAvoidance {
                 v.edit(mutate::annotation(
                     &meta,
                     &s.annotation,
-                    &format!("required node affinity added by the platform: the pod requests no GPU, so it stays off GPU nodes ({})", what.join(", ")),
+                    &format!(
+                        "required node affinity added by the platform: the pod requests no GPU, so it stays off GPU nodes ({})",
+                        what.join(", ")
+                    ),
                 ));
             }
         }
@@ -117,7 +120,11 @@ fn gpu_label_choice(spec: &PodSpec<'_>, s: &Settings) -> Choice {
     for r in terms.iter().flat_map(|t| &t.match_expressions).filter(|r| is_gpu_label(&r.key)) {
         if aims_at_gpu_nodes(r, &gpu_node) {
             let values: Vec<&str> = r.values.iter().map(|v| &**v).collect();
-            let shown = if values.is_empty() { format!("{} {}", r.key, r.operator) } else { format!("{} {} [{}]", r.key, r.operator, values.join(", ")) };
+            let shown = if values.is_empty() {
+                format!("{} {}", r.key, r.operator)
+            } else {
+                format!("{} {} [{}]", r.key, r.operator, values.join(", "))
+            };
             return Choice::GpuNodes("affinity.nodeAffinity", shown);
         }
         choice = Choice::Own;

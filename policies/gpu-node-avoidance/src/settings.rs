@@ -1,8 +1,8 @@
 //! Settings of `gpu-node-avoidance`.
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::base::names::{label_key, label_value};
 use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::base::names::{label_key, label_value};
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -128,10 +128,7 @@ impl NodeRequirement {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         if self.node_requirements.is_empty() {
-            return Err(SettingsError::new(
-                "nodeRequirements",
-                "must list at least one requirement, or the rule would add nothing",
-            ));
+            return Err(SettingsError::new("nodeRequirements", "must list at least one requirement, or the rule would add nothing"));
         }
         for (i, r) in self.node_requirements.iter().enumerate() {
             let at = |field: &str| format!("nodeRequirements[{i}].{field}");
@@ -193,7 +190,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     fn req(op: Operator, values: &[&str]) -> NodeRequirement {
         NodeRequirement { key: "k".into(), operator: op, values: values.iter().map(|v| v.to_string()).collect() }
@@ -214,23 +211,58 @@ mod tests {
         assert!(req(Operator::In, &["cpu"]).allows(Some("cpu")) && !req(Operator::In, &["cpu"]).allows(None));
         assert!(req(Operator::Exists, &[]).allows(Some("")) && !req(Operator::Exists, &[]).allows(None));
         assert!(req(Operator::DoesNotExist, &[]).allows(None));
-        assert!(req(Operator::Lt, &["1"]).allows(Some("0")) && !req(Operator::Lt, &["1"]).allows(Some("x")) && !req(Operator::Lt, &["1"]).allows(None));
+        assert!(
+            req(Operator::Lt, &["1"]).allows(Some("0"))
+                && !req(Operator::Lt, &["1"]).allows(Some("x"))
+                && !req(Operator::Lt, &["1"]).allows(None)
+        );
         assert!(req(Operator::Gt, &["1"]).allows(Some("2")));
     }
 
     #[test]
     fn settings_that_can_never_work_are_refused() {
         assert!(refused::<Settings>(r#"{"nodeRequirements":[]}"#).starts_with("setting `nodeRequirements`: must list"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"NotIn"}]}"#).starts_with("setting `nodeRequirements[0].values`: `NotIn` needs"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Exists","values":["x"]}]}"#).starts_with("setting `nodeRequirements[0].values`: `Exists` takes no"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["two"]}]}"#).contains("exactly one integer"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a b","operator":"Exists"}]}"#).starts_with("setting `nodeRequirements[0].key`"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"NotEqual","values":["x"]}]}"#).contains("one of `In`, `NotIn`"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"In","values":["x"]},{"key":"a","operator":"NotIn","values":["x"]}]}"#)
-            .contains("contradict each other"));
-        assert!(refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Exists"},{"key":"a","operator":"DoesNotExist"}]}"#).contains("contradict"));
-        assert!(Full::<Settings>::parse_valid(r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["1"]},{"key":"a","operator":"Lt","values":["5"]}]}"#).is_ok());
-        assert!(Full::<Settings>::parse_valid(r#"{"nodeRequirements":[{"key":"a","operator":"NotIn","values":["x"]},{"key":"a","operator":"NotIn","values":["y"]}]}"#).is_ok());
+        assert!(
+            refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"NotIn"}]}"#)
+                .starts_with("setting `nodeRequirements[0].values`: `NotIn` needs")
+        );
+        assert!(
+            refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Exists","values":["x"]}]}"#)
+                .starts_with("setting `nodeRequirements[0].values`: `Exists` takes no")
+        );
+        assert!(
+            refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["two"]}]}"#).contains("exactly one integer")
+        );
+        assert!(
+            refused::<Settings>(r#"{"nodeRequirements":[{"key":"a b","operator":"Exists"}]}"#)
+                .starts_with("setting `nodeRequirements[0].key`")
+        );
+        assert!(
+            refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"NotEqual","values":["x"]}]}"#)
+                .contains("one of `In`, `NotIn`")
+        );
+        assert!(
+            refused::<Settings>(
+                r#"{"nodeRequirements":[{"key":"a","operator":"In","values":["x"]},{"key":"a","operator":"NotIn","values":["x"]}]}"#
+            )
+            .contains("contradict each other")
+        );
+        assert!(
+            refused::<Settings>(r#"{"nodeRequirements":[{"key":"a","operator":"Exists"},{"key":"a","operator":"DoesNotExist"}]}"#)
+                .contains("contradict")
+        );
+        assert!(
+            Full::<Settings>::parse_valid(
+                r#"{"nodeRequirements":[{"key":"a","operator":"Gt","values":["1"]},{"key":"a","operator":"Lt","values":["5"]}]}"#
+            )
+            .is_ok()
+        );
+        assert!(
+            Full::<Settings>::parse_valid(
+                r#"{"nodeRequirements":[{"key":"a","operator":"NotIn","values":["x"]},{"key":"a","operator":"NotIn","values":["y"]}]}"#
+            )
+            .is_ok()
+        );
         assert!(refused::<Settings>(r#"{"annotation":"not valid/"}"#).starts_with("setting `annotation`"));
         assert!(refused::<Settings>(r#"{"gpuNodeLabels":[""]}"#).starts_with("setting `gpuNodeLabels"));
     }

@@ -14,10 +14,10 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::model::listed::{list_pods, object_meta};
 use aigov_sdk::base::glob;
 use aigov_sdk::cluster::scale::ScaleChange;
+use aigov_sdk::model::listed::{list_pods, object_meta};
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::GpuCounts;
 
@@ -83,7 +83,11 @@ fn check_at_full_scale<'w, 'a>(
     let caps = match Caps::of(s, namespace, cluster) {
         Ok(c) => c,
         Err(why) => {
-            lookup_failed(v, s, format!("the Namespace `{namespace}` could not be read ({why}), so the GPU limits that apply to it are unknown"));
+            lookup_failed(
+                v,
+                s,
+                format!("the Namespace `{namespace}` could not be read ({why}), so the GPU limits that apply to it are unknown"),
+            );
             return Ok(None);
         }
     };
@@ -149,7 +153,10 @@ impl Caps {
                     continue;
                 }
             }
-            return Ok(Caps { workload: merged(&s.workload_limits, &o.workload_limits), namespace: merged(&s.namespace_limits, &o.namespace_limits) });
+            return Ok(Caps {
+                workload: merged(&s.workload_limits, &o.workload_limits),
+                namespace: merged(&s.namespace_limits, &o.namespace_limits),
+            });
         }
         Ok(Caps { workload: s.workload_limits.clone(), namespace: s.namespace_limits.clone() })
     }
@@ -171,10 +178,7 @@ fn merged(defaults: &Limits, over: &Limits) -> Limits {
 /// The cap on GPU resource `name`: the smallest of the caps whose key
 /// matches it; `None` when none does.
 fn cap(limits: &Limits, name: &str) -> Option<u64> {
-    limits
-        .iter()
-        .filter_map(|(k, v)| v.filter(|_| k == name || glob::matches(k, name)))
-        .min()
+    limits.iter().filter_map(|(k, v)| v.filter(|_| k == name || glob::matches(k, name))).min()
 }
 
 /// Denies or warns about a failed lookup, as `onLookupError` says.
@@ -300,7 +304,8 @@ fn check_namespace(
     cluster: &dyn Cluster,
     v: &mut Verdict,
 ) -> Result<(), Malformed> {
-    let capped: Vec<(&str, u64, u64)> = own.iter().filter_map(|(name, n)| cap(&caps.namespace, name).map(|c| (name.as_str(), *n, c))).collect();
+    let capped: Vec<(&str, u64, u64)> =
+        own.iter().filter_map(|(name, n)| cap(&caps.namespace, name).map(|c| (name.as_str(), *n, c))).collect();
     if capped.is_empty() {
         return Ok(());
     }
@@ -312,7 +317,11 @@ fn check_namespace(
     let held = match held {
         Ok(h) => h,
         Err(why) => {
-            lookup_failed(v, s, format!("the pods of namespace `{ns}` could not be listed ({why}), so the GPUs it already holds are unknown"));
+            lookup_failed(
+                v,
+                s,
+                format!("the pods of namespace `{ns}` could not be listed ({why}), so the GPUs it already holds are unknown"),
+            );
             return Ok(());
         }
     };
@@ -350,9 +359,13 @@ mod tests {
 
     #[test]
     fn the_smallest_matching_cap_applies() {
-        let l: Limits = [("nvidia.com/mig-*".to_string(), Some(14)), ("nvidia.com/mig-7g.80gb".to_string(), Some(2)), ("nvidia.com/gpu".to_string(), None)]
-            .into_iter()
-            .collect();
+        let l: Limits = [
+            ("nvidia.com/mig-*".to_string(), Some(14)),
+            ("nvidia.com/mig-7g.80gb".to_string(), Some(2)),
+            ("nvidia.com/gpu".to_string(), None),
+        ]
+        .into_iter()
+        .collect();
         assert_eq!(cap(&l, "nvidia.com/mig-1g.10gb"), Some(14));
         assert_eq!(cap(&l, "nvidia.com/mig-7g.80gb"), Some(2));
         assert_eq!(cap(&l, "nvidia.com/gpu"), None, "`null` lifts the cap");

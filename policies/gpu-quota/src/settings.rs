@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::LabelSelector;
+use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// GPU caps by resource name: a name or a wildcard pattern
@@ -100,7 +100,9 @@ fn validate_limits(key: &str, limits: &Limits, gpus: &GpuResources) -> Result<()
         if !name.contains(['*', '?']) && !gpus.is_gpu(name) {
             return Err(SettingsError::new(
                 at,
-                format!("`{name}` is not a GPU resource under `gpuResourceNames`, so it would never be counted: add it there, or remove this limit"),
+                format!(
+                    "`{name}` is not a GPU resource under `gpuResourceNames`, so it would never be counted: add it there, or remove this limit"
+                ),
             ));
         }
     }
@@ -157,7 +159,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
@@ -181,17 +183,34 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(refused::<Settings>(r#"{"workloadLimits":{"cpu":4}}"#).starts_with("setting `workloadLimits.cpu`: `cpu` can never be a GPU"));
-        assert!(refused::<Settings>(r#"{"namespaceLimits":{"example.com/fpga":4}}"#).starts_with("setting `namespaceLimits.example.com/fpga`: `example.com/fpga` is not a GPU resource"));
+        assert!(
+            refused::<Settings>(r#"{"workloadLimits":{"cpu":4}}"#).starts_with("setting `workloadLimits.cpu`: `cpu` can never be a GPU")
+        );
+        assert!(
+            refused::<Settings>(r#"{"namespaceLimits":{"example.com/fpga":4}}"#)
+                .starts_with("setting `namespaceLimits.example.com/fpga`: `example.com/fpga` is not a GPU resource")
+        );
         assert!(refused::<Settings>(r#"{"workloadLimits":{"nvidia.com/gpu":-1}}"#).starts_with("setting `workloadLimits.nvidia.com/gpu`"));
-        assert!(refused::<Settings>(r#"{"overrides":[{"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0]`: must choose namespaces"));
+        assert!(
+            refused::<Settings>(r#"{"overrides":[{"workloadLimits":{"nvidia.com/gpu":4}}]}"#)
+                .starts_with("setting `overrides[0]`: must choose namespaces")
+        );
         assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":["a"]}]}"#).starts_with("setting `overrides[0]`: sets neither"));
-        assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":[""],"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0].namespaces[0]`"));
-        assert!(refused::<Settings>(r#"{"overrides":[{"namespaceSelector":{},"workloadLimits":{"nvidia.com/gpu":4}}]}"#).starts_with("setting `overrides[0].namespaceSelector`: is empty"));
+        assert!(
+            refused::<Settings>(r#"{"overrides":[{"namespaces":[""],"workloadLimits":{"nvidia.com/gpu":4}}]}"#)
+                .starts_with("setting `overrides[0].namespaces[0]`")
+        );
+        assert!(
+            refused::<Settings>(r#"{"overrides":[{"namespaceSelector":{},"workloadLimits":{"nvidia.com/gpu":4}}]}"#)
+                .starts_with("setting `overrides[0].namespaceSelector`: is empty")
+        );
         assert!(refused::<Settings>(r#"{"overrides":[{"namespaceSelector":{"matchExpressions":[{"key":"t","operator":"In"}]},"workloadLimits":{"nvidia.com/gpu":4}}]}"#)
             .starts_with("setting `overrides[0].namespaceSelector.matchExpressions[0].values`"));
         assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":["*"],"workloadLimits":{"nvidia.com/gpu":4}},{"namespaces":["x"],"workloadLimits":{"nvidia.com/gpu":8}}]}"#)
             .starts_with("setting `overrides[1]`: can never apply"));
-        assert!(refused::<Settings>(r#"{"overrides":[{"namespaces":["a"],"gpuLimits":{}}]}"#).starts_with("setting `overrides[0].gpuLimits`: unknown setting"));
+        assert!(
+            refused::<Settings>(r#"{"overrides":[{"namespaces":["a"],"gpuLimits":{}}]}"#)
+                .starts_with("setting `overrides[0].gpuLimits`: unknown setting")
+        );
     }
 }

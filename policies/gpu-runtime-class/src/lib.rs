@@ -8,9 +8,9 @@
 
 mod settings;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
 use aigov_sdk::model::scheduling::pod_tolerates;
+use aigov_sdk::prelude::*;
 
 pub use settings::{Requirement, Settings, Taint};
 

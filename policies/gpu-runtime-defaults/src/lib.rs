@@ -11,10 +11,10 @@
 
 mod settings;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
-use aigov_sdk::runtime::mutate::{self, may_edit_template};
 use aigov_sdk::model::scheduling::pod_tolerates;
+use aigov_sdk::prelude::*;
+use aigov_sdk::runtime::mutate::{self, may_edit_template};
 
 pub use settings::{Requirement, Settings, Taint};
 

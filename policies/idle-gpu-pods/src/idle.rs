@@ -373,13 +373,46 @@ fn program(name: &str) -> &str {
 
 /// Commands that finish at once and do nothing with a GPU.
 const INSTANT: &[&str] = &[
-    ":", "true", "false", "echo", "printf", "export", "set", "unset", "readonly", "local", "declare", "typeset", "cd", "umask",
-    "ulimit", "trap", "shift", "alias", "hash", "type", "test", "[", "nvidia-smi", "printenv", "date", "hostname", "id",
-    "whoami", "uname", "pwd", "ls", "mkdir", "touch", "chmod", "ln",
+    ":",
+    "true",
+    "false",
+    "echo",
+    "printf",
+    "export",
+    "set",
+    "unset",
+    "readonly",
+    "local",
+    "declare",
+    "typeset",
+    "cd",
+    "umask",
+    "ulimit",
+    "trap",
+    "shift",
+    "alias",
+    "hash",
+    "type",
+    "test",
+    "[",
+    "nvidia-smi",
+    "printenv",
+    "date",
+    "hostname",
+    "id",
+    "whoami",
+    "uname",
+    "pwd",
+    "ls",
+    "mkdir",
+    "touch",
+    "chmod",
+    "ln",
 ];
 
 /// Of those, the ones that never fail (for `a && b` / `a || b`).
-const ALWAYS_OK: &[&str] = &[":", "true", "echo", "printf", "export", "set", "unset", "readonly", "local", "declare", "typeset", "trap", "alias", "hash"];
+const ALWAYS_OK: &[&str] =
+    &[":", "true", "echo", "printf", "export", "set", "unset", "readonly", "local", "declare", "typeset", "trap", "alias", "hash"];
 
 const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "yash"];
 
@@ -441,7 +474,8 @@ fn exec_argv(run: &mut Run, argv: &[Option<String>], snippet: &str, vars: &mut V
             Status::Ok
         }
         "cat" => {
-            let operands: Vec<&Option<String>> = args.iter().filter(|a| a.as_deref().is_none_or(|a| a == "-" || !a.starts_with('-'))).collect();
+            let operands: Vec<&Option<String>> =
+                args.iter().filter(|a| a.as_deref().is_none_or(|a| a == "-" || !a.starts_with('-'))).collect();
             if operands.iter().all(|a| a.as_deref() == Some("-")) && ctx.stdin_open {
                 run.wait(Dur::Forever, snippet);
             }
@@ -747,7 +781,10 @@ pub fn parse_duration(s: &str) -> Option<Dur> {
     if bare == "inf" || bare == "infinity" {
         return Some(Dur::Forever);
     }
-    if bare.is_empty() || !bare.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | '-' | '+')) || !bare.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+    if bare.is_empty()
+        || !bare.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | '-' | '+'))
+        || !bare.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+    {
         return None;
     }
     let value: f64 = bare.parse().ok()?;
@@ -1161,7 +1198,10 @@ fn exec_simple(run: &mut Run, words: &[Word], what: &str, vars: &mut Vars, ctx: 
 fn assignment(w: &Word, vars: &Vars) -> Option<(String, Option<String>)> {
     let Some(Part::Lit { text, quoted: false }) = w.parts.first() else { return None };
     let (name, value_start) = text.split_once('=')?;
-    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if name.is_empty()
+        || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
         return None;
     }
     let mut parts = vec![Part::Lit { text: value_start.to_string(), quoted: true }];
@@ -1480,7 +1520,8 @@ impl Assigned {
             "set" | "shift" => {
                 self.names.insert("#".to_string());
             }
-            "export" | "declare" | "typeset" | "local" | "readonly" | "unset" | "read" | "getopts" | "let" | "mapfile" | "readarray" | "command" | "builtin" => {
+            "export" | "declare" | "typeset" | "local" | "readonly" | "unset" | "read" | "getopts" | "let" | "mapfile" | "readarray"
+            | "command" | "builtin" => {
                 for a in args {
                     match literal(a) {
                         Some(t) => self.names.extend(leading_name(&t)),
@@ -1741,7 +1782,15 @@ mod tests {
     #[test]
     fn work_then_wait_is_told_apart() {
         let f = sh("python train.py; sleep infinity").unwrap();
-        assert_eq!(f, Finding::WorkThenWait { work: "python train.py".into(), waits: vec!["sleep infinity".into()], total: Dur::Forever, maybe: false });
+        assert_eq!(
+            f,
+            Finding::WorkThenWait {
+                work: "python train.py".into(),
+                waits: vec!["sleep infinity".into()],
+                total: Dur::Forever,
+                maybe: false
+            }
+        );
         let Some(Finding::WorkThenWait { maybe, .. }) = sh("python train.py && sleep infinity") else { panic!() };
         assert!(maybe, "only if the training succeeds");
         let Some(Finding::WorkThenWait { maybe, .. }) = sh("python train.py || sleep infinity") else { panic!() };
@@ -1752,7 +1801,11 @@ mod tests {
         assert_eq!(sh("python train.py & wait"), None, "waiting for the work is fine");
         assert_eq!(sh("python train.py; sleep 60"), None);
         assert!(matches!(sh("python train.py; sleep 2h"), Some(Finding::WorkThenWait { .. })));
-        assert_eq!(sh("sleep infinity; python never.py").map(|f| matches!(f, Finding::Idle { .. })), Some(true), "nothing after a forever wait runs");
+        assert_eq!(
+            sh("sleep infinity; python never.py").map(|f| matches!(f, Finding::Idle { .. })),
+            Some(true),
+            "nothing after a forever wait runs"
+        );
     }
 
     #[test]
@@ -1810,7 +1863,11 @@ mod tests {
             argv.push(s);
             assert!(is_idle(&j(&argv)), "{argv:?}");
         }
-        assert_eq!(idle(sh("while sleep 1000 & wait $!; do :; done")), (vec!["while sleep 1000 & wait $!; do :; done".to_string()], Dur::Forever), "the loop is named");
+        assert_eq!(
+            idle(sh("while sleep 1000 & wait $!; do :; done")),
+            (vec!["while sleep 1000 & wait $!; do :; done".to_string()], Dur::Forever),
+            "the loop is named"
+        );
     }
 
     #[test]
@@ -1884,7 +1941,10 @@ mod tests {
         assert!(matches!(f, Some(Finding::WorkThenWait { .. })), "an inner shell's `exit` ends only that shell: {f:?}");
         let f = sh("while false; do sleep infinity; done; python train.py");
         assert_eq!(f, None, "the body never runs");
-        assert!(matches!(sh("while [ -f /tmp/x ]; do sleep infinity; done"), Some(Finding::Idle { .. })), "it may wait forever, and never works");
+        assert!(
+            matches!(sh("while [ -f /tmp/x ]; do sleep infinity; done"), Some(Finding::Idle { .. })),
+            "it may wait forever, and never works"
+        );
         assert_eq!(sh("break; sleep 2h; python train.py"), None, "`break` outside a loop does nothing");
         assert_eq!(sh("D=inf; for i in 1; do D=1; done; sleep $D"), None, "what a loop sets is not known after it");
         assert_eq!(sh("D=inf; if [ -f x ]; then D=1; fi; sleep $D"), None, "nor what an `if` sets");
@@ -1900,7 +1960,10 @@ mod tests {
         assert!(is_idle(&sh("(( 2 > 1 )) || true; sleep infinity")));
         assert!(is_idle(&sh("sleep 1 & wait $! && sleep infinity")));
         assert!(is_idle(&sh("sleep 1 & wait && sleep infinity")), "`wait` without operands returns 0");
-        assert!(matches!(sh("python x.py & wait $! && sleep infinity"), Some(Finding::WorkThenWait { maybe: true, .. })), "the job's status is not known");
+        assert!(
+            matches!(sh("python x.py & wait $! && sleep infinity"), Some(Finding::WorkThenWait { maybe: true, .. })),
+            "the job's status is not known"
+        );
         assert!(!is_idle(&sh("sleep $D || python train.py")), "a `sleep` whose operand is not known may fail");
         assert!(!is_idle(&sh("[ -f /x ] && sleep infinity; python train.py")));
     }
@@ -1945,11 +2008,18 @@ mod tests {
         assert!(is_idle(&judge_with(&["sh", "-c", "sleep ${EMPTY:-inf}"], &c, &[])));
         assert_eq!(judge_with(&["sh", "-c", "sleep ${UNSET:-inf}"], &c, &[]), None, "unset here may be set by the image");
         assert_eq!(judge_with(&["sh", "-c", "sleep $SECRET"], &c, &[]), None);
-        assert!(is_idle(&judge_with(&["sh", "-c", "sleep $((SECS))"], &Container { env: [("SECS".to_string(), Some("7200".to_string()))].into(), stdin_open: false }, &[])));
+        assert!(is_idle(&judge_with(
+            &["sh", "-c", "sleep $((SECS))"],
+            &Container { env: [("SECS".to_string(), Some("7200".to_string()))].into(), stdin_open: false },
+            &[]
+        )));
         assert!(is_idle(&judge_with(&["sh", "-c", "CMD='sleep infinity'; $CMD"], &c, &[])), "field splitting");
         assert_eq!(judge_with(&["sh", "-c", "CMD='sleep infinity'; \"$CMD\""], &c, &[]), None, "quoted: one word, no such program");
         assert!(is_idle(&judge_with(&["sh", "-c", "sleep \"$1\"", "_", "infinity"], &c, &[])), "positional parameters");
-        assert!(is_idle(&judge_with(&["sh", "-c", "SLEEP=10 true; sleep $SLEEP"], &c, &[])), "a prefix assignment is for that command only");
+        assert!(
+            is_idle(&judge_with(&["sh", "-c", "SLEEP=10 true; sleep $SLEEP"], &c, &[])),
+            "a prefix assignment is for that command only"
+        );
         assert!(!is_idle(&judge_with(&["sh", "-c", "SLEEP=10; sleep $SLEEP"], &c, &[])));
     }
 

@@ -15,8 +15,8 @@ mod shell;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::model::pod::EnvVar;
+use aigov_sdk::prelude::*;
 
 pub use idle::{Dur, Finding};
 pub use settings::Settings;
@@ -38,14 +38,8 @@ impl Policy for IdleGpuPods {
             let mut holders = Vec::new();
             for c in template.containers() {
                 let gpus = template.container_gpus(&c, &settings.gpu_resource_names)?;
-                let claims: Vec<&str> = c
-                    .container
-                    .resources
-                    .claims
-                    .iter()
-                    .map(|cl| &*cl.name)
-                    .filter(|n| claimed.iter().any(|x| x == n))
-                    .collect();
+                let claims: Vec<&str> =
+                    c.container.resources.claims.iter().map(|cl| &*cl.name).filter(|n| claimed.iter().any(|x| x == n)).collect();
                 holders.push((c, describe_gpus(&gpus, &claims)));
             }
             if holders.iter().all(|(_, g)| g.is_none()) {
@@ -87,7 +81,11 @@ fn describe_gpus(gpus: &[(String, u64)], claims: &[&str]) -> Option<(String, boo
 /// The command line a container runs, after the kubelet's `$(VAR)`
 /// expansion, and the field it comes from; `None` when the image's own
 /// command runs (not in the request).
-fn command_line(c: &ContainerRef<'_, '_>, env: &BTreeMap<String, Option<String>>, args_as_command: bool) -> Option<(Vec<Option<String>>, &'static str)> {
+fn command_line(
+    c: &ContainerRef<'_, '_>,
+    env: &BTreeMap<String, Option<String>>,
+    args_as_command: bool,
+) -> Option<(Vec<Option<String>>, &'static str)> {
     let k = c.container;
     let field = if !k.command.is_empty() {
         "command"
@@ -141,11 +139,7 @@ fn kube_expand(s: &str, env: &BTreeMap<String, Option<String>>) -> Option<String
 fn environment(env: &[EnvVar<'_>]) -> BTreeMap<String, Option<String>> {
     let mut out = BTreeMap::new();
     for e in env {
-        let value = if e.from_source {
-            None
-        } else {
-            kube_expand(e.value.as_deref().unwrap_or(""), &out)
-        };
+        let value = if e.from_source { None } else { kube_expand(e.value.as_deref().unwrap_or(""), &out) };
         out.insert(e.name.to_string(), value);
     }
     out

@@ -6,8 +6,29 @@ use serde::{Deserialize, Serialize};
 /// Programs that run other programs: listing one in `waitingCommands`
 /// would make every command line through it "waiting".
 const RUNS_OTHERS: &[&str] = &[
-    "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "yash", "busybox", "env", "exec", "nohup", "setsid", "time", "command",
-    "builtin", "nice", "tini", "tini-static", "dumb-init", "catatonit", "stdbuf", "timeout",
+    "sh",
+    "bash",
+    "dash",
+    "ash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "yash",
+    "busybox",
+    "env",
+    "exec",
+    "nohup",
+    "setsid",
+    "time",
+    "command",
+    "builtin",
+    "nice",
+    "tini",
+    "tini-static",
+    "dumb-init",
+    "catatonit",
+    "stdbuf",
+    "timeout",
 ];
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -71,7 +92,9 @@ impl RuleSettings for Settings {
             if name.contains('/') || name.chars().any(char::is_whitespace) {
                 return Err(SettingsError::new(
                     key,
-                    format!("`{name}` can never match: give the program's name without a path or arguments (`sshd`, not `/usr/sbin/sshd -D`)"),
+                    format!(
+                        "`{name}` can never match: give the program's name without a path or arguments (`sshd`, not `/usr/sbin/sshd -D`)"
+                    ),
                 ));
             }
             if RUNS_OTHERS.contains(&name.as_str()) {
@@ -95,7 +118,7 @@ impl RuleSettings for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
@@ -112,11 +135,16 @@ mod tests {
     fn settings_that_cannot_work_are_refused() {
         assert!(refused::<Settings>(r#"{"longSleepSeconds":0}"#).starts_with("setting `longSleepSeconds`: must be 1 or more"));
         assert!(refused::<Settings>(r#"{"longSleepSeconds":-5}"#).starts_with("setting `longSleepSeconds`: invalid value"));
-        assert!(refused::<Settings>(r#"{"waitingCommands":["/usr/sbin/sshd"]}"#).starts_with("setting `waitingCommands[0]`: `/usr/sbin/sshd` can never match"));
+        assert!(
+            refused::<Settings>(r#"{"waitingCommands":["/usr/sbin/sshd"]}"#)
+                .starts_with("setting `waitingCommands[0]`: `/usr/sbin/sshd` can never match")
+        );
         assert!(refused::<Settings>(r#"{"waitingCommands":["sshd -D"]}"#).starts_with("setting `waitingCommands[0]`"));
         assert!(refused::<Settings>(r#"{"waitingCommands":[""]}"#).starts_with("setting `waitingCommands[0]`: must not be empty"));
         assert!(refused::<Settings>(r#"{"waitingCommands":["bash"]}"#).contains("runs other programs"));
-        assert!(refused::<Settings>(r#"{"maxActiveDeadlineSeconds":0}"#).starts_with("setting `maxActiveDeadlineSeconds`: must be 1 or more"));
+        assert!(
+            refused::<Settings>(r#"{"maxActiveDeadlineSeconds":0}"#).starts_with("setting `maxActiveDeadlineSeconds`: must be 1 or more")
+        );
         assert!(refused::<Settings>(r#"{"maxActiveDeadline":10}"#).starts_with("setting `maxActiveDeadline`: unknown setting"));
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`"));
     }

@@ -204,7 +204,9 @@ impl Lexer {
             let word = self.word(0)?;
             // A word of digits right before `<` or `>` is a file descriptor.
             let fd = match word.bare() {
-                Some(d) if matches!(self.peek(), Some('<' | '>')) && !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()) => d.parse::<u32>().ok(),
+                Some(d) if matches!(self.peek(), Some('<' | '>')) && !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()) => {
+                    d.parse::<u32>().ok()
+                }
                 _ => None,
             };
             if let Some(fd) = fd
@@ -639,11 +641,7 @@ impl Lexer {
     }
 
     fn slice(&self, start: usize, end: usize) -> String {
-        self.chars
-            .iter()
-            .filter(|(o, _)| *o >= start && *o < end)
-            .map(|(_, c)| *c)
-            .collect()
+        self.chars.iter().filter(|(o, _)| *o >= start && *o < end).map(|(_, c)| *c).collect()
     }
 }
 
@@ -901,7 +899,9 @@ impl Parser<'_> {
                 CommandKind::Test(words)
             }
             (_, Some(kw @ ("case" | "function" | "select" | "coproc"))) => return err(format!("`{kw}` is not read")),
-            (_, Some(kw @ ("then" | "else" | "elif" | "fi" | "do" | "done" | "}" | "esac" | "in"))) => return err(format!("unexpected `{kw}`")),
+            (_, Some(kw @ ("then" | "else" | "elif" | "fi" | "do" | "done" | "}" | "esac" | "in"))) => {
+                return err(format!("unexpected `{kw}`"));
+            }
             (Some(Tok::Op(op)), _) if !matches!(op, Op::Redirect(..)) => {
                 let (s, e) = self.tokens.get(self.i).map_or((0, 0), |t| (t.start, t.end));
                 return err(format!("unexpected `{}`", self.text(s, e).replace('\n', "newline")));
@@ -1188,18 +1188,20 @@ mod tests {
                 for c in &p.commands {
                     match &c.kind {
                         CommandKind::Simple(w) => out.push(w.iter().map(|w| show(&w.parts)).collect::<Vec<_>>().join(" ")),
-                        other => out.push(match other {
-                            CommandKind::Group(_) => "group",
-                            CommandKind::Subshell(_) => "subshell",
-                            CommandKind::Loop { .. } => "loop",
-                            CommandKind::If { .. } => "if",
-                            CommandKind::For { .. } => "for",
-                            CommandKind::ArithFor { .. } => "arith for",
-                            CommandKind::Test(_) => "test",
-                            CommandKind::Arith(_) => "arith",
-                            CommandKind::Simple(_) => "simple",
-                        }
-                        .to_string()),
+                        other => out.push(
+                            match other {
+                                CommandKind::Group(_) => "group",
+                                CommandKind::Subshell(_) => "subshell",
+                                CommandKind::Loop { .. } => "loop",
+                                CommandKind::If { .. } => "if",
+                                CommandKind::For { .. } => "for",
+                                CommandKind::ArithFor { .. } => "arith for",
+                                CommandKind::Test(_) => "test",
+                                CommandKind::Arith(_) => "arith",
+                                CommandKind::Simple(_) => "simple",
+                            }
+                            .to_string(),
+                        ),
                     }
                 }
             }
@@ -1328,7 +1330,28 @@ mod tests {
 
     #[test]
     fn never_panics_on_odd_input() {
-        for s in ["\\", "$", "${", "$((", "'", "\"", "`", "&&&", "|||", ";;;", ">>>", "<<<x", "((", "))", "[[", "]]", "\u{0}", "é $é ${é}", "$'\\", "a\r\nb"] {
+        for s in [
+            "\\",
+            "$",
+            "${",
+            "$((",
+            "'",
+            "\"",
+            "`",
+            "&&&",
+            "|||",
+            ";;;",
+            ">>>",
+            "<<<x",
+            "((",
+            "))",
+            "[[",
+            "]]",
+            "\u{0}",
+            "é $é ${é}",
+            "$'\\",
+            "a\r\nb",
+        ] {
             let _ = parse(s);
         }
     }

@@ -13,10 +13,10 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::model::listed::list_items;
 use aigov_sdk::base::glob;
 use aigov_sdk::decode::explain::decode_model;
+use aigov_sdk::model::listed::list_items;
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::{Quantity, Str, model::pod::RawQuantity};
 
@@ -201,7 +201,11 @@ fn list_quotas(ns: &str, cluster: &dyn Cluster) -> Result<Vec<Quota>, String> {
         let mut scopes: Vec<(String, String, Vec<String>)> =
             spec.scopes.unwrap_or_default().into_iter().map(|s| (s.to_string(), "Exists".to_string(), Vec::new())).collect();
         for r in spec.scope_selector.and_then(|s| s.match_expressions).unwrap_or_default() {
-            scopes.push((r.scope_name.to_string(), r.operator.to_string(), r.values.unwrap_or_default().into_iter().map(|v| v.to_string()).collect()));
+            scopes.push((
+                r.scope_name.to_string(),
+                r.operator.to_string(),
+                r.values.unwrap_or_default().into_iter().map(|v| v.to_string()).collect(),
+            ));
         }
         out.push(Quota { name, hard, scopes });
     }
@@ -305,11 +309,7 @@ fn quota_problem(qs: &[Quota], t: &PodTemplate<'_>, resource: &str, ns: &str) ->
         .collect();
     allowed.sort_unstable();
     allowed.dedup();
-    let others = if allowed.is_empty() {
-        "they allow no MIG profile".to_string()
-    } else {
-        format!("they allow {}", quoted(&allowed))
-    };
+    let others = if allowed.is_empty() { "they allow no MIG profile".to_string() } else { format!("they allow {}", quoted(&allowed)) };
     Some(match qs.len() {
         0 => format!("namespace `{ns}` has no ResourceQuota, and only the profiles its quotas set may be used"),
         _ => format!("no ResourceQuota of namespace `{ns}` sets `{key}` ({others})"),

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +105,10 @@ impl RuleSettings for Settings {
                 if !p.as_str().contains(['*', '?']) && !is_profile(profile) {
                     return Err(SettingsError::new(
                         format!("{at}[{i}]"),
-                        format!("`{}` is not a MIG profile: write profiles as NVIDIA names them, such as `1g.10gb` or `3g.40gb`", p.as_str()),
+                        format!(
+                            "`{}` is not a MIG profile: write profiles as NVIDIA names them, such as `1g.10gb` or `3g.40gb`",
+                            p.as_str()
+                        ),
                     ));
                 }
             }
@@ -118,7 +121,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
@@ -141,11 +144,21 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(refused::<Settings>(r#"{"allowedProfiles":{"ml-*":["3g.40GB"]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: `3g.40GB` is not a MIG profile"));
+        assert!(
+            refused::<Settings>(r#"{"allowedProfiles":{"ml-*":["3g.40GB"]}}"#)
+                .starts_with("setting `allowedProfiles.ml-*[0]`: `3g.40GB` is not a MIG profile")
+        );
         assert!(refused::<Settings>(r#"{"allowedProfiles":{"ml-*":[]}}"#).starts_with("setting `allowedProfiles.ml-*`: is empty"));
-        assert!(refused::<Settings>(r#"{"allowedProfiles":{"ml-*":[""]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: must not be empty"));
-        assert!(refused::<Settings>(r#"{"allowedProfiles":{"":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: a namespace pattern"));
-        assert!(refused::<Settings>(r#"{"profileSource":"fromResourceQuota","allowedProfiles":{"ml":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: is not used"));
+        assert!(
+            refused::<Settings>(r#"{"allowedProfiles":{"ml-*":[""]}}"#).starts_with("setting `allowedProfiles.ml-*[0]`: must not be empty")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedProfiles":{"":["1g.10gb"]}}"#).starts_with("setting `allowedProfiles`: a namespace pattern")
+        );
+        assert!(
+            refused::<Settings>(r#"{"profileSource":"fromResourceQuota","allowedProfiles":{"ml":["1g.10gb"]}}"#)
+                .starts_with("setting `allowedProfiles`: is not used")
+        );
         assert!(refused::<Settings>(r#"{"profileSource":"quota"}"#).starts_with("setting `profileSource`"));
         assert!(Full::<Settings>::parse_valid(r#"{"allowedProfiles":{"ml":["nvidia.com/mig-1g.10gb","2g.*"]}}"#).is_ok());
     }

@@ -23,7 +23,7 @@ mod settings;
 use aigov_sdk::prelude::*;
 use aigov_sdk::{LabelScope, LabelSite, RequiredLabels, label_sets};
 
-pub use settings::{CLASSIFICATIONS, CLASSIFICATION_LABEL, DEFAULT_KINDS, Settings, governable};
+pub use settings::{CLASSIFICATION_LABEL, CLASSIFICATIONS, DEFAULT_KINDS, Settings, governable};
 
 /// The rule.
 pub struct ModelProvenance;
@@ -68,7 +68,11 @@ pub fn check(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
     for set in label_sets(w, scope).into_iter().filter(|s| s.site != LabelSite::JobTemplate) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
         if set.site != LabelSite::Object && set.inherits.is_none() {
-            out.extend(disagreements(&s.required_labels, set.labels, &w.metadata.labels, &set.path.to_string()).into_iter().map(|m| (m.clone(), m)));
+            out.extend(
+                disagreements(&s.required_labels, set.labels, &w.metadata.labels, &set.path.to_string())
+                    .into_iter()
+                    .map(|m| (m.clone(), m)),
+            );
         }
     }
     out
@@ -106,7 +110,8 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
         let on_templates: Vec<String> = w
             .templates()
             .filter_map(|t| {
-                let has: Vec<&str> = keys.iter().copied().filter(|k| t.metadata.as_ref().is_some_and(|m| m.annotations.contains_key(*k))).collect();
+                let has: Vec<&str> =
+                    keys.iter().copied().filter(|k| t.metadata.as_ref().is_some_and(|m| m.annotations.contains_key(*k))).collect();
                 (!has.is_empty()).then(|| format!("`{}` has {}", t.metadata_path().key("annotations"), quoted(&has)))
             })
             .collect();
@@ -123,7 +128,11 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
         let m = if value.trim().is_empty() {
             format!("annotation `{key}` in `metadata.annotations` is empty: set {}", wanted(pats))
         } else if !pats.is_empty() && !pats.iter().any(|p| p.matches(&value)) {
-            format!("annotation `{key}` in `metadata.annotations` is `{value}`, which does not match {}: set {}", patterns(pats), wanted(pats))
+            format!(
+                "annotation `{key}` in `metadata.annotations` is `{value}`, which does not match {}: set {}",
+                patterns(pats),
+                wanted(pats)
+            )
         } else {
             continue;
         };

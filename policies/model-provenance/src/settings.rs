@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::base::names::label_key;
 use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::base::names::label_key;
+use aigov_sdk::prelude::*;
 use aigov_sdk::{Exported, RequiredLabels};
 use serde::{Deserialize, Serialize};
 
@@ -17,18 +17,8 @@ pub const CLASSIFICATIONS: [&str; 4] = ["public", "internal", "confidential", "r
 /// The kinds governed by default: model serving (`InferenceService`, and
 /// the `Deployment`s and `StatefulSet`s model servers run as) and the
 /// training kinds (Kubeflow's training operator and Trainer).
-pub const DEFAULT_KINDS: [&str; 10] = [
-    "InferenceService",
-    "Deployment",
-    "StatefulSet",
-    "PyTorchJob",
-    "MPIJob",
-    "TFJob",
-    "JAXJob",
-    "XGBoostJob",
-    "PaddleJob",
-    "TrainJob",
-];
+pub const DEFAULT_KINDS: [&str; 10] =
+    ["InferenceService", "Deployment", "StatefulSet", "PyTorchJob", "MPIJob", "TFJob", "JAXJob", "XGBoostJob", "PaddleJob", "TrainJob"];
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top).
@@ -103,10 +93,7 @@ impl RuleSettings for Settings {
             }
         }
         if self.required_annotations.is_empty() && self.required_labels.0.is_empty() {
-            return Err(SettingsError::new(
-                "requiredAnnotations",
-                "and `requiredLabels` are both empty, so the rule would check nothing",
-            ));
+            return Err(SettingsError::new("requiredAnnotations", "and `requiredLabels` are both empty, so the rule would check nothing"));
         }
         for (key, patterns) in &self.required_annotations {
             if let Err(why) = label_key(key) {
@@ -124,7 +111,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     fn ok(json: &str) -> Settings {
         accepted::<Settings>(json)
@@ -155,15 +142,33 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(refused::<Settings>(r#"{"kinds":["Deployment","Pod"]}"#).starts_with("setting `kinds[1]`: `Pod` is not a kind this rule receives; use `Deployment`"));
+        assert!(
+            refused::<Settings>(r#"{"kinds":["Deployment","Pod"]}"#)
+                .starts_with("setting `kinds[1]`: `Pod` is not a kind this rule receives; use `Deployment`")
+        );
         assert!(refused::<Settings>(r#"{"kinds":["deployment"]}"#).starts_with("setting `kinds[0]`: `deployment` is not a kind"));
         assert!(refused::<Settings>(r#"{"kinds":[]}"#).starts_with("setting `kinds`: must list at least one kind"));
-        assert!(refused::<Settings>(r#"{"requiredAnnotations":{},"requiredLabels":{}}"#).starts_with("setting `requiredAnnotations`: and `requiredLabels` are both empty"));
+        assert!(
+            refused::<Settings>(r#"{"requiredAnnotations":{},"requiredLabels":{}}"#)
+                .starts_with("setting `requiredAnnotations`: and `requiredLabels` are both empty")
+        );
         assert!(ok(r#"{"requiredLabels":{}}"#).required_labels.0.is_empty(), "annotations alone");
-        assert!(refused::<Settings>(r#"{"requiredAnnotations":{"ai version":[]}}"#).starts_with("setting `requiredAnnotations`: `ai version` is not a valid annotation key"));
-        assert_eq!(refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":["v*",""]}}"#), "setting `requiredAnnotations.ai/version[1]`: must not be empty");
-        assert!(refused::<Settings>(r#"{"requiredLabels":{"data-classification":["top secret"]}}"#).starts_with("setting `requiredLabels.data-classification[0]`: `top secret` is not a valid label value"));
-        assert!(refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":"v*"}}"#).starts_with("setting `requiredAnnotations.ai/version`: invalid type: string"));
+        assert!(
+            refused::<Settings>(r#"{"requiredAnnotations":{"ai version":[]}}"#)
+                .starts_with("setting `requiredAnnotations`: `ai version` is not a valid annotation key")
+        );
+        assert_eq!(
+            refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":["v*",""]}}"#),
+            "setting `requiredAnnotations.ai/version[1]`: must not be empty"
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredLabels":{"data-classification":["top secret"]}}"#)
+                .starts_with("setting `requiredLabels.data-classification[0]`: `top secret` is not a valid label value")
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":"v*"}}"#)
+                .starts_with("setting `requiredAnnotations.ai/version`: invalid type: string")
+        );
         assert!(refused::<Settings>(r#"{"requiredAnnotation":{}}"#).starts_with("setting `requiredAnnotation`: unknown setting"));
     }
 }

@@ -27,9 +27,12 @@ fn documented_workloads_pass() {
 fn missing_annotations_are_one_message_with_their_patterns() {
     assert_eq!(
         problems(WorkloadKind::Deployment, &deployment("null", LABELS, "{}", LABELS)),
-        ["annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*`"]
+        [
+            "annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*`"
+        ]
     );
-    let s = Settings { required_annotations: [("example.com/model-card".to_string(), vec![])].into_iter().collect(), ..Settings::default() };
+    let s =
+        Settings { required_annotations: [("example.com/model-card".to_string(), vec![])].into_iter().collect(), ..Settings::default() };
     assert_eq!(
         problems_with(WorkloadKind::Deployment, &deployment("{}", LABELS, "{}", LABELS), &s),
         ["annotation `example.com/model-card` is missing from `metadata.annotations`: add `example.com/model-card` with a value"]
@@ -40,8 +43,10 @@ fn missing_annotations_are_one_message_with_their_patterns() {
 fn annotations_on_the_pods_only_get_a_hint() {
     assert_eq!(
         problems(WorkloadKind::Deployment, &deployment("{}", LABELS, ANN, LABELS)),
-        ["annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*` \
-          (`spec.template.metadata.annotations` has `ai/dataset`, `ai/version`: provenance is read from the workload's own `metadata.annotations`, so copy them there)"]
+        [
+            "annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*` \
+          (`spec.template.metadata.annotations` has `ai/dataset`, `ai/version`: provenance is read from the workload's own `metadata.annotations`, so copy them there)"
+        ]
     );
     let one = r#"{"ai/version":"v2.1.0"}"#;
     let found = problems(WorkloadKind::Deployment, &deployment(r#"{"ai/dataset":"x-vault"}"#, LABELS, one, LABELS));
@@ -63,7 +68,12 @@ fn values_must_match_a_pattern() {
         ..Settings::default()
     };
     let found = problems_with(WorkloadKind::Deployment, &deployment(r#"{"ai/version":"2"}"#, LABELS, "{}", LABELS), &s);
-    assert_eq!(found, ["annotation `ai/version` in `metadata.annotations` is `2`, which does not match any of `v*`, `release-*`: set a value matching any of `v*`, `release-*`"]);
+    assert_eq!(
+        found,
+        [
+            "annotation `ai/version` in `metadata.annotations` is `2`, which does not match any of `v*`, `release-*`: set a value matching any of `v*`, `release-*`"
+        ]
+    );
     assert!(problems_with(WorkloadKind::Deployment, &deployment(r#"{"ai/version":"release-7"}"#, LABELS, "{}", LABELS), &s).is_empty());
 }
 
@@ -71,16 +81,26 @@ fn values_must_match_a_pattern() {
 fn classification_on_the_workload_and_its_pods() {
     assert_eq!(
         problems(WorkloadKind::Deployment, &deployment(ANN, LABELS, "{}", "{}")),
-        ["label `data-classification` is missing from `spec.template.metadata.labels` (allowed: `public`, `internal`, `confidential`, `restricted`): \
-          network policies and data tools select pods by their labels, so copy `data-classification: confidential` from `metadata.labels`"]
+        [
+            "label `data-classification` is missing from `spec.template.metadata.labels` (allowed: `public`, `internal`, `confidential`, `restricted`): \
+          network policies and data tools select pods by their labels, so copy `data-classification: confidential` from `metadata.labels`"
+        ]
     );
     assert_eq!(
-        problems(WorkloadKind::Deployment, &deployment(ANN, r#"{"data-classification":"secret"}"#, "{}", r#"{"data-classification":"public"}"#)),
+        problems(
+            WorkloadKind::Deployment,
+            &deployment(ANN, r#"{"data-classification":"secret"}"#, "{}", r#"{"data-classification":"public"}"#)
+        ),
         ["label `data-classification` in `metadata.labels` is `secret`; allowed: `public`, `internal`, `confidential`, `restricted`"]
     );
     assert_eq!(
-        problems(WorkloadKind::Deployment, &deployment(ANN, r#"{"data-classification":"restricted"}"#, "{}", r#"{"data-classification":"public"}"#)),
-        ["label `data-classification` in `spec.template.metadata.labels` is `public`, but the workload's `metadata.labels` says `restricted`: set it to `restricted` here too, or classify the workload as `public`"]
+        problems(
+            WorkloadKind::Deployment,
+            &deployment(ANN, r#"{"data-classification":"restricted"}"#, "{}", r#"{"data-classification":"public"}"#)
+        ),
+        [
+            "label `data-classification` in `spec.template.metadata.labels` is `public`, but the workload's `metadata.labels` says `restricted`: set it to `restricted` here too, or classify the workload as `public`"
+        ]
     );
     let s = Settings { require_on_pod_templates: false, ..Settings::default() };
     assert!(problems_with(WorkloadKind::Deployment, &deployment(ANN, LABELS, "{}", "{}"), &s).is_empty());
@@ -88,7 +108,9 @@ fn classification_on_the_workload_and_its_pods() {
 
 #[test]
 fn kubeflow_jobs_check_every_replica_template_and_trainjobs_the_top() {
-    let t = |labels: &str| format!(r#"{{"replicas":1,"template":{{"metadata":{{"labels":{labels}}},"spec":{{"containers":[{{"name":"pytorch"}}]}}}}}}"#);
+    let t = |labels: &str| {
+        format!(r#"{{"replicas":1,"template":{{"metadata":{{"labels":{labels}}},"spec":{{"containers":[{{"name":"pytorch"}}]}}}}}}"#)
+    };
     let job = format!(
         r#"{{"metadata":{{"annotations":{ANN},"labels":{LABELS}}},"spec":{{"pytorchReplicaSpecs":{{"Master":{},"Worker":{}}}}}}}"#,
         t(LABELS),
@@ -120,7 +142,10 @@ fn inference_services_lend_their_labels_to_the_components() {
     );
     let found = problems(WorkloadKind::InferenceService, &contradicting);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].starts_with("label `data-classification` in `spec.predictor.labels` is `public`, but `metadata.labels` has `"), "{found:?}");
+    assert!(
+        found[0].starts_with("label `data-classification` in `spec.predictor.labels` is `public`, but `metadata.labels` has `"),
+        "{found:?}"
+    );
     let unlabelled = format!(
         r#"{{"metadata":{{"annotations":{ANN}}},"spec":{{"predictor":{{"labels":{LABELS},"model":{{"modelFormat":{{"name":"sklearn"}},"storageUri":"gs://m"}}}}}}}}"#
     );

@@ -14,8 +14,8 @@
 
 mod settings;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::LabelScope;
+use aigov_sdk::prelude::*;
 
 pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
 
@@ -51,10 +51,7 @@ const PODS_WHY: &str = "OpenCost attributes cost by the labels of the pods";
 /// sets (the object, CronJob and JobSet job templates, pod templates) and
 /// the copy hints are the SDK's, shared with `workload-classification`.
 fn check(workload: &Workload<'_>, settings: &Settings) -> Vec<(String, String)> {
-    let scope = LabelScope {
-        object: !settings.pod_templates_only,
-        pod_templates: settings.require_on_pod_templates,
-    };
+    let scope = LabelScope { object: !settings.pod_templates_only, pod_templates: settings.require_on_pod_templates };
     settings.required_labels.check_workload(workload, scope, PODS_WHY)
 }
 
@@ -150,7 +147,9 @@ mod tests {
         let wrong = r#"{"opencost.io/team":"ml","opencost.io/workload-category":"batch"}"#;
         assert_eq!(
             eval("apps/v1", "Deployment", &deployment(LABELS, wrong)),
-            ["label `opencost.io/workload-category` in `spec.template.metadata.labels` is `batch`; allowed: `training`, `inference`, `development`, `data-processing`"]
+            [
+                "label `opencost.io/workload-category` in `spec.template.metadata.labels` is `batch`; allowed: `training`, `inference`, `development`, `data-processing`"
+            ]
         );
     }
 
@@ -164,10 +163,7 @@ mod tests {
 
     #[test]
     fn pod_templates_are_optional_by_setting() {
-        let settings = Settings {
-            require_on_pod_templates: false,
-            ..Settings::default()
-        };
+        let settings = Settings { require_on_pod_templates: false, ..Settings::default() };
         let json = request("apps/v1", "Deployment", "CREATE", "", &deployment(LABELS, "{}"));
         assert!(eval_with(&json, &settings).unwrap().is_empty());
         let json = request("apps/v1", "Deployment", "CREATE", "", &deployment("{}", LABELS));
@@ -195,10 +191,7 @@ mod tests {
         );
         // Job templates are checked even when pod templates are not: they
         // are the Jobs' own labels.
-        let settings = Settings {
-            require_on_pod_templates: false,
-            ..Settings::default()
-        };
+        let settings = Settings { require_on_pod_templates: false, ..Settings::default() };
         let found = eval_with(&request("batch/v1", "CronJob", "CREATE", "", &cron), &settings).unwrap();
         assert_eq!(found.len(), 1);
         assert!(found.first().unwrap().contains("`spec.jobTemplate.metadata.labels`"));
@@ -206,7 +199,11 @@ mod tests {
 
     #[test]
     fn jobset_locations_are_in_document_order() {
-        let rj = |labels: &str| format!(r#"{{"name":"w","template":{{"metadata":{{"labels":{labels}}},"spec":{{"template":{{"metadata":{{"labels":{labels}}},"spec":{{}}}}}}}}}}"#);
+        let rj = |labels: &str| {
+            format!(
+                r#"{{"name":"w","template":{{"metadata":{{"labels":{labels}}},"spec":{{"template":{{"metadata":{{"labels":{labels}}},"spec":{{}}}}}}}}}}"#
+            )
+        };
         let js = format!(
             r#"{{"metadata":{{"labels":{LABELS}}},"spec":{{"replicatedJobs":[{},{},{}]}}}}"#,
             rj("{}"),

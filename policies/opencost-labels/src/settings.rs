@@ -1,7 +1,7 @@
 //! Settings of `opencost-labels`.
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::RequiredLabels;
+use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// OpenCost's team label.
@@ -147,7 +147,10 @@ mod tests {
 
     #[test]
     fn pod_templates_only_needs_pod_templates() {
-        assert!(refused::<Settings>(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
+        assert!(
+            refused::<Settings>(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#)
+                .starts_with("setting `podTemplatesOnly`: cannot be `true`")
+        );
         assert!(Full::<Settings>::parse_valid(r#"{"podTemplatesOnly":true}"#).is_ok());
     }
 }

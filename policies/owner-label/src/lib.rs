@@ -12,11 +12,11 @@
 
 mod settings;
 
-use aigov_sdk::prelude::*;
+use aigov_sdk::base::names::to_label_value;
 use aigov_sdk::decode::json::{self, Edit, quote};
 use aigov_sdk::decode::path::Path;
+use aigov_sdk::prelude::*;
 use aigov_sdk::runtime::mutate::{self, changes, may_edit_template, pod_metadata_path};
-use aigov_sdk::base::names::to_label_value;
 
 pub use settings::Settings;
 
@@ -47,10 +47,11 @@ impl Policy for OwnerLabel {
         }
         // The owner the object declares at the top wins, unless `overwrite`:
         // its templates then get the same.
-        let declared = w.metadata.label(&s.owner_label).filter(|o| !o.is_empty() && !s.overwrite).map(|value| Owner {
-            value: value.to_string(),
-            user: w.metadata.annotation(&s.owner_annotation).map(|a| a.to_string()),
-        });
+        let declared = w
+            .metadata
+            .label(&s.owner_label)
+            .filter(|o| !o.is_empty() && !s.overwrite)
+            .map(|value| Owner { value: value.to_string(), user: w.metadata.annotation(&s.owner_annotation).map(|a| a.to_string()) });
         let owner = match (declared, req.operation()) {
             (_, Operation::Delete | Operation::Connect) => return Ok(v),
             (Some(d), _) => Some(d),
@@ -84,10 +85,7 @@ fn requester(req: &Request<'_>, s: &Settings, v: &mut Verdict) -> Option<Owner> 
     }
     let value = to_label_value(user);
     if value.is_empty() {
-        v.warn(format!(
-            "the user name `{user}` has no letter or digit a label value can hold, so `{}` is not set",
-            s.owner_label
-        ));
+        v.warn(format!("the user name `{user}` has no letter or digit a label value can hold, so `{}` is not set", s.owner_label));
         return None;
     }
     Some(Owner { value, user: Some(user.to_string()) })

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::names::{label_key, label_value};
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,12 +27,7 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings {
-            owner_label: "owner".into(),
-            owner_annotation: "aigov.dev/owner".into(),
-            labels: BTreeMap::new(),
-            overwrite: false,
-        }
+        Settings { owner_label: "owner".into(), owner_annotation: "aigov.dev/owner".into(), labels: BTreeMap::new(), overwrite: false }
     }
 }
 
@@ -43,10 +38,7 @@ impl RuleSettings for Settings {
         }
         // Annotation keys follow the syntax of label keys.
         if let Err(why) = label_key(&self.owner_annotation) {
-            return Err(SettingsError::new(
-                "ownerAnnotation",
-                format!("`{}` is not a valid annotation key: {why}", self.owner_annotation),
-            ));
+            return Err(SettingsError::new("ownerAnnotation", format!("`{}` is not a valid annotation key: {why}", self.owner_annotation)));
         }
         for (key, value) in &self.labels {
             if let Err(why) = label_key(key) {
@@ -55,7 +47,9 @@ impl RuleSettings for Settings {
             if key == &self.owner_label {
                 return Err(SettingsError::new(
                     format!("labels.{key}"),
-                    format!("`{key}` is the owner label, which the rule sets from the requesting user; remove it here, or name another `ownerLabel`"),
+                    format!(
+                        "`{key}` is the owner label, which the rule sets from the requesting user; remove it here, or name another `ownerLabel`"
+                    ),
                 ));
             }
             if let Err(why) = label_value(value) {
@@ -69,7 +63,7 @@ impl RuleSettings for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
@@ -82,10 +76,16 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_work_are_refused() {
-        assert!(refused::<Settings>(r#"{"ownerLabel":"Owner Name"}"#).starts_with("setting `ownerLabel`: `Owner Name` is not a valid label key"));
+        assert!(
+            refused::<Settings>(r#"{"ownerLabel":"Owner Name"}"#)
+                .starts_with("setting `ownerLabel`: `Owner Name` is not a valid label key")
+        );
         assert!(refused::<Settings>(r#"{"ownerAnnotation":"aigov.dev/"}"#).starts_with("setting `ownerAnnotation`"));
         assert!(refused::<Settings>(r#"{"labels":{"use case":"x"}}"#).starts_with("setting `labels`: `use case` is not a valid label key"));
-        assert!(refused::<Settings>(r#"{"labels":{"use-case":"customer support"}}"#).starts_with("setting `labels.use-case`: `customer support` is not a valid label value"));
+        assert!(
+            refused::<Settings>(r#"{"labels":{"use-case":"customer support"}}"#)
+                .starts_with("setting `labels.use-case`: `customer support` is not a valid label value")
+        );
         assert!(refused::<Settings>(r#"{"labels":{"owner":"jane"}}"#).starts_with("setting `labels.owner`: `owner` is the owner label"));
         assert!(refused::<Settings>(r#"{"ownerLabels":"x"}"#).starts_with("setting `ownerLabels`: unknown setting"));
     }

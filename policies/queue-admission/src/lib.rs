@@ -8,9 +8,9 @@ mod settings;
 
 use std::collections::BTreeSet;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::any_match;
 use aigov_sdk::model::scheduling::label_demand;
+use aigov_sdk::prelude::*;
 
 pub use settings::{NamespaceQueues, Settings};
 
@@ -74,7 +74,18 @@ fn is_queued_kind(kind: WorkloadKind) -> bool {
     use WorkloadKind as K;
     matches!(
         kind,
-        K::Job | K::CronJob | K::RayJob | K::PyTorchJob | K::MpiJob | K::TfJob | K::JaxJob | K::XgBoostJob | K::PaddleJob | K::TrainJob | K::JobSet | K::VolcanoJob
+        K::Job
+            | K::CronJob
+            | K::RayJob
+            | K::PyTorchJob
+            | K::MpiJob
+            | K::TfJob
+            | K::JaxJob
+            | K::XgBoostJob
+            | K::PaddleJob
+            | K::TrainJob
+            | K::JobSet
+            | K::VolcanoJob
     )
 }
 
@@ -96,10 +107,7 @@ fn check_namespace_queue(queue: &str, field: &str, ns: &str, allowed: Option<&Na
     if let Some(r) = allowed
         && !any_match(&r.queues, queue)
     {
-        v.violation(format!(
-            "{field} is `{queue}`, a queue namespace `{ns}` may not use: use one of {}",
-            patterns(&r.queues)
-        ));
+        v.violation(format!("{field} is `{queue}`, a queue namespace `{ns}` may not use: use one of {}", patterns(&r.queues)));
     }
 }
 

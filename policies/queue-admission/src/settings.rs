@@ -75,7 +75,10 @@ fn queue_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         if self.governed_namespaces.is_empty() {
-            return Err(SettingsError::new("governedNamespaces", "must list at least one namespace pattern; to switch the rule off, do not deploy it"));
+            return Err(SettingsError::new(
+                "governedNamespaces",
+                "must list at least one namespace pattern; to switch the rule off, do not deploy it",
+            ));
         }
         for (key, label) in [("queueLabel", &self.queue_label), ("gpuProductLabel", &self.gpu_product_label)] {
             if aigov_sdk::base::names::label_key(label).is_err() {
@@ -91,7 +94,10 @@ impl RuleSettings for Settings {
         }
         for (product, queues) in &self.product_queues {
             if aigov_sdk::base::names::label_value(product).is_err() || product.is_empty() {
-                return Err(SettingsError::new(format!("productQueues.{product}"), format!("`{product}` is not a label value, so no node could carry it")));
+                return Err(SettingsError::new(
+                    format!("productQueues.{product}"),
+                    format!("`{product}` is not a label value, so no node could carry it"),
+                ));
             }
             queue_patterns(&format!("productQueues.{product}"), queues)?;
         }
@@ -102,13 +108,15 @@ impl RuleSettings for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
         let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
-        let s = accepted::<Settings>(r#"{"allowedQueues":[{"namespaces":["team-*"],"queues":["team-*-queue"]}],"productQueues":{"NVIDIA-H100-80GB-HBM3":["h100"]}}"#);
+        let s = accepted::<Settings>(
+            r#"{"allowedQueues":[{"namespaces":["team-*"],"queues":["team-*-queue"]}],"productQueues":{"NVIDIA-H100-80GB-HBM3":["h100"]}}"#,
+        );
         assert_eq!(s.allowed_queues.len(), 1);
     }
 
@@ -116,9 +124,18 @@ mod tests {
     fn settings_that_cannot_work_are_refused() {
         assert!(refused::<Settings>(r#"{"governedNamespaces":[]}"#).starts_with("setting `governedNamespaces`"));
         assert!(refused::<Settings>(r#"{"queueLabel":"bad label"}"#).starts_with("setting `queueLabel`"));
-        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":[]}]}"#).starts_with("setting `allowedQueues[0].queues`: must list"));
-        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":[],"queues":["q"]}]}"#).starts_with("setting `allowedQueues[0].namespaces`"));
-        assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["no such queue"]}]}"#).starts_with("setting `allowedQueues[0].queues[0]`"));
+        assert!(
+            refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":[]}]}"#)
+                .starts_with("setting `allowedQueues[0].queues`: must list")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedQueues":[{"namespaces":[],"queues":["q"]}]}"#)
+                .starts_with("setting `allowedQueues[0].namespaces`")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["no such queue"]}]}"#)
+                .starts_with("setting `allowedQueues[0].queues[0]`")
+        );
         assert!(refused::<Settings>(r#"{"productQueues":{"H100":[]}}"#).starts_with("setting `productQueues.H100`"));
         assert!(refused::<Settings>(r#"{"allowedQueues":[{"namespaces":["a"],"queues":["q"],"extra":1}]}"#).contains("unknown"));
     }

@@ -22,8 +22,8 @@ mod settings;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::GpuCounts;
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::model::workload::KUBERAY_UNBOUNDED;
 use aigov_sdk::{COMPUTE_TYPE_LABEL, GpuAmount, GpuFamilies, MigWeights, RayCluster, WorkerGroup, compute_type_conflict};
@@ -52,9 +52,7 @@ impl Policy for RayClusterLimits {
         // `allowExistingViolations` lets an admin rein a cluster in step by
         // step, while an update that makes it worse is refused.
         let old = if req.operation() == Operation::Update && found.violations.iter().any(|v| v.measure.is_some()) {
-            req.old_object_text()
-                .and_then(|text| Workload::parse(workload.kind, text).ok())
-                .and_then(|old| evaluate(&old, settings).ok())
+            req.old_object_text().and_then(|text| Workload::parse(workload.kind, text).ok()).and_then(|old| evaluate(&old, settings).ok())
         } else {
             None
         };
@@ -129,11 +127,7 @@ pub fn evaluate(w: &Workload<'_>, s: &Settings) -> Result<Findings, Malformed> {
     let Some(ray) = &w.ray else { return Ok(out) };
     int32_fields(w, ray)?;
     let head = ray.head.as_ref().map(|t| PodGpus::of(t, &s.gpu_resource_names)).transpose()?;
-    let workers = ray
-        .worker_groups
-        .iter()
-        .map(|g| PodGpus::of(&g.template, &s.gpu_resource_names))
-        .collect::<Result<Vec<_>, _>>()?;
+    let workers = ray.worker_groups.iter().map(|g| PodGpus::of(&g.template, &s.gpu_resource_names)).collect::<Result<Vec<_>, _>>()?;
     if s.check_compute_type
         && let Some(m) = compute_type(&w.metadata, ray, head.as_ref(), &workers)
     {
@@ -156,12 +150,9 @@ pub fn evaluate(w: &Workload<'_>, s: &Settings) -> Result<Findings, Malformed> {
 /// multiply.
 fn int32_fields(w: &Workload<'_>, ray: &RayCluster<'_>) -> Result<(), Malformed> {
     for g in &ray.worker_groups {
-        for (field, value) in [
-            ("replicas", g.replicas),
-            ("minReplicas", g.min_replicas),
-            ("maxReplicas", g.max_replicas),
-            ("numOfHosts", g.num_of_hosts),
-        ] {
+        for (field, value) in
+            [("replicas", g.replicas), ("minReplicas", g.min_replicas), ("maxReplicas", g.max_replicas), ("numOfHosts", g.num_of_hosts)]
+        {
             if let Some(v) = value
                 && i32::try_from(v).is_err()
             {
@@ -266,12 +257,8 @@ const MAX_UNITS: u64 = i64::MAX as u64;
 
 impl PodGpus {
     fn of(t: &PodTemplate<'_>, names: &GpuResources) -> Result<PodGpus, Malformed> {
-        let too_many = || {
-            Malformed(format!(
-                "`{}`: the GPUs of its containers add up to more than a Kubernetes quantity can hold",
-                t.spec_path()
-            ))
-        };
+        let too_many =
+            || Malformed(format!("`{}`: the GPUs of its containers add up to more than a Kubernetes quantity can hold", t.spec_path()));
         let add = |a: u64, b: u64| a.checked_add(b).filter(|n| *n <= MAX_UNITS).ok_or_else(too_many);
         // Regular containers and sidecars run together: their GPUs add up.
         let mut running: Vec<Part> = Vec::new();
@@ -384,7 +371,11 @@ impl PodGpus {
             [(what, _, share)] => format!("{what}, all in {}", place(share)),
             _ => pieces
                 .iter()
-                .map(|(what, n, share)| if *n > 1 { format!("({what}) in {}", share.label()) } else { format!("{what} in {}", share.label()) })
+                .map(
+                    |(what, n, share)| {
+                        if *n > 1 { format!("({what}) in {}", share.label()) } else { format!("{what} in {}", share.label()) }
+                    },
+                )
                 .collect::<Vec<_>>()
                 .join(" + "),
         };
@@ -397,11 +388,7 @@ impl PodGpus {
 
 /// `` `ray-worker` ``, or the container's path when it has no name.
 fn container_name(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>) -> String {
-    if c.container.name.trim().is_empty() {
-        format!("`{}`", t.container_path(c))
-    } else {
-        format!("`{}`", c.container.name)
-    }
+    if c.container.name.trim().is_empty() { format!("`{}`", t.container_path(c)) } else { format!("`{}`", c.container.name) }
 }
 
 // ---------------------------------------------------------------- groups
@@ -497,9 +484,7 @@ fn replica_range(g: &WorkerGroup<'_>, who: &dyn fmt::Display, out: &mut Findings
     let min = g.min_replicas.unwrap_or(0);
     let max = g.max_replicas.unwrap_or(KUBERAY_UNBOUNDED);
     if min < 0 {
-        out.violation(format!(
-            "{who} has `minReplicas: {min}`, which KubeRay refuses: set `minReplicas` to 0 or more"
-        ));
+        out.violation(format!("{who} has `minReplicas: {min}`, which KubeRay refuses: set `minReplicas` to 0 or more"));
     }
     if min < 0 || max < 0 {
         return;
@@ -523,11 +508,7 @@ fn replica_range(g: &WorkerGroup<'_>, who: &dyn fmt::Display, out: &mut Findings
             format!("{} ({})", count(n, "replica"), count(n.saturating_mul(hosts.unsigned_abs()), "worker"))
         }
     };
-    let range = if max == KUBERAY_UNBOUNDED {
-        format!("to {min} or more")
-    } else {
-        format!("between {min} and {max}")
-    };
+    let range = if max == KUBERAY_UNBOUNDED { format!("to {min} or more") } else { format!("between {min} and {max}") };
     if replicas < min {
         out.warnings.push(format!(
             "{who} has `replicas: {replicas}` below `minReplicas: {min}`, so KubeRay runs {}: set `replicas` {range} to say what runs",
@@ -567,9 +548,9 @@ fn worker_cap(g: &WorkerGroup<'_>, gpu: bool, s: &Settings, who: &dyn fmt::Displ
     });
     match g.max_replicas {
         None => out.violation(format!("{who} has no `maxReplicas`, so KubeRay lets it scale without limit: {fix}")),
-        Some(KUBERAY_UNBOUNDED) => out.violation(format!(
-            "{who} has `maxReplicas: {KUBERAY_UNBOUNDED}`, KubeRay's default for no limit: {fix}"
-        )),
+        Some(KUBERAY_UNBOUNDED) => {
+            out.violation(format!("{who} has `maxReplicas: {KUBERAY_UNBOUNDED}`, KubeRay's default for no limit: {fix}"))
+        }
         Some(n) if n < 0 => out.violation(format!("{who} has `maxReplicas: {n}`, which KubeRay refuses: {fix}")),
         Some(n) => {
             // Both are int32 (checked before): the product fits.
@@ -606,11 +587,7 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGp
     let first_gpu_user = if head.is_some_and(PodGpus::requests_gpus) {
         Some(format!("the head group (`{}.headGroupSpec`)", ray.path))
     } else {
-        ray.worker_groups
-            .iter()
-            .zip(workers)
-            .find(|(_, p)| p.requests_gpus())
-            .map(|(g, _)| group_ref(g).to_string())
+        ray.worker_groups.iter().zip(workers).find(|(_, p)| p.requests_gpus()).map(|(g, _)| group_ref(g).to_string())
     };
     let user = first_gpu_user.map(|who| format!("{who} requests GPUs"));
     compute_type_conflict(&Path::root().keys(&["metadata", "labels"]), value, user.as_deref(), user.is_some(), || {

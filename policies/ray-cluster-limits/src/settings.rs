@@ -88,34 +88,14 @@ fn at_least(key: &str, value: i64, min: i64, zero_would: &str) -> Result<(), Set
 
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
-        at_least(
-            "maxGpusPerWorker",
-            self.max_gpus_per_worker,
-            1,
-            "0 would reject every worker group that requests GPUs",
-        )?;
+        at_least("maxGpusPerWorker", self.max_gpus_per_worker, 1, "0 would reject every worker group that requests GPUs")?;
         if let Some(head) = self.max_gpus_per_head {
             at_least("maxGpusPerHead", head, 0, "")?;
         }
-        at_least(
-            "maxGpuWorkerReplicas",
-            self.max_gpu_worker_replicas,
-            1,
-            "0 would reject every worker group that requests GPUs",
-        )?;
-        at_least(
-            "maxCpuWorkerReplicas",
-            self.max_cpu_worker_replicas,
-            1,
-            "0 would reject every worker group without GPUs",
-        )?;
+        at_least("maxGpuWorkerReplicas", self.max_gpu_worker_replicas, 1, "0 would reject every worker group that requests GPUs")?;
+        at_least("maxCpuWorkerReplicas", self.max_cpu_worker_replicas, 1, "0 would reject every worker group without GPUs")?;
         if let Some(total) = self.max_total_gpus {
-            at_least(
-                "maxTotalGpus",
-                total,
-                1,
-                "0 would reject every Ray cluster that requests GPUs; use `null` for no cap",
-            )?;
+            at_least("maxTotalGpus", total, 1, "0 would reject every Ray cluster that requests GPUs; use `null` for no cap")?;
         }
         self.required_labels.validate("requiredLabels")?;
         self.gpu_resource_names.validate("gpuResourceNames")?;
@@ -190,8 +170,14 @@ mod tests {
             refused::<Settings>(r#"{"maxGpusPerWorker":0}"#),
             "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group that requests GPUs"
         );
-        assert_eq!(refused::<Settings>(r#"{"maxGpusPerWorker":-1}"#), "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `-1`");
-        assert_eq!(refused::<Settings>(r#"{"maxGpuWorkerReplicas":-1}"#), "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `-1`");
+        assert_eq!(
+            refused::<Settings>(r#"{"maxGpusPerWorker":-1}"#),
+            "setting `maxGpusPerWorker`: must be a whole number, 1 or more, not `-1`"
+        );
+        assert_eq!(
+            refused::<Settings>(r#"{"maxGpuWorkerReplicas":-1}"#),
+            "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `-1`"
+        );
         assert_eq!(
             refused::<Settings>(r#"{"maxGpuWorkerReplicas":0}"#),
             "setting `maxGpuWorkerReplicas`: must be a whole number, 1 or more, not `0`: 0 would reject every worker group that requests GPUs"
@@ -202,11 +188,23 @@ mod tests {
         );
         assert_eq!(refused::<Settings>(r#"{"maxTotalGpus":-8}"#), "setting `maxTotalGpus`: must be a whole number, 1 or more, not `-8`");
         assert!(refused::<Settings>(r#"{"maxTotalGpus":0}"#).ends_with("use `null` for no cap"));
-        assert_eq!(refused::<Settings>(r#"{"maxGpusPerHead":-1}"#), "setting `maxGpusPerHead`: must be a whole number, 0 or more, not `-1`");
+        assert_eq!(
+            refused::<Settings>(r#"{"maxGpusPerHead":-1}"#),
+            "setting `maxGpusPerHead`: must be a whole number, 0 or more, not `-1`"
+        );
         // Wrong types say the same: a whole number.
-        assert_eq!(refused::<Settings>(r#"{"maxGpusPerWorker":"4"}"#), "setting `maxGpusPerWorker`: invalid type: string \"4\", expected a whole number");
-        assert!(refused::<Settings>(r#"{"maxGpusPerWorker":2.5}"#).starts_with("setting `maxGpusPerWorker`: invalid type: floating point `2.5`, expected a whole number"));
-        assert!(refused::<Settings>(r#"{"maxTotalGpus":18446744073709551615}"#).starts_with("setting `maxTotalGpus`: invalid value: integer `18446744073709551615`, expected a whole number"));
+        assert_eq!(
+            refused::<Settings>(r#"{"maxGpusPerWorker":"4"}"#),
+            "setting `maxGpusPerWorker`: invalid type: string \"4\", expected a whole number"
+        );
+        assert!(
+            refused::<Settings>(r#"{"maxGpusPerWorker":2.5}"#)
+                .starts_with("setting `maxGpusPerWorker`: invalid type: floating point `2.5`, expected a whole number")
+        );
+        assert!(
+            refused::<Settings>(r#"{"maxTotalGpus":18446744073709551615}"#)
+                .starts_with("setting `maxTotalGpus`: invalid value: integer `18446744073709551615`, expected a whole number")
+        );
     }
 
     #[test]
@@ -222,12 +220,21 @@ mod tests {
             refused::<Settings>(r#"{"requiredLabels":{"team":[""]}}"#),
             "setting `requiredLabels.team`: allowed values must not be empty; use `[]` to allow any non-empty value"
         );
-        assert!(refused::<Settings>(r#"{"requiredLabels":{"cost center":[]}}"#).starts_with("setting `requiredLabels`: `cost center` is not a valid label key"));
-        assert!(refused::<Settings>(r#"{"requiredLabels":{"Example.com/team":[]}}"#).contains("the prefix `Example.com` must be a lowercase DNS subdomain"));
+        assert!(
+            refused::<Settings>(r#"{"requiredLabels":{"cost center":[]}}"#)
+                .starts_with("setting `requiredLabels`: `cost center` is not a valid label key")
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredLabels":{"Example.com/team":[]}}"#)
+                .contains("the prefix `Example.com` must be a lowercase DNS subdomain")
+        );
         assert!(refused::<Settings>(r#"{"requiredLabels":{"example.com/":[]}}"#).contains("is not a valid label key"));
         assert_eq!(
             refused::<Settings>(r#"{"requiredLabels":{"workload-type":["training","fine tuning"]}}"#),
-            format!("setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {}", aigov_sdk::base::names::NAME_RULE)
+            format!(
+                "setting `requiredLabels.workload-type[1]`: `fine tuning` is not a valid label value: {}",
+                aigov_sdk::base::names::NAME_RULE
+            )
         );
         assert!(ok(r#"{"requiredLabels":{"example.com/team":[],"tier":["A_1","b.2"]}}"#).required_labels.0.len() == 2);
     }
@@ -247,7 +254,10 @@ mod tests {
             "setting `migWeights.nvidia.com/mig-1g.6gb`: `0` is not a fraction of a GPU: use a number above 0 and at most 1"
         );
         assert!(refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":1.5}}"#).contains("is not a fraction of a GPU"));
-        assert!(refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":"a quarter"}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`: invalid type: string"));
+        assert!(
+            refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":"a quarter"}}"#)
+                .starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`: invalid type: string")
+        );
         assert_eq!(
             refused::<Settings>(r#"{"migWeights":{"nvidia.com/gpu":0.5}}"#),
             "setting `migWeights.nvidia.com/gpu`: only MIG profiles (`nvidia.com/mig-<g>g.<memory>gb`) take a weight; every other GPU resource counts one GPU per unit"

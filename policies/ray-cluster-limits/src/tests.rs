@@ -44,10 +44,7 @@ fn problems(json: &str) -> Vec<String> {
 }
 
 fn no_compute_type() -> Settings {
-    Settings {
-        check_compute_type: false,
-        ..Settings::default()
-    }
+    Settings { check_compute_type: false, ..Settings::default() }
 }
 
 /// One worker group's problems, the `compute-type` check aside.
@@ -87,7 +84,9 @@ fn gpus_are_counted_over_every_container_of_the_worker() {
                   {"name":"profiler","resources":{"requests":{"nvidia.com/gpu":"2"}}}]"#;
     assert_eq!(
         one_group(r#""replicas":1,"maxReplicas":2,"#, two),
-        ["`spec.workerGroupSpecs[0]` (`g`) requests 5 `nvidia.com/gpu` GPUs per worker (3 in `ray-worker` + 2 in `profiler`), but a worker may have at most 4: request at most 4 in each worker pod"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) requests 5 `nvidia.com/gpu` GPUs per worker (3 in `ray-worker` + 2 in `profiler`), but a worker may have at most 4: request at most 4 in each worker pod"
+        ]
     );
     // A sidecar (an init container that keeps running) adds to the worker.
     let sidecar = r#"[{"name":"w","resources":{"limits":{"nvidia.com/gpu":4}}}],
@@ -108,7 +107,9 @@ fn init_containers_are_a_maximum_and_the_message_says_so() {
         "initContainers":[{"name":"warmup","resources":{"limits":{"nvidia.com/gpu":3}}},{"name":"check","resources":{"limits":{"nvidia.com/gpu":2}}}]"#;
     assert_eq!(
         one_group(r#""maxReplicas":2,"#, regular_wins),
-        ["`spec.workerGroupSpecs[0]` (`g`) requests 5 `nvidia.com/gpu` GPUs per worker (3 in `w` + 2 in `x`; init containers run one at a time, before the others, so their GPUs count as a maximum, not a sum), but a worker may have at most 4: request at most 4 in each worker pod"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) requests 5 `nvidia.com/gpu` GPUs per worker (3 in `w` + 2 in `x`; init containers run one at a time, before the others, so their GPUs count as a maximum, not a sum), but a worker may have at most 4: request at most 4 in each worker pod"
+        ]
     );
     // The largest init container (with the sidecar started before it) wins.
     let init_wins = r#"[{"name":"w","resources":{"limits":{"nvidia.com/gpu":1}}}],
@@ -117,7 +118,9 @@ fn init_containers_are_a_maximum_and_the_message_says_so() {
                           {"name":"check","resources":{"limits":{"nvidia.com/gpu":2}}}]"#;
     assert_eq!(
         one_group(r#""maxReplicas":2,"#, init_wins),
-        ["`spec.workerGroupSpecs[0]` (`g`) requests 7 `nvidia.com/gpu` GPUs per worker (1 in sidecar `s` + 6 in init container `warmup`; init containers run one at a time, before the others, so their GPUs count as a maximum, not a sum), but a worker may have at most 4: request at most 4 in each worker pod"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) requests 7 `nvidia.com/gpu` GPUs per worker (1 in sidecar `s` + 6 in init container `warmup`; init containers run one at a time, before the others, so their GPUs count as a maximum, not a sum), but a worker may have at most 4: request at most 4 in each worker pod"
+        ]
     );
     // Alone, it is named as the init container it is.
     let only_init = r#"[{"name":"w"}],"initContainers":[{"name":"warmup","resources":{"limits":{"nvidia.com/gpu":6}}}]"#;
@@ -160,7 +163,9 @@ fn breakdowns_add_up_to_the_sdks_counts() {
 fn a_single_gpu_container_is_named() {
     assert_eq!(
         one_group(r#""maxReplicas":2,"#, &gpu(8)),
-        ["`spec.workerGroupSpecs[0]` (`g`) requests 8 `nvidia.com/gpu` GPUs per worker (in container `ray-worker`), but a worker may have at most 4: request at most 4 in each worker pod"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) requests 8 `nvidia.com/gpu` GPUs per worker (in container `ray-worker`), but a worker may have at most 4: request at most 4 in each worker pod"
+        ]
     );
 }
 
@@ -187,22 +192,28 @@ fn mig_slices_count_by_their_share_of_a_gpu() {
     // 4 whole GPUs and seven 1g slices are 5, with the slices' weight shown.
     assert_eq!(
         one_group(r#""maxReplicas":2,"#, &limits(r#""nvidia.com/gpu":4,"nvidia.com/mig-1g.10gb":7"#)),
-        ["`spec.workerGroupSpecs[0]` (`g`) requests 5 `nvidia.com/gpu` GPUs per worker (4 `nvidia.com/gpu` + 7 `nvidia.com/mig-1g.10gb` (1/7 GPU each), all in container `ray-worker`), but a worker may have at most 4: request at most 4 in each worker pod"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) requests 5 `nvidia.com/gpu` GPUs per worker (4 `nvidia.com/gpu` + 7 `nvidia.com/mig-1g.10gb` (1/7 GPU each), all in container `ray-worker`), but a worker may have at most 4: request at most 4 in each worker pod"
+        ]
     );
-    let two = r#"[{"name":"a","resources":{"limits":{"nvidia.com/gpu":4}}},{"name":"b","resources":{"limits":{"nvidia.com/mig-3g.40gb":1}}}]"#;
+    let two =
+        r#"[{"name":"a","resources":{"limits":{"nvidia.com/gpu":4}}},{"name":"b","resources":{"limits":{"nvidia.com/mig-3g.40gb":1}}}]"#;
     assert_eq!(
         one_group(r#""maxReplicas":2,"#, two),
-        ["`spec.workerGroupSpecs[0]` (`g`) requests 4.43 `nvidia.com/gpu` GPUs per worker (4 `nvidia.com/gpu` in `a` + 1 `nvidia.com/mig-3g.40gb` (3/7 GPU each) in `b`), but a worker may have at most 4: request at most 4 in each worker pod"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) requests 4.43 `nvidia.com/gpu` GPUs per worker (4 `nvidia.com/gpu` in `a` + 1 `nvidia.com/mig-3g.40gb` (3/7 GPU each) in `b`), but a worker may have at most 4: request at most 4 in each worker pod"
+        ]
     );
     // Weights from settings (A30: four slices).
-    let a30 = Settings {
-        mig_weights: MigWeights([("nvidia.com/mig-1g.6gb".to_string(), 0.25)].into_iter().collect()),
-        ..no_compute_type()
-    };
+    let a30 =
+        Settings { mig_weights: MigWeights([("nvidia.com/mig-1g.6gb".to_string(), 0.25)].into_iter().collect()), ..no_compute_type() };
     let json = |n: u32| cluster(LABELS, CPU, &[group("g", r#""maxReplicas":2,"#, &limits(&format!(r#""nvidia.com/mig-1g.6gb":{n}"#)))]);
     assert!(problems_with(&json(16), &a30).is_empty(), "16 quarters are 4 GPUs");
     let p = problems_with(&json(17), &a30);
-    assert!(p[0].contains("requests 4.25 `nvidia.com/gpu` GPUs per worker (17 `nvidia.com/mig-1g.6gb` (1/4 GPU each) in container"), "{p:?}");
+    assert!(
+        p[0].contains("requests 4.25 `nvidia.com/gpu` GPUs per worker (17 `nvidia.com/mig-1g.6gb` (1/4 GPU each) in container"),
+        "{p:?}"
+    );
     // Without the setting, 1g is 1/7: 17 slices are 2.43.
     assert!(problems_with(&json(17), &no_compute_type()).is_empty());
 }
@@ -238,7 +249,9 @@ fn the_head_is_capped_like_a_worker_by_default() {
     assert!(problems(&head(4)).is_empty());
     assert_eq!(
         problems(&head(64)),
-        ["the head group (`spec.headGroupSpec`) requests 64 `nvidia.com/gpu` GPUs (in container `ray-worker`), but the head may have at most 4: request at most 4 in the head pod and run the rest on worker groups"]
+        [
+            "the head group (`spec.headGroupSpec`) requests 64 `nvidia.com/gpu` GPUs (in container `ray-worker`), but the head may have at most 4: request at most 4 in the head pod and run the rest on worker groups"
+        ]
     );
     let eight = Settings { max_gpus_per_worker: 8, ..Settings::default() };
     assert!(problems_with(&head(8), &eight).is_empty(), "the head follows `maxGpusPerWorker`");
@@ -247,7 +260,9 @@ fn the_head_is_capped_like_a_worker_by_default() {
     let none = Settings { max_gpus_per_head: Some(0), ..no_compute_type() };
     assert_eq!(
         problems_with(&head(1), &none),
-        ["the head group (`spec.headGroupSpec`) requests 1 `nvidia.com/gpu` GPU (in container `ray-worker`), but the head may not request GPUs (`maxGpusPerHead: 0`): remove them from the head and run GPU work on a worker group"]
+        [
+            "the head group (`spec.headGroupSpec`) requests 1 `nvidia.com/gpu` GPU (in container `ray-worker`), but the head may not request GPUs (`maxGpusPerHead: 0`): remove them from the head and run GPU work on a worker group"
+        ]
     );
     assert!(problems_with(&head(0), &none).is_empty());
 }
@@ -258,11 +273,15 @@ fn the_head_is_capped_like_a_worker_by_default() {
 fn max_replicas_limit_depends_on_gpus() {
     assert_eq!(
         one_group(r#""maxReplicas":9,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 8"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 8"
+        ]
     );
     assert_eq!(
         one_group(r#""maxReplicas":21,"#, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 21`, but a worker group without GPUs may scale to at most 20 workers: set `maxReplicas` to at most 20"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 21`, but a worker group without GPUs may scale to at most 20 workers: set `maxReplicas` to at most 20"
+        ]
     );
     // A GPU of zero is no GPU.
     assert!(one_group(r#""maxReplicas":12,"#, &gpu(0)).is_empty());
@@ -273,18 +292,24 @@ fn multi_host_groups_count_every_pod() {
     // 8 replicas of 4 hosts are 32 workers.
     assert_eq!(
         one_group(r#""maxReplicas":8,"numOfHosts":4,"#, &gpu(4)),
-        ["`spec.workerGroupSpecs[0]` (`g`) can scale to 32 workers (`maxReplicas: 8` × `numOfHosts: 4`), but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 2"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) can scale to 32 workers (`maxReplicas: 8` × `numOfHosts: 4`), but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 2"
+        ]
     );
     assert!(one_group(r#""maxReplicas":2,"numOfHosts":4,"#, &gpu(4)).is_empty());
     assert!(one_group(r#""maxReplicas":5,"numOfHosts":4,"#, CPU).is_empty(), "20 CPU workers");
     // One replica larger than the cap: only `numOfHosts` can fix it.
     assert_eq!(
         one_group(r#""maxReplicas":1,"numOfHosts":16,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) can scale to 16 workers (`maxReplicas: 1` × `numOfHosts: 16`), but a worker group that requests GPUs may scale to at most 8 workers: lower `numOfHosts` to at most 8 (one replica is already 16 workers)"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) can scale to 16 workers (`maxReplicas: 1` × `numOfHosts: 16`), but a worker group that requests GPUs may scale to at most 8 workers: lower `numOfHosts` to at most 8 (one replica is already 16 workers)"
+        ]
     );
     assert_eq!(
         one_group(r#""numOfHosts":4,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) has no `maxReplicas`, so KubeRay lets it scale without limit: set `maxReplicas` to at most 2 (2 × `numOfHosts: 4` = 8 workers; a worker group that requests GPUs may have at most 8)"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has no `maxReplicas`, so KubeRay lets it scale without limit: set `maxReplicas` to at most 2 (2 × `numOfHosts: 4` = 8 workers; a worker group that requests GPUs may have at most 8)"
+        ]
     );
 }
 
@@ -292,12 +317,16 @@ fn multi_host_groups_count_every_pod() {
 fn absent_max_replicas_is_unbounded() {
     assert_eq!(
         one_group(r#""replicas":1,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) has no `maxReplicas`, so KubeRay lets it scale without limit: set `maxReplicas` to at most 8 (the limit for a worker group that requests GPUs)"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has no `maxReplicas`, so KubeRay lets it scale without limit: set `maxReplicas` to at most 8 (the limit for a worker group that requests GPUs)"
+        ]
     );
     // What the API server makes of an absent value.
     assert_eq!(
         one_group(r#""replicas":1,"maxReplicas":2147483647,"#, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 2147483647`, KubeRay's default for no limit: set `maxReplicas` to at most 20 (the limit for a worker group without GPUs)"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 2147483647`, KubeRay's default for no limit: set `maxReplicas` to at most 20 (the limit for a worker group without GPUs)"
+        ]
     );
 }
 
@@ -309,23 +338,31 @@ fn replicas_outside_the_range_are_clamped_so_they_warn() {
     assert!(one_group(extra, CPU).is_empty());
     assert_eq!(
         one_group_warnings(extra, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `replicas: 12` above `maxReplicas: 10`, so KubeRay runs 10 workers: set `replicas` between 2 and 10 to say what runs"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `replicas: 12` above `maxReplicas: 10`, so KubeRay runs 10 workers: set `replicas` between 2 and 10 to say what runs"
+        ]
     );
     let extra = r#""replicas":1,"minReplicas":2,"maxReplicas":10,"#;
     assert!(one_group(extra, CPU).is_empty());
     assert_eq!(
         one_group_warnings(extra, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `replicas: 1` below `minReplicas: 2`, so KubeRay runs 2 workers: set `replicas` between 2 and 10 to say what runs"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `replicas: 1` below `minReplicas: 2`, so KubeRay runs 2 workers: set `replicas` between 2 and 10 to say what runs"
+        ]
     );
     // A negative `replicas` is below any `minReplicas`: clamped too.
     assert_eq!(
         one_group_warnings(r#""replicas":-1,"minReplicas":0,"maxReplicas":4,"#, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `replicas: -1` below `minReplicas: 0`, so KubeRay runs 0 workers: set `replicas` between 0 and 4 to say what runs"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `replicas: -1` below `minReplicas: 0`, so KubeRay runs 0 workers: set `replicas` between 0 and 4 to say what runs"
+        ]
     );
     // Multi-host: replicas and the workers they are.
     assert_eq!(
         one_group_warnings(r#""replicas":3,"maxReplicas":2,"numOfHosts":4,"#, &gpu(1)),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `replicas: 3` above `maxReplicas: 2`, so KubeRay runs 2 replicas (8 workers): set `replicas` between 0 and 2 to say what runs"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `replicas: 3` above `maxReplicas: 2`, so KubeRay runs 2 replicas (8 workers): set `replicas` between 0 and 2 to say what runs"
+        ]
     );
     // With no upper bound the advice says so (and the bound is a violation).
     let f = findings_with(&cluster(LABELS, CPU, &[group("g", r#""replicas":1,"minReplicas":3,"#, CPU)]), &no_compute_type());
@@ -349,7 +386,9 @@ fn min_above_max_is_refused_by_kuberay_so_it_is_a_violation() {
     let extra = r#""replicas":3,"minReplicas":5,"maxReplicas":2,"#;
     assert_eq!(
         one_group(extra, CPU),
-        ["`spec.workerGroupSpecs[0]` (`g`) has `minReplicas: 5` above `maxReplicas: 2`, which KubeRay refuses: set `minReplicas` to at most `maxReplicas`"],
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `minReplicas: 5` above `maxReplicas: 2`, which KubeRay refuses: set `minReplicas` to at most `maxReplicas`"
+        ],
     );
     assert!(one_group_warnings(extra, CPU).is_empty(), "an empty range is reported once, not also for `replicas`");
 }
@@ -374,7 +413,9 @@ fn replica_fields_beyond_int32_are_malformed() {
         let e = evaluate(&w, &Settings::default()).unwrap_err();
         assert_eq!(
             e.0,
-            format!("the RayCluster is malformed: `spec.workerGroupSpecs[0].{field}`: invalid value: integer `{value}`, expected a whole number that fits in 32 bits (KubeRay's `int32`)")
+            format!(
+                "the RayCluster is malformed: `spec.workerGroupSpecs[0].{field}`: invalid value: integer `{value}`, expected a whole number that fits in 32 bits (KubeRay's `int32`)"
+            )
         );
     }
 }
@@ -407,10 +448,7 @@ fn every_group_is_reported_in_order() {
 // ---- The cluster's total. ----
 
 fn capped(total: i64) -> Settings {
-    Settings {
-        max_total_gpus: Some(total),
-        ..Settings::default()
-    }
+    Settings { max_total_gpus: Some(total), ..Settings::default() }
 }
 
 #[test]
@@ -428,7 +466,9 @@ fn total_gpus_count_the_head_and_multi_host_groups() {
     assert!(problems_with(&json, &capped(36)).is_empty());
     assert_eq!(
         problems_with(&json, &capped(35)),
-        ["the Ray cluster in `spec` can grow to 36 `nvidia.com/gpu` GPUs at maximum scale (head: 1 `nvidia.com/gpu`, `a`: 2 replicas × 4 hosts × 4 `nvidia.com/gpu` = 32, `b`: 3 workers × 1 `nvidia.com/gpu` = 3), but a Ray cluster may use at most 35: lower `maxReplicas` or the GPUs per worker"]
+        [
+            "the Ray cluster in `spec` can grow to 36 `nvidia.com/gpu` GPUs at maximum scale (head: 1 `nvidia.com/gpu`, `a`: 2 replicas × 4 hosts × 4 `nvidia.com/gpu` = 32, `b`: 3 workers × 1 `nvidia.com/gpu` = 3), but a Ray cluster may use at most 35: lower `maxReplicas` or the GPUs per worker"
+        ]
     );
     assert!(problems(&json).is_empty(), "no cap by default");
 }
@@ -468,11 +508,7 @@ fn total_gpus_with_an_unbounded_group() {
 
 #[test]
 fn huge_numbers_do_not_wrap() {
-    let json = cluster(
-        LABELS,
-        CPU,
-        &[group("a", r#""maxReplicas":2147483646,"numOfHosts":2147483647,"#, &gpu(4_000_000_000))],
-    );
+    let json = cluster(LABELS, CPU, &[group("a", r#""maxReplicas":2147483646,"numOfHosts":2147483647,"#, &gpu(4_000_000_000))]);
     let p = problems_with(&json, &capped(1));
     assert_eq!(p.len(), 3, "{p:?}");
     // 4e9 × 2147483646 × 2147483647, exactly.
@@ -492,7 +528,9 @@ fn compute_type_must_match_the_gpus() {
     assert!(problems(&cpu_cluster("cpu")).is_empty());
     assert_eq!(
         problems(&gpu_cluster("cpu")),
-        ["label `compute-type` in `metadata.labels` is `cpu`, but `spec.workerGroupSpecs[0]` (`g`) requests GPUs: set it to `gpu` or `mixed`"]
+        [
+            "label `compute-type` in `metadata.labels` is `cpu`, but `spec.workerGroupSpecs[0]` (`g`) requests GPUs: set it to `gpu` or `mixed`"
+        ]
     );
     assert_eq!(
         problems(&cpu_cluster("gpu")),
@@ -517,10 +555,7 @@ fn labels_come_first_then_the_cluster() {
             "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 8",
         ]
     );
-    let no_labels = Settings {
-        required_labels: aigov_sdk::RequiredLabels::default(),
-        ..Settings::default()
-    };
+    let no_labels = Settings { required_labels: aigov_sdk::RequiredLabels::default(), ..Settings::default() };
     assert_eq!(problems_with(&json, &no_labels).len(), 2, "`requiredLabels: {{}}` checks no labels");
 }
 
@@ -552,7 +587,8 @@ fn embedded_cluster_paths() {
 
 #[test]
 fn a_bad_gpu_quantity_is_malformed() {
-    let json = cluster(LABELS, CPU, &[group("g", r#""maxReplicas":2,"#, r#"[{"name":"w","resources":{"limits":{"nvidia.com/gpu":"lots"}}}]"#)]);
+    let json =
+        cluster(LABELS, CPU, &[group("g", r#""maxReplicas":2,"#, r#"[{"name":"w","resources":{"limits":{"nvidia.com/gpu":"lots"}}}]"#)]);
     let w = Workload::parse(WorkloadKind::RayCluster, &json).unwrap();
     let e = check(&w, &Settings::default()).err().unwrap();
     assert!(e.0.starts_with("`spec.workerGroupSpecs[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]`"), "{e}");
@@ -562,9 +598,7 @@ fn a_bad_gpu_quantity_is_malformed() {
 
 fn request(kind: &str, op: &str, extra: &str, object: &str) -> String {
     let group = if kind == "Pod" { "" } else { "ray.io" };
-    format!(
-        r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"{op}"{extra},"object":{object}}}"#
-    )
+    format!(r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"{op}"{extra},"object":{object}}}"#)
 }
 
 /// Evaluates through the SDK's entry point, as every host does.
@@ -599,11 +633,9 @@ fn create_and_update_are_governed() {
 #[test]
 fn other_operations_kinds_and_subresources_are_admitted() {
     let bad = oversized();
-    for (kind, op, extra) in [
-        ("RayCluster", "DELETE", ""),
-        ("RayCluster", "UPDATE", r#","subResource":"status""#),
-        ("RayCluster", "CONNECT", ""),
-    ] {
+    for (kind, op, extra) in
+        [("RayCluster", "DELETE", ""), ("RayCluster", "UPDATE", r#","subResource":"status""#), ("RayCluster", "CONNECT", "")]
+    {
         assert!(run(&request(kind, op, extra, &bad)).unwrap().is_accepted(), "{kind} {op} {extra}");
     }
     // Other kinds are not even decoded: a broken Pod is not this rule's business.
@@ -642,7 +674,9 @@ fn an_update_lowering_max_replicas_below_replicas_passes_with_a_warning() {
     assert!(r.accepted, "{r:?}");
     assert_eq!(
         r.warnings,
-        ["`spec.workerGroupSpecs[0]` (`g`) has `replicas: 6` above `maxReplicas: 4`, so KubeRay runs 4 workers: set `replicas` between 0 and 4 to say what runs"]
+        [
+            "`spec.workerGroupSpecs[0]` (`g`) has `replicas: 6` above `maxReplicas: 4`, so KubeRay runs 4 workers: set `replicas` between 0 and 4 to say what runs"
+        ]
     );
 }
 

@@ -18,9 +18,9 @@ mod settings;
 use std::cell::LazyCell;
 use std::fmt;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::gpu::GpuFamilies;
 use aigov_sdk::model::pod::{RawQuantity, ResourceList};
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::model::workload::ContainerList;
 use aigov_sdk::{GpuCounts, Quantity};
@@ -54,13 +54,11 @@ impl Policy for ResourceLimits {
 /// `...limits[nvidia.com/gpu]` for names with dots or slashes: written when
 /// a message shows it, not for every quantity read.
 fn field<'p>(resources: &'p dyn fmt::Display, list: &'p str, name: &'p str) -> impl fmt::Display + 'p {
-    fmt::from_fn(move |f| {
-        if name.contains(['/', '.']) {
-            write!(f, "{resources}.{list}[{name}]")
-        } else {
-            write!(f, "{resources}.{list}.{name}")
-        }
-    })
+    fmt::from_fn(
+        move |f| {
+            if name.contains(['/', '.']) { write!(f, "{resources}.{list}[{name}]") } else { write!(f, "{resources}.{list}.{name}") }
+        },
+    )
 }
 
 /// A container's `resources` path, built once, when a message or an error
@@ -77,11 +75,7 @@ fn quantity(raw: &RawQuantity<'_>, at: &dyn fmt::Display) -> Result<Quantity, Ma
 
 /// `` container `trainer` ``, or the path for a container without a name.
 fn who(c: &ContainerRef<'_, '_>, t: &PodTemplate<'_>) -> String {
-    if c.container.name.trim().is_empty() {
-        format!("the container at `{}`", t.container_path(c))
-    } else {
-        c.describe()
-    }
+    if c.container.name.trim().is_empty() { format!("the container at `{}`", t.container_path(c)) } else { c.describe() }
 }
 
 /// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
@@ -161,7 +155,8 @@ fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
         .filter(|(_, (amount, _))| amount.exceeds(u64::from(max)))
         .map(|(family, (amount, by_name))| {
             let breakdown = families.breakdown(family, &s.mig_weights);
-            let whole_units_of_one_name = by_name.len() == 1 && by_name.keys().all(|n| s.mig_weights.family(n).1 == aigov_sdk::GpuAmount::whole(1));
+            let whole_units_of_one_name =
+                by_name.len() == 1 && by_name.keys().all(|n| s.mig_weights.family(n).1 == aigov_sdk::GpuAmount::whole(1));
             if whole_units_of_one_name { breakdown } else { format!("{breakdown}, {amount} GPUs in all") }
         })
         .collect()
@@ -169,7 +164,13 @@ fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
 
 /// Every resource of `requiredLimits` has a limit above zero, on the
 /// container or, for CPU and memory, on the pod as a whole.
-fn required_limits(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
+fn required_limits(
+    t: &PodTemplate<'_>,
+    c: &ContainerRef<'_, '_>,
+    s: &Settings,
+    pod_limits: Option<&ResourceList<'_>>,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
     let res = &c.container.resources;
     let rpath = resources_at(t, c);
     let mut missing: Vec<&str> = Vec::new();
@@ -273,7 +274,13 @@ fn gpu_quantities(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v
 /// In a GPU pod, each container's memory request equals its memory limit
 /// (a request left out defaults to the limit), so the node never
 /// overcommits the memory a GPU job counts on.
-fn memory_guaranteed(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, pod_limits: Option<&ResourceList<'_>>, v: &mut Verdict) -> Result<(), Malformed> {
+fn memory_guaranteed(
+    t: &PodTemplate<'_>,
+    c: &ContainerRef<'_, '_>,
+    s: &Settings,
+    pod_limits: Option<&ResourceList<'_>>,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
     let res = &c.container.resources;
     let rpath = resources_at(t, c);
     let limit_at = field(&rpath, "limits", "memory");

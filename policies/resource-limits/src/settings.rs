@@ -1,8 +1,8 @@
 //! Settings of `resource-limits`.
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::base::names::label_key;
 use aigov_sdk::MigWeights;
+use aigov_sdk::base::names::label_key;
+use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode`, exemptions and
@@ -62,7 +62,9 @@ impl RuleSettings for Settings {
             if self.gpu_resource_names.is_gpu(name) {
                 return Err(SettingsError::new(
                     key,
-                    format!("`{name}` is a GPU resource: requiring it of every container would refuse every pod without GPUs; GPU limits are checked whenever GPUs are requested"),
+                    format!(
+                        "`{name}` is a GPU resource: requiring it of every container would refuse every pod without GPUs; GPU limits are checked whenever GPUs are requested"
+                    ),
                 ));
             }
             if self.required_limits.iter().take(i).any(|n| n == name) {
@@ -82,7 +84,9 @@ impl RuleSettings for Settings {
         {
             return Err(SettingsError::new(
                 "maxGpusPerContainer",
-                format!("`{c}` is above `maxGpusPerPod` (`{p}`), which no container can reach: a container's GPUs are its pod's; lower it, or leave it `null`"),
+                format!(
+                    "`{c}` is above `maxGpusPerPod` (`{p}`), which no container can reach: a container's GPUs are its pod's; lower it, or leave it `null`"
+                ),
             ));
         }
         Ok(())
@@ -93,7 +97,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     fn ok(json: &str) -> Settings {
         accepted::<Settings>(json)
@@ -113,7 +117,9 @@ mod tests {
 
     #[test]
     fn custom_values() {
-        let s = ok(r#"{"requiredLimits":["memory","ephemeral-storage","hugepages-2Mi"],"maxGpusPerPod":8,"maxGpusPerContainer":8,"gpuMemoryRequestEqualsLimit":true}"#);
+        let s = ok(
+            r#"{"requiredLimits":["memory","ephemeral-storage","hugepages-2Mi"],"maxGpusPerPod":8,"maxGpusPerContainer":8,"gpuMemoryRequestEqualsLimit":true}"#,
+        );
         assert_eq!(s.required_limits.len(), 3);
         assert_eq!(s.max_gpus_per_pod, Some(8));
         assert!(ok(r#"{"requiredLimits":[]}"#).required_limits.is_empty(), "only the GPU checks");
@@ -126,12 +132,25 @@ mod tests {
             "setting `maxGpusPerPod`: must be at least 1, or every workload that requests GPUs would be rejected; use `null` for no cap"
         );
         assert!(refused::<Settings>(r#"{"maxGpusPerContainer":0}"#).starts_with("setting `maxGpusPerContainer`: must be at least 1"));
-        assert!(refused::<Settings>(r#"{"maxGpusPerContainer":8,"maxGpusPerPod":4}"#).starts_with("setting `maxGpusPerContainer`: `8` is above `maxGpusPerPod` (`4`)"));
+        assert!(
+            refused::<Settings>(r#"{"maxGpusPerContainer":8,"maxGpusPerPod":4}"#)
+                .starts_with("setting `maxGpusPerContainer`: `8` is above `maxGpusPerPod` (`4`)")
+        );
         assert!(refused::<Settings>(r#"{"requiredLimits":["cpu",""]}"#).starts_with("setting `requiredLimits[1]`: must not be empty"));
-        assert!(refused::<Settings>(r#"{"requiredLimits":["CPU limit"]}"#).starts_with("setting `requiredLimits[0]`: `CPU limit` is not a resource name"));
-        assert!(refused::<Settings>(r#"{"requiredLimits":["cpu","nvidia.com/gpu"]}"#).starts_with("setting `requiredLimits[1]`: `nvidia.com/gpu` is a GPU resource"));
-        assert!(refused::<Settings>(r#"{"requiredLimits":["cpu","cpu"]}"#).starts_with("setting `requiredLimits[1]`: `cpu` is listed twice"));
-        assert!(refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":2}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`"));
+        assert!(
+            refused::<Settings>(r#"{"requiredLimits":["CPU limit"]}"#)
+                .starts_with("setting `requiredLimits[0]`: `CPU limit` is not a resource name")
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredLimits":["cpu","nvidia.com/gpu"]}"#)
+                .starts_with("setting `requiredLimits[1]`: `nvidia.com/gpu` is a GPU resource")
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredLimits":["cpu","cpu"]}"#).starts_with("setting `requiredLimits[1]`: `cpu` is listed twice")
+        );
+        assert!(
+            refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":2}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`")
+        );
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
     }
 

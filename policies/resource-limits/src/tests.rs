@@ -33,7 +33,9 @@ fn limits_set_pass_and_missing_ones_are_named_per_container() {
     let three = Settings { required_limits: vec!["cpu".into(), "memory".into(), "ephemeral-storage".into()], ..Settings::default() };
     assert_eq!(
         pod_with(r#"[{"name":"a"}]"#, &three),
-        ["container `a` has no `cpu`, `memory` or `ephemeral-storage` limit: set `spec.containers[0].resources.limits.cpu`, `spec.containers[0].resources.limits.memory` and `spec.containers[0].resources.limits.ephemeral-storage`"]
+        [
+            "container `a` has no `cpu`, `memory` or `ephemeral-storage` limit: set `spec.containers[0].resources.limits.cpu`, `spec.containers[0].resources.limits.memory` and `spec.containers[0].resources.limits.ephemeral-storage`"
+        ]
     );
     assert_eq!(
         pod(r#"[{"resources":{"limits":{"cpu":"1"}}}]"#),
@@ -61,7 +63,9 @@ fn init_and_sidecar_containers_count_ephemeral_ones_cannot() {
     );
     let (found, _) = run_with(WorkloadKind::Pod, &json, &Settings::default()).unwrap();
     assert_eq!(found.len(), 2, "{found:?}");
-    assert!(found[0].starts_with("init container `fetch` has no `cpu` or `memory` limit: set `spec.initContainers[0].resources.limits.cpu`"));
+    assert!(
+        found[0].starts_with("init container `fetch` has no `cpu` or `memory` limit: set `spec.initContainers[0].resources.limits.cpu`")
+    );
     assert!(found[1].starts_with("sidecar container `proxy` has no"));
     let off = Settings { check_init_containers: false, ..Settings::default() };
     assert!(run_with(WorkloadKind::Pod, &json, &off).unwrap().0.is_empty());
@@ -88,25 +92,47 @@ fn gpu_requests_must_equal_limits() {
     assert!(pod(&c(r#""limits":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":2}"#)).is_empty());
     assert_eq!(
         pod(&c(r#""limits":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":4},"requests":{"nvidia.com/gpu":2}"#)),
-        ["container `t` requests `2` `nvidia.com/gpu` but its limit is `4`: GPUs cannot be overcommitted, so Kubernetes requires the request to equal the limit; set `spec.containers[0].resources.requests[nvidia.com/gpu]` to `4`, or leave it out (it defaults to the limit)"]
+        [
+            "container `t` requests `2` `nvidia.com/gpu` but its limit is `4`: GPUs cannot be overcommitted, so Kubernetes requires the request to equal the limit; set `spec.containers[0].resources.requests[nvidia.com/gpu]` to `4`, or leave it out (it defaults to the limit)"
+        ]
     );
     assert_eq!(
         pod(&c(r#""limits":{"cpu":"4","memory":"16Gi"},"requests":{"nvidia.com/gpu":1}"#)),
-        ["container `t` requests `1` `nvidia.com/gpu` without a limit: GPUs cannot be overcommitted, so Kubernetes requires a limit equal to the request; set `spec.containers[0].resources.limits[nvidia.com/gpu]` to `1` (the request can then be left out)"]
+        [
+            "container `t` requests `1` `nvidia.com/gpu` without a limit: GPUs cannot be overcommitted, so Kubernetes requires a limit equal to the request; set `spec.containers[0].resources.limits[nvidia.com/gpu]` to `1` (the request can then be left out)"
+        ]
     );
     assert_eq!(
         pod(&c(r#""limits":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"0.5"}"#)),
-        ["container `t` asks for `0.5` `nvidia.com/gpu` in `spec.containers[0].resources.limits[nvidia.com/gpu]`: a GPU is a whole device, so use a whole number (a share of a GPU is a resource of its own, such as a MIG slice `nvidia.com/mig-1g.10gb`)"]
+        [
+            "container `t` asks for `0.5` `nvidia.com/gpu` in `spec.containers[0].resources.limits[nvidia.com/gpu]`: a GPU is a whole device, so use a whole number (a share of a GPU is a resource of its own, such as a MIG slice `nvidia.com/mig-1g.10gb`)"
+        ]
     );
     assert!(pod(&c(r#""limits":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"1000m"}"#)).is_empty(), "1000m is 1");
-    assert!(pod(&c(r#""limits":{"cpu":"4","memory":"16Gi","example.com/fpga":1},"requests":{"example.com/fpga":2}"#)).is_empty(), "only GPU resources");
+    assert!(
+        pod(&c(r#""limits":{"cpu":"4","memory":"16Gi","example.com/fpga":1},"requests":{"example.com/fpga":2}"#)).is_empty(),
+        "only GPU resources"
+    );
 }
 
 #[test]
 fn malformed_quantities_name_the_field() {
-    let e = run_with(WorkloadKind::Pod, r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"four","memory":"1Gi"}}}]}}"#, &Settings::default()).unwrap_err();
-    assert_eq!(e.0, "`spec.containers[0].resources.limits.cpu`: `four` is not a valid quantity (expected a number with an optional suffix, like `2`, `500m` or `4Gi`)");
-    let e = run_with(WorkloadKind::Pod, r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1","memory":"1Gi"},"requests":{"amd.com/gpu":"x"}}}]}}"#, &Settings::default()).unwrap_err();
+    let e = run_with(
+        WorkloadKind::Pod,
+        r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"four","memory":"1Gi"}}}]}}"#,
+        &Settings::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.0,
+        "`spec.containers[0].resources.limits.cpu`: `four` is not a valid quantity (expected a number with an optional suffix, like `2`, `500m` or `4Gi`)"
+    );
+    let e = run_with(
+        WorkloadKind::Pod,
+        r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1","memory":"1Gi"},"requests":{"amd.com/gpu":"x"}}}]}}"#,
+        &Settings::default(),
+    )
+    .unwrap_err();
     assert!(e.0.starts_with("`spec.containers[0].resources.requests[amd.com/gpu]`: `x`"), "{e}");
 }
 
@@ -129,11 +155,18 @@ fn gpu_pods_can_be_held_to_guaranteed_memory() {
     let memory_not_required = Settings { required_limits: vec!["cpu".into()], ..s.clone() };
     assert_eq!(
         pod_with(r#"[{"name":"t","resources":{"limits":{"cpu":"8","nvidia.com/gpu":1}}}]"#, &memory_not_required),
-        ["container `t` of a GPU pod has no `memory` limit: set `spec.containers[0].resources.limits.memory`, and leave the request out or equal to it, so that the node cannot overcommit the memory a GPU job needs"]
+        [
+            "container `t` of a GPU pod has no `memory` limit: set `spec.containers[0].resources.limits.memory`, and leave the request out or equal to it, so that the node cannot overcommit the memory a GPU job needs"
+        ]
     );
     assert_eq!(
-        pod_with(r#"[{"name":"t","resources":{"limits":{"cpu":"8","nvidia.com/gpu":1},"requests":{"memory":"8Gi"}}}]"#, &memory_not_required),
-        ["container `t` of a GPU pod requests `memory: 8Gi` without a limit: set `spec.containers[0].resources.limits.memory` to `8Gi`, so that the node cannot overcommit the memory a GPU job needs"]
+        pod_with(
+            r#"[{"name":"t","resources":{"limits":{"cpu":"8","nvidia.com/gpu":1},"requests":{"memory":"8Gi"}}}]"#,
+            &memory_not_required
+        ),
+        [
+            "container `t` of a GPU pod requests `memory: 8Gi` without a limit: set `spec.containers[0].resources.limits.memory` to `8Gi`, so that the node cannot overcommit the memory a GPU job needs"
+        ]
     );
 }
 
@@ -182,14 +215,24 @@ fn controllers_name_the_template() {
     );
     let d = r#"{"spec":{"template":{"spec":{"containers":[{"name":"w","resources":{"limits":{"cpu":"8","memory":"1Gi","nvidia.com/gpu":8}}}]}}}}"#;
     let (found, _) = run_with(WorkloadKind::Deployment, d, &s).unwrap();
-    assert_eq!(found, ["each pod of `spec.template` holds 8 `nvidia.com/gpu`, but a pod may hold at most 4 GPUs: request fewer GPUs, or spread the work over more pods"]);
+    assert_eq!(
+        found,
+        [
+            "each pod of `spec.template` holds 8 `nvidia.com/gpu`, but a pod may hold at most 4 GPUs: request fewer GPUs, or spread the work over more pods"
+        ]
+    );
 }
 
 #[test]
 fn inference_service_model_containers_and_trainjob_trainers() {
     let isvc = r#"{"spec":{"predictor":{"model":{"modelFormat":{"name":"pytorch"},"storageUri":"s3://m","resources":{"limits":{"nvidia.com/gpu":1}}}}}}"#;
     let (found, _) = run_with(WorkloadKind::InferenceService, isvc, &Settings::default()).unwrap();
-    assert_eq!(found, ["container `kserve-container` has no `cpu` or `memory` limit: set `spec.predictor.model.resources.limits.cpu` and `spec.predictor.model.resources.limits.memory`"]);
+    assert_eq!(
+        found,
+        [
+            "container `kserve-container` has no `cpu` or `memory` limit: set `spec.predictor.model.resources.limits.cpu` and `spec.predictor.model.resources.limits.memory`"
+        ]
+    );
     let tj = r#"{"spec":{"runtimeRef":{"name":"torch"},"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":4},"requests":{"nvidia.com/gpu":2}}}}}"#;
     let (found, warned) = run_with(WorkloadKind::TrainJob, tj, &Settings::default()).unwrap();
     assert_eq!(found.len(), 1);
@@ -197,7 +240,9 @@ fn inference_service_model_containers_and_trainjob_trainers() {
     assert!(found[0].contains("set `spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]` to `4`"));
     assert_eq!(
         warned,
-        ["container `trainer` has no `cpu` or `memory` limit: set `spec.trainer.resourcesPerNode.limits.cpu` and `spec.trainer.resourcesPerNode.limits.memory`, unless the training runtime sets them (this rule does not see it)"]
+        [
+            "container `trainer` has no `cpu` or `memory` limit: set `spec.trainer.resourcesPerNode.limits.cpu` and `spec.trainer.resourcesPerNode.limits.memory`, unless the training runtime sets them (this rule does not see it)"
+        ]
     );
 }
 

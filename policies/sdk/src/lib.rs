@@ -120,8 +120,8 @@ pub mod bindings {
 }
 
 pub use base::error::Malformed;
-pub use base::rule_settings::{RuleSettings, SettingsError};
 pub use base::glob::Glob;
+pub use base::rule_settings::{RuleSettings, SettingsError};
 pub use cluster::gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
 pub use cluster::namespaces::{Namespace, NamespaceSelector};
 pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
@@ -130,14 +130,16 @@ pub use decode::json::Edit;
 pub use decode::path::Path;
 pub use model::kind::WorkloadKind;
 pub use model::label_selector::LabelSelector;
-pub use model::labels::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets};
+pub use model::labels::{
+    COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
+};
 pub use model::listed::{ListedContainer, ListedPod};
 pub use model::pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};
 pub use model::quantity::Quantity;
 pub use model::request::{ConnectOptions, Operation, Request};
 pub use model::workload::{ContainerList, ContainerRef, PodTemplate, RayCluster, Role, Scale, ScaleWhy, WorkerGroup, Workload};
-pub use runtime::metadata::PolicyMetadata;
 pub use runtime::entry::Single;
+pub use runtime::metadata::PolicyMetadata;
 pub use runtime::policy::{Exported, Handler, NativePolicy, Policy};
 pub use runtime::settings::Mode;
 pub use runtime::verdict::{SettingsResponse, ValidationResponse, Verdict};
@@ -181,7 +183,7 @@ macro_rules! __export_wasm {
                     $crate::runtime::component::metadata::<$handler>()
                 }
             }
-            $crate::bindings::__export_admission_policy!(AigovComponent with_types_in $crate::bindings);
+    $crate::bindings::__export_admission_policy!(AigovComponent with_types_in $crate::bindings);
         };
     };
 }

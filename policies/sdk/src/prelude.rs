@@ -1,8 +1,8 @@
 //! What a rule imports: `use aigov_sdk::prelude::*;`.
 
 pub use crate::base::error::Malformed;
-pub use crate::base::rule_settings::{RuleSettings, SettingsError};
 pub use crate::base::glob::Glob;
+pub use crate::base::rule_settings::{RuleSettings, SettingsError};
 pub use crate::base::text::{count, one_of, quoted};
 pub use crate::cluster::gpu::{GpuRequest, GpuResources, GpuUse, ResolvedClaims, ResourceClaims};
 pub use crate::cluster::namespaces::{Namespace, NamespaceSelector};

@@ -108,7 +108,10 @@ fn every_module_imports_only_its_layer_and_the_ones_below() {
         }
         for target in names {
             if rank(&target.0) > rank(&module.0) {
-                problems.push(format!("{file} ({} layer) imports `crate::{}::{}` from the {} layer above it", module.0, target.0, target.1, target.0));
+                problems.push(format!(
+                    "{file} ({} layer) imports `crate::{}::{}` from the {} layer above it",
+                    module.0, target.0, target.1, target.0
+                ));
             }
             if target != *module && target.1 != "mod" {
                 graph.entry(module.clone()).or_default().insert(target);
@@ -117,7 +120,12 @@ fn every_module_imports_only_its_layer_and_the_ones_below() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // No circle between modules: a depth-first search for a back edge.
-    fn visit(m: &Module, graph: &BTreeMap<Module, BTreeSet<Module>>, path: &mut Vec<Module>, done: &mut BTreeSet<Module>) -> Option<Vec<Module>> {
+    fn visit(
+        m: &Module,
+        graph: &BTreeMap<Module, BTreeSet<Module>>,
+        path: &mut Vec<Module>,
+        done: &mut BTreeSet<Module>,
+    ) -> Option<Vec<Module>> {
         if let Some(i) = path.iter().position(|p| p == m) {
             let mut circle = path[i..].to_vec();
             circle.push(m.clone());
@@ -148,7 +156,8 @@ fn every_module_imports_only_its_layer_and_the_ones_below() {
 #[test]
 fn the_checker_sees_an_import_from_above() {
     let known: BTreeSet<Module> = [("model".to_string(), "pod".to_string()), ("runtime".to_string(), "verdict".to_string())].into();
-    let (names, strays) = named("use crate::runtime::verdict::Verdict;\nlet x = crate::Malformed::new(\"\");\nmacro $crate::model::pod", &known);
+    let (names, strays) =
+        named("use crate::runtime::verdict::Verdict;\nlet x = crate::Malformed::new(\"\");\nmacro $crate::model::pod", &known);
     assert_eq!(names, [("runtime".to_string(), "verdict".to_string())].into());
     assert_eq!(strays, ["Malformed".to_string()].into());
 }

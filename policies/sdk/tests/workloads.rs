@@ -5,9 +5,8 @@
 // (clippy.toml allows that in `#[test]` functions only).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-
-use aigov_sdk::model::workload::Workload;
 use aigov_sdk::model::kind::WorkloadKind;
+use aigov_sdk::model::workload::Workload;
 use aigov_sdk::{GpuResources, Request, Role};
 
 fn total(c: aigov_sdk::GpuCounts) -> u64 {
@@ -15,9 +14,7 @@ fn total(c: aigov_sdk::GpuCounts) -> u64 {
 }
 
 fn request(group: &str, kind: &str, object: &str) -> String {
-    format!(
-        r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"CREATE","object":{object}}}"#
-    )
+    format!(r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"CREATE","object":{object}}}"#)
 }
 
 /// Template paths found in an object of `kind`.
@@ -49,7 +46,14 @@ fn pods_are_their_own_template() {
 #[test]
 fn controllers() {
     let o = format!(r#"{{"spec":{{"template":{T}}}}}"#);
-    for (g, k) in [("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"), ("", "ReplicationController"), ("batch", "Job")] {
+    for (g, k) in [
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("apps", "ReplicaSet"),
+        ("", "ReplicationController"),
+        ("batch", "Job"),
+    ] {
         assert_eq!(paths(g, k, &o), ["spec.template.spec"], "{k}");
     }
     let cron = format!(r#"{{"spec":{{"jobTemplate":{{"spec":{{"template":{T}}}}}}}}}"#);
@@ -58,7 +62,9 @@ fn controllers() {
 
 #[test]
 fn ray_kinds() {
-    let spec = format!(r#"{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"a","template":{T}}},{{"groupName":"b","maxReplicas":3,"numOfHosts":2,"template":{T}}}]}}"#);
+    let spec = format!(
+        r#"{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"a","template":{T}}},{{"groupName":"b","maxReplicas":3,"numOfHosts":2,"template":{T}}}]}}"#
+    );
     assert_eq!(
         paths("ray.io", "RayCluster", &format!(r#"{{"spec":{spec}}}"#)),
         ["spec.headGroupSpec.template.spec", "spec.workerGroupSpecs[0].template.spec", "spec.workerGroupSpecs[1].template.spec"]
@@ -174,7 +180,8 @@ fn windows_user_namespaces_and_host_process() {
 
 #[test]
 fn volcano_jobset_and_leaderworkerset() {
-    let v = format!(r#"{{"spec":{{"minAvailable":8,"tasks":[{{"name":"a","replicas":8,"template":{T}}},{{"name":"b","template":{T}}}]}}}}"#);
+    let v =
+        format!(r#"{{"spec":{{"minAvailable":8,"tasks":[{{"name":"a","replicas":8,"template":{T}}},{{"name":"b","template":{T}}}]}}}}"#);
     assert_eq!(paths("batch.volcano.sh", "Job", &v), ["spec.tasks[0].template.spec", "spec.tasks[1].template.spec"]);
     let js = format!(r#"{{"spec":{{"replicatedJobs":[{{"name":"w","template":{{"spec":{{"template":{T}}}}}}}]}}}}"#);
     assert_eq!(paths("jobset.x-k8s.io", "JobSet", &js), ["spec.replicatedJobs[0].template.spec.template.spec"]);
@@ -209,16 +216,24 @@ fn with_template<R>(json: &str, f: impl FnOnce(&aigov_sdk::PodTemplate<'_>) -> R
 fn gpu_counting_follows_the_scheduler() {
     let g = GpuResources::default();
     // Limits and requests of one resource: the larger counts, not the sum.
-    let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"1"}}},{"name":"b","resources":{"requests":{"nvidia.com/gpu":1}}}]}"#);
+    let json = pod(
+        r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"1"}}},{"name":"b","resources":{"requests":{"nvidia.com/gpu":1}}}]}"#,
+    );
     assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 3);
     // Init containers run before the app: the peak, not the sum...
-    let json = pod(r#"{"initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":8}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#);
+    let json = pod(
+        r#"{"initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":8}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#,
+    );
     assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 8);
     // ...but sidecars (restartPolicy Always) run alongside and add up.
-    let json = pod(r#"{"initContainers":[{"name":"s","restartPolicy":"Always","resources":{"limits":{"nvidia.com/gpu":1}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#);
+    let json = pod(
+        r#"{"initContainers":[{"name":"s","restartPolicy":"Always","resources":{"limits":{"nvidia.com/gpu":1}}}],"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":2}}}]}"#,
+    );
     assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 3);
     // Different GPU resources add up; other resources do not count.
-    let json = pod(r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/mig-1g.5gb":2,"amd.com/gpu":1,"cpu":"64","example.com/fpga":1}}}]}"#);
+    let json = pod(
+        r#"{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/mig-1g.5gb":2,"amd.com/gpu":1,"cpu":"64","example.com/fpga":1}}}]}"#,
+    );
     assert_eq!(with_template(&json, |t| total(t.gpus_per_pod(&g).unwrap())), 3);
     let reqs = with_template(&json, |t| t.gpu_requests(&g).unwrap());
     assert_eq!(reqs[0].resources, vec![("amd.com/gpu".to_string(), 1), ("nvidia.com/mig-1g.5gb".to_string(), 2)], "in name order");
@@ -227,7 +242,11 @@ fn gpu_counting_follows_the_scheduler() {
 #[test]
 fn gpu_detection_covers_every_container_list() {
     let g = GpuResources::default();
-    for (list, path) in [("containers", "spec.containers[1]"), ("initContainers", "spec.initContainers[1]"), ("ephemeralContainers", "spec.ephemeralContainers[1]")] {
+    for (list, path) in [
+        ("containers", "spec.containers[1]"),
+        ("initContainers", "spec.initContainers[1]"),
+        ("ephemeralContainers", "spec.ephemeralContainers[1]"),
+    ] {
         let json = pod(&format!(r#"{{"{list}":[{{"name":"x"}},{{"name":"y","resources":{{"limits":{{"nvidia.com/gpu":1}}}}}}]}}"#));
         let reqs = with_template(&json, |t| t.gpu_requests(&g).unwrap());
         assert_eq!(reqs.len(), 1, "{list}");
@@ -244,7 +263,11 @@ fn gpu_detection_covers_every_container_list() {
 #[test]
 fn bad_quantities_name_their_path() {
     let g = GpuResources::default();
-    let json = request("apps", "Deployment", r#"{"spec":{"template":{"spec":{"containers":[{"name":"a"},{"name":"b","resources":{"requests":{"nvidia.com/gpu":"1.2.3"}}}]}}}}"#);
+    let json = request(
+        "apps",
+        "Deployment",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"a"},{"name":"b","resources":{"requests":{"nvidia.com/gpu":"1.2.3"}}}]}}}}"#,
+    );
     let err = with_template(&json, |t| t.gpu_requests(&g).unwrap_err());
     assert_eq!(
         err.0,
@@ -308,12 +331,16 @@ fn full_scale_pod_counts() {
     assert_eq!(scales("apps", "DaemonSet", &d)[0].0, None, "one per node: unbounded");
     let j = format!(r#"{{"spec":{{"parallelism":4,"template":{T}}}}}"#);
     assert_eq!(scales("batch", "Job", &j)[0].0, Some(4));
-    let rc = format!(r#"{{"spec":{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"a","maxReplicas":8,"numOfHosts":4,"template":{T}}},{{"groupName":"b","template":{T}}}]}}}}"#);
+    let rc = format!(
+        r#"{{"spec":{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"a","maxReplicas":8,"numOfHosts":4,"template":{T}}},{{"groupName":"b","template":{T}}}]}}}}"#
+    );
     let s = scales("ray.io", "RayCluster", &rc);
     assert_eq!(s[0].0, Some(1));
     assert_eq!(s[1], (Some(32), "`spec.workerGroupSpecs[0].maxReplicas: 8` × `spec.workerGroupSpecs[0].numOfHosts: 4`".to_string()));
     assert_eq!(s[2].0, None, "no maxReplicas: unbounded");
-    let pj = format!(r#"{{"spec":{{"elasticPolicy":{{"minReplicas":1,"maxReplicas":6,"nProcPerNode":4}},"pytorchReplicaSpecs":{{"Master":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#);
+    let pj = format!(
+        r#"{{"spec":{{"elasticPolicy":{{"minReplicas":1,"maxReplicas":6,"nProcPerNode":4}},"pytorchReplicaSpecs":{{"Master":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#
+    );
     let s = scales("kubeflow.org", "PyTorchJob", &pj);
     assert_eq!((s[0].0, s[1].0), (Some(1), Some(6)), "elastic workers scale to maxReplicas");
     workload_of("kubeflow.org", "PyTorchJob", &pj, |w| {
@@ -324,7 +351,9 @@ fn full_scale_pod_counts() {
         let roles: Vec<_> = w.templates().map(|t| (t.role, t.name.as_deref().map(str::to_string))).collect();
         assert_eq!(roles, [(Role::Replica, Some("Master".into())), (Role::Replica, Some("Worker".into()))]);
     });
-    let js = format!(r#"{{"spec":{{"replicatedJobs":[{{"name":"w","replicas":2,"template":{{"spec":{{"parallelism":4,"template":{T}}}}}}}]}}}}"#);
+    let js = format!(
+        r#"{{"spec":{{"replicatedJobs":[{{"name":"w","replicas":2,"template":{{"spec":{{"parallelism":4,"template":{T}}}}}}}]}}}}"#
+    );
     assert_eq!(scales("jobset.x-k8s.io", "JobSet", &js)[0].0, Some(8));
     let lws = format!(r#"{{"spec":{{"replicas":3,"leaderWorkerTemplate":{{"size":4,"leaderTemplate":{T},"workerTemplate":{T}}}}}}}"#);
     let s = scales("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws);
@@ -381,7 +410,10 @@ fn inference_service_model_locations() {
         let t: Vec<_> = w.templates().collect();
         let (model, _) = t[0].model.as_ref().unwrap();
         let storage = model.storage.as_ref().unwrap();
-        assert_eq!((storage.path.as_deref(), storage.kind.as_deref(), storage.bucket.as_deref()), (Some("iris"), Some("s3"), Some("models")));
+        assert_eq!(
+            (storage.path.as_deref(), storage.kind.as_deref(), storage.bucket.as_deref()),
+            (Some("iris"), Some("s3"), Some("models"))
+        );
         let uris: Vec<Option<&str>> = t[0].storage_uris.iter().map(|u| u.uri.as_deref()).collect();
         assert_eq!(uris, [Some("s3://models/base"), None]);
         assert_eq!(t[1].storage_uris[0].uri.as_deref(), Some("hf://org/tok"));
@@ -412,15 +444,25 @@ fn training_workers(group: &str, kind: &str, object: &str) -> Vec<String> {
 fn training_workers_per_kind() {
     let pj = format!(r#"{{"spec":{{"pytorchReplicaSpecs":{{"Master":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#);
     assert_eq!(training_workers("kubeflow.org", "PyTorchJob", &pj), ["replica type `Master`", "replica type `Worker`"]);
-    let tf = format!(r#"{{"spec":{{"tfReplicaSpecs":{{"Chief":{{"template":{T}}},"PS":{{"template":{T}}},"Evaluator":{{"template":{T}}},"worker":{{"template":{T}}}}}}}}}"#);
-    assert_eq!(training_workers("kubeflow.org", "TFJob", &tf), ["replica type `Chief`", "replica type `worker`"], "PS and Evaluator are not workers; case is ignored");
-    let mpi = format!(r#"{{"spec":{{"slotsPerWorker":8,"mpiReplicaSpecs":{{"Launcher":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#);
+    let tf = format!(
+        r#"{{"spec":{{"tfReplicaSpecs":{{"Chief":{{"template":{T}}},"PS":{{"template":{T}}},"Evaluator":{{"template":{T}}},"worker":{{"template":{T}}}}}}}}}"#
+    );
+    assert_eq!(
+        training_workers("kubeflow.org", "TFJob", &tf),
+        ["replica type `Chief`", "replica type `worker`"],
+        "PS and Evaluator are not workers; case is ignored"
+    );
+    let mpi = format!(
+        r#"{{"spec":{{"slotsPerWorker":8,"mpiReplicaSpecs":{{"Launcher":{{"template":{T}}},"Worker":{{"replicas":2,"template":{T}}}}}}}}}"#
+    );
     assert_eq!(training_workers("kubeflow.org", "MPIJob", &mpi), ["replica type `Worker`"], "the launcher only runs mpirun");
     workload_of("kubeflow.org", "MPIJob", &mpi, |w| {
         let k = w.kubeflow.as_ref().unwrap();
         assert_eq!((k.slots_per_worker, k.run_launcher_as_worker), (Some(8), None));
     });
-    let mpi = format!(r#"{{"spec":{{"runLauncherAsWorker":true,"mpiReplicaSpecs":{{"Launcher":{{"template":{T}}},"Worker":{{"template":{T}}}}}}}}}"#);
+    let mpi = format!(
+        r#"{{"spec":{{"runLauncherAsWorker":true,"mpiReplicaSpecs":{{"Launcher":{{"template":{T}}},"Worker":{{"template":{T}}}}}}}}}"#
+    );
     assert_eq!(training_workers("kubeflow.org", "MPIJob", &mpi), ["replica type `Launcher`", "replica type `Worker`"]);
     let rc = format!(r#"{{"spec":{{"headGroupSpec":{{"template":{T}}},"workerGroupSpecs":[{{"groupName":"gpu","template":{T}}}]}}}}"#);
     assert_eq!(training_workers("ray.io", "RayCluster", &rc), ["worker group `gpu`"], "not the head");
@@ -440,22 +482,33 @@ fn the_controller_owner_reference() {
     });
     let bare = r#"{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","controller":false}]},"spec":{"containers":[]}}"#;
     workload_of("", "Pod", bare, |w| assert!(w.metadata.controller().is_none(), "an owner that is not the controller"));
-    for (api_version, kind) in [("v1", "ConfigMap"), ("argoproj.io/v1alpha1", "Workflow"), ("v1", "Node"), ("v1", "Pod"), ("batch/v1", "Deployment")] {
-        let forged = format!(r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#);
+    for (api_version, kind) in
+        [("v1", "ConfigMap"), ("argoproj.io/v1alpha1", "Workflow"), ("v1", "Node"), ("v1", "Pod"), ("batch/v1", "Deployment")]
+    {
+        let forged = format!(
+            r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#
+        );
         workload_of("", "Pod", &forged, |w| assert!(w.metadata.controller().is_none(), "{api_version} {kind} hands no check down"));
     }
-    for (api_version, kind) in [("apps/v1", "ReplicaSet"), ("v1", "ReplicationController"), ("kubeflow.org/v1", "Notebook"), ("ray.io/v1", "RayJob"), ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"), ("kueue.x-k8s.io/v1beta1", "Workload")] {
-        let made = format!(r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#);
+    for (api_version, kind) in [
+        ("apps/v1", "ReplicaSet"),
+        ("v1", "ReplicationController"),
+        ("kubeflow.org/v1", "Notebook"),
+        ("ray.io/v1", "RayJob"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+        ("kueue.x-k8s.io/v1beta1", "Workload"),
+    ] {
+        let made = format!(
+            r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#
+        );
         workload_of("", "Pod", &made, |w| assert!(w.metadata.controller().is_some(), "{api_version} {kind}"));
     }
 }
 
 #[test]
 fn every_workload_kind_in_metadata_is_every_kind_the_model_decodes() {
-    let mut listed: Vec<(&str, &str)> = aigov_metadata::WORKLOAD_RESOURCES
-        .iter()
-        .flat_map(|(group, _, resources)| resources.iter().map(move |r| (*group, *r)))
-        .collect();
+    let mut listed: Vec<(&str, &str)> =
+        aigov_metadata::WORKLOAD_RESOURCES.iter().flat_map(|(group, _, resources)| resources.iter().map(move |r| (*group, *r))).collect();
     let mut modelled: Vec<(&str, &str)> = WorkloadKind::ALL.iter().map(|k| (k.group(), k.resource())).collect();
     listed.sort();
     modelled.sort();

@@ -17,9 +17,11 @@ mod settings;
 
 use std::collections::BTreeSet;
 
-use aigov_sdk::prelude::*;
-use aigov_sdk::model::scheduling::{LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates};
 use aigov_sdk::model::pod::NodeSelectorTerm;
+use aigov_sdk::model::scheduling::{
+    LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates,
+};
+use aigov_sdk::prelude::*;
 
 pub use settings::{RequirePool, Settings, WithoutTenant};
 
@@ -78,7 +80,11 @@ impl Policy for TenantNodePools {
                     || match settings.require_pool {
                         RequirePool::All => true,
                         RequirePool::Gpu => !template
-                            .gpu_use(settings.gpu_sources(), ns, cluster, (", so whether its pods must run on their tenant's pool cannot be decided", "; admitted"),
+                            .gpu_use(
+                                settings.gpu_sources(),
+                                ns,
+                                cluster,
+                                (", so whether its pods must run on their tenant's pool cannot be decided", "; admitted"),
                                 &mut verdict,
                             )?
                             .is_empty(),
@@ -199,7 +205,13 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, boun
     let report_others = |field: &dyn Fn() -> Path, how: &str, values: &BTreeSet<String>, v: &mut Verdict| {
         let others: Vec<&str> = values.iter().map(String::as_str).filter(|x| Some(*x) != own).collect();
         if !others.is_empty() {
-            v.violation(format!("`{}` {how} the {} (node label `{key}`), but {}: {}", field(), pools_of(&others), c.whose(), c.select_instead()));
+            v.violation(format!(
+                "`{}` {how} the {} (node label `{key}`), but {}: {}",
+                field(),
+                pools_of(&others),
+                c.whose(),
+                c.select_instead()
+            ));
         }
     };
     match label_demand(&t.spec, key) {

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::prelude::*;
+use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::base::names::{label_key, name_part};
 use aigov_sdk::model::scheduling::TaintSetting;
-use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -98,11 +98,7 @@ pub enum RequirePool {
 impl Settings {
     /// The tenants whose namespace patterns match `namespace`, in name order.
     pub fn mapped_tenants(&self, namespace: &str) -> Vec<&str> {
-        self.tenants
-            .iter()
-            .filter(|(_, patterns)| patterns.iter().any(|g| g.matches(namespace)))
-            .map(|(t, _)| t.as_str())
-            .collect()
+        self.tenants.iter().filter(|(_, patterns)| patterns.iter().any(|g| g.matches(namespace))).map(|(t, _)| t.as_str()).collect()
     }
 }
 
@@ -125,7 +121,8 @@ impl RuleSettings for Settings {
             }
             non_empty_patterns(&format_args!("tenants.{tenant}"), patterns)?;
         }
-        label_key(&self.pool_label).map_err(|why| SettingsError::new("poolLabel", format!("`{}` is not a valid node label key: {why}", self.pool_label)))?;
+        label_key(&self.pool_label)
+            .map_err(|why| SettingsError::new("poolLabel", format!("`{}` is not a valid node label key: {why}", self.pool_label)))?;
         if let Some(t) = &self.pool_taint {
             t.validate("poolTaint")?;
             if t.value.is_some() {
@@ -133,8 +130,9 @@ impl RuleSettings for Settings {
             }
         }
         if self.without_tenant == WithoutTenant::SharedPool {
-            name_part(&self.shared_pool)
-                .map_err(|why| SettingsError::new("sharedPool", format!("`{}` is not a valid node label value: {why}", self.shared_pool)))?;
+            name_part(&self.shared_pool).map_err(|why| {
+                SettingsError::new("sharedPool", format!("`{}` is not a valid node label value: {why}", self.shared_pool))
+            })?;
             if self.tenants.contains_key(&self.shared_pool) {
                 return Err(SettingsError::new(
                     "sharedPool",
@@ -150,7 +148,11 @@ impl RuleSettings for Settings {
 impl Settings {
     /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
     pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
-        aigov_sdk::cluster::gpu::GpuSources { resources: &self.gpu_resource_names, claims: self.resource_claims.lookup(), on_lookup_error: self.on_lookup_error }
+        aigov_sdk::cluster::gpu::GpuSources {
+            resources: &self.gpu_resource_names,
+            claims: self.resource_claims.lookup(),
+            on_lookup_error: self.on_lookup_error,
+        }
     }
 }
 
@@ -158,7 +160,7 @@ impl Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults() {
@@ -179,7 +181,10 @@ mod tests {
         assert!(refused::<Settings>(r#"{"tenants":{"a":[]}}"#).starts_with("setting `tenants.a`: must list at least one"));
         assert!(refused::<Settings>(r#"{"tenants":{"a":[""]}}"#).starts_with("setting `tenants.a[0]`: must not be empty"));
         assert!(refused::<Settings>(r#"{"poolTaint":{"key":"tenant","value":"a"}}"#).starts_with("setting `poolTaint.value`"));
-        assert!(refused::<Settings>(r#"{"withoutTenant":"sharedPool","sharedPool":"a","tenants":{"a":["a-*"]}}"#).starts_with("setting `sharedPool`: `a` is also a tenant"));
+        assert!(
+            refused::<Settings>(r#"{"withoutTenant":"sharedPool","sharedPool":"a","tenants":{"a":["a-*"]}}"#)
+                .starts_with("setting `sharedPool`: `a` is also a tenant")
+        );
         assert!(refused::<Settings>(r#"{"withoutTenant":"shared"}"#).contains("withoutTenant"));
         assert!(refused::<Settings>(r#"{"poolLabel":"node pool"}"#).starts_with("setting `poolLabel`"));
     }

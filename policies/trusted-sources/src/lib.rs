@@ -18,9 +18,9 @@ mod settings;
 
 use std::fmt;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::cluster::image::ImageRef;
 use aigov_sdk::model::pod::EnvVar;
+use aigov_sdk::prelude::*;
 
 use aigov_sdk::model::workload::ModelStorage;
 
@@ -273,9 +273,9 @@ impl Check<'_> {
         }
         match model::pin(location) {
             Pin::Pinned => {}
-            Pin::Unpinned(advice) => self.v.violation(format!(
-                "{what} points to `{location}`, which can change under the same name (it is not pinned): {advice}"
-            )),
+            Pin::Unpinned(advice) => self
+                .v
+                .violation(format!("{what} points to `{location}`, which can change under the same name (it is not pinned): {advice}")),
             Pin::Unpinnable if model::allowed(&self.s.immutable_model_sources, location) => {}
             Pin::Unpinnable => {
                 self.v.violation(format!(
@@ -307,7 +307,8 @@ mod tests {
     }
 
     fn violations(group: &str, kind: &str, object: &str, s: &Settings) -> Vec<String> {
-        let request = format!(r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"CREATE","object":{object}}}"#);
+        let request =
+            format!(r#"{{"uid":"u","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}},"operation":"CREATE","object":{object}}}"#);
         let req = Request::parse(&request).unwrap();
         TrustedSources::validate(&req, s, &NoCluster).unwrap().violations().to_vec()
     }
@@ -331,9 +332,15 @@ mod tests {
         assert_eq!(
             v,
             [
-                format!("`spec.predictor.storageUris[1].uri` points to `https://example.com/adapter.tar.gz`, which is not an allowed model source: {ALLOWED}"),
-                format!("`spec.transformer.storageUris[0].uri` points to `hf://evil/tokenizer`, which is not an allowed model source: {ALLOWED}"),
-                format!("`spec.explainer.storageUris[0].uri` points to `gs://public/explainer`, which is not an allowed model source: {ALLOWED}"),
+                format!(
+                    "`spec.predictor.storageUris[1].uri` points to `https://example.com/adapter.tar.gz`, which is not an allowed model source: {ALLOWED}"
+                ),
+                format!(
+                    "`spec.transformer.storageUris[0].uri` points to `hf://evil/tokenizer`, which is not an allowed model source: {ALLOWED}"
+                ),
+                format!(
+                    "`spec.explainer.storageUris[0].uri` points to `gs://public/explainer`, which is not an allowed model source: {ALLOWED}"
+                ),
             ]
         );
     }
@@ -386,26 +393,35 @@ mod tests {
     #[test]
     fn kserve_storage_spec_is_checked_where_the_request_says_where_it_points() {
         let s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
-        let with = |storage: &str| isvc(&format!(r#"{{"predictor":{{"model":{{"modelFormat":{{"name":"sklearn"}},"storage":{storage}}}}}}}"#), &s);
+        let with =
+            |storage: &str| isvc(&format!(r#"{{"predictor":{{"model":{{"modelFormat":{{"name":"sklearn"}},"storage":{storage}}}}}}}"#), &s);
         assert!(with(r#"{"key":"minio","path":"/iris/v1","parameters":{"type":"s3","bucket":"ml-models"}}"#).is_empty());
         assert_eq!(
             with(r#"{"path":"iris","parameters":{"type":"s3","bucket":"public-models"}}"#),
-            [format!("`spec.predictor.model.storage` points to `s3://public-models/iris`, which is not an allowed model source: {ALLOWED}")]
+            [format!(
+                "`spec.predictor.model.storage` points to `s3://public-models/iris`, which is not an allowed model source: {ALLOWED}"
+            )]
         );
         assert_eq!(
             with(r#"{"path":"namenode/models/iris","parameters":{"type":"hdfs"}}"#),
-            [format!("`spec.predictor.model.storage` points to `hdfs://namenode/models/iris`, which is not an allowed model source: {ALLOWED}")]
+            [format!(
+                "`spec.predictor.model.storage` points to `hdfs://namenode/models/iris`, which is not an allowed model source: {ALLOWED}"
+            )]
         );
         assert_eq!(
             with(r#"{"key":"localMinIO","path":"sklearn","parameters":{"bucket":"example-models"}}"#),
-            ["`spec.predictor.model.storage` names a model location that cannot be checked: its storage type and bucket come from KServe's \
+            [
+                "`spec.predictor.model.storage` names a model location that cannot be checked: its storage type and bucket come from KServe's \
               `storage-config` Secret, which the request does not hold: name them in `storage.parameters` (`type: s3`, `bucket: <bucket>`), \
-              or write the location in `storageUri`"]
+              or write the location in `storageUri`"
+            ]
         );
         assert_eq!(
             with(r#"{"path":"sklearn","parameters":{"type":"s3"}}"#),
-            ["`spec.predictor.model.storage` names a model location that cannot be checked: `storage.parameters` names the type `s3` but no \
-              `bucket`: add `bucket: <bucket>` to it, or write the location in `storageUri`"]
+            [
+                "`spec.predictor.model.storage` names a model location that cannot be checked: `storage.parameters` names the type `s3` but no \
+              `bucket`: add `bucket: <bucket>` to it, or write the location in `storageUri`"
+            ]
         );
         // Without `path` nothing is downloaded through `storage`: only credentials.
         assert!(with(r#"{"key":"localMinIO"}"#).is_empty());
@@ -418,7 +434,10 @@ mod tests {
     #[test]
     fn the_art_explainer_is_a_model_container() {
         let s = settings(&["nvcr.io/nvidia/*"], &["s3://ml-models/*", "hf://my-org/*"]);
-        let v = isvc(r#"{"predictor":{"model":{"storageUri":"s3://ml-models/m"}},"explainer":{"art":{"type":"SquareAttack","storageUri":"gs://public/art","image":"kserve/art-explainer:v0.15.0"}}}"#, &s);
+        let v = isvc(
+            r#"{"predictor":{"model":{"storageUri":"s3://ml-models/m"}},"explainer":{"art":{"type":"SquareAttack","storageUri":"gs://public/art","image":"kserve/art-explainer:v0.15.0"}}}"#,
+            &s,
+        );
         assert_eq!(
             v,
             [

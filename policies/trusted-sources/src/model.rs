@@ -3,15 +3,13 @@
 
 use std::borrow::Cow;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob;
 use aigov_sdk::cluster::image::ImageRef;
+use aigov_sdk::prelude::*;
 
 /// Whether `text` starts with one of `prefixes`, in any case.
 pub fn has_prefix(text: &str, prefixes: &[String]) -> bool {
-    prefixes
-        .iter()
-        .any(|p| text.get(..p.len()).is_some_and(|head| head.eq_ignore_ascii_case(p)))
+    prefixes.iter().any(|p| text.get(..p.len()).is_some_and(|head| head.eq_ignore_ascii_case(p)))
 }
 
 /// The model locations in one argument: every whitespace-separated word
@@ -74,7 +72,9 @@ pub fn unreadable(location: &str) -> Option<String> {
         s == "." || s == ".."
     };
     if p.rest.split(['/', '?', '#']).any(dot) {
-        return Some(format!("`{location}` has `.` or `..` path segments, which can lead out of an allowed location: write the path without them"));
+        return Some(format!(
+            "`{location}` has `.` or `..` path segments, which can lead out of an allowed location: write the path without them"
+        ));
     }
     None
 }
@@ -114,11 +114,7 @@ pub fn pin(location: &str) -> Pin {
         "hf" => {
             let repo = format!("{}/{}", p.authority, p.rest);
             let (name, rev) = repo.rsplit_once(':').filter(|(_, r)| !r.contains('/')).unwrap_or((&repo, ""));
-            if is_commit(rev) {
-                Pin::Pinned
-            } else {
-                Pin::Unpinned(format!("name a commit: `hf://{name}:<40-digit commit hash>`"))
-            }
+            if is_commit(rev) { Pin::Pinned } else { Pin::Unpinned(format!("name a commit: `hf://{name}:<40-digit commit hash>`")) }
         }
         "https" | "http" if matches!(p.authority.to_ascii_lowercase().as_str(), "huggingface.co" | "hf.co") => {
             let segs: Vec<&str> = p.rest.split('/').collect();
@@ -137,7 +133,9 @@ pub fn pin(location: &str) -> Pin {
             match ImageRef::parse(reference) {
                 Ok(r) if r.digest.is_some() => Pin::Pinned,
                 Ok(r) => Pin::Unpinned(format!("add its digest: `oci://{}@sha256:<digest>`", r.name())),
-                Err(_) => Pin::Unpinned(format!("write a valid image reference with a digest: `oci://<registry>/<repository>@sha256:<digest>` (not `{reference}`)")),
+                Err(_) => Pin::Unpinned(format!(
+                    "write a valid image reference with a digest: `oci://<registry>/<repository>@sha256:<digest>` (not `{reference}`)"
+                )),
             }
         }
         _ => Pin::Unpinnable,
@@ -191,15 +189,21 @@ mod tests {
     #[test]
     fn pins_by_scheme() {
         assert_eq!(pin(&format!("hf://meta-llama/Llama-3-8B:{C}")), Pin::Pinned);
-        assert!(matches!(pin("hf://meta-llama/Llama-3-8B:main"), Pin::Unpinned(a) if a == "name a commit: `hf://meta-llama/Llama-3-8B:<40-digit commit hash>`"));
+        assert!(
+            matches!(pin("hf://meta-llama/Llama-3-8B:main"), Pin::Unpinned(a) if a == "name a commit: `hf://meta-llama/Llama-3-8B:<40-digit commit hash>`")
+        );
         assert!(matches!(pin("hf://meta-llama/Llama-3-8B"), Pin::Unpinned(_)));
         assert_eq!(pin(&format!("https://huggingface.co/org/m/resolve/{C}/model.safetensors")), Pin::Pinned);
         assert_eq!(pin(&format!("https://huggingface.co/datasets/org/d/tree/{C}")), Pin::Pinned);
-        assert!(matches!(pin("https://huggingface.co/org/m/resolve/main/x"), Pin::Unpinned(a) if a.contains("https://huggingface.co/org/m/resolve/<40-digit")));
+        assert!(
+            matches!(pin("https://huggingface.co/org/m/resolve/main/x"), Pin::Unpinned(a) if a.contains("https://huggingface.co/org/m/resolve/<40-digit"))
+        );
         assert!(matches!(pin("https://huggingface.co/org/m"), Pin::Unpinned(_)));
         let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
         assert_eq!(pin(&format!("oci://registry.example.com/models/llama@{digest}")), Pin::Pinned);
-        assert!(matches!(pin("oci://registry.example.com/models/llama:v1"), Pin::Unpinned(a) if a.contains("oci://registry.example.com/models/llama@sha256")));
+        assert!(
+            matches!(pin("oci://registry.example.com/models/llama:v1"), Pin::Unpinned(a) if a.contains("oci://registry.example.com/models/llama@sha256"))
+        );
         assert_eq!(pin("s3://ml-models/llama"), Pin::Unpinnable);
         assert_eq!(pin("pvc://models/llama"), Pin::Unpinnable);
         assert_eq!(pin("https://example.com/model.tar.gz"), Pin::Unpinnable);

@@ -35,10 +35,14 @@ impl<'p> ImagePattern<'p> {
         let names_host = |first: &str| first.contains(['.', ':']) || first == "localhost";
         let (domain, rest) = match p.split_once('/') {
             Some((first, rest)) if names_host(first) => (first, rest),
-            Some(_) => return Err(format!("`{p}` names no registry host, so Docker reads it as a Docker Hub image: write `{DOCKER_HUB}/{p}`")),
+            Some(_) => {
+                return Err(format!("`{p}` names no registry host, so Docker reads it as a Docker Hub image: write `{DOCKER_HUB}/{p}`"));
+            }
             None if p.is_empty() => return Err("must not be empty".into()),
             None => {
-                return Err(format!("`{p}` names no registry host, so Docker reads it as an official Docker Hub image: write `{DOCKER_HUB}/library/{p}`"));
+                return Err(format!(
+                    "`{p}` names no registry host, so Docker reads it as an official Docker Hub image: write `{DOCKER_HUB}/library/{p}`"
+                ));
             }
         };
         let domain = if domain.eq_ignore_ascii_case("index.docker.io") { DOCKER_HUB.to_string() } else { domain.to_ascii_lowercase() };

@@ -1,7 +1,7 @@
 //! Settings of `trusted-sources`.
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -76,7 +76,10 @@ fn location_patterns(key: &str, list: &[Glob]) -> Result<(), SettingsError> {
             None => {
                 return Err(SettingsError::new(
                     format!("{key}[{i}]"),
-                    format!("`{p}` names no scheme, so no location can match it: write it as a URI, such as `s3://{}`", p.trim_start_matches('/')),
+                    format!(
+                        "`{p}` names no scheme, so no location can match it: write it as a URI, such as `s3://{}`",
+                        p.trim_start_matches('/')
+                    ),
                 ));
             }
             Some(s) if s.bytes().any(|b| b.is_ascii_uppercase()) => {
@@ -172,7 +175,10 @@ mod tests {
 
     #[test]
     fn there_is_no_default_list() {
-        assert!(refused::<Settings>("{}").starts_with("setting `allowedImages`: must list the images workloads may use; there is no safe default"));
+        assert!(
+            refused::<Settings>("{}")
+                .starts_with("setting `allowedImages`: must list the images workloads may use; there is no safe default")
+        );
         assert!(refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"]}"#).starts_with("setting `allowedModelSources`: must list"));
         let s = Full::<Settings>::parse_valid(&format!("{{{OK}}}")).unwrap().rule;
         assert!(s.check_model_sources && s.model_args && !s.require_digest && !s.forbid_latest_tag);
@@ -183,7 +189,10 @@ mod tests {
     #[test]
     fn patterns_that_can_never_match_are_refused() {
         assert!(refused::<Settings>(r#"{"allowedImages":["nginx"]}"#).contains("write `docker.io/library/nginx`"));
-        assert!(refused::<Settings>(&format!(r#"{{{OK},"allowedModelSources":["ml-models/*"]}}"#)).starts_with("setting `allowedModelSources[0]`: `ml-models/*` names no scheme"));
+        assert!(
+            refused::<Settings>(&format!(r#"{{{OK},"allowedModelSources":["ml-models/*"]}}"#))
+                .starts_with("setting `allowedModelSources[0]`: `ml-models/*` names no scheme")
+        );
         assert!(refused::<Settings>(&format!(r#"{{{OK},"allowedModelSources":["S3://x/*"]}}"#)).contains("write `s3://`"));
         assert!(refused::<Settings>(&format!(r#"{{{OK},"modelUriPrefixes":["s3:"]}}"#)).starts_with("setting `modelUriPrefixes[0]`"));
         assert!(refused::<Settings>(&format!(r#"{{{OK},"modelEnvNames":[""]}}"#)).starts_with("setting `modelEnvNames[0]`"));
@@ -191,20 +200,31 @@ mod tests {
 
     #[test]
     fn contradictions_are_refused() {
-        assert!(refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"allowedModelSources":["s3://x/*"]}"#)
-            .starts_with("setting `allowedModelSources`: has no effect"));
-        assert!(refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"requirePinnedModels":true}"#)
-            .starts_with("setting `requirePinnedModels`: needs `checkModelSources: true`"));
-        assert!(refused::<Settings>(&format!(r#"{{{OK},"immutableModelSources":["s3://x/*"]}}"#)).starts_with("setting `immutableModelSources`: has no effect"));
+        assert!(
+            refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"allowedModelSources":["s3://x/*"]}"#)
+                .starts_with("setting `allowedModelSources`: has no effect")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false,"requirePinnedModels":true}"#)
+                .starts_with("setting `requirePinnedModels`: needs `checkModelSources: true`")
+        );
+        assert!(
+            refused::<Settings>(&format!(r#"{{{OK},"immutableModelSources":["s3://x/*"]}}"#))
+                .starts_with("setting `immutableModelSources`: has no effect")
+        );
         assert_eq!(
-            refused::<Settings>(r#"{"allowedImages":["nvcr.io/nvidia/*","docker.io/rayproject/ray:2.*"],"requireDigest":true,"checkModelSources":false}"#),
+            refused::<Settings>(
+                r#"{"allowedImages":["nvcr.io/nvidia/*","docker.io/rayproject/ray:2.*"],"requireDigest":true,"checkModelSources":false}"#
+            ),
             "setting `allowedImages[1]`: `docker.io/rayproject/ray:2.*` names a tag, but with `requireDigest` every image carries a digest, \
              and the container runtime pulls the digest and ignores a tag beside it, so no image can match: allow the repository \
              (`docker.io/rayproject/ray`) or a digest (`docker.io/rayproject/ray@sha256:<digest>`)"
         );
         let d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-        Full::<Settings>::parse_valid(&format!(r#"{{"allowedImages":["docker.io/rayproject/ray:2.9.0@{d}"],"requireDigest":true,"checkModelSources":false}}"#))
-            .expect("a tag beside a digest is allowed (and ignored)");
+        Full::<Settings>::parse_valid(&format!(
+            r#"{{"allowedImages":["docker.io/rayproject/ray:2.9.0@{d}"],"requireDigest":true,"checkModelSources":false}}"#
+        ))
+        .expect("a tag beside a digest is allowed (and ignored)");
         assert!(refused::<Settings>(&format!(r#"{{{OK},"allowedImage":[]}}"#)).starts_with("setting `allowedImage`: unknown setting"));
     }
 }

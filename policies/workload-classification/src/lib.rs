@@ -59,7 +59,11 @@ fn compute<'t, 'a>(w: &'t Workload<'a>, s: &Settings) -> Result<Vec<Compute<'t, 
     w.templates()
         .map(|t| {
             let gpu_user = t.gpu_requests(&s.gpu_resource_names)?.into_iter().next().map(|g| {
-                let who = if g.container_name.is_empty() { format!("the container at `{}`", g.container_path) } else { format!("container `{}`", g.container_name) };
+                let who = if g.container_name.is_empty() {
+                    format!("the container at `{}`", g.container_path)
+                } else {
+                    format!("container `{}`", g.container_name)
+                };
                 let at = if t.role == Role::Pod { String::new() } else { format!(" in {}", t.describe()) };
                 let what = g.resources.iter().map(|(name, n)| format!("{n} `{name}`")).collect::<Vec<_>>().join(" and ");
                 format!("{who}{at} requests {what}")

@@ -74,7 +74,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults_are_the_seeds() {
@@ -90,10 +90,19 @@ mod tests {
 
     #[test]
     fn contradictions_are_refused() {
-        assert!(refused::<Settings>(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#).starts_with("setting `podTemplatesOnly`: cannot be `true`"));
-        assert!(refused::<Settings>(r#"{"requiredLabels":{},"checkComputeType":false}"#).starts_with("setting `requiredLabels`: must list at least one label"));
+        assert!(
+            refused::<Settings>(r#"{"podTemplatesOnly":true,"requireOnPodTemplates":false}"#)
+                .starts_with("setting `podTemplatesOnly`: cannot be `true`")
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredLabels":{},"checkComputeType":false}"#)
+                .starts_with("setting `requiredLabels`: must list at least one label")
+        );
         assert!(Full::<Settings>::parse_valid(r#"{"requiredLabels":{}}"#).is_ok(), "the compute-type check alone");
-        assert!(refused::<Settings>(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#).starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value"));
+        assert!(
+            refused::<Settings>(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#)
+                .starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value")
+        );
         assert!(refused::<Settings>(r#"{"requiredLabel":{}}"#).starts_with("setting `requiredLabel`: unknown setting"));
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[""]}"#).starts_with("setting `gpuResourceNames[0]`: must not be empty"));
     }

@@ -33,8 +33,13 @@ fn missing_labels_name_the_place_and_what_to_copy() {
           `workload-type: data-processing` from `metadata.labels`"]
     );
     assert_eq!(
-        problems(WorkloadKind::Pod, r#"{"metadata":{"labels":{"team":"fraud","cost-center":"cc-42","workload-type":"training","compute-type":"cpu"}},"spec":{}}"#),
-        ["label `workload-type` in `metadata.labels` is `training`; allowed: `jupyter-notebook`, `ml-training`, `data-processing`, `model-inference`, `report-generation`"]
+        problems(
+            WorkloadKind::Pod,
+            r#"{"metadata":{"labels":{"team":"fraud","cost-center":"cc-42","workload-type":"training","compute-type":"cpu"}},"spec":{}}"#
+        ),
+        [
+            "label `workload-type` in `metadata.labels` is `training`; allowed: `jupyter-notebook`, `ml-training`, `data-processing`, `model-inference`, `report-generation`"
+        ]
     );
 }
 
@@ -55,7 +60,10 @@ fn compute_type_must_agree_with_the_gpus() {
         ]
     );
     assert_eq!(
-        problems(WorkloadKind::Pod, r#"{"metadata":{"labels":{"team":"a","cost-center":"b","workload-type":"ml-training","compute-type":"mixed"}},"spec":{"containers":[{"name":"c"}]}}"#),
+        problems(
+            WorkloadKind::Pod,
+            r#"{"metadata":{"labels":{"team":"a","cost-center":"b","workload-type":"ml-training","compute-type":"mixed"}},"spec":{"containers":[{"name":"c"}]}}"#
+        ),
         ["label `compute-type` in `metadata.labels` is `mixed`, but the Pod requests no GPUs: set it to `cpu`"]
     );
     let off = Settings { check_compute_type: false, ..Settings::default() };
@@ -65,7 +73,9 @@ fn compute_type_must_agree_with_the_gpus() {
 #[test]
 fn a_mixed_ray_cluster_may_label_each_group_as_it_is_or_as_the_cluster_is() {
     let group = |labels: &str, gpus: u32| {
-        format!(r#"{{"groupName":"g{gpus}","template":{{"metadata":{{"labels":{labels}}},"spec":{{"containers":[{{"name":"ray-worker","resources":{{"limits":{{"nvidia.com/gpu":{gpus}}}}}}}]}}}}}}"#)
+        format!(
+            r#"{{"groupName":"g{gpus}","template":{{"metadata":{{"labels":{labels}}},"spec":{{"containers":[{{"name":"ray-worker","resources":{{"limits":{{"nvidia.com/gpu":{gpus}}}}}}}]}}}}}}"#
+        )
     };
     let mixed = CPU.replace("\"cpu\"", "\"mixed\"");
     let rc = |head: &str, cpu_group: &str, gpu_group: &str| {
@@ -79,7 +89,9 @@ fn a_mixed_ray_cluster_may_label_each_group_as_it_is_or_as_the_cluster_is() {
     assert!(problems(WorkloadKind::RayCluster, &rc(CPU, CPU, GPU)).is_empty(), "each group's own value");
     assert_eq!(
         problems(WorkloadKind::RayCluster, &rc(CPU, CPU, CPU)),
-        ["label `compute-type` in `spec.workerGroupSpecs[1].template.metadata.labels` is `cpu`, but container `ray-worker` in worker group `g1` requests 1 `nvidia.com/gpu`: set it to `gpu` or `mixed`"]
+        [
+            "label `compute-type` in `spec.workerGroupSpecs[1].template.metadata.labels` is `cpu`, but container `ray-worker` in worker group `g1` requests 1 `nvidia.com/gpu`: set it to `gpu` or `mixed`"
+        ]
     );
 }
 
@@ -101,7 +113,11 @@ fn pod_templates_only_skips_the_controller_and_its_job_templates() {
 
 #[test]
 fn malformed_gpu_quantities_are_refused() {
-    let w = Workload::parse(WorkloadKind::Pod, r#"{"metadata":{"labels":{}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"one"}}}]}}"#).unwrap();
+    let w = Workload::parse(
+        WorkloadKind::Pod,
+        r#"{"metadata":{"labels":{}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"one"}}}]}}"#,
+    )
+    .unwrap();
     let e = check(&w, &Settings::default()).unwrap_err();
     assert!(e.0.starts_with("`spec.containers[0].resources.limits[nvidia.com/gpu]`: `one` is not a valid quantity"), "{e}");
 }

@@ -19,8 +19,8 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::model::pod::{Profile, SecurityContext};
+use aigov_sdk::prelude::*;
 
 pub use settings::{AllowedHostPath, PrivilegeEscalation, Settings, default_credential_names};
 
@@ -164,10 +164,9 @@ impl Check<'_, '_> {
         if self.s.require_run_as_non_root && !self.in_user_namespace() {
             match sc.run_as_non_root {
                 Some(true) => pod.run_as_non_root = true,
-                Some(false) => self.v.violation(format!(
-                    "`{}` is `false`, so containers may run as root: set it to `true`",
-                    at.key("runAsNonRoot")
-                )),
+                Some(false) => {
+                    self.v.violation(format!("`{}` is `false`, so containers may run as root: set it to `true`", at.key("runAsNonRoot")))
+                }
                 None => {}
             }
             if sc.run_as_user == Some(0) {
@@ -300,9 +299,9 @@ impl Check<'_, '_> {
             (_, Some(true)) => self.v.violation(format!(
                 "`{field}` is `true` for {who}, so its processes can gain privileges (through setuid binaries): set it to `false`"
             )),
-            (PrivilegeEscalation::RequireFalse, None) => self.v.violation(format!(
-                "{who} does not set `{field}`, which then allows processes to gain privileges: set it to `false`"
-            )),
+            (PrivilegeEscalation::RequireFalse, None) => {
+                self.v.violation(format!("{who} does not set `{field}`, which then allows processes to gain privileges: set it to `false`"))
+            }
             (PrivilegeEscalation::ForbidTrue, None) => {}
         }
     }
@@ -351,10 +350,7 @@ impl Check<'_, '_> {
                 format!("only {} may be added", quoted(&self.s.allowed_capabilities))
             };
             let what = if name == "ALL" { "every capability".to_string() } else { format!("`{name}`") };
-            self.v.violation(format!(
-                "`{}` gives {who} {what}: remove it ({instead})",
-                place.at().keys(&["capabilities", "add"]).index(i)
-            ));
+            self.v.violation(format!("`{}` gives {who} {what}: remove it ({instead})", place.at().keys(&["capabilities", "add"]).index(i)));
         }
     }
 
@@ -368,7 +364,8 @@ impl Check<'_, '_> {
             if value.is_empty() || var.from_source || is_reference(value, env.get(..i).unwrap_or_default()) {
                 continue;
             }
-            let matches = self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
+            let matches =
+                self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
             if matches {
                 self.v.violation(format!(
                     "`{}` holds `{}` of {} in plain text, readable by anyone who can read this workload: \

@@ -1,7 +1,7 @@
 //! Settings of `workload-security`.
 
-use aigov_sdk::prelude::*;
 use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::prelude::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -73,10 +73,7 @@ impl Default for Settings {
 
 /// The default credential variable names.
 pub fn default_credential_names() -> Vec<Glob> {
-    ["*_API_KEY", "*_TOKEN", "*_SECRET*", "*_PASSWORD", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"]
-        .into_iter()
-        .map(Glob::new)
-        .collect()
+    ["*_API_KEY", "*_TOKEN", "*_SECRET*", "*_PASSWORD", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"].into_iter().map(Glob::new).collect()
 }
 
 /// What `allowPrivilegeEscalation` must be.
@@ -126,7 +123,9 @@ impl Settings {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         if !self.checks_anything() {
-            return Err(SettingsError::whole("every check is off, so the rule would check nothing: turn one on, or do not deploy the rule"));
+            return Err(SettingsError::whole(
+                "every check is off, so the rule would check nothing: turn one on, or do not deploy the rule",
+            ));
         }
         if !self.restrict_added_capabilities && !self.allowed_capabilities.is_empty() {
             return Err(SettingsError::new(
@@ -172,7 +171,7 @@ impl RuleSettings for Settings {
 mod tests {
     use super::*;
     use aigov_sdk::runtime::settings::Settings as Full;
-    use aigov_sdk::testing::settings::{refused, accepted};
+    use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
     fn defaults_turn_every_check_on_but_require_false() {
@@ -192,12 +191,27 @@ mod tests {
 
     #[test]
     fn contradictions_and_impossible_values_are_refused() {
-        assert!(refused::<Settings>(r#"{"restrictAddedCapabilities":false,"allowedCapabilities":["NET_ADMIN"]}"#).starts_with("setting `allowedCapabilities`: has no effect"));
-        assert!(refused::<Settings>(r#"{"allowedCapabilities":["NET ADMIN"]}"#).starts_with("setting `allowedCapabilities[0]`: `NET ADMIN` is not a capability"));
-        assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"mnt/models"}]}"#).starts_with("setting `allowedHostPaths[0].pathPrefix`: `mnt/models` is not an absolute path"));
+        assert!(
+            refused::<Settings>(r#"{"restrictAddedCapabilities":false,"allowedCapabilities":["NET_ADMIN"]}"#)
+                .starts_with("setting `allowedCapabilities`: has no effect")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedCapabilities":["NET ADMIN"]}"#)
+                .starts_with("setting `allowedCapabilities[0]`: `NET ADMIN` is not a capability")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"mnt/models"}]}"#)
+                .starts_with("setting `allowedHostPaths[0].pathPrefix`: `mnt/models` is not an absolute path")
+        );
         assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt/../etc"}]}"#).contains("contains `..`"));
-        assert!(refused::<Settings>(r#"{"restrictHostPath":false,"allowedHostPaths":[{"pathPrefix":"/mnt"}]}"#).starts_with("setting `allowedHostPaths`: has no effect"));
-        assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt","readonly":true}]}"#).starts_with("setting `allowedHostPaths[0].readonly`: unknown setting"));
+        assert!(
+            refused::<Settings>(r#"{"restrictHostPath":false,"allowedHostPaths":[{"pathPrefix":"/mnt"}]}"#)
+                .starts_with("setting `allowedHostPaths`: has no effect")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt","readonly":true}]}"#)
+                .starts_with("setting `allowedHostPaths[0].readonly`: unknown setting")
+        );
         assert!(refused::<Settings>(r#"{"credentialEnvNames":[]}"#).starts_with("setting `credentialEnvNames`: must list"));
         assert!(refused::<Settings>(r#"{"credentialEnvNames":[""]}"#).starts_with("setting `credentialEnvNames[0]`"));
         assert!(refused::<Settings>(r#"{"privilegeEscalation":"false"}"#).starts_with("setting `privilegeEscalation`"));

@@ -71,7 +71,9 @@ impl Writer {
                     "      <skipped message=\"not governed by this rule\"/>\n".to_string()
                 }
                 Outcome::Pass => String::new(),
-                Outcome::Mutate => format!("      <system-out>{}</system-out>\n", esc(&format!("changed by the rule:\n{}", result.changes().join("\n")))),
+                Outcome::Mutate => {
+                    format!("      <system-out>{}</system-out>\n", esc(&format!("changed by the rule:\n{}", result.changes().join("\n"))))
+                }
                 Outcome::Warn => format!("      <system-out>{}</system-out>\n", esc(&super::message(result))),
                 Outcome::Deny => {
                     suite.failures += 1;

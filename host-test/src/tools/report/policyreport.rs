@@ -130,7 +130,9 @@ fn write_report(out: &mut dyn Write, kind: &str, namespace: Option<&str>, group:
         o.insert("namespace".into(), json!(ns));
     }
     out.write_all(b"---\n")?;
-    out.write_all(serde_norway::to_string(&json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": kind, "metadata": metadata}))?.as_bytes())?;
+    out.write_all(
+        serde_norway::to_string(&json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": kind, "metadata": metadata}))?.as_bytes(),
+    )?;
     if !group.counts.is_empty() {
         out.write_all(b"results:\n")?;
         group.results.copy_to(out)?;

@@ -241,7 +241,10 @@ items:
 
     #[test]
     fn only_field_paths_are_read_as_paths() {
-        assert_eq!(field_path("label `team` is missing from `metadata.labels`").unwrap(), vec![Step::Key("metadata".into()), Step::Key("labels".into())]);
+        assert_eq!(
+            field_path("label `team` is missing from `metadata.labels`").unwrap(),
+            vec![Step::Key("metadata".into()), Step::Key("labels".into())]
+        );
         assert_eq!(field_path("image `nvcr.io/x:1` is not allowed"), None);
         assert_eq!(field_path("`spec.a[x]`"), None);
         assert_eq!(

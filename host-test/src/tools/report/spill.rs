@@ -37,11 +37,7 @@ impl Spill {
         let path = std::env::temp_dir().join(format!("aigov-scan-{}-{n}-{name}", std::process::id()));
         // Created now, so the name is ours (and a clash is an error, not
         // another process's file appended to).
-        std::fs::OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
+        std::fs::OpenOptions::new().create_new(true).write(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(Spill::File { path, pending: Vec::new() })
     }
 
@@ -69,7 +65,8 @@ impl Spill {
         if let Spill::File { path, pending } = self
             && !pending.is_empty()
         {
-            let mut f = std::fs::OpenOptions::new().append(true).open(&*path).with_context(|| format!("appending to {}", path.display()))?;
+            let mut f =
+                std::fs::OpenOptions::new().append(true).open(&*path).with_context(|| format!("appending to {}", path.display()))?;
             f.write_all(pending).with_context(|| format!("writing {}", path.display()))?;
             pending.clear();
         }

@@ -68,7 +68,10 @@ fn of_rule(source: &Path) -> Result<String, String> {
     let name = metadata.annotations.get(annotations::TITLE).cloned().unwrap_or_default();
     let version = metadata.version().unwrap_or_default().to_string();
     if name != folder {
-        return Err(format!("{shown}: `annotations.\"{}\"` is `{name}`, but the rule's folder is `{folder}`: keep them equal", annotations::TITLE));
+        return Err(format!(
+            "{shown}: `annotations.\"{}\"` is `{name}`, but the rule's folder is `{folder}`: keep them equal",
+            annotations::TITLE
+        ));
     }
     // Built as its own crate, the crate is the rule: its name and version
     // must be the metadata's. (Compiled into the bundle, the crate is the
@@ -117,17 +120,9 @@ fn render(path: &std::path::Path, name: &str, version: &str, m: &Metadata) -> St
             r.api_groups, r.api_versions, r.resources, ops
         );
     }
-    let _ = write!(
-        out,
-        "], mutating: {}, background_audit: {}, context_aware_resources: &[",
-        m.mutating, m.background_audit
-    );
+    let _ = write!(out, "], mutating: {}, background_audit: {}, context_aware_resources: &[", m.mutating, m.background_audit);
     for c in &m.context_aware_resources {
-        let _ = write!(
-            out,
-            "::aigov_sdk::runtime::metadata::ResourceKind {{ api_version: {:?}, kind: {:?} }},",
-            c.api_version, c.kind
-        );
+        let _ = write!(out, "::aigov_sdk::runtime::metadata::ResourceKind {{ api_version: {:?}, kind: {:?} }},", c.api_version, c.kind);
     }
     out.push_str("], annotations: &[");
     for (k, v) in &m.annotations {
@@ -138,7 +133,5 @@ fn render(path: &std::path::Path, name: &str, version: &str, m: &Metadata) -> St
 }
 
 fn compile_error(message: &str) -> TokenStream {
-    format!("compile_error!({message:?})")
-        .parse()
-        .unwrap_or_default()
+    format!("compile_error!({message:?})").parse().unwrap_or_default()
 }

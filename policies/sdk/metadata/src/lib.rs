@@ -41,17 +41,7 @@ pub mod annotations {
     pub const CATEGORY: &str = "io.kubewarden.policy.category";
 
     /// The annotations every aigov `metadata.yml` must carry.
-    pub const REQUIRED: [&str; 9] = [
-        TITLE,
-        DESCRIPTION,
-        VERSION,
-        AUTHOR,
-        URL,
-        SOURCE,
-        LICENSE,
-        SEVERITY,
-        CATEGORY,
-    ];
+    pub const REQUIRED: [&str; 9] = [TITLE, DESCRIPTION, VERSION, AUTHOR, URL, SOURCE, LICENSE, SEVERITY, CATEGORY];
 }
 
 /// An admission operation a rule can receive.
@@ -278,11 +268,7 @@ pub struct MetadataError {
 
 impl MetadataError {
     fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        MetadataError {
-            file: None,
-            field: Some(field.into()),
-            message: message.into(),
-        }
+        MetadataError { file: None, field: Some(field.into()), message: message.into() }
     }
 
     /// Attaches the file name, for messages.
@@ -315,11 +301,7 @@ impl Metadata {
             let message = err.into_inner().to_string();
             // The YAML error may already start with the path: say it once.
             let message = message.strip_prefix(&format!("{path}: ")).map_or(message.clone(), str::to_string);
-            MetadataError {
-                file: None,
-                field: (path != ".").then_some(path),
-                message,
-            }
+            MetadataError { file: None, field: (path != ".").then_some(path), message }
         })?;
         metadata.validate()?;
         Ok(metadata)
@@ -420,35 +402,27 @@ impl Metadata {
     /// context-aware kinds; the required annotations; a semver version.
     pub fn validate(&self) -> Result<(), MetadataError> {
         if self.rules.is_empty() {
-            return Err(MetadataError::new(
-                "rules",
-                "at least one rule is required: without rules the policy receives no requests",
-            ));
+            return Err(MetadataError::new("rules", "at least one rule is required: without rules the policy receives no requests"));
         }
         for (i, rule) in self.rules.iter().enumerate() {
-            validate_rule(rule).map_err(|(field, message)| {
-                MetadataError::new(format!("rules[{i}].{field}"), message)
-            })?;
+            validate_rule(rule).map_err(|(field, message)| MetadataError::new(format!("rules[{i}].{field}"), message))?;
         }
         for (i, res) in self.context_aware_resources.iter().enumerate() {
             if res.api_version.trim().is_empty() {
-                return Err(MetadataError::new(
-                    format!("contextAwareResources[{i}].apiVersion"),
-                    "must not be empty",
-                ));
+                return Err(MetadataError::new(format!("contextAwareResources[{i}].apiVersion"), "must not be empty"));
             }
             if res.kind.trim().is_empty() {
-                return Err(MetadataError::new(
-                    format!("contextAwareResources[{i}].kind"),
-                    "must not be empty",
-                ));
+                return Err(MetadataError::new(format!("contextAwareResources[{i}].kind"), "must not be empty"));
             }
         }
         for (i, c) in self.host_capabilities.iter().enumerate() {
             if !KUBERNETES_CAPABILITIES.contains(&c.as_str()) {
                 return Err(MetadataError::new(
                     format!("hostCapabilities[{i}]"),
-                    format!("`{c}` is not a host call aigov rules make: use {}", KUBERNETES_CAPABILITIES.map(|k| format!("`{k}`")).join(", ")),
+                    format!(
+                        "`{c}` is not a host call aigov rules make: use {}",
+                        KUBERNETES_CAPABILITIES.map(|k| format!("`{k}`")).join(", ")
+                    ),
                 ));
             }
         }
@@ -460,40 +434,31 @@ impl Metadata {
                 ));
             }
             (true, false) => {
-                return Err(MetadataError::new("hostCapabilities", "must be empty when `contextAwareResources` is: the policy reads nothing"));
+                return Err(MetadataError::new(
+                    "hostCapabilities",
+                    "must be empty when `contextAwareResources` is: the policy reads nothing",
+                ));
             }
             _ => {}
         }
         if self.execution_mode != ExecutionMode::KubewardenWapc {
-            return Err(MetadataError::new(
-                "executionMode",
-                "aigov rules are waPC modules: use `kubewarden-wapc`",
-            ));
+            return Err(MetadataError::new("executionMode", "aigov rules are waPC modules: use `kubewarden-wapc`"));
         }
         if let Some(v) = &self.protocol_version
             && v != "v1"
         {
-            return Err(MetadataError::new(
-                "protocolVersion",
-                format!("unsupported protocol version `{v}`, expected `v1`"),
-            ));
+            return Err(MetadataError::new("protocolVersion", format!("unsupported protocol version `{v}`, expected `v1`")));
         }
         if let Some(v) = &self.minimum_kubewarden_version
             && !is_semver(v)
         {
-            return Err(MetadataError::new(
-                "minimumKubewardenVersion",
-                format!("`{v}` is not a semantic version like `1.10.0`"),
-            ));
+            return Err(MetadataError::new("minimumKubewardenVersion", format!("`{v}` is not a semantic version like `1.10.0`")));
         }
         for key in annotations::REQUIRED {
             match self.annotations.get(key) {
                 Some(v) if !v.trim().is_empty() => {}
                 _ => {
-                    return Err(MetadataError::new(
-                        format!("annotations.\"{key}\""),
-                        "is required and must not be empty",
-                    ));
+                    return Err(MetadataError::new(format!("annotations.\"{key}\""), "is required and must not be empty"));
                 }
             }
         }
@@ -525,10 +490,7 @@ impl Metadata {
 
 /// Checks one rule; returns the field (relative to the rule) and the message.
 fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
-    for (field, list) in [
-        ("apiGroups", &rule.api_groups),
-        ("apiVersions", &rule.api_versions),
-    ] {
+    for (field, list) in [("apiGroups", &rule.api_groups), ("apiVersions", &rule.api_versions)] {
         if list.is_empty() {
             return Err((field.into(), "must list at least one entry".into()));
         }
@@ -600,10 +562,7 @@ fn validate_resources(resources: &[String]) -> Result<(), String> {
 fn is_semver(v: &str) -> bool {
     let core = v.split(['-', '+']).next().unwrap_or_default();
     let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -701,11 +660,7 @@ annotations:
     #[test]
     fn required_annotations_are_enforced() {
         let e = refusal(&GOOD.replace("  io.kubewarden.policy.license: Apache-2.0\n", ""));
-        assert_eq!(
-            e.field.as_deref(),
-            Some("annotations.\"io.kubewarden.policy.license\""),
-            "{e}"
-        );
+        assert_eq!(e.field.as_deref(), Some("annotations.\"io.kubewarden.policy.license\""), "{e}");
     }
 
     #[test]
@@ -762,12 +717,7 @@ annotations:
 
     #[test]
     fn error_display_names_file_and_field() {
-        let e = refusal(&GOOD.replace(r#"resources: ["pods"]"#, "resources: []"))
-            .in_file("policies/x/metadata.yml");
-        assert!(
-            e.to_string()
-                .starts_with("policies/x/metadata.yml: `rules[0].resources`: "),
-            "{e}"
-        );
+        let e = refusal(&GOOD.replace(r#"resources: ["pods"]"#, "resources: []")).in_file("policies/x/metadata.yml");
+        assert!(e.to_string().starts_with("policies/x/metadata.yml: `rules[0].resources`: "), "{e}");
     }
 }

@@ -2,8 +2,8 @@
 //! characters (including none), `?` exactly one; everything else literally.
 //! `nvidia.com/mig-*`, `kube-*`, `system:serviceaccount:ci:*`.
 
-use std::fmt;
 use std::borrow::Cow;
+use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

@@ -80,10 +80,7 @@ pub fn label_value_pattern(p: &str) -> Result<(), String> {
 /// `jane.doe-example.com`, `system:serviceaccount:ci:deployer` becomes
 /// `system-serviceaccount-ci-deployer`.
 pub fn to_label_value(text: &str) -> String {
-    let mapped: String = text
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
-        .collect();
+    let mapped: String = text.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
     let mut out: String = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric()).chars().take(63).collect();
     while out.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
         out.pop();

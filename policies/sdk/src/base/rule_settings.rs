@@ -21,18 +21,12 @@ pub struct SettingsError {
 impl SettingsError {
     /// A problem with one key.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> SettingsError {
-        SettingsError {
-            key: Some(key.into()),
-            message: message.into(),
-        }
+        SettingsError { key: Some(key.into()), message: message.into() }
     }
 
     /// A problem with the settings as a whole.
     pub fn whole(message: impl Into<String>) -> SettingsError {
-        SettingsError {
-            key: None,
-            message: message.into(),
-        }
+        SettingsError { key: None, message: message.into() }
     }
 }
 

@@ -6,8 +6,8 @@
 //! GPUs claimed through Dynamic Resource Allocation (`spec.resourceClaims`),
 //! resolved through the cluster interface.
 
-use std::fmt;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -50,10 +50,7 @@ impl GpuResources {
     /// Checks the list under its settings key: at least one non-empty pattern.
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
         if self.0.is_empty() {
-            return Err(SettingsError::new(
-                key,
-                "must list at least one resource name, or no GPU would ever be detected",
-            ));
+            return Err(SettingsError::new(key, "must list at least one resource name, or no GPU would ever be detected"));
         }
         non_empty_patterns(&key, &self.0)
     }
@@ -149,12 +146,7 @@ impl MigWeights {
             let units = (w * GpuAmount::ONE as f64).round() as u64;
             return ("nvidia.com/gpu", GpuAmount(units.max(1)));
         }
-        let slices = profile
-            .split(['g', '.'])
-            .next()
-            .and_then(|g| g.parse::<u64>().ok())
-            .filter(|g| (1..=7).contains(g))
-            .unwrap_or(7);
+        let slices = profile.split(['g', '.']).next().and_then(|g| g.parse::<u64>().ok()).filter(|g| (1..=7).contains(g)).unwrap_or(7);
         ("nvidia.com/gpu", GpuAmount(slices * GpuAmount::ONE / 7))
     }
 }
@@ -188,11 +180,7 @@ impl GpuFamilies {
             .iter()
             .map(|(name, n)| {
                 let (_, unit) = weights.family(name);
-                if unit == GpuAmount::whole(1) {
-                    format!("{n} `{name}`")
-                } else {
-                    format!("{n} `{name}` ({} GPU each)", fraction(unit))
-                }
+                if unit == GpuAmount::whole(1) { format!("{n} `{name}`") } else { format!("{n} `{name}` ({} GPU each)", fraction(unit)) }
             })
             .collect::<Vec<_>>()
             .join(" + ")
@@ -239,10 +227,7 @@ const MAX_UNITS: u64 = i64::MAX as u64;
 pub fn units(raw: &crate::model::pod::RawQuantity<'_>, path: &dyn fmt::Display) -> Result<u64, Malformed> {
     let q = raw.parse().map_err(|e| Malformed(format!("`{path}`: {e}")))?;
     match q.ceil_units() {
-        n if n > MAX_UNITS => Err(Malformed(format!(
-            "`{path}`: `{}` is larger than any quantity Kubernetes can store",
-            raw.0
-        ))),
+        n if n > MAX_UNITS => Err(Malformed(format!("`{path}`: `{}` is larger than any quantity Kubernetes can store", raw.0))),
         n => Ok(n),
     }
 }
@@ -398,7 +383,6 @@ impl crate::model::listed::ListedPod<'_> {
     }
 }
 
-
 /// `4 `nvidia.com/gpu``, `2 `nvidia.com/gpu` and 1 `amd.com/gpu``.
 pub fn describe_counts(counts: &GpuCounts) -> String {
     counts.iter().map(|(name, n)| format!("{n} `{name}`")).collect::<Vec<_>>().join(" and ")
@@ -462,7 +446,11 @@ pub type ResolvedClaims = ResourceClaims<ByDefault>;
 
 impl<D: ResolveDefault> Default for ResourceClaims<D> {
     fn default() -> Self {
-        ResourceClaims { resolve: D::RESOLVE, gpu_device_classes: vec![Glob::new("gpu.nvidia.com")], rule_default: std::marker::PhantomData }
+        ResourceClaims {
+            resolve: D::RESOLVE,
+            gpu_device_classes: vec![Glob::new("gpu.nvidia.com")],
+            rule_default: std::marker::PhantomData,
+        }
     }
 }
 
@@ -475,10 +463,7 @@ impl<D: ResolveDefault> ResourceClaims<D> {
     /// Checks the settings under `key`.
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
         if self.resolve && self.gpu_device_classes.is_empty() {
-            return Err(SettingsError::new(
-                format!("{key}.gpuDeviceClasses"),
-                "must list at least one device class when `resolve` is on",
-            ));
+            return Err(SettingsError::new(format!("{key}.gpuDeviceClasses"), "must list at least one device class when `resolve` is on"));
         }
         non_empty_patterns(&format_args!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
     }
@@ -661,19 +646,13 @@ impl PodTemplate<'_> {
             let spec = if kind == "ResourceClaim" {
                 crate::decode::explain::decode::<ClaimWire<'_>>(&json, &what).map_err(ClaimError::Malformed)?.spec
             } else {
-                crate::decode::explain::decode::<TemplateWire<'_>>(&json, &what)
-                    .map_err(ClaimError::Malformed)?
-                    .spec
-                    .and_then(|s| s.spec)
+                crate::decode::explain::decode::<TemplateWire<'_>>(&json, &what).map_err(ClaimError::Malformed)?.spec.and_then(|s| s.spec)
             };
             match claim_gpus_and_classes(spec, settings.gpu_device_classes) {
                 (Some(0), _) => {}
-                (devices, classes) => out.push(ClaimedGpus {
-                    claim: claim.name.to_string(),
-                    source: format!("{kind} `{name}`"),
-                    devices,
-                    classes,
-                }),
+                (devices, classes) => {
+                    out.push(ClaimedGpus { claim: claim.name.to_string(), source: format!("{kind} `{name}`"), devices, classes })
+                }
             }
         }
         Ok(out)
@@ -711,7 +690,8 @@ impl PodTemplate<'_> {
             Ok(c) => Ok(Some(c)),
             Err(ClaimError::Malformed(e)) => Err(e),
             Err(ClaimError::Lookup(e)) => {
-                let what = format!("the resource claims of `{}` could not be read ({})", self.spec_path().key("resourceClaims"), e.first_line());
+                let what =
+                    format!("the resource claims of `{}` could not be read ({})", self.spec_path().key("resourceClaims"), e.first_line());
                 on.report(&what, deny, allow, verdict);
                 Ok(None)
             }
@@ -858,11 +838,49 @@ mod tests {
         fn spec(json: &str) -> Option<ClaimSpecWire<'_>> {
             serde_json::from_str::<ClaimWire<'_>>(json).unwrap().spec
         }
-        assert_eq!(claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}}}"#), &classes), Some(2));
-        assert_eq!(claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}}}"#), &classes), Some(1));
-        assert_eq!(claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"g","deviceClassName":"gpu.nvidia.com","count":3}]}}}"#), &classes), Some(3), "v1beta1");
-        assert_eq!(claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All"}}]}}}"#), &classes), None);
-        assert_eq!(claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"n","exactly":{"deviceClassName":"nic.example.com"}}]}}}"#), &classes), Some(0));
-        assert_eq!(claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"g","firstAvailable":[{"name":"big","deviceClassName":"gpu.nvidia.com","count":2},{"name":"small","deviceClassName":"gpu.nvidia.com"}]}]}}}"#), &classes), Some(2));
+        assert_eq!(
+            claim_gpus(
+                spec(r#"{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}}}"#),
+                &classes
+            ),
+            Some(2)
+        );
+        assert_eq!(
+            claim_gpus(
+                spec(r#"{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}}}"#),
+                &classes
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            claim_gpus(spec(r#"{"spec":{"devices":{"requests":[{"name":"g","deviceClassName":"gpu.nvidia.com","count":3}]}}}"#), &classes),
+            Some(3),
+            "v1beta1"
+        );
+        assert_eq!(
+            claim_gpus(
+                spec(
+                    r#"{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All"}}]}}}"#
+                ),
+                &classes
+            ),
+            None
+        );
+        assert_eq!(
+            claim_gpus(
+                spec(r#"{"spec":{"devices":{"requests":[{"name":"n","exactly":{"deviceClassName":"nic.example.com"}}]}}}"#),
+                &classes
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            claim_gpus(
+                spec(
+                    r#"{"spec":{"devices":{"requests":[{"name":"g","firstAvailable":[{"name":"big","deviceClassName":"gpu.nvidia.com","count":2},{"name":"small","deviceClassName":"gpu.nvidia.com"}]}]}}}"#
+                ),
+                &classes
+            ),
+            Some(2)
+        );
     }
 }

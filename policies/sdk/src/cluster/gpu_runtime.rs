@@ -191,14 +191,19 @@ pub fn validate(key: &str, requirements: &[Requirement]) -> Result<(), SettingsE
 /// with what calls for it (shown as `` container `trainer` requests 1
 /// `nvidia.com/gpu` ``). `gpus` are the template's GPU requests, `claims`
 /// its DRA claims as `(device class, claim name)` pairs.
-pub fn applicable<'r, 'g>(requirements: &'r [Requirement], gpus: &'g [GpuRequest], claims: &'g [(String, String)]) -> Vec<(&'r Requirement, CalledFor<'g>)> {
+pub fn applicable<'r, 'g>(
+    requirements: &'r [Requirement],
+    gpus: &'g [GpuRequest],
+    claims: &'g [(String, String)],
+) -> Vec<(&'r Requirement, CalledFor<'g>)> {
     let mut out = Vec::new();
     for r in requirements {
         let containers = gpus.iter().flat_map(|g| {
-            g.resources
-                .iter()
-                .filter(|(name, _)| r.resources.iter().any(|p| p.matches(name)))
-                .map(move |(name, n)| Reason::Container { container: &g.container_name, n: *n, resource: name })
+            g.resources.iter().filter(|(name, _)| r.resources.iter().any(|p| p.matches(name))).map(move |(name, n)| Reason::Container {
+                container: &g.container_name,
+                n: *n,
+                resource: name,
+            })
         });
         let claimed = claims
             .iter()
@@ -269,7 +274,13 @@ mod tests {
 
     #[test]
     fn requirements_apply_per_vendor() {
-        let amd = Requirement { vendor: "AMD".into(), resources: vec![Glob::new("amd.com/gpu")], device_classes: vec![], runtime_classes: vec![], taint: None };
+        let amd = Requirement {
+            vendor: "AMD".into(),
+            resources: vec![Glob::new("amd.com/gpu")],
+            device_classes: vec![],
+            runtime_classes: vec![],
+            taint: None,
+        };
         let reqs = [Requirement::nvidia(), amd];
         let amd_gpus = [request("a", "amd.com/gpu", 1)];
         let found = applicable(&reqs, &amd_gpus, &[]);
@@ -315,15 +326,24 @@ mod tests {
 
     #[test]
     fn settings_that_can_never_match_are_refused() {
-        assert!(err(r#"{"requirements":[{"vendor":"NVIDIA","resources":["nvidia.com/*"],"runtimeClasses":["NVIDIA "]}]}"#)
-            .starts_with("setting `requirements[0].runtimeClasses[0]`: `NVIDIA ` can never match a RuntimeClass"));
-        assert!(err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a b"}}]}"#).starts_with("setting `requirements[0].taint.key`"));
-        assert!(err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a","effect":"NoScheduled"}}]}"#)
-            .starts_with("setting `requirements[0].taint.effect`: `NoScheduled` is not one of"));
+        assert!(
+            err(r#"{"requirements":[{"vendor":"NVIDIA","resources":["nvidia.com/*"],"runtimeClasses":["NVIDIA "]}]}"#)
+                .starts_with("setting `requirements[0].runtimeClasses[0]`: `NVIDIA ` can never match a RuntimeClass")
+        );
+        assert!(
+            err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a b"}}]}"#)
+                .starts_with("setting `requirements[0].taint.key`")
+        );
+        assert!(
+            err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a","effect":"NoScheduled"}}]}"#)
+                .starts_with("setting `requirements[0].taint.effect`: `NoScheduled` is not one of")
+        );
         assert!(err(r#"{"requirements":[]}"#).starts_with("setting `requirements`: must list at least one"));
         assert!(err(r#"{"requirements":[{"vendor":"x","resources":[]}]}"#).starts_with("setting `requirements[0].resources`"));
-        assert!(err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a","operator":"Exists"}}]}"#)
-            .starts_with("setting `requirements[0].taint.operator`: unknown setting"));
+        assert!(
+            err(r#"{"requirements":[{"vendor":"x","resources":["a/b"],"taint":{"key":"a","operator":"Exists"}}]}"#)
+                .starts_with("setting `requirements[0].taint.operator`: unknown setting")
+        );
         assert!(err(r#"{"requiredToleration":{"key":"a"}}"#).starts_with("setting `requiredToleration`: unknown setting"));
     }
 }

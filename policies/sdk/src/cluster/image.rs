@@ -14,8 +14,8 @@
 //! - repository paths are lower case, tags `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`,
 //!   digests `sha256` (64 hex digits), `sha384` (96) or `sha512` (128).
 
-use std::fmt;
 use std::borrow::Cow;
+use std::fmt;
 
 /// Docker Hub, where a reference without a registry host points.
 pub const DOCKER_HUB: &str = "docker.io";
@@ -51,9 +51,7 @@ impl<'a> ImageRef<'a> {
         }
         // The registry host: the first component, when it looks like one.
         let (domain, rest, implied_domain) = match reference.split_once('/') {
-            Some((first, rest))
-                if first.contains(['.', ':']) || first == "localhost" || first.bytes().any(|b| b.is_ascii_uppercase()) =>
-            {
+            Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" || first.bytes().any(|b| b.is_ascii_uppercase()) => {
                 (if first == "index.docker.io" { DOCKER_HUB } else { first }, rest, false)
             }
             _ => (DOCKER_HUB, reference, true),
@@ -156,10 +154,7 @@ fn check_domain(domain: &str) -> Result<(), String> {
     };
     if let Some(host) = host {
         let component_ok = |c: &str| {
-            !c.is_empty()
-                && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !c.starts_with('-')
-                && !c.ends_with('-')
+            !c.is_empty() && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && !c.starts_with('-') && !c.ends_with('-')
         };
         if !host.split('.').all(component_ok) {
             return bad();
@@ -219,9 +214,7 @@ fn check_path(path: &str) -> Result<(), String> {
 
 fn check_tag(tag: &str) -> Result<(), String> {
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let ok = tag.len() <= 128
-        && tag.as_bytes().first().is_some_and(|&b| word(b))
-        && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-');
+    let ok = tag.len() <= 128 && tag.as_bytes().first().is_some_and(|&b| word(b)) && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-');
     if ok { Ok(()) } else { Err(format!("`{tag}` is not a valid tag (up to 128 letters, digits, `_`, `.` and `-`)")) }
 }
 

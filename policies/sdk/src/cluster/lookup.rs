@@ -26,10 +26,7 @@ impl LookupError {
     /// The explanation.
     pub fn message(&self) -> &str {
         match self {
-            LookupError::NotFound(m)
-            | LookupError::Forbidden(m)
-            | LookupError::Invalid(m)
-            | LookupError::Unavailable(m) => m,
+            LookupError::NotFound(m) | LookupError::Forbidden(m) | LookupError::Invalid(m) | LookupError::Unavailable(m) => m,
         }
     }
 
@@ -230,13 +227,7 @@ pub trait Report {
 pub trait Cluster {
     /// One object as JSON. `api_version` is `v1` or `group/version`; `kind`
     /// is singular PascalCase; `namespace` is `None` for cluster-scoped kinds.
-    fn get_resource(
-        &self,
-        api_version: &str,
-        kind: &str,
-        name: &str,
-        namespace: Option<&str>,
-    ) -> Result<String, LookupError>;
+    fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError>;
 
     /// A `List` of the kind's objects in one namespace, as JSON.
     fn list_resources_by_namespace(
@@ -268,14 +259,7 @@ impl Cluster for NoCluster {
     fn get_resource(&self, _: &str, _: &str, _: &str, _: Option<&str>) -> Result<String, LookupError> {
         Err(LookupError::Unavailable(NO_CLUSTER.into()))
     }
-    fn list_resources_by_namespace(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: Option<&str>,
-        _: Option<&str>,
-    ) -> Result<String, LookupError> {
+    fn list_resources_by_namespace(&self, _: &str, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
         Err(LookupError::Unavailable(NO_CLUSTER.into()))
     }
     fn list_resources_all(&self, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
@@ -323,15 +307,24 @@ mod tests {
             LookupError::Forbidden(forbidden.into())
         );
         assert_eq!(
-            read("Callback evaluation failure: ApiError: unable to parse requirement: found '=', expected: identifier: BadRequest (Status { status: Some(Failure), code: 400, message: \"x\", metadata: None, reason: \"BadRequest\", details: None })", &pods),
+            read(
+                "Callback evaluation failure: ApiError: unable to parse requirement: found '=', expected: identifier: BadRequest (Status { status: Some(Failure), code: 400, message: \"x\", metadata: None, reason: \"BadRequest\", details: None })",
+                &pods
+            ),
             LookupError::Invalid("unable to parse requirement: found '=', expected: identifier".into())
         );
         assert_eq!(
-            read("Callback evaluation failure: ApiError: the server could not find the requested resource: NotFound (Status { status: Some(Failure), code: 404, message: \"\", metadata: None, reason: \"NotFound\", details: None })", &pods),
+            read(
+                "Callback evaluation failure: ApiError: the server could not find the requested resource: NotFound (Status { status: Some(Failure), code: 404, message: \"\", metadata: None, reason: \"NotFound\", details: None })",
+                &pods
+            ),
             LookupError::NotFound("the server could not find the requested resource".into())
         );
         assert_eq!(
-            read("Callback evaluation failure: ApiError: etcdserver: request timed out: Timeout (Status { status: Some(Failure), code: 504, message: \"\", metadata: None, reason: \"Timeout\", details: None })", &pods),
+            read(
+                "Callback evaluation failure: ApiError: etcdserver: request timed out: Timeout (Status { status: Some(Failure), code: 504, message: \"\", metadata: None, reason: \"Timeout\", details: None })",
+                &pods
+            ),
             LookupError::Unavailable("etcdserver: request timed out".into())
         );
         let refused = "Policy has not been granted access to Kubernetes v1/Secret resources. The violation has been reported.";
@@ -347,13 +340,19 @@ mod tests {
             LookupError::Invalid(_)
         ));
         assert_eq!(
-            read("Callback evaluation failure: HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)", &pods),
+            read(
+                "Callback evaluation failure: HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)",
+                &pods
+            ),
             LookupError::Unavailable("HyperError: client error (Connect): tcp connect error: Connection refused (os error 111)".into())
         );
         // With RUST_BACKTRACE set, anyhow's `Debug` adds a backtrace.
         let backtrace = "\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: policy_evaluator::callback_handler";
         assert_eq!(
-            read(&format!("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'{backtrace}"), &pod),
+            read(
+                &format!("Callback evaluation failure: Cannot find v1/Pod named 'ghost-0' inside of namespace 'Some(\"ml\")'{backtrace}"),
+                &pod
+            ),
             LookupError::NotFound("Pod `ml/ghost-0` (v1) not found".into())
         );
         assert_eq!(
@@ -369,7 +368,8 @@ mod tests {
 
     #[test]
     fn lists_and_metadata() {
-        let items = list_items(r#"{"kind":"List","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b","labels":{"t":"x"}}}]}"#).unwrap();
+        let items =
+            list_items(r#"{"kind":"List","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b","labels":{"t":"x"}}}]}"#).unwrap();
         assert_eq!(items.len(), 2);
         let m = object_meta(items[1], "the Namespace").unwrap();
         assert_eq!(m.label("t"), Some("x"));

@@ -68,10 +68,7 @@ pub struct NamespaceSelector {
 impl NamespaceSelector {
     /// Selects namespaces by name pattern only.
     pub fn names<S: Into<String>>(patterns: impl IntoIterator<Item = S>) -> NamespaceSelector {
-        NamespaceSelector {
-            names: patterns.into_iter().map(|p| Glob::new(p.into())).collect(),
-            ..NamespaceSelector::default()
-        }
+        NamespaceSelector { names: patterns.into_iter().map(|p| Glob::new(p.into())).collect(), ..NamespaceSelector::default() }
     }
 
     /// Selects namespaces carrying these labels.
@@ -157,8 +154,8 @@ impl<'c> Namespace<'c> {
 
     fn fetch(&self) -> Result<BTreeMap<String, String>, LookupError> {
         let json = self.cluster.get_resource("v1", "Namespace", &self.name, None)?;
-        let meta = crate::model::listed::object_meta(&json, &format!("the Namespace `{}`", self.name))
-            .map_err(|e| LookupError::Invalid(e.0))?;
+        let meta =
+            crate::model::listed::object_meta(&json, &format!("the Namespace `{}`", self.name)).map_err(|e| LookupError::Invalid(e.0))?;
         let mut labels: BTreeMap<String, String> = meta.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         labels.entry(NAME_LABEL.to_string()).or_insert_with(|| self.name.clone());
         Ok(labels)
@@ -250,7 +247,10 @@ mod tests {
     }
 
     fn cluster() -> One {
-        One { json: r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dev-alice","labels":{"env":"dev","team":"nlp"}}}"#, gets: Cell::new(0) }
+        One {
+            json: r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dev-alice","labels":{"env":"dev","team":"nlp"}}}"#,
+            gets: Cell::new(0),
+        }
     }
 
     fn sel(json: &str) -> NamespaceSelector {
@@ -299,7 +299,12 @@ mod tests {
         let mut v = Verdict::accept();
         let e = ns.labels().unwrap_err().clone();
         ns.lookup_failed(&e, OnLookupError::Deny, "which GPUs pods may use", &mut v);
-        assert_eq!(v.violations(), ["the labels of namespace `ml` could not be read (this host serves no cluster lookups), so which GPUs pods may use cannot be decided; try again, or ask your cluster administrators"]);
+        assert_eq!(
+            v.violations(),
+            [
+                "the labels of namespace `ml` could not be read (this host serves no cluster lookups), so which GPUs pods may use cannot be decided; try again, or ask your cluster administrators"
+            ]
+        );
         let mut v = Verdict::accept();
         ns.lookup_failed(&e, OnLookupError::Allow, "which GPUs pods may use", &mut v);
         assert!(v.is_accepted());
@@ -323,12 +328,28 @@ mod tests {
     #[test]
     fn validation_names_the_key() {
         let err = |json: &str| sel(json).validate("classes[0].namespaces").unwrap_err().to_string();
-        assert!(sel(r#"{"names":["dev-*"],"matchLabels":{"env":"dev"},"matchExpressions":[{"key":"a","operator":"Exists"}]}"#).validate("k").is_ok());
+        assert!(
+            sel(r#"{"names":["dev-*"],"matchLabels":{"env":"dev"},"matchExpressions":[{"key":"a","operator":"Exists"}]}"#)
+                .validate("k")
+                .is_ok()
+        );
         assert_eq!(err(r#"{"names":[""]}"#), "setting `classes[0].namespaces.names[0]`: must not be empty");
-        assert!(err(r#"{"matchLabels":{"a b":"x"}}"#).starts_with("setting `classes[0].namespaces.matchLabels`: `a b` is not a valid label key"));
-        assert!(err(r#"{"matchLabels":{"env":"d e v"}}"#).starts_with("setting `classes[0].namespaces.matchLabels.env`: `d e v` is not a valid label value"));
-        assert_eq!(err(r#"{"matchExpressions":[{"key":"a","operator":"In"}]}"#), "setting `classes[0].namespaces.matchExpressions[0].values`: `In` needs at least one value");
-        assert_eq!(err(r#"{"matchExpressions":[{"key":"a","operator":"Exists","values":["x"]}]}"#), "setting `classes[0].namespaces.matchExpressions[0].values`: must be empty with `Exists`");
+        assert!(
+            err(r#"{"matchLabels":{"a b":"x"}}"#)
+                .starts_with("setting `classes[0].namespaces.matchLabels`: `a b` is not a valid label key")
+        );
+        assert!(
+            err(r#"{"matchLabels":{"env":"d e v"}}"#)
+                .starts_with("setting `classes[0].namespaces.matchLabels.env`: `d e v` is not a valid label value")
+        );
+        assert_eq!(
+            err(r#"{"matchExpressions":[{"key":"a","operator":"In"}]}"#),
+            "setting `classes[0].namespaces.matchExpressions[0].values`: `In` needs at least one value"
+        );
+        assert_eq!(
+            err(r#"{"matchExpressions":[{"key":"a","operator":"Exists","values":["x"]}]}"#),
+            "setting `classes[0].namespaces.matchExpressions[0].values`: must be empty with `Exists`"
+        );
         assert!(serde_json::from_str::<NamespaceSelector>(r#"{"name":["x"]}"#).is_err(), "unknown keys are refused");
         assert!(serde_json::from_str::<NamespaceSelector>(r#"{"matchExpressions":[{"key":"a","operator":"exists"}]}"#).is_err());
     }

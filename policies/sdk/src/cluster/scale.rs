@@ -85,7 +85,13 @@ impl ScaleChange {
             None => None,
         };
         let api_version = if r.group.is_empty() { r.version.to_string() } else { format!("{}/{}", r.group, r.version) };
-        Ok(Some(ScaleChange { kind, api_version, name: req.name().unwrap_or_default().to_string(), replicas: scale.replicas(), old_replicas }))
+        Ok(Some(ScaleChange {
+            kind,
+            api_version,
+            name: req.name().unwrap_or_default().to_string(),
+            replicas: scale.replicas(),
+            old_replicas,
+        }))
     }
 
     /// Whether the change lowers (or keeps) the replicas: it can only
@@ -99,7 +105,8 @@ impl ScaleChange {
     pub fn target(&self, namespace: &str, cluster: &dyn Cluster) -> Result<String, LookupError> {
         let json = cluster.get_resource(&self.api_version, self.kind.kind(), &self.name, Some(namespace))?;
         let edit = Edit::Set { path: Path::root().keys(&["spec", "replicas"]), value: self.replicas.to_string() };
-        json::apply(&json, &[edit]).map_err(|e| LookupError::Invalid(format!("the {} `{}` cannot be read: {e}", self.kind.kind(), self.name)))
+        json::apply(&json, &[edit])
+            .map_err(|e| LookupError::Invalid(format!("the {} `{}` cannot be read: {e}", self.kind.kind(), self.name)))
     }
 }
 
@@ -118,7 +125,16 @@ mod tests {
         let text = request("statefulsets", "apps", r#"{"spec":{"replicas":12}}"#, r#"{"spec":{"replicas":4}}"#);
         let r = Request::parse(&text).unwrap();
         let c = ScaleChange::of(&r).unwrap().unwrap();
-        assert_eq!(c, ScaleChange { kind: WorkloadKind::StatefulSet, api_version: "apps/v1".into(), name: "web".into(), replicas: 12, old_replicas: Some(4) });
+        assert_eq!(
+            c,
+            ScaleChange {
+                kind: WorkloadKind::StatefulSet,
+                api_version: "apps/v1".into(),
+                name: "web".into(),
+                replicas: 12,
+                old_replicas: Some(4)
+            }
+        );
         assert!(!c.scales_down());
         let text = request("deployments", "apps", r#"{"spec":{}}"#, r#"{"spec":{"replicas":4}}"#);
         let c = ScaleChange::of(&Request::parse(&text).unwrap()).unwrap().unwrap();

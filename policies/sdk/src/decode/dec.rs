@@ -15,9 +15,9 @@
 //! nesting limit of 128), so a document one rejects the other rejects too
 //! (the differential fuzz target holds the two to that).
 
-use std::fmt;
 use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::ops::Deref;
 
 use serde::Deserialize;
@@ -72,10 +72,8 @@ pub(crate) fn plain_run_end(b: &[u8], mut i: usize) -> usize {
         let x = u64::from_le_bytes(word);
         let quote = x ^ (ONES * u64::from(b'"'));
         let backslash = x ^ (ONES * u64::from(b'\\'));
-        let hits = ((x.wrapping_sub(ONES * 0x20) & !x)
-            | (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash))
-            & HIGH;
+        let hits =
+            ((x.wrapping_sub(ONES * 0x20) & !x) | (quote.wrapping_sub(ONES) & !quote) | (backslash.wrapping_sub(ONES) & !backslash)) & HIGH;
         if hits != 0 {
             return i + (hits.trailing_zeros() / 8) as usize;
         }
@@ -378,8 +376,7 @@ impl<'a> Dec<'a> {
                     self.i = at;
                     return Err(self.invalid_type("a whole number"));
                 }
-                text.parse::<i64>()
-                    .map_err(|_| self.invalid_value(at, format!("invalid value: integer `{text}`, expected a whole number")))
+                text.parse::<i64>().map_err(|_| self.invalid_value(at, format!("invalid value: integer `{text}`, expected a whole number")))
             }
             _ => Err(self.invalid_type("a whole number")),
         }
@@ -774,7 +771,26 @@ mod tests {
 
     #[test]
     fn validation_matches_json() {
-        for bad in ["1e999", "-1e400", "{", "[1,]", "{\"a\":1,}", "01", "1.", "-", "\"\\x\"", "\"\u{1}\"", "{\"a\" 1}", "[1 2]", "tru", "nul", "\"\\ud800\"", "1 2", "{1:2}", "\"abc"] {
+        for bad in [
+            "1e999",
+            "-1e400",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            "-",
+            "\"\\x\"",
+            "\"\u{1}\"",
+            "{\"a\" 1}",
+            "[1 2]",
+            "tru",
+            "nul",
+            "\"\\ud800\"",
+            "1 2",
+            "{1:2}",
+            "\"abc",
+        ] {
             assert!(serde_json::from_str::<serde_json::Value>(bad).is_err(), "serde accepts {bad}");
             let mut d = Dec::new(bad);
             assert!(d.skip().and_then(|()| d.end()).is_err(), "accepted {bad:?}");

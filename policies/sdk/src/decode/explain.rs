@@ -5,8 +5,8 @@
 use serde::Deserialize;
 
 use crate::base::error::Malformed;
-use crate::decode::json;
 use crate::decode::dec::{Dec, DecError, Decode};
+use crate::decode::json;
 use crate::decode::path::Path;
 
 /// Rewords a serde message for people: Kubernetes' names for JSON types,
@@ -46,11 +46,7 @@ pub fn friendly(msg: &str) -> String {
 /// problem in Kubernetes' words. Syntax errors keep their line and column.
 pub fn explain(text: &str, err: &DecError, what: &str) -> Malformed {
     let (path, msg) = locate(text, err);
-    Malformed(if path.is_root() {
-        format!("{what} is malformed: {msg}")
-    } else {
-        format!("{what} is malformed: `{path}`: {msg}")
-    })
+    Malformed(if path.is_root() { format!("{what} is malformed: {msg}") } else { format!("{what} is malformed: `{path}`: {msg}") })
 }
 
 /// The field and the message of a decoding error.
@@ -77,11 +73,7 @@ pub fn explain_serde(text: &str, err: &serde_json::Error, what: &str) -> Malform
     }
     let path = if err.is_eof() { Path::root() } else { json::path_at(text, json::offset_of(text, err.line(), err.column())) };
     let msg = friendly(&msg);
-    Malformed(if path.is_root() {
-        format!("{what} is malformed: {msg}")
-    } else {
-        format!("{what} is malformed: `{path}`: {msg}")
-    })
+    Malformed(if path.is_root() { format!("{what} is malformed: {msg}") } else { format!("{what} is malformed: `{path}`: {msg}") })
 }
 
 /// Decodes borrowed JSON into a serde type `T`, explaining errors against
@@ -95,4 +87,3 @@ pub fn decode<'a, T: Deserialize<'a>>(json: &'a str, what: &str) -> Result<T, Ma
 pub fn decode_model<'a, T: Decode<'a>>(json: &'a str, what: &str) -> Result<T, Malformed> {
     Dec::document(json).map_err(|e| explain(json, &e, what))
 }
-

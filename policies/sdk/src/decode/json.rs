@@ -429,8 +429,7 @@ fn member(text: &str, start: usize, key: &str, skips: &mut Skips) -> Result<Opti
         }
         c.i += 1;
         c.ws();
-        let matches = k == key.as_bytes()
-            || (k.contains(&b'\\') && std::str::from_utf8(k).is_ok_and(|k| unescape(k) == key));
+        let matches = k == key.as_bytes() || (k.contains(&b'\\') && std::str::from_utf8(k).is_ok_and(|k| unescape(k) == key));
         if matches {
             return Ok(Some(c.i));
         }
@@ -755,7 +754,10 @@ mod tests {
     fn strings_are_found_decoded() {
         let t = r#"{"metadata":{"labels":{"owner":"jane"},"annotations":{"aigov.dev/owner":"jane\u0040example.com"},"n":1}}"#;
         assert_eq!(find_string(t, &Path::root().keys(&["metadata", "labels", "owner"])).as_deref(), Some("jane"));
-        assert_eq!(find_string(t, &Path::root().keys(&["metadata", "annotations", "aigov.dev/owner"])).as_deref(), Some("jane@example.com"));
+        assert_eq!(
+            find_string(t, &Path::root().keys(&["metadata", "annotations", "aigov.dev/owner"])).as_deref(),
+            Some("jane@example.com")
+        );
         assert_eq!(find_string(t, &Path::root().keys(&["metadata", "n"])), None, "not a string");
         assert_eq!(find_string(t, &Path::root().keys(&["metadata", "x"])), None);
     }

@@ -82,9 +82,7 @@ impl WorkloadKind {
 
     /// The kind for an API group and kind name, if supported.
     pub fn of(group: &str, kind: &str) -> Option<WorkloadKind> {
-        WorkloadKind::ALL
-            .into_iter()
-            .find(|k| k.kind() == kind && k.group() == group)
+        WorkloadKind::ALL.into_iter().find(|k| k.kind() == kind && k.group() == group)
     }
 
     /// The API group (`""` for the core group).

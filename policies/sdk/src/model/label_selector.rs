@@ -130,7 +130,11 @@ impl LabelSelector {
 /// Whether labels (`get` reading one) satisfy `matchLabels` and every
 /// `matchExpressions` requirement: Kubernetes' label selector semantics,
 /// for [`LabelSelector`] and the label part of a namespace selector.
-pub fn selects<'v>(match_labels: &BTreeMap<String, String>, match_expressions: &[LabelSelectorRequirement], get: &dyn Fn(&str) -> Option<&'v str>) -> bool {
+pub fn selects<'v>(
+    match_labels: &BTreeMap<String, String>,
+    match_expressions: &[LabelSelectorRequirement],
+    get: &dyn Fn(&str) -> Option<&'v str>,
+) -> bool {
     match_labels.iter().all(|(k, v)| get(k) == Some(v.as_str())) && match_expressions.iter().all(|r| r.holds(get))
 }
 
@@ -138,7 +142,11 @@ pub fn selects<'v>(match_labels: &BTreeMap<String, String>, match_expressions: &
 /// way the API server validates a selector: label keys and values in
 /// Kubernetes syntax, `In` and `NotIn` with at least one value, `Exists` and
 /// `DoesNotExist` with none.
-pub fn validate_parts(key: &str, match_labels: &BTreeMap<String, String>, match_expressions: &[LabelSelectorRequirement]) -> Result<(), SettingsError> {
+pub fn validate_parts(
+    key: &str,
+    match_labels: &BTreeMap<String, String>,
+    match_expressions: &[LabelSelectorRequirement],
+) -> Result<(), SettingsError> {
     for (k, v) in match_labels {
         let at = format!("{key}.matchLabels");
         label_key(k).map_err(|why| SettingsError::new(&at, format!("`{k}` is not a valid label key: {why}")))?;
@@ -157,7 +165,8 @@ pub fn validate_parts(key: &str, match_labels: &BTreeMap<String, String>, match_
             _ => {}
         }
         for (j, v) in r.values.iter().enumerate() {
-            label_value(v).map_err(|why| SettingsError::new(format!("{at}.values[{j}]"), format!("`{v}` is not a valid label value: {why}")))?;
+            label_value(v)
+                .map_err(|why| SettingsError::new(format!("{at}.values[{j}]"), format!("`{v}` is not a valid label value: {why}")))?;
         }
     }
     Ok(())
@@ -178,7 +187,9 @@ mod tests {
 
     #[test]
     fn matches_like_the_api_server() {
-        let s = sel(r#"{"matchLabels":{"tier":"gold"},"matchExpressions":[{"key":"team","operator":"In","values":["nlp","cv"]},{"key":"sandbox","operator":"DoesNotExist"}]}"#);
+        let s = sel(
+            r#"{"matchLabels":{"tier":"gold"},"matchExpressions":[{"key":"team","operator":"In","values":["nlp","cv"]},{"key":"sandbox","operator":"DoesNotExist"}]}"#,
+        );
         assert!(s.matches(&labels(&[("tier", "gold"), ("team", "nlp")])));
         assert!(!s.matches(&labels(&[("tier", "gold"), ("team", "nlp"), ("sandbox", "")])), "DoesNotExist: an empty value is present");
         assert!(!s.matches(&labels(&[("tier", "silver"), ("team", "nlp")])));
@@ -194,7 +205,9 @@ mod tests {
 
     #[test]
     fn query_syntax() {
-        let s = sel(r#"{"matchLabels":{"a":"b","c":"d"},"matchExpressions":[{"key":"t","operator":"In","values":["y","x"]},{"key":"u","operator":"NotIn","values":["z"]},{"key":"e","operator":"Exists"},{"key":"f","operator":"DoesNotExist"}]}"#);
+        let s = sel(
+            r#"{"matchLabels":{"a":"b","c":"d"},"matchExpressions":[{"key":"t","operator":"In","values":["y","x"]},{"key":"u","operator":"NotIn","values":["z"]},{"key":"e","operator":"Exists"},{"key":"f","operator":"DoesNotExist"}]}"#,
+        );
         assert_eq!(s.to_query(), "a=b,c=d,t in (x,y),u notin (z),e,!f");
         assert_eq!(sel("{}").to_query(), "");
     }
@@ -202,8 +215,10 @@ mod tests {
     #[test]
     fn validation_names_the_key() {
         let err = |json: &str| sel(json).validate("overrides[0].namespaceSelector").unwrap_err().to_string();
-        assert!(err(r#"{"matchExpressions":[{"key":"a","operator":"In"}]}"#)
-            .starts_with("setting `overrides[0].namespaceSelector.matchExpressions[0].values`: `In` needs at least one value"));
+        assert!(
+            err(r#"{"matchExpressions":[{"key":"a","operator":"In"}]}"#)
+                .starts_with("setting `overrides[0].namespaceSelector.matchExpressions[0].values`: `In` needs at least one value")
+        );
         assert!(err(r#"{"matchExpressions":[{"key":"a","operator":"Exists","values":["x"]}]}"#).contains("must be empty with `Exists`"));
         assert!(err(r#"{"matchLabels":{"a b":"c"}}"#).contains("`a b` is not a valid label key"));
         assert!(err(r#"{"matchLabels":{"a":"-c"}}"#).starts_with("setting `overrides[0].namespaceSelector.matchLabels.a`"));

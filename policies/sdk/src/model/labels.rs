@@ -2,8 +2,8 @@
 //! which values they may take. Used by every rule that checks labels, so
 //! their settings and messages read the same.
 
-use std::fmt;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -29,12 +29,7 @@ pub struct RequiredLabels(pub BTreeMap<String, Vec<String>>);
 impl RequiredLabels {
     /// Builds requirements from `(key, allowed values)` pairs.
     pub fn new<'a>(entries: impl IntoIterator<Item = (&'a str, &'a [&'a str])>) -> RequiredLabels {
-        RequiredLabels(
-            entries
-                .into_iter()
-                .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
-                .collect(),
-        )
+        RequiredLabels(entries.into_iter().map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect())).collect())
     }
 
     /// Checks the requirements under their settings key: label keys and
@@ -57,10 +52,7 @@ impl RequiredLabels {
             }
             for (i, value) in values.iter().enumerate() {
                 if let Err(why) = name_part(value) {
-                    return Err(SettingsError::new(
-                        format!("{key}.{label}[{i}]"),
-                        format!("`{value}` is not a valid label value: {why}"),
-                    ));
+                    return Err(SettingsError::new(format!("{key}.{label}[{i}]"), format!("`{value}` is not a valid label value: {why}")));
                 }
             }
         }
@@ -78,12 +70,7 @@ impl RequiredLabels {
     /// problem.
     fn check_at(&self, labels: &Labels<'_>, path: &dyn fmt::Display) -> Vec<String> {
         let mut problems = Vec::new();
-        let missing: Vec<&str> = self
-            .0
-            .keys()
-            .filter(|k| !labels.contains_key(k.as_str()))
-            .map(String::as_str)
-            .collect();
+        let missing: Vec<&str> = self.0.keys().filter(|k| !labels.contains_key(k.as_str())).map(String::as_str).collect();
         match missing.as_slice() {
             [] => {}
             [one] => problems.push(format!("label `{one}` is missing from `{path}`{}", self.hint(one))),
@@ -135,10 +122,7 @@ impl RequiredLabels {
     /// `(identity, message)`: each label set [`label_sets`] finds for
     /// `scope`, checked with [`RequiredLabels::check_set`].
     pub fn check_workload(&self, workload: &Workload<'_>, scope: LabelScope, pods_why: &str) -> Vec<(String, String)> {
-        label_sets(workload, scope)
-            .iter()
-            .flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why))
-            .collect()
+        label_sets(workload, scope).iter().flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why)).collect()
     }
 
     /// A set that adds to the object's labels (an InferenceService
@@ -350,10 +334,7 @@ mod tests {
     }
 
     fn reqs() -> RequiredLabels {
-        RequiredLabels::new([
-            ("team", &[][..]),
-            ("workload-type", &["training", "inference"][..]),
-        ])
+        RequiredLabels::new([("team", &[][..]), ("workload-type", &["training", "inference"][..])])
     }
 
     #[test]
@@ -363,10 +344,7 @@ mod tests {
 
     #[test]
     fn missing_are_reported_together_in_key_order() {
-        assert_eq!(
-            reqs().check(&labels(&[]), "metadata.labels"),
-            ["labels `team`, `workload-type` are missing from `metadata.labels`"]
-        );
+        assert_eq!(reqs().check(&labels(&[]), "metadata.labels"), ["labels `team`, `workload-type` are missing from `metadata.labels`"]);
         assert_eq!(
             reqs().check(&labels(&[("team", "ml")]), "spec.template.metadata.labels"),
             ["label `workload-type` is missing from `spec.template.metadata.labels` (allowed: `training`, `inference`)"]
@@ -397,7 +375,11 @@ mod tests {
         use crate::model::kind::WorkloadKind;
         let pod = workload(WorkloadKind::Pod, r#"{"metadata":{"labels":{"a":"b"}},"spec":{}}"#);
         for scope in [LabelScope::ALL, LabelScope::POD_TEMPLATES_ONLY, LabelScope { object: true, pod_templates: false }] {
-            assert_eq!(paths(&label_sets(&pod, scope)), [("metadata.labels".into(), LabelSite::Object, String::new())], "a Pod's labels are its pod labels");
+            assert_eq!(
+                paths(&label_sets(&pod, scope)),
+                [("metadata.labels".into(), LabelSite::Object, String::new())],
+                "a Pod's labels are its pod labels"
+            );
         }
         let js = workload(
             WorkloadKind::JobSet,
@@ -408,9 +390,21 @@ mod tests {
             paths(&all),
             [
                 ("metadata.labels".into(), LabelSite::Object, String::new()),
-                ("spec.replicatedJobs[0].template.metadata.labels".into(), LabelSite::JobTemplate, "spec.replicatedJobs[0].template".into()),
-                ("spec.replicatedJobs[0].template.spec.template.metadata.labels".into(), LabelSite::PodTemplate, "spec.replicatedJobs[0].template.spec.template".into()),
-                ("spec.replicatedJobs[1].template.metadata.labels".into(), LabelSite::JobTemplate, "spec.replicatedJobs[1].template".into()),
+                (
+                    "spec.replicatedJobs[0].template.metadata.labels".into(),
+                    LabelSite::JobTemplate,
+                    "spec.replicatedJobs[0].template".into()
+                ),
+                (
+                    "spec.replicatedJobs[0].template.spec.template.metadata.labels".into(),
+                    LabelSite::PodTemplate,
+                    "spec.replicatedJobs[0].template.spec.template".into()
+                ),
+                (
+                    "spec.replicatedJobs[1].template.metadata.labels".into(),
+                    LabelSite::JobTemplate,
+                    "spec.replicatedJobs[1].template".into()
+                ),
             ]
         );
         let t = js.templates().next().unwrap();
@@ -452,7 +446,9 @@ mod tests {
         let user = Some("container `train` requests 1 `nvidia.com/gpu`");
         assert_eq!(
             compute_type_conflict(&at, "cpu", user, true, none).as_deref(),
-            Some("label `compute-type` in `metadata.labels` is `cpu`, but container `train` requests 1 `nvidia.com/gpu`: set it to `gpu` or `mixed`")
+            Some(
+                "label `compute-type` in `metadata.labels` is `cpu`, but container `train` requests 1 `nvidia.com/gpu`: set it to `gpu` or `mixed`"
+            )
         );
         assert_eq!(
             compute_type_conflict(&at, "mixed", None, false, none).as_deref(),
@@ -472,10 +468,23 @@ mod tests {
     fn settings_validation() {
         assert!(reqs().validate("requiredLabels").is_ok());
         let bad = RequiredLabels::new([("team", &[""][..])]);
-        assert_eq!(bad.validate("requiredLabels").unwrap_err().to_string(), "setting `requiredLabels.team`: allowed values must not be empty; use `[]` to allow any non-empty value");
+        assert_eq!(
+            bad.validate("requiredLabels").unwrap_err().to_string(),
+            "setting `requiredLabels.team`: allowed values must not be empty; use `[]` to allow any non-empty value"
+        );
         let bad = RequiredLabels::new([("cost center", &[][..])]);
-        assert!(bad.validate("requiredLabels").unwrap_err().to_string().starts_with("setting `requiredLabels`: `cost center` is not a valid label key"));
+        assert!(
+            bad.validate("requiredLabels")
+                .unwrap_err()
+                .to_string()
+                .starts_with("setting `requiredLabels`: `cost center` is not a valid label key")
+        );
         let bad = RequiredLabels::new([("tier", &["a", "b c"][..])]);
-        assert!(bad.validate("requiredLabels").unwrap_err().to_string().starts_with("setting `requiredLabels.tier[1]`: `b c` is not a valid label value"));
+        assert!(
+            bad.validate("requiredLabels")
+                .unwrap_err()
+                .to_string()
+                .starts_with("setting `requiredLabels.tier[1]`: `b c` is not a valid label value")
+        );
     }
 }

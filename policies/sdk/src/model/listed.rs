@@ -10,9 +10,8 @@
 //! parts left empty: a rule that needs more of a listed pod decodes it
 //! with [`crate::model::listed::list_items`] and [`crate::model::workload::Workload::parse`].
 
-
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R, Str};
+use crate::decode_struct;
 use crate::model::pod::{ObjectMeta, Resources};
 
 /// A Pod a cluster lookup listed, decoded in the same pass as the list
@@ -99,7 +98,11 @@ pub fn list_pods(list: &str) -> Result<Vec<crate::model::listed::ListedPod<'_>>,
 
 /// Each element of a `List`'s `items`, read by `item` as the list goes by;
 /// `what` names the list in an error.
-fn list_of<'a, T>(list: &'a str, what: &str, mut item: impl FnMut(&mut crate::decode::dec::Dec<'a>) -> crate::decode::dec::R<T>) -> Result<Vec<T>, crate::base::error::Malformed> {
+fn list_of<'a, T>(
+    list: &'a str,
+    what: &str,
+    mut item: impl FnMut(&mut crate::decode::dec::Dec<'a>) -> crate::decode::dec::R<T>,
+) -> Result<Vec<T>, crate::base::error::Malformed> {
     let mut items = Vec::new();
     let mut d = crate::decode::dec::Dec::new(list);
     let decoded = d
@@ -139,10 +142,10 @@ pub fn object_meta<'a>(json: &'a str, what: &str) -> Result<crate::model::pod::O
 
 #[cfg(test)]
 mod tests {
-    use crate::model::listed::list_pods;
     use crate::cluster::gpu::GpuResources;
-use crate::model::workload::Workload;
-use crate::model::kind::WorkloadKind;
+    use crate::model::kind::WorkloadKind;
+    use crate::model::listed::list_pods;
+    use crate::model::workload::Workload;
 
     /// A pod with everything a listed pod carries: what the slim model
     /// reads, and what it skips.

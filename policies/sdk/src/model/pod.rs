@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R, RawStr, Str};
+use crate::decode_struct;
 
 /// Labels, annotations, node selectors: keys to values, in key order.
 pub type StrMap<'a> = BTreeMap<Str<'a>, Str<'a>>;
@@ -39,7 +39,8 @@ pub struct OwnerReference<'a> {
 /// aigov governs but a Pod (which owns nothing), or a kind of Kueue's.
 pub fn is_trusted_owner(api_version: &str, kind: &str) -> bool {
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    group == "kueue.x-k8s.io" || crate::model::kind::WorkloadKind::of(group, kind).is_some_and(|k| k != crate::model::kind::WorkloadKind::Pod)
+    group == "kueue.x-k8s.io"
+        || crate::model::kind::WorkloadKind::of(group, kind).is_some_and(|k| k != crate::model::kind::WorkloadKind::Pod)
 }
 
 /// The parts of `metadata` rules read.
@@ -95,10 +96,7 @@ impl<'a> ObjectMeta<'a> {
 
     /// `name`, else `generateName`, else `(unnamed)`.
     pub fn display_name(&self) -> &str {
-        self.name
-            .as_deref()
-            .or(self.generate_name.as_deref())
-            .unwrap_or("(unnamed)")
+        self.name.as_deref().or(self.generate_name.as_deref()).unwrap_or("(unnamed)")
     }
 }
 
@@ -425,11 +423,7 @@ impl PodSpec<'_> {
     /// The service account pods run as: `serviceAccountName`, else the
     /// deprecated `serviceAccount`, else `default`.
     pub fn service_account(&self) -> &str {
-        self.service_account_name
-            .as_deref()
-            .or(self.service_account.as_deref())
-            .filter(|s| !s.is_empty())
-            .unwrap_or("default")
+        self.service_account_name.as_deref().or(self.service_account.as_deref()).filter(|s| !s.is_empty()).unwrap_or("default")
     }
 
     /// Whether the pod declares itself a Windows pod (`os.name: windows`).
@@ -447,10 +441,7 @@ impl PodSpec<'_> {
 
     /// The preferred node affinity terms.
     pub fn preferred_node_affinity(&self) -> &[PreferredTerm<'_>] {
-        self.affinity
-            .as_ref()
-            .and_then(|a| a.node_affinity.as_ref())
-            .map_or(&[], |n| n.preferred.as_slice())
+        self.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).map_or(&[], |n| n.preferred.as_slice())
     }
 }
 

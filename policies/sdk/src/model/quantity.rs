@@ -22,11 +22,7 @@ pub struct QuantityError(String);
 
 impl fmt::Display for QuantityError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` is not a valid quantity (expected a number with an optional suffix, like `2`, `500m` or `4Gi`)",
-            self.0
-        )
+        write!(f, "`{}` is not a valid quantity (expected a number with an optional suffix, like `2`, `500m` or `4Gi`)", self.0)
     }
 }
 
@@ -45,10 +41,7 @@ impl Quantity {
             Some(b'+') => (false, s.get(1..).unwrap_or_default()),
             _ => (false, s),
         };
-        let number_end = s
-            .bytes()
-            .position(|b| !(b.is_ascii_digit() || b == b'.'))
-            .unwrap_or(s.len());
+        let number_end = s.bytes().position(|b| !(b.is_ascii_digit() || b == b'.')).unwrap_or(s.len());
         let (number, suffix) = s.split_at(number_end);
         let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
         if int_part.is_empty() && frac_part.is_empty() {
@@ -96,10 +89,7 @@ impl Quantity {
             "Pi" => (0, 50),
             "Ei" => (0, 60),
             exp => {
-                let rest = exp
-                    .strip_prefix('e')
-                    .or_else(|| exp.strip_prefix('E'))
-                    .ok_or_else(err)?;
+                let rest = exp.strip_prefix('e').or_else(|| exp.strip_prefix('E')).ok_or_else(err)?;
                 let unsigned = rest.strip_prefix(['+', '-']).unwrap_or(rest);
                 if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(err());
@@ -111,12 +101,7 @@ impl Quantity {
                 (e, 0)
             }
         };
-        Ok(Quantity {
-            negative: negative && mantissa != 0,
-            mantissa,
-            exp10: exp10 - frac_digits + dropped,
-            exp2,
-        })
+        Ok(Quantity { negative: negative && mantissa != 0, mantissa, exp10: exp10 - frac_digits + dropped, exp2 })
     }
 
     /// The value in one spelling, whatever its notation: `1.50`, `1.5` and

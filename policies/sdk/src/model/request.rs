@@ -8,18 +8,14 @@
 //! the error names the field ([`explain`]), found by walking the text to
 //! where serde stopped, so the happy path carries no path tracking.
 
-
-
-
-
 use serde::Deserialize;
 
-use crate::decode_struct;
 use crate::base::error::Malformed;
-use crate::decode::json;
 use crate::decode::dec::{Dec, DecError, Decode, R, Str, nullable};
 use crate::decode::explain::{decode, explain, locate};
+use crate::decode::json;
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 use crate::model::workload::{Workload, decode_workload};
 
@@ -57,10 +53,9 @@ impl<'a> Decode<'a> for Operation {
             "UPDATE" => Ok(Operation::Update),
             "DELETE" => Ok(Operation::Delete),
             "CONNECT" => Ok(Operation::Connect),
-            other => Err(d.invalid_value(
-                at,
-                format!("unknown variant `{other}`, expected one of `CREATE`, `UPDATE`, `DELETE`, `CONNECT`"),
-            )),
+            other => {
+                Err(d.invalid_value(at, format!("unknown variant `{other}`, expected one of `CREATE`, `UPDATE`, `DELETE`, `CONNECT`")))
+            }
         }
     }
 }
@@ -229,8 +224,8 @@ fn raw<'a>(text: &'a str, wrap: fn(&'a str) -> Object<'a>) -> Object<'a> {
 /// the request.
 pub(crate) fn explain_request(text: &str, err: &DecError, prefix: &[&str]) -> Malformed {
     let (path, msg) = locate(text, err);
-    let in_request = path.0.len() >= prefix.len()
-        && path.0.iter().zip(prefix).all(|(s, p)| matches!(s, crate::decode::path::Seg::Key(k) if k == p));
+    let in_request =
+        path.0.len() >= prefix.len() && path.0.iter().zip(prefix).all(|(s, p)| matches!(s, crate::decode::path::Seg::Key(k) if k == p));
     let rest = Path(path.0.get(prefix.len()..).unwrap_or_default().to_vec());
     let (what, field) = match rest.0.split_first() {
         Some((crate::decode::path::Seg::Key(k), inner)) if in_request && k == "object" => {
@@ -240,11 +235,7 @@ pub(crate) fn explain_request(text: &str, err: &DecError, prefix: &[&str]) -> Ma
         _ if prefix.is_empty() => ("the admission request".to_string(), path),
         _ => ("the validation request".to_string(), path),
     };
-    Malformed(if field.is_root() {
-        format!("{what} is malformed: {msg}")
-    } else {
-        format!("{what} is malformed: `{field}`: {msg}")
-    })
+    Malformed(if field.is_root() { format!("{what} is malformed: {msg}") } else { format!("{what} is malformed: `{field}`: {msg}") })
 }
 
 /// The object's kind name, read from the request's `kind` (`Pod`), for
@@ -498,7 +489,8 @@ mod tests {
 
     #[test]
     fn an_object_before_its_kind_is_decoded_afterwards() {
-        let json = r#"{"object":{"metadata":{"name":"late"}},"operation":"CREATE","kind":{"group":"apps","version":"v1","kind":"Deployment"}}"#;
+        let json =
+            r#"{"object":{"metadata":{"name":"late"}},"operation":"CREATE","kind":{"group":"apps","version":"v1","kind":"Deployment"}}"#;
         let req = Request::parse(json).unwrap();
         assert_eq!(req.workload().unwrap().metadata.name.as_deref(), Some("late"));
         let bad = r#"{"object":{"spec":{"replicas":"x"}},"operation":"CREATE","kind":{"group":"apps","version":"v1","kind":"Deployment"}}"#;
@@ -509,19 +501,19 @@ mod tests {
     #[test]
     fn malformed_fields_are_named() {
         let e = Request::parse(r#"{"kind":{"kind":"Pod"},"operation":"CREATE","userInfo":{"groups":"x"}}"#).unwrap_err();
-        assert_eq!(
-            e.0,
-            "the admission request is malformed: `userInfo.groups`: invalid type: string \"x\", expected a list"
-        );
+        assert_eq!(e.0, "the admission request is malformed: `userInfo.groups`: invalid type: string \"x\", expected a list");
         let e = Request::parse(r#"{"kind":{"kind":"Pod"},"operation":"PATCH"}"#).unwrap_err();
         assert!(e.0.contains("`operation`: unknown variant `PATCH`"), "{e}");
         let e = Request::parse("{not json").unwrap_err();
         assert!(e.0.contains("key must be a string at line 1 column 2"), "{e}");
         let e = Request::parse(r#"{"operation":"CREATE"}"#).unwrap_err();
         assert!(e.0.contains("missing field `kind`"), "{e}");
-        let e = Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"spec":{"containers":{}}}}"#).unwrap_err();
+        let e =
+            Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"spec":{"containers":{}}}}"#)
+                .unwrap_err();
         assert_eq!(e.0, "the Pod is malformed: `spec.containers`: invalid type: object, expected a list");
-        let e = Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"spec":"x"}}"#).unwrap_err();
+        let e =
+            Request::parse(r#"{"kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"spec":"x"}}"#).unwrap_err();
         assert_eq!(e.0, "the Pod is malformed: `spec`: invalid type: string \"x\", expected an object");
     }
 

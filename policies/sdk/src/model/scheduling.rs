@@ -172,7 +172,13 @@ pub fn term_values(term: &NodeSelectorTerm<'_>, key: &str) -> Option<BTreeSet<St
             op @ ("Gt" | "Lt") => {
                 let bound = r.values.first().and_then(|b| b.parse::<i64>().ok());
                 values.retain(|v| match (v.parse::<i64>().ok(), bound) {
-                    (Some(v), Some(b)) => if op == "Gt" { v > b } else { v < b },
+                    (Some(v), Some(b)) => {
+                        if op == "Gt" {
+                            v > b
+                        } else {
+                            v < b
+                        }
+                    }
                     _ => false,
                 });
             }
@@ -217,9 +223,7 @@ pub fn demand_field(spec: &PodSpec<'_>, key: &str) -> Option<&'static [&'static 
         return Some(NODE_SELECTOR);
     }
     let names = |t: &NodeSelectorTerm<'_>| t.match_expressions.iter().any(|r| &*r.key == key);
-    spec.required_node_affinity()
-        .is_some_and(|ns| ns.node_selector_terms.iter().any(names))
-        .then_some(REQUIRED_AFFINITY)
+    spec.required_node_affinity().is_some_and(|ns| ns.node_selector_terms.iter().any(names)).then_some(REQUIRED_AFFINITY)
 }
 
 /// The node selector's path inside a pod spec.
@@ -240,14 +244,9 @@ pub fn targets_label(spec: &PodSpec<'_>, key: &str, required_only: bool) -> bool
         return true;
     }
     let positive = |r: &SelectorRequirement<'_>| &*r.key == key && matches!(&*r.operator, "In" | "Exists" | "Gt" | "Lt");
-    let required = spec
-        .required_node_affinity()
-        .is_some_and(|ns| ns.node_selector_terms.iter().any(|t| t.match_expressions.iter().any(positive)));
-    let preferred = !required_only
-        && spec
-            .preferred_node_affinity()
-            .iter()
-            .any(|p| p.preference.match_expressions.iter().any(positive));
+    let required =
+        spec.required_node_affinity().is_some_and(|ns| ns.node_selector_terms.iter().any(|t| t.match_expressions.iter().any(positive)));
+    let preferred = !required_only && spec.preferred_node_affinity().iter().any(|p| p.preference.match_expressions.iter().any(positive));
     required || preferred
 }
 
@@ -260,21 +259,23 @@ pub fn node_fits<'l>(spec: &PodSpec<'_>, labels: &dyn Fn(&str) -> Option<&'l str
         // An empty term matches no node.
         (!t.match_expressions.is_empty() || !t.match_fields.is_empty())
             && t.match_expressions.iter().all(|r| {
-            let have = labels(&r.key);
-            match &*r.operator {
-                "In" => have.is_some_and(|h| r.values.iter().any(|v| &**v == h)),
-                "NotIn" => !have.is_some_and(|h| r.values.iter().any(|v| &**v == h)),
-                "Exists" => have.is_some(),
-                "DoesNotExist" => have.is_none(),
-                "Gt" | "Lt" => {
-                    let (Some(h), Some(v)) = (have.and_then(|h| h.parse::<i64>().ok()), r.values.first().and_then(|v| v.parse::<i64>().ok())) else {
-                        return false;
-                    };
-                    if &*r.operator == "Gt" { h > v } else { h < v }
+                let have = labels(&r.key);
+                match &*r.operator {
+                    "In" => have.is_some_and(|h| r.values.iter().any(|v| &**v == h)),
+                    "NotIn" => !have.is_some_and(|h| r.values.iter().any(|v| &**v == h)),
+                    "Exists" => have.is_some(),
+                    "DoesNotExist" => have.is_none(),
+                    "Gt" | "Lt" => {
+                        let (Some(h), Some(v)) =
+                            (have.and_then(|h| h.parse::<i64>().ok()), r.values.first().and_then(|v| v.parse::<i64>().ok()))
+                        else {
+                            return false;
+                        };
+                        if &*r.operator == "Gt" { h > v } else { h < v }
+                    }
+                    _ => false,
                 }
-                _ => false,
-            }
-        })
+            })
     };
     let affinity_ok = match spec.required_node_affinity() {
         Some(ns) if !ns.node_selector_terms.is_empty() => ns.node_selector_terms.iter().any(term_ok),
@@ -288,7 +289,12 @@ mod tests {
     use super::*;
     use crate::decode::dec::Str;
 
-    fn tol(key: Option<&'static str>, op: Option<&'static str>, value: Option<&'static str>, effect: Option<&'static str>) -> Toleration<'static> {
+    fn tol(
+        key: Option<&'static str>,
+        op: Option<&'static str>,
+        value: Option<&'static str>,
+        effect: Option<&'static str>,
+    ) -> Toleration<'static> {
         Toleration { key: key.map(Str::from), operator: op.map(Str::from), value: value.map(Str::from), effect: effect.map(Str::from) }
     }
 
@@ -296,7 +302,10 @@ mod tests {
 
     #[test]
     fn tolerations_match_as_the_scheduler_matches_them() {
-        assert!(tolerates(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, Some("NoSchedule")), &GPU), "what ExtendedResourceToleration adds");
+        assert!(
+            tolerates(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, Some("NoSchedule")), &GPU),
+            "what ExtendedResourceToleration adds"
+        );
         assert!(tolerates(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, None), &GPU), "no effect: every effect");
         assert!(!tolerates(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, Some("NoExecute")), &GPU));
         assert!(tolerates(&tol(None, Some("Exists"), None, None), &GPU), "tolerate everything");
@@ -332,18 +341,24 @@ mod tests {
         let s = spec(r#"{"nodeSelector":{"nvidia.com/gpu.product":"NVIDIA-A10"}}"#);
         assert_eq!(label_demand(&s, "nvidia.com/gpu.product").values().unwrap().len(), 1);
         assert_eq!(label_demand(&s, "other"), LabelDemand::Open);
-        let s = spec(r#"{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+        let s = spec(
+            r#"{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
             {"matchExpressions":[{"key":"p","operator":"In","values":["a","b"]}]},
-            {"matchExpressions":[{"key":"p","operator":"In","values":["c"]}]}]}}}}"#);
+            {"matchExpressions":[{"key":"p","operator":"In","values":["c"]}]}]}}}}"#,
+        );
         assert_eq!(label_demand(&s, "p").values().unwrap().iter().cloned().collect::<Vec<_>>(), ["a", "b", "c"]);
-        let s = spec(r#"{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+        let s = spec(
+            r#"{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
             {"matchExpressions":[{"key":"p","operator":"In","values":["a"]}]},
-            {"matchExpressions":[{"key":"zone","operator":"In","values":["x"]}]}]}}}}"#);
+            {"matchExpressions":[{"key":"zone","operator":"In","values":["x"]}]}]}}}}"#,
+        );
         assert_eq!(label_demand(&s, "p"), LabelDemand::Open, "the second term leaves it open");
     }
 
     fn affinity(terms: &str) -> String {
-        format!(r#"{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{terms}]}}}}}}}}"#)
+        format!(
+            r#"{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{terms}]}}}}}}}}"#
+        )
     }
 
     fn demand(terms: &str, key: &str) -> Option<Vec<String>> {
@@ -357,7 +372,8 @@ mod tests {
         let in_notin = r#"{"matchExpressions":[{"key":"nvidia.com/gpu.product","operator":"In","values":["T4","H100"]},
             {"key":"nvidia.com/gpu.product","operator":"NotIn","values":["H100"]}]}"#;
         assert_eq!(demand(in_notin, p), Some(vec!["T4".to_string()]), "NotIn narrows In");
-        let notin_first = r#"{"matchExpressions":[{"key":"p","operator":"NotIn","values":["b"]},{"key":"p","operator":"In","values":["a","b"]}]}"#;
+        let notin_first =
+            r#"{"matchExpressions":[{"key":"p","operator":"NotIn","values":["b"]},{"key":"p","operator":"In","values":["a","b"]}]}"#;
         assert_eq!(demand(notin_first, "p"), Some(vec!["a".to_string()]), "in any order");
         let notin_alone = r#"{"matchExpressions":[{"key":"p","operator":"NotIn","values":["b"]}]}"#;
         assert_eq!(demand(notin_alone, "p"), None, "every other value, and nodes without the label");
@@ -372,11 +388,7 @@ mod tests {
         let exists = r#"{"matchExpressions":[{"key":"p","operator":"In","values":["a"]},{"key":"p","operator":"Exists"}]}"#;
         assert_eq!(demand(exists, "p"), Some(vec!["a".to_string()]));
         assert_eq!(demand(r#"{}"#, "p"), Some(vec![]), "an empty term matches no node");
-        assert_eq!(
-            demand(&format!("{notin_alone},{in_notin}"), "p"),
-            None,
-            "terms are ORed: one open term leaves the label open"
-        );
+        assert_eq!(demand(&format!("{notin_alone},{in_notin}"), "p"), None, "terms are ORed: one open term leaves the label open");
         assert_eq!(
             demand(&format!(r#"{in_notin},{{"matchExpressions":[{{"key":"{p}","operator":"In","values":["A10"]}}]}}"#), p),
             Some(vec!["A10".to_string(), "T4".to_string()])
@@ -390,10 +402,19 @@ mod tests {
 
     #[test]
     fn fits() {
-        let s = spec(r#"{"nodeSelector":{"pool":"a"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
-            {"matchExpressions":[{"key":"gpu","operator":"NotIn","values":["true"]}]}]}}}}"#);
-        let gpu_node = |k: &str| match k { "pool" => Some("a"), "gpu" => Some("true"), _ => None };
-        let cpu_node = |k: &str| match k { "pool" => Some("a"), _ => None };
+        let s = spec(
+            r#"{"nodeSelector":{"pool":"a"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"gpu","operator":"NotIn","values":["true"]}]}]}}}}"#,
+        );
+        let gpu_node = |k: &str| match k {
+            "pool" => Some("a"),
+            "gpu" => Some("true"),
+            _ => None,
+        };
+        let cpu_node = |k: &str| match k {
+            "pool" => Some("a"),
+            _ => None,
+        };
         assert!(!node_fits(&s, &gpu_node));
         assert!(node_fits(&s, &cpu_node));
         assert!(targets_label(&s, "pool", true));

@@ -29,8 +29,8 @@ use serde_json::value::RawValue;
 use crate::base::error::Malformed;
 use crate::base::rule_settings::SettingsError;
 use crate::cluster::Cluster;
-use crate::decode::json;
 use crate::decode::dec::Str;
+use crate::decode::json;
 use crate::decode::path::Path;
 use crate::model::kind::WorkloadKind;
 use crate::model::request::{Request, all_kinds};
@@ -237,9 +237,8 @@ fn run(
     answers: &mut Vec<(&'static str, ValidationResponse)>,
 ) -> Result<Option<String>, ValidationResponse> {
     for (at, (entry, s)) in enabled.iter().enumerate() {
-        let mut outcome = (entry.run)(request, s, cluster).map_err(|e| {
-            ValidationResponse::reject(format!("invalid settings: {}{e}", settings_prefix(entry.name())), Some(400))
-        })?;
+        let mut outcome = (entry.run)(request, s, cluster)
+            .map_err(|e| ValidationResponse::reject(format!("invalid settings: {}{e}", settings_prefix(entry.name())), Some(400)))?;
         let mutated = outcome.mutated.take();
         answers.push((entry.name(), outcome.into_response(entry.name())));
         let Some(text) = mutated else { continue };

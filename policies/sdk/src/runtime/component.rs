@@ -1,8 +1,8 @@
 //! The component face: the `admission-policy` world's exports and the
 //! `cluster` import. Compiled only for `wasm32-unknown-unknown`.
 
-use crate::bindings::{Metadata, ResourceKind, Rule, SettingsVerdict, Verdict};
 use crate::bindings::aigov::policy::cluster as wit;
+use crate::bindings::{Metadata, ResourceKind, Rule, SettingsVerdict, Verdict};
 use crate::cluster::{Cluster, LookupError};
 use crate::runtime::policy::Handler;
 

@@ -35,8 +35,8 @@ use crate::decode::dec::Dec;
 use crate::decode::json::{self, Edit};
 use crate::model::kind::WorkloadKind;
 use crate::model::request::{AdmissionRequest, Operation, Request, Wants, decode_request, explain_request};
-use crate::runtime::mutate;
 use crate::runtime::metadata::PolicyMetadata;
+use crate::runtime::mutate;
 use crate::runtime::policy::{Exported, Handler};
 use crate::runtime::settings::{Mode, Settings, cached};
 use crate::runtime::verdict::{SettingsResponse, ValidationResponse};
@@ -91,15 +91,13 @@ pub fn wanted<P: Exported>(k: WorkloadKind) -> bool {
 /// guests (`simdutf8` with wasm's simd128; core's check reads a wasm32 word,
 /// four), or the 400 a payload that is not UTF-8 gets.
 pub(crate) fn payload_text(payload: &[u8]) -> Result<&str, ValidationResponse> {
-    simdutf8::basic::from_utf8(payload)
-        .map_err(|_| ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400)))
+    simdutf8::basic::from_utf8(payload).map_err(|_| ValidationResponse::reject("the validation request is not UTF-8 JSON", Some(400)))
 }
 
 /// Settings as text, checked as [`payload_text`] checks a payload, or the
 /// refusal settings that are not UTF-8 get.
 pub(crate) fn settings_text(settings: &[u8]) -> Result<&str, SettingsResponse> {
-    simdutf8::basic::from_utf8(settings)
-        .map_err(|_| SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) })
+    simdutf8::basic::from_utf8(settings).map_err(|_| SettingsResponse { valid: false, message: Some("settings are not UTF-8 JSON".into()) })
 }
 
 /// Validates a Kubewarden `validate` payload.
@@ -187,13 +185,9 @@ impl Outcome {
         }
         let message = violations.join("\n");
         match mode {
-            Mode::Enforce => ValidationResponse {
-                accepted: false,
-                message: Some(message),
-                warnings,
-                audit_annotations,
-                ..ValidationResponse::default()
-            },
+            Mode::Enforce => {
+                ValidationResponse { accepted: false, message: Some(message), warnings, audit_annotations, ..ValidationResponse::default() }
+            }
             Mode::Audit => {
                 warnings.extend(violations.iter().map(|v| format!("{name} (audit mode, not enforced): {v}")));
                 audit_annotations.insert(AUDIT_ANNOTATION.into(), message);
@@ -212,9 +206,10 @@ pub fn routed(metadata: &PolicyMetadata, request: &Request<'_>) -> bool {
     if r.resource.is_empty() {
         return match request.sub_resource() {
             None => true,
-            Some(sub) => metadata.rules.iter().any(|rule| {
-                rule.resources.iter().any(|res| res.split_once('/').is_some_and(|(_, s)| s == sub || s == "*"))
-            }),
+            Some(sub) => metadata
+                .rules
+                .iter()
+                .any(|rule| rule.resources.iter().any(|res| res.split_once('/').is_some_and(|(_, s)| s == sub || s == "*"))),
         };
     }
     metadata.governs(&r.group, &r.version, &r.resource, request.sub_resource(), op)
@@ -255,8 +250,7 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
         let (kept, old): (Vec<_>, Vec<_>) = violations.into_iter().partition(|(key, _)| !existing.contains(key));
         violations = kept;
         outcome.warnings.extend(
-            old.into_iter()
-                .map(|(_, v)| format!("{} (allowed: the object already had this before the update): {v}", P::METADATA.name)),
+            old.into_iter().map(|(_, v)| format!("{} (allowed: the object already had this before the update): {v}", P::METADATA.name)),
         );
     }
     outcome.violations = violations.into_iter().map(|(_, v)| v).collect();
@@ -278,9 +272,9 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
                 Ok(m) => outcome.mutated = m,
                 Err(e) => outcome.malformed = Some(e.0),
             },
-            Mode::Audit => outcome.warnings.extend(
-                edits.iter().map(|e| format!("{} (audit mode, not applied): would {}", P::METADATA.name, describe(e))),
-            ),
+            Mode::Audit => outcome
+                .warnings
+                .extend(edits.iter().map(|e| format!("{} (audit mode, not applied): would {}", P::METADATA.name, describe(e)))),
         }
     }
     outcome

@@ -66,16 +66,13 @@ impl PolicyMetadata {
     /// group `group`, whatever the version and operation.
     pub fn lists(&self, group: &str, resource: &str) -> bool {
         self.rules.iter().any(|r| {
-            r.api_groups.iter().any(|g| *g == "*" || *g == group)
-                && r.resources.iter().any(|p| resource_matches(p, resource, None))
+            r.api_groups.iter().any(|g| *g == "*" || *g == group) && r.resources.iter().any(|p| resource_matches(p, resource, None))
         })
     }
 
     /// Whether the rule may look up `kind` in `api_version`.
     pub fn may_look_up(&self, api_version: &str, kind: &str) -> bool {
-        self.context_aware_resources
-            .iter()
-            .any(|r| r.api_version == api_version && r.kind == kind)
+        self.context_aware_resources.iter().any(|r| r.api_version == api_version && r.kind == kind)
     }
 }
 

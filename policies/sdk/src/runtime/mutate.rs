@@ -130,8 +130,10 @@ pub fn bookkeeping_only(req: &Request<'_>) -> bool {
     }
     let (Some(new), Some(old)) = (req.object_text(), req.old_object_text()) else { return false };
     same_but(new, old, &["status"], &|key, new, old| match key {
-        "metadata" => same_but(new, old, &["finalizers", "managedFields", "resourceVersion", "generation", "ownerReferences"], &|_, _, _| false)
-            && owners_only_removed(new, old),
+        "metadata" => {
+            same_but(new, old, &["finalizers", "managedFields", "resourceVersion", "generation", "ownerReferences"], &|_, _, _| false)
+                && owners_only_removed(new, old)
+        }
         _ => false,
     })
 }
@@ -195,11 +197,7 @@ pub fn pod_metadata_path(w: &Workload<'_>, t: &PodTemplate<'_>) -> Option<Path> 
 /// existing value alone.
 pub fn label(metadata: &Path, key: &str, value: &str, overwrite: bool) -> Edit {
     let path = metadata.keys(&["labels", key]);
-    if overwrite {
-        Edit::Set { path, value: quote(value) }
-    } else {
-        Edit::SetIfAbsent { path, value: quote(value) }
-    }
+    if overwrite { Edit::Set { path, value: quote(value) } } else { Edit::SetIfAbsent { path, value: quote(value) } }
 }
 
 /// Sets annotation `key` in the metadata at `metadata` to `value`, if not set.
@@ -250,9 +248,8 @@ pub fn term_has(term: &NodeSelectorTerm<'_>, key: &str, operator: &str, values: 
 /// created. Everything else in the affinity is kept.
 pub fn require_node(t: &PodTemplate<'_>, key: &str, operator: &str, values: &[&str]) -> Vec<Edit> {
     let expr = requirement(key, operator, values);
-    let terms_path = t
-        .spec_path()
-        .keys(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
+    let terms_path =
+        t.spec_path().keys(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
     match t.spec.required_node_affinity() {
         Some(ns) if !ns.node_selector_terms.is_empty() => ns
             .node_selector_terms
@@ -279,9 +276,8 @@ pub fn require_nodes(t: &PodTemplate<'_>, requirements: &[(&str, &str, &[&str])]
         return Vec::new();
     }
     let exprs: Vec<String> = requirements.iter().map(|(k, op, vs)| requirement(k, op, vs)).collect();
-    let terms_path = t
-        .spec_path()
-        .keys(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
+    let terms_path =
+        t.spec_path().keys(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
     vec![Edit::Set { path: terms_path, value: format!("[{{\"matchExpressions\":[{}]}}]", exprs.join(",")) }]
 }
 
@@ -289,9 +285,8 @@ pub fn require_nodes(t: &PodTemplate<'_>, requirements: &[(&str, &str, &[&str])]
 mod tests {
     use super::*;
     use crate::decode::json::apply;
+    use crate::model::kind::WorkloadKind;
     use crate::model::workload::Workload;
-use crate::model::kind::WorkloadKind;
-
 
     fn with<R>(json: &str, f: impl FnOnce(&PodTemplate<'_>) -> R) -> R {
         let w = Workload::parse(WorkloadKind::Deployment, json).unwrap();
@@ -368,21 +363,26 @@ use crate::model::kind::WorkloadKind;
 
     #[test]
     fn bookkeeping_is_status_finalizers_and_owners_removed() {
-        let pod = |meta: &str, status: &str| {
-            format!(r#"{{"metadata":{{"name":"p"{meta}}},"spec":{{"containers":[{{"name":"c"}}]}}{status}}}"#)
-        };
+        let pod =
+            |meta: &str, status: &str| format!(r#"{{"metadata":{{"name":"p"{meta}}},"spec":{{"containers":[{{"name":"c"}}]}}{status}}}"#);
         let owner = r#","ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"j","uid":"1","controller":true}]"#;
         let check = |new: &str, old: &str| {
             let text = request("UPDATE", ("", "Pod"), new, Some(old));
             bookkeeping_only(&Request::parse(&text).unwrap())
         };
         assert!(check(&pod("", ""), &pod(owner, "")), "the garbage collector orphaning a pod");
-        assert!(check(&pod(r#","resourceVersion":"2""#, r#","status":{"phase":"Running"}"#), &pod(r#","resourceVersion":"1","finalizers":["f"]"#, "")));
+        assert!(check(
+            &pod(r#","resourceVersion":"2""#, r#","status":{"phase":"Running"}"#),
+            &pod(r#","resourceVersion":"1","finalizers":["f"]"#, "")
+        ));
         assert!(!check(&pod(owner, ""), &pod("", "")), "an owner added is not bookkeeping");
         assert!(!check(&pod(r#","labels":{"a":"b"}"#, ""), &pod("", "")), "a label is the user's");
         let other_spec = r#"{"metadata":{"name":"p"},"spec":{"containers":[{"name":"d"}]}}"#;
         assert!(!check(other_spec, &pod("", "")));
-        assert!(!check(&pod("", ""), r#"{"spec":{"containers":[{"name":"c"}]},"metadata":{"name":"p"}}"#), "another order: judged as any update");
+        assert!(
+            !check(&pod("", ""), r#"{"spec":{"containers":[{"name":"c"}]},"metadata":{"name":"p"}}"#),
+            "another order: judged as any update"
+        );
         let create = request("CREATE", ("", "Pod"), &pod("", ""), None);
         assert!(!bookkeeping_only(&Request::parse(&create).unwrap()));
     }
@@ -390,7 +390,9 @@ use crate::model::kind::WorkloadKind;
     #[test]
     fn a_jobs_template_changes_only_in_scheduling_directives_while_suspended() {
         let job = |suspend: bool, status: &str| {
-            format!(r#"{{"metadata":{{"name":"j"}},"spec":{{"suspend":{suspend},"template":{{"spec":{{"containers":[{{"name":"c"}}]}}}}}}{status}}}"#)
+            format!(
+                r#"{{"metadata":{{"name":"j"}},"spec":{{"suspend":{suspend},"template":{{"spec":{{"containers":[{{"name":"c"}}]}}}}}}{status}}}"#
+            )
         };
         let allows = |old: &str, path: &[&str]| {
             let text = request("UPDATE", ("batch", "Job"), &job(false, ""), Some(old));
@@ -405,7 +407,8 @@ use crate::model::kind::WorkloadKind;
         let started = job(true, r#","status":{"startTime":"2026-11-27T08:00:00Z"}"#);
         assert!(!allows(&started, &["spec", "template", "spec", "tolerations"]), "suspended again after it started");
         assert!(!allows(&job(false, ""), &["spec", "template", "spec", "tolerations"]));
-        let text = request("UPDATE", ("apps", "Deployment"), r#"{"spec":{"template":{"spec":{}}}}"#, Some(r#"{"spec":{"template":{"spec":{}}}}"#));
+        let text =
+            request("UPDATE", ("apps", "Deployment"), r#"{"spec":{"template":{"spec":{}}}}"#, Some(r#"{"spec":{"template":{"spec":{}}}}"#));
         assert!(update_allows(&Request::parse(&text).unwrap(), &Path::root().keys(&["spec", "template", "spec", "runtimeClassName"])));
     }
 
@@ -420,12 +423,14 @@ use crate::model::kind::WorkloadKind;
         assert_eq!(p.metadata.controller().map(|o| &*o.kind), Some("ReplicaSet"));
         let t = p.templates().next().unwrap();
         assert_eq!(pod_metadata_path(&p, t).unwrap().to_string(), "metadata");
-        let nb = Workload::parse(WorkloadKind::Notebook, r#"{"metadata":{"name":"n"},"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
+        let nb =
+            Workload::parse(WorkloadKind::Notebook, r#"{"metadata":{"name":"n"},"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
         assert_eq!(pod_metadata_path(&nb, nb.templates().next().unwrap()).unwrap().to_string(), "metadata");
         let d = Workload::parse(WorkloadKind::Deployment, r#"{"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
         assert!(!controlled_copy(&d));
         assert_eq!(pod_metadata_path(&d, d.templates().next().unwrap()).unwrap().to_string(), "spec.template.metadata");
-        let tj = Workload::parse(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":1}}}}}"#).unwrap();
+        let tj = Workload::parse(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":1}}}}}"#)
+            .unwrap();
         assert!(tj.templates().next().is_none_or(|t| pod_metadata_path(&tj, t).is_none()));
     }
 

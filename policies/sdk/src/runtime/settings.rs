@@ -19,23 +19,23 @@
 //! A fresh instance per request (as policy-server runs them) reads them on
 //! every request, which is why the common cases are made cheap.
 
-use std::fmt;
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
 use serde::de::{self, DeserializeOwned};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::base::glob::{Glob, any_match, non_empty_patterns};
 use crate::base::rule_settings::{RuleSettings, SettingsError};
-use crate::decode::json;
 use crate::decode::dec::Str;
 use crate::decode::explain::friendly;
+use crate::decode::json;
 use crate::model::request::Request;
 
 /// What a rule does with a request it would reject.
@@ -207,7 +207,12 @@ impl<R: RuleSettings> Settings<R> {
     /// `null`): all defaults.
     fn read(json: &str) -> Result<Option<Settings<R>>, SettingsError> {
         let body = json.trim_matches(crate::decode::dec::WHITESPACE);
-        if body == "null" || body.strip_prefix('{').and_then(|b| b.strip_suffix('}')).is_some_and(|b| b.trim_matches(crate::decode::dec::WHITESPACE).is_empty()) {
+        if body == "null"
+            || body
+                .strip_prefix('{')
+                .and_then(|b| b.strip_suffix('}'))
+                .is_some_and(|b| b.trim_matches(crate::decode::dec::WHITESPACE).is_empty())
+        {
             return Ok(None);
         }
         // One pass: the shared keys taken out as serde meets them, the rest
@@ -370,7 +375,11 @@ pub fn check_defaults<R: RuleSettings>() -> Result<(), String> {
     let once = Settings::<R>::read_once(&full).map_err(|e| format!("the one pass refuses the defaults spelt out: {e}"))?;
     match Settings::<R>::read_split(&full) {
         Ok(Some(long)) if long.to_json() == once.to_json() => Ok(()),
-        other => Err(format!("the defaults spelt out read as {} in one pass, as {:?} the long way", once.to_json(), other.map(|s| s.map(|s| s.to_json())))),
+        other => Err(format!(
+            "the defaults spelt out read as {} in one pass, as {:?} the long way",
+            once.to_json(),
+            other.map(|s| s.map(|s| s.to_json()))
+        )),
     }
 }
 
@@ -388,10 +397,7 @@ thread_local! {
 pub fn cached<R: RuleSettings>(json: &str) -> Result<Rc<Settings<R>>, SettingsError> {
     let id = TypeId::of::<R>();
     let hit = CACHE.with(|c| {
-        c.borrow()
-            .iter()
-            .find(|(t, text, _)| *t == id && text == json)
-            .and_then(|(_, _, s)| s.clone().downcast::<Settings<R>>().ok())
+        c.borrow().iter().find(|(t, text, _)| *t == id && text == json).and_then(|(_, _, s)| s.clone().downcast::<Settings<R>>().ok())
     });
     if let Some(s) = hit {
         return Ok(s);
@@ -423,9 +429,11 @@ fn no_list_read_as_object(given: &str, read: &str) -> Result<(), SettingsError> 
     fn walk(given: &str, read: &str) -> Result<(), Vec<crate::decode::path::Seg>> {
         let first = |text: &str| text.trim_start_matches(crate::decode::dec::WHITESPACE).bytes().next();
         let container = |text: &str| matches!(first(text), Some(b'{' | b'['));
-        let within = |step: crate::decode::path::Seg| move |mut steps: Vec<crate::decode::path::Seg>| {
-            steps.push(step);
-            steps
+        let within = |step: crate::decode::path::Seg| {
+            move |mut steps: Vec<crate::decode::path::Seg>| {
+                steps.push(step);
+                steps
+            }
         };
         match (first(given), first(read)) {
             (Some(b'['), Some(b'{')) => Err(Vec::new()),
@@ -475,10 +483,8 @@ fn describe(text: &str, err: &serde_json::Error, key: &str) -> SettingsError {
     };
     if let Some(rest) = serde_msg.strip_prefix("unknown field `") {
         let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
-        let expected = expected
-            .trim_start_matches(", expected one of ")
-            .trim_start_matches(", expected ")
-            .trim_start_matches(", there are no fields");
+        let expected =
+            expected.trim_start_matches(", expected one of ").trim_start_matches(", expected ").trim_start_matches(", there are no fields");
         let shared = SHARED_KEYS.map(|k| format!("`{k}`")).join(", ");
         let known = match (expected.is_empty(), path.contains('.')) {
             (true, false) => shared,
@@ -490,11 +496,7 @@ fn describe(text: &str, err: &serde_json::Error, key: &str) -> SettingsError {
         return SettingsError::new(key, format!("unknown setting; known settings are {known}"));
     }
     let msg = friendly(&serde_msg);
-    if path.is_empty() {
-        SettingsError::whole(msg)
-    } else {
-        SettingsError::new(path, msg)
-    }
+    if path.is_empty() { SettingsError::whole(msg) } else { SettingsError::new(path, msg) }
 }
 
 #[cfg(test)]
@@ -532,7 +534,8 @@ mod tests {
         assert_eq!(s.mode, Mode::Enforce);
         assert!(s.allow_existing_violations);
         assert_eq!(s.rule, Demo::default());
-        let s = Settings::<Demo>::parse(r#"{"mode":"audit","exemptNamespaces":["kube-*"],"maxGpus":3,"allowExistingViolations":false}"#).unwrap();
+        let s = Settings::<Demo>::parse(r#"{"mode":"audit","exemptNamespaces":["kube-*"],"maxGpus":3,"allowExistingViolations":false}"#)
+            .unwrap();
         assert_eq!(s.mode, Mode::Audit);
         assert_eq!(s.exemptions.namespaces, vec![Glob::new("kube-*")]);
         assert_eq!(s.rule.max_gpus, 3);
@@ -623,7 +626,11 @@ mod tests {
         }
         impl RuleSettings for BadDefaults {
             fn validate(&self) -> Result<(), SettingsError> {
-                if self.names.iter().any(String::is_empty) { Err(SettingsError::new("names", "must not hold an empty name")) } else { Ok(()) }
+                if self.names.iter().any(String::is_empty) {
+                    Err(SettingsError::new("names", "must not hold an empty name"))
+                } else {
+                    Ok(())
+                }
             }
         }
         assert_eq!(
@@ -681,17 +688,20 @@ mod tests {
 
     #[test]
     fn wrong_types_and_negatives_name_the_key() {
-        assert_eq!(
-            err(r#"{"maxGpus":-1}"#),
-            "setting `maxGpus`: invalid value: integer `-1`, expected a whole number, zero or more"
-        );
+        assert_eq!(err(r#"{"maxGpus":-1}"#), "setting `maxGpus`: invalid value: integer `-1`, expected a whole number, zero or more");
         assert_eq!(err(r#"{"maxGpus":"8"}"#), "setting `maxGpus`: invalid type: string \"8\", expected a whole number, zero or more");
         assert_eq!(err(r#"{"names":[1]}"#), "setting `names[0]`: invalid type: integer `1`, expected a string");
-        assert_eq!(err(r#"{"nested":{"limit":true}}"#), "setting `nested.limit`: invalid type: boolean `true`, expected a whole number, zero or more");
+        assert_eq!(
+            err(r#"{"nested":{"limit":true}}"#),
+            "setting `nested.limit`: invalid type: boolean `true`, expected a whole number, zero or more"
+        );
         assert_eq!(err(r#"{"mode":"enforcing"}"#), "setting `mode`: unknown variant `enforcing`, expected `enforce` or `audit`");
         assert_eq!(err(r#"{"exemptUsers":"bob"}"#), "setting `exemptUsers`: invalid type: string \"bob\", expected a list");
         assert_eq!(err(r#"{"exemptGroups":["ok", 3]}"#), "setting `exemptGroups[1]`: invalid type: integer `3`, expected a string");
-        assert_eq!(err(r#"{"allowExistingViolations":"yes"}"#), "setting `allowExistingViolations`: invalid type: string \"yes\", expected a boolean");
+        assert_eq!(
+            err(r#"{"allowExistingViolations":"yes"}"#),
+            "setting `allowExistingViolations`: invalid type: string \"yes\", expected a boolean"
+        );
     }
 
     #[test]

@@ -30,11 +30,7 @@ pub struct Verdict {
 fn one_line(message: String) -> String {
     // Bytes, not chars: a `char` pattern decodes every character, and a
     // long message cost thousands of instructions to find none.
-    if message.bytes().any(|b| b == b'\n' || b == b'\r') {
-        message.replace("\r\n", " ").replace(['\n', '\r'], " ")
-    } else {
-        message
-    }
+    if message.bytes().any(|b| b == b'\n' || b == b'\r') { message.replace("\r\n", " ").replace(['\n', '\r'], " ") } else { message }
 }
 
 impl Verdict {
@@ -167,20 +163,12 @@ impl Eq for ValidationResponse {}
 impl ValidationResponse {
     /// An admission.
     pub fn accept() -> ValidationResponse {
-        ValidationResponse {
-            accepted: true,
-            ..ValidationResponse::default()
-        }
+        ValidationResponse { accepted: true, ..ValidationResponse::default() }
     }
 
     /// A rejection with a message and optional code.
     pub fn reject(message: impl Into<String>, code: Option<u16>) -> ValidationResponse {
-        ValidationResponse {
-            accepted: false,
-            message: Some(message.into()),
-            code,
-            ..ValidationResponse::default()
-        }
+        ValidationResponse { accepted: false, message: Some(message.into()), code, ..ValidationResponse::default() }
     }
 
     /// The violations of a rejection: the message's lines.

@@ -1,8 +1,8 @@
 //! The Kubewarden face: waPC operations and the `kubewarden`/`kubernetes`
 //! host calls. Compiled only for `wasm32-wasip1`.
 
-use wapc_guest::{CallResult, host_call, register_function};
 use serde::Serialize;
+use wapc_guest::{CallResult, host_call, register_function};
 
 use crate::cluster::{Asked, Cluster, LookupError};
 use crate::runtime::policy::Handler;
@@ -56,8 +56,9 @@ struct ListResources<'a> {
 fn call<T: Serialize>(operation: &str, request: &T, asked: Asked<'_>) -> Result<String, LookupError> {
     let payload = serde_json::to_vec(request).map_err(|e| LookupError::Invalid(e.to_string()))?;
     match host_call("kubewarden", "kubernetes", operation, &payload) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map_err(|_| LookupError::Unavailable(format!("the host's `{operation}` answer is not UTF-8"))),
+        Ok(bytes) => {
+            String::from_utf8(bytes).map_err(|_| LookupError::Unavailable(format!("the host's `{operation}` answer is not UTF-8")))
+        }
         Err(e) => {
             let text = e.to_string();
             Err(LookupError::from_kubewarden(text.strip_prefix("Host error: ").unwrap_or(&text), &asked))

@@ -282,11 +282,7 @@ pub fn check_differential(subjects: &Subjects, data: &[u8]) -> Result<(), String
             (Ok(a), Ok(b)) => return Err(format!("{what}: the decoder reads differently:\n{}\n{}", view(a), view(b))),
             (Err(_), Err(_)) => {}
             (a, b) => {
-                return Err(format!(
-                    "{what}: one reading fails: {:?} vs {:?}",
-                    a.as_ref().err(),
-                    b.as_ref().err()
-                ));
+                return Err(format!("{what}: one reading fails: {:?} vs {:?}", a.as_ref().err(), b.as_ref().err()));
             }
         }
         for (rule, settings) in &subjects.rules {
@@ -390,9 +386,32 @@ impl Rng {
 /// quantities at the edges, escapes.
 fn interesting(rng: &mut Rng) -> Value {
     let strings = [
-        "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu", "Exists", "Equal", "NoSchedule", "0", "-1", "1e999",
-        "99999999999999999999", "500m", "4Gi", "\u{e9}\"\\", "", "sleep", "infinity", "true", "Always", "CREATE", "UPDATE",
-        "DELETE", "CONNECT", "status", "exec", "default", "kube-system",
+        "nvidia.com/gpu",
+        "nvidia.com/mig-1g.10gb",
+        "amd.com/gpu",
+        "Exists",
+        "Equal",
+        "NoSchedule",
+        "0",
+        "-1",
+        "1e999",
+        "99999999999999999999",
+        "500m",
+        "4Gi",
+        "\u{e9}\"\\",
+        "",
+        "sleep",
+        "infinity",
+        "true",
+        "Always",
+        "CREATE",
+        "UPDATE",
+        "DELETE",
+        "CONNECT",
+        "status",
+        "exec",
+        "default",
+        "kube-system",
     ];
     match rng.below(9) {
         0 => Value::Null,
@@ -437,7 +456,13 @@ pub fn subjects_from_env(rules: &'static [NativePolicy], bundle: &'static Native
 /// The fuzz targets' custom mutator: on every other seed a [`mutate`]
 /// of the input written over `data` (when it fits `max_size`), else
 /// libFuzzer's own mutation (`fallback`). Returns the new size.
-pub fn mutate_in_place(data: &mut [u8], size: usize, max_size: usize, seed: u32, fallback: impl FnOnce(&mut [u8], usize, usize) -> usize) -> usize {
+pub fn mutate_in_place(
+    data: &mut [u8],
+    size: usize,
+    max_size: usize,
+    seed: u32,
+    fallback: impl FnOnce(&mut [u8], usize, usize) -> usize,
+) -> usize {
     if seed.is_multiple_of(2)
         && let Some(m) = data.get(..size).and_then(|d| mutate(d, seed))
         && m.len() <= max_size
@@ -559,7 +584,9 @@ mod tests {
         let n = "1.11111111111111e+39";
         let lands_off = serde_json::from_str::<f64>(n).ok() != n.parse::<f64>().ok();
         assert_eq!(inexact(&format!(r#"{{"nvidia.com/gpu":{n}}}"#)), lands_off);
-        assert!(!inexact(r#"{"a":18446744073709551615,"b":-9223372036854775808,"c":1e25,"d":0.000125,"e":-3.5e10,"f":100000000000000000000000}"#));
+        assert!(!inexact(
+            r#"{"a":18446744073709551615,"b":-9223372036854775808,"c":1e25,"d":0.000125,"e":-3.5e10,"f":100000000000000000000000}"#
+        ));
         assert!(!inexact(r#"{"not a number":"12345678901234567890.5","esc\"aped":"1e999"}"#), "strings are skipped");
         assert!(!inexact(r#"[12345678901234.5, 2.5e-3, 4E+2, -0.75]"#));
     }

@@ -1,15 +1,14 @@
 //! Batch schedulers' and multi-pod kinds: Volcano Job (tasks), JobSet
 //! (replicated jobs) and LeaderWorkerSet (groups of a leader and workers).
 
-
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 
-use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
 use super::core::JobTemplateSpec;
 use super::template::{Role, Scale, ScaleWhy};
+use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
 
 /// Decodes an object of one of this family's kinds.
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
@@ -18,63 +17,63 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
     let spec_path = root.key("spec");
     Ok(match kind {
         VolcanoJob => {
-                let o = Obj::<VolcanoJobSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                let mut replicas = Vec::new();
-                for (i, task) in o.spec.tasks.into_iter().enumerate() {
-                    let tpath = spec_path.key("tasks").index(i);
-                    replicas.push(task.replicas);
-                    let scale = Scale::field(tpath.key("replicas"), task.replicas, 1, "1 replica");
-                    w.others.extend(task.template.into_template(tpath.key("template"), Role::Task, scale).map(|t| t.named(task.name)));
-                }
-                w.volcano = Some(super::VolcanoJob {
-                    min_available: o.spec.min_available,
-                    queue: o.spec.queue,
-                    scheduler_name: o.spec.scheduler_name,
-                    task_replicas: replicas,
-                });
-                w
+            let o = Obj::<VolcanoJobSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            let mut replicas = Vec::new();
+            for (i, task) in o.spec.tasks.into_iter().enumerate() {
+                let tpath = spec_path.key("tasks").index(i);
+                replicas.push(task.replicas);
+                let scale = Scale::field(tpath.key("replicas"), task.replicas, 1, "1 replica");
+                w.others.extend(task.template.into_template(tpath.key("template"), Role::Task, scale).map(|t| t.named(task.name)));
+            }
+            w.volcano = Some(super::VolcanoJob {
+                min_available: o.spec.min_available,
+                queue: o.spec.queue,
+                scheduler_name: o.spec.scheduler_name,
+                task_replicas: replicas,
+            });
+            w
         }
         JobSet => {
-                let o = Obj::<JobSetSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.suspend = o.spec.suspend;
-                for (i, job) in o.spec.replicated_jobs.into_iter().enumerate() {
-                    let jpath = spec_path.key("replicatedJobs").index(i);
-                    let jt = jpath.key("template");
-                    w.job_templates.push(JobTemplate { path: jt.clone(), metadata: job.template.metadata.unwrap_or_default() });
-                    let jobs = Scale::field(jpath.key("replicas"), job.replicas, 1, "1 Job");
-                    if let Some(t) = job.template.spec.into_template(&jt.key("spec")) {
-                        let scale = jobs.times(t.scale.clone());
-                        let mut t = t.named(job.name);
-                        t.role = Role::ReplicatedJob;
-                        t.scale = scale;
-                        w.others.push(t);
-                    }
+            let o = Obj::<JobSetSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.suspend = o.spec.suspend;
+            for (i, job) in o.spec.replicated_jobs.into_iter().enumerate() {
+                let jpath = spec_path.key("replicatedJobs").index(i);
+                let jt = jpath.key("template");
+                w.job_templates.push(JobTemplate { path: jt.clone(), metadata: job.template.metadata.unwrap_or_default() });
+                let jobs = Scale::field(jpath.key("replicas"), job.replicas, 1, "1 Job");
+                if let Some(t) = job.template.spec.into_template(&jt.key("spec")) {
+                    let scale = jobs.times(t.scale.clone());
+                    let mut t = t.named(job.name);
+                    t.role = Role::ReplicatedJob;
+                    t.scale = scale;
+                    w.others.push(t);
                 }
-                w
+            }
+            w
         }
         LeaderWorkerSet => {
-                let o = Obj::<LwsSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                let lwt = o.spec.leader_worker_template;
-                let lpath = spec_path.key("leaderWorkerTemplate");
-                let groups = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 group");
-                let size = lwt.size.unwrap_or(1);
-                let size_path = lpath.key("size");
-                let has_leader = lwt.leader_template.is_some();
-                if let Some(t) = lwt.leader_template {
-                    w.others.extend(t.into_template(lpath.key("leaderTemplate"), Role::Leader, groups.clone()));
-                }
-                // Without a leader template, the worker template is used for
-                // every pod of a group, the leader's included.
-                let per_group = if has_leader {
-                    Scale { pods: Some(u64::try_from(size.saturating_sub(1)).unwrap_or(0)), why: ScaleWhy::BesideLeader(size_path, size) }
-                } else {
-                    Scale::field(size_path, lwt.size, 1, "1 pod per group")
-                };
-                w.others.extend(lwt.worker_template.into_template(lpath.key("workerTemplate"), Role::Worker, groups.times(per_group)));
-                w
+            let o = Obj::<LwsSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            let lwt = o.spec.leader_worker_template;
+            let lpath = spec_path.key("leaderWorkerTemplate");
+            let groups = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 group");
+            let size = lwt.size.unwrap_or(1);
+            let size_path = lpath.key("size");
+            let has_leader = lwt.leader_template.is_some();
+            if let Some(t) = lwt.leader_template {
+                w.others.extend(t.into_template(lpath.key("leaderTemplate"), Role::Leader, groups.clone()));
+            }
+            // Without a leader template, the worker template is used for
+            // every pod of a group, the leader's included.
+            let per_group = if has_leader {
+                Scale { pods: Some(u64::try_from(size.saturating_sub(1)).unwrap_or(0)), why: ScaleWhy::BesideLeader(size_path, size) }
+            } else {
+                Scale::field(size_path, lwt.size, 1, "1 pod per group")
+            };
+            w.others.extend(lwt.worker_template.into_template(lpath.key("workerTemplate"), Role::Worker, groups.times(per_group)));
+            w
         }
         _ => return Err(d.invalid_type("a workload of this family")),
     })

@@ -2,15 +2,14 @@
 //! ReplicationController, DaemonSet, Job, CronJob; and the Kubeflow
 //! Notebook, a StatefulSet's template of one pod.
 
-
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R};
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{ObjectMeta, PodSpec};
 
-use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
 use super::template::{PodTemplate, Role, Scale, ScaleWhy};
+use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
 
 /// Decodes an object of one of this family's kinds.
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
@@ -19,46 +18,50 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
     let spec_path = root.key("spec");
     Ok(match kind {
         Pod => {
-                let o = Obj::<PodSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.others.push(PodTemplate::bare_pod(o.spec));
-                w
+            let o = Obj::<PodSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.others.push(PodTemplate::bare_pod(o.spec));
+            w
         }
         Deployment | StatefulSet | ReplicaSet | ReplicationController => {
-                let o = Obj::<Replicated<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                let scale = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
-                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
-                w
+            let o = Obj::<Replicated<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            let scale = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
+            w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
+            w
         }
         DaemonSet => {
-                let o = Obj::<Replicated<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                let scale = Scale { pods: None, why: ScaleWhy::Words("a DaemonSet runs one pod on every matching node") };
-                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
-                w
+            let o = Obj::<Replicated<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            let scale = Scale { pods: None, why: ScaleWhy::Words("a DaemonSet runs one pod on every matching node") };
+            w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
+            w
         }
         Job => {
-                let o = Obj::<JobSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.suspend = o.spec.suspend;
-                w.others.extend(o.spec.into_template(&spec_path));
-                w
+            let o = Obj::<JobSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.suspend = o.spec.suspend;
+            w.others.extend(o.spec.into_template(&spec_path));
+            w
         }
         CronJob => {
-                let o = Obj::<CronJobSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                let jt = spec_path.key("jobTemplate");
-                w.suspend = o.spec.suspend;
-                w.job_templates.push(JobTemplate { path: jt.clone(), metadata: o.spec.job_template.metadata.unwrap_or_default() });
-                w.others.extend(o.spec.job_template.spec.into_template(&jt.key("spec")));
-                w
+            let o = Obj::<CronJobSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            let jt = spec_path.key("jobTemplate");
+            w.suspend = o.spec.suspend;
+            w.job_templates.push(JobTemplate { path: jt.clone(), metadata: o.spec.job_template.metadata.unwrap_or_default() });
+            w.others.extend(o.spec.job_template.spec.into_template(&jt.key("spec")));
+            w
         }
         Notebook => {
-                let o = Obj::<Replicated<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, Scale::one("a Notebook runs one pod")));
-                w
+            let o = Obj::<Replicated<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.others.extend(o.spec.template.into_template(
+                spec_path.key("template"),
+                Role::Template,
+                Scale::one("a Notebook runs one pod"),
+            ));
+            w
         }
         _ => return Err(d.invalid_type("a workload of this family")),
     })

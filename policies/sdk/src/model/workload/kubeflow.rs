@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{Container, EnvVar, PodSpec, Resources, StrMap, Toleration};
 
-use super::{KubeflowJob, Obj, PodTemplateSpec, Workload};
 use super::template::{PodTemplate, Role, Scale, Shape};
+use super::{KubeflowJob, Obj, PodTemplateSpec, Workload};
 
 /// Decodes an object of one of this family's kinds.
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
@@ -20,56 +20,63 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
     let spec_path = root.key("spec");
     Ok(match kind {
         PyTorchJob | MpiJob | TfJob | JaxJob | XgBoostJob | PaddleJob => {
-                let o = Obj::<KubeflowSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                let field = kind.replica_specs_field();
-                let elastic = o.spec.elastic_policy.unwrap_or_default();
-                for (role, spec) in o.spec.replica_specs {
-                    let rpath = spec_path.keys(&[field, &role]);
-                    let mut scale = Scale::field(rpath.key("replicas"), spec.replicas, 1, "1 replica");
-                    if &*role == "Worker"
-                        && let Some(max) = elastic.max_replicas
-                    {
-                        scale = Scale::field(spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
-                    }
-                    w.others.extend(spec.template.into_template(rpath.key("template"), Role::Replica, scale).map(|t| t.named(Some(role.clone()))));
+            let o = Obj::<KubeflowSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            let field = kind.replica_specs_field();
+            let elastic = o.spec.elastic_policy.unwrap_or_default();
+            for (role, spec) in o.spec.replica_specs {
+                let rpath = spec_path.keys(&[field, &role]);
+                let mut scale = Scale::field(rpath.key("replicas"), spec.replicas, 1, "1 replica");
+                if &*role == "Worker"
+                    && let Some(max) = elastic.max_replicas
+                {
+                    scale = Scale::field(spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
                 }
-                let (nproc, nproc_path) = match (o.spec.nproc_per_node, elastic.n_proc_per_node) {
-                    (Some(n), _) => (Some(n.0), Some(spec_path.key("nprocPerNode"))),
-                    (None, Some(n)) => (Some(n.0), Some(spec_path.keys(&["elasticPolicy", "nProcPerNode"]))),
-                    (None, None) => (None, None),
-                };
-                let run = o.spec.run_policy.unwrap_or_default();
-                let sched = run.scheduling_policy.unwrap_or_default();
-                w.suspend = run.suspend;
-                w.kubeflow = Some(KubeflowJob {
-                    nproc_per_node: nproc,
-                    nproc_path,
-                    elastic_min: elastic.min_replicas,
-                    elastic_max: elastic.max_replicas,
-                    suspend: run.suspend,
-                    queue: sched.queue,
-                    min_available: sched.min_available,
-                    slots_per_worker: o.spec.slots_per_worker,
-                    run_launcher_as_worker: o.spec.run_launcher_as_worker,
-                });
-                w
+                w.others
+                    .extend(spec.template.into_template(rpath.key("template"), Role::Replica, scale).map(|t| t.named(Some(role.clone()))));
+            }
+            let (nproc, nproc_path) = match (o.spec.nproc_per_node, elastic.n_proc_per_node) {
+                (Some(n), _) => (Some(n.0), Some(spec_path.key("nprocPerNode"))),
+                (None, Some(n)) => (Some(n.0), Some(spec_path.keys(&["elasticPolicy", "nProcPerNode"]))),
+                (None, None) => (None, None),
+            };
+            let run = o.spec.run_policy.unwrap_or_default();
+            let sched = run.scheduling_policy.unwrap_or_default();
+            w.suspend = run.suspend;
+            w.kubeflow = Some(KubeflowJob {
+                nproc_per_node: nproc,
+                nproc_path,
+                elastic_min: elastic.min_replicas,
+                elastic_max: elastic.max_replicas,
+                suspend: run.suspend,
+                queue: sched.queue,
+                min_available: sched.min_available,
+                slots_per_worker: o.spec.slots_per_worker,
+                run_launcher_as_worker: o.spec.run_launcher_as_worker,
+            });
+            w
         }
         TrainJob => {
-                let mut o = Obj::<TrainJobSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.suspend = o.spec.suspend;
-                w.train_job = Some(super::TrainJob {
-                    runtime: o.spec.runtime_ref.as_ref().and_then(|r| r.name.clone()),
-                    num_nodes: o.spec.trainer.as_ref().and_then(|t| t.num_nodes),
-                    num_proc_per_node: o.spec.trainer.as_ref().and_then(|t| t.num_proc_per_node.clone()).map(|n| n.0),
-                    suspend: o.spec.suspend,
-                    model_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.model.as_ref()).and_then(|m| m.storage_uri.clone()),
-                    model_env: o.spec.initializer.as_mut().and_then(|i| i.model.as_mut()).map(|m| std::mem::take(&mut m.env)).unwrap_or_default(),
-                    dataset_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.dataset.as_ref()).and_then(|m| m.storage_uri.clone()),
-                });
-                w.others.extend(o.spec.into_template(&spec_path));
-                w
+            let mut o = Obj::<TrainJobSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.suspend = o.spec.suspend;
+            w.train_job = Some(super::TrainJob {
+                runtime: o.spec.runtime_ref.as_ref().and_then(|r| r.name.clone()),
+                num_nodes: o.spec.trainer.as_ref().and_then(|t| t.num_nodes),
+                num_proc_per_node: o.spec.trainer.as_ref().and_then(|t| t.num_proc_per_node.clone()).map(|n| n.0),
+                suspend: o.spec.suspend,
+                model_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.model.as_ref()).and_then(|m| m.storage_uri.clone()),
+                model_env: o
+                    .spec
+                    .initializer
+                    .as_mut()
+                    .and_then(|i| i.model.as_mut())
+                    .map(|m| std::mem::take(&mut m.env))
+                    .unwrap_or_default(),
+                dataset_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.dataset.as_ref()).and_then(|m| m.storage_uri.clone()),
+            });
+            w.others.extend(o.spec.into_template(&spec_path));
+            w
         }
         _ => return Err(d.invalid_type("a workload of this family")),
     })
@@ -214,7 +221,11 @@ impl<'a> Decode<'a> for KubeflowSpec<'a> {
         let mut out = KubeflowSpec::default();
         d.object(|d, key| {
             match &*key {
-                "pytorchReplicaSpecs" | "mpiReplicaSpecs" | "tfReplicaSpecs" | "jaxReplicaSpecs" | "xgbReplicaSpecs"
+                "pytorchReplicaSpecs"
+                | "mpiReplicaSpecs"
+                | "tfReplicaSpecs"
+                | "jaxReplicaSpecs"
+                | "xgbReplicaSpecs"
                 | "paddleReplicaSpecs" => out.replica_specs = Decode::decode(d)?,
                 "nprocPerNode" => out.nproc_per_node = Decode::decode(d)?,
                 "elasticPolicy" => out.elastic_policy = Decode::decode(d)?,

@@ -21,17 +21,16 @@ mod ray;
 mod serving;
 mod template;
 
-
-use crate::decode_struct;
 use crate::base::error::Malformed;
 use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{EnvVar, ObjectMeta, PodSpec};
 
 pub use ray::KUBERAY_UNBOUNDED;
-pub use template::{ContainerList, ContainerRef, ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy, StorageUri};
 use template::Shape;
+pub use template::{ContainerList, ContainerRef, ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy, StorageUri};
 
 /// A Ray worker group (`workerGroupSpecs[i]`).
 #[derive(Clone, Debug)]
@@ -181,11 +180,7 @@ impl<'a> Workload<'a> {
     /// Every pod template, in document order (Ray head and workers first,
     /// then e.g. a RayJob's submitter template).
     pub fn templates(&self) -> impl Iterator<Item = &PodTemplate<'a>> {
-        let ray = self.ray.iter().flat_map(|r| {
-            r.head
-                .iter()
-                .chain(r.worker_groups.iter().map(|g| &g.template))
-        });
+        let ray = self.ray.iter().flat_map(|r| r.head.iter().chain(r.worker_groups.iter().map(|g| &g.template)));
         ray.chain(self.others.iter())
     }
 

@@ -1,15 +1,14 @@
 //! KubeRay's RayCluster, RayJob and RayService: a head and worker groups,
 //! each group bounded by `maxReplicas` × `numOfHosts`.
 
-
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{ObjectMeta, PodSpec};
 
-use super::{Obj, PodTemplateSpec, RayCluster, WorkerGroup, Workload};
 use super::template::{PodTemplate, Role, Scale, Shape};
+use super::{Obj, PodTemplateSpec, RayCluster, WorkerGroup, Workload};
 
 /// Decodes an object of one of this family's kinds.
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
@@ -18,27 +17,31 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
     let spec_path = root.key("spec");
     Ok(match kind {
         RayCluster => {
-                let o = Obj::<RayClusterSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.suspend = o.spec.suspend;
-                w.ray = Some(o.spec.into_view(spec_path));
-                w
+            let o = Obj::<RayClusterSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.suspend = o.spec.suspend;
+            w.ray = Some(o.spec.into_view(spec_path));
+            w
         }
         RayJob => {
-                let o = Obj::<RayJobSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.suspend = o.spec.suspend;
-                w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view(spec_path.key("rayClusterSpec")));
-                if let Some(t) = o.spec.submitter_pod_template {
-                    w.others.extend(t.into_template(spec_path.key("submitterPodTemplate"), Role::RaySubmitter, Scale::one("one submitter pod")));
-                }
-                w
+            let o = Obj::<RayJobSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.suspend = o.spec.suspend;
+            w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view(spec_path.key("rayClusterSpec")));
+            if let Some(t) = o.spec.submitter_pod_template {
+                w.others.extend(t.into_template(
+                    spec_path.key("submitterPodTemplate"),
+                    Role::RaySubmitter,
+                    Scale::one("one submitter pod"),
+                ));
+            }
+            w
         }
         RayService => {
-                let o = Obj::<RayServiceSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                w.ray = o.spec.ray_cluster_config.map(|s| s.into_view(spec_path.key("rayClusterConfig")));
-                w
+            let o = Obj::<RayServiceSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            w.ray = o.spec.ray_cluster_config.map(|s| s.into_view(spec_path.key("rayClusterConfig")));
+            w
         }
         _ => return Err(d.invalid_type("a workload of this family")),
     })
@@ -95,7 +98,9 @@ impl<'a> RayClusterSpec<'a> {
                 let template = g
                     .template
                     .into_template(tpath.clone(), Role::RayWorker, scale.clone())
-                    .unwrap_or_else(|| PodTemplate::new(tpath, Shape::Template, Role::RayWorker, Some(ObjectMeta::default()), PodSpec::default(), scale))
+                    .unwrap_or_else(|| {
+                        PodTemplate::new(tpath, Shape::Template, Role::RayWorker, Some(ObjectMeta::default()), PodSpec::default(), scale)
+                    })
                     .named(g.group_name.clone());
                 WorkerGroup {
                     name: g.group_name,

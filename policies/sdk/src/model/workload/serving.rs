@@ -1,15 +1,14 @@
 //! KServe's InferenceService: predictor, transformer and explainer, each a
 //! pod spec inline with a model container and where its model comes from.
 
-
-use crate::decode_struct;
 use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
+use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{Annotations, Container, ObjectMeta, PodSpec, StrMap};
 
-use super::{Obj, Workload};
 use super::template::{ModelSpec, ModelStorage, PodTemplate, Role, Scale, Shape, StorageUri};
+use super::{Obj, Workload};
 
 /// Decodes an object of one of this family's kinds.
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
@@ -18,18 +17,18 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
     let spec_path = root.key("spec");
     Ok(match kind {
         InferenceService => {
-                let o = Obj::<IsvcSpec<'a>>::decode(d)?;
-                let mut w = Workload::empty(kind, o.metadata);
-                for (field, role, c) in [
-                    ("predictor", Role::Predictor, o.spec.predictor),
-                    ("transformer", Role::Transformer, o.spec.transformer),
-                    ("explainer", Role::Explainer, o.spec.explainer),
-                ] {
-                    if let Some(c) = c {
-                        w.others.push(c.into_template(spec_path.key(field), role));
-                    }
+            let o = Obj::<IsvcSpec<'a>>::decode(d)?;
+            let mut w = Workload::empty(kind, o.metadata);
+            for (field, role, c) in [
+                ("predictor", Role::Predictor, o.spec.predictor),
+                ("transformer", Role::Transformer, o.spec.transformer),
+                ("explainer", Role::Explainer, o.spec.explainer),
+            ] {
+                if let Some(c) = c {
+                    w.others.push(c.into_template(spec_path.key(field), role));
                 }
-                w
+            }
+            w
         }
         _ => return Err(d.invalid_type("a workload of this family")),
     })

@@ -53,10 +53,7 @@ impl Role {
     /// kind and replica type use [`PodTemplate::is_training_worker`] or
     /// [`Workload::training_workers`].
     pub fn is_worker(self) -> bool {
-        matches!(
-            self,
-            Role::RayWorker | Role::Replica | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer
-        )
+        matches!(self, Role::RayWorker | Role::Replica | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer)
     }
 }
 
@@ -288,7 +285,14 @@ impl<'a> PodTemplate<'a> {
         PodTemplate::new(Path::root(), Shape::Pod, Role::Pod, None, spec, Scale::one("a Pod"))
     }
 
-    pub(super) fn new(path: Path, shape: Shape, role: Role, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, scale: Scale) -> PodTemplate<'a> {
+    pub(super) fn new(
+        path: Path,
+        shape: Shape,
+        role: Role,
+        metadata: Option<ObjectMeta<'a>>,
+        spec: PodSpec<'a>,
+        scale: Scale,
+    ) -> PodTemplate<'a> {
         PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), scale }
     }
 
@@ -345,11 +349,9 @@ impl<'a> PodTemplate<'a> {
             (ContainerList::EphemeralContainers, s.ephemeral_containers.as_slice()),
             (ContainerList::Model, self.model.as_ref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
         ];
-        lists.into_iter().flat_map(|(list, cs)| {
-            cs.iter()
-                .enumerate()
-                .map(move |(index, container)| ContainerRef { list, index, container })
-        })
+        lists
+            .into_iter()
+            .flat_map(|(list, cs)| cs.iter().enumerate().map(move |(index, container)| ContainerRef { list, index, container }))
     }
 
     /// Path of a container (`spec.containers[1]`, `spec.predictor.model`).
@@ -386,7 +388,9 @@ impl<'a> PodTemplate<'a> {
             Role::Replica => {
                 let name = self.name.as_deref().unwrap_or("").to_ascii_lowercase();
                 match kind {
-                    WorkloadKind::PyTorchJob | WorkloadKind::XgBoostJob | WorkloadKind::PaddleJob => matches!(name.as_str(), "master" | "worker"),
+                    WorkloadKind::PyTorchJob | WorkloadKind::XgBoostJob | WorkloadKind::PaddleJob => {
+                        matches!(name.as_str(), "master" | "worker")
+                    }
                     WorkloadKind::TfJob => matches!(name.as_str(), "chief" | "master" | "worker"),
                     WorkloadKind::JaxJob => name == "worker",
                     WorkloadKind::MpiJob => name == "worker" || (launcher_as_worker && name == "launcher"),
