@@ -84,13 +84,18 @@ help:
 ## side by side, and apt refuses to run twice at once.
 APT_INSTALL = flock /tmp/aigov-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$@" >/dev/null' apt-install
 
-## Toolchain: the two wasm targets (rustup fetches them once), and OpenSSL's
+## Toolchain: the two wasm targets and rustfmt and clippy (rustup fetches
+## them once), and OpenSSL's
 ## headers for the host (registry TLS and cosign signatures), with apt when
 ## pkg-config cannot find them.
 setup:
 	@installed="$$(rustup target list --installed)"; \
 	for t in $(WASM_TARGETS); do \
 	  grep -qx "$$t" <<<"$$installed" || rustup target add "$$t"; \
+	done
+	@components="$$(rustup component list --installed)"; \
+	for c in rustfmt clippy; do \
+	  grep -q "^$$c" <<<"$$components" || rustup component add "$$c"; \
 	done
 	@if ! pkg-config --exists openssl 2>/dev/null; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
