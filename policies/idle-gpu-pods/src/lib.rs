@@ -45,7 +45,7 @@ impl Policy for IdleGpuPods {
             if holders.iter().all(|(_, g)| g.is_none()) {
                 continue;
             }
-            for (c, gpus) in &holders {
+            for (c, gpus) in holders.iter().filter(|(c, _)| !req.exempt_container(c.container)) {
                 check_container(template, c, gpus.as_ref(), settings, &mut verdict);
             }
             let bare_pod = workload.kind == WorkloadKind::Pod && template.role == Role::Pod && workload.metadata.controller().is_none();

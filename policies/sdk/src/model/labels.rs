@@ -324,6 +324,36 @@ pub fn compute_type_conflict(
     }
 }
 
+/// Whether `selector` selects one of the pods `workload` makes, labelled
+/// as their controllers label them (see [`label_sets`]): a Pod's own
+/// labels; a Notebook's object labels; an InferenceService component's
+/// labels over the InferenceService's; every other kind's pod templates. A
+/// template whose labels the object does not hold (a TrainJob's trainer)
+/// counts as selected, and so does a workload without templates: a pod the
+/// rule cannot see is governed, not skipped.
+pub fn pods_selected(workload: &Workload<'_>, selector: &crate::model::label_selector::LabelSelector) -> bool {
+    use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
+    let own = &workload.metadata.labels;
+    if !workload.kind.owns_templates() || workload.kind == Notebook {
+        return selector.matches(own);
+    }
+    let mut templates = workload.templates().peekable();
+    if templates.peek().is_none() {
+        return true;
+    }
+    templates.any(|t| {
+        let labels = t.labels();
+        match labels {
+            _ if t.is_partial() => true,
+            _ if workload.kind == InferenceService => {
+                selector.matches_with(&|k| labels.and_then(|l| l.get(k)).or_else(|| own.get(k)).map(|v| &**v))
+            }
+            Some(labels) => selector.matches(labels),
+            None => selector.matches(&Labels::new()),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

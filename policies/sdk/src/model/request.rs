@@ -8,9 +8,13 @@
 //! the error names the field ([`explain`]), found by walking the text to
 //! where serde stopped, so the happy path carries no path tracking.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use serde::Deserialize;
 
 use crate::base::error::Malformed;
+use crate::base::glob::{Glob, any_match};
 use crate::decode::dec::{Dec, DecError, Decode, R, Str, nullable};
 use crate::decode::explain::{decode, explain, locate};
 use crate::decode::json;
@@ -252,6 +256,9 @@ fn object_kind(text: &str, prefix: &[&str]) -> String {
 #[derive(Clone, Debug)]
 pub struct Request<'a> {
     header: AdmissionRequest<'a>,
+    /// The shared `exemptImages` of the rule evaluating the request (set
+    /// by the runtime before the rule runs).
+    exempt_images: RefCell<Option<Rc<[Glob]>>>,
 }
 
 impl<'a> Request<'a> {
@@ -279,7 +286,7 @@ impl<'a> Request<'a> {
                 None => Object::Raw(raw),
             };
         }
-        Ok(Request { header })
+        Ok(Request { header, exempt_images: RefCell::default() })
     }
 
     /// The same request with another object (an old object, or a mutated
@@ -312,7 +319,32 @@ impl<'a> Request<'a> {
                 Err(e) => return Err(explain(object, &e, "the object")),
             },
         };
-        Ok(Request { header })
+        Ok(Request { header, exempt_images: self.exempt_images.clone() })
+    }
+
+    /// Sets the images whose containers the rule about to run leaves alone
+    /// (the shared `exemptImages`).
+    pub fn set_exempt_images(&self, images: Option<Rc<[Glob]>>) {
+        *self.exempt_images.borrow_mut() = images;
+    }
+
+    /// Whether the rule evaluating the request leaves a container with
+    /// image `image` alone (the shared `exemptImages`). A rule that judges
+    /// containers one by one asks this for each; a rule that counts what a
+    /// whole pod holds (its GPUs) does not, since the exempt container's
+    /// share is still the pod's. Image names are chosen by whoever writes
+    /// the object.
+    pub fn exempt_image(&self, image: Option<&str>) -> bool {
+        let images = self.exempt_images.borrow();
+        match (images.as_deref(), image) {
+            (Some(globs), Some(image)) => any_match(globs, image),
+            _ => false,
+        }
+    }
+
+    /// [`Request::exempt_image`] of a container's image.
+    pub fn exempt_container(&self, container: &crate::model::pod::Container<'_>) -> bool {
+        self.exempt_image(container.image.as_deref())
     }
 
     /// The parsed header fields.

@@ -13,7 +13,9 @@
 //!   references removed by the garbage collector: see
 //!   [`mutate::bookkeeping_only`]), checked only when the rule would refuse
 //!   or change the object, so the common update costs nothing more;
-//! - exempt namespaces, users and groups.
+//! - exempt namespaces, users and groups, and objects the shared
+//!   `objectSelector` and `podSelector` do not select
+//!   ([`crate::runtime::shared`]).
 //!
 //! After it runs: on UPDATE with `allowExistingViolations` (the default),
 //! violations the old object already had are dropped (and reported as
@@ -224,13 +226,12 @@ pub fn run<P: Exported>(request: &Request<'_>, settings: &str, cluster: &dyn Clu
 
 /// Runs rule `P` on a request with parsed settings.
 pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Settings>, cluster: &dyn Cluster) -> Outcome {
-    let mut outcome = Outcome { mode: settings.mode, ..Outcome::default() };
-    if !routed(P::METADATA, request)
-        || (request.operation() == Operation::Update && request.being_deleted())
-        || settings.exemptions.exempts(request)
-    {
+    let shared = &settings.shared;
+    let mut outcome = Outcome { mode: shared.mode_for(request), ..Outcome::default() };
+    if !routed(P::METADATA, request) || (request.operation() == Operation::Update && request.being_deleted()) || shared.skips(request) {
         return outcome;
     }
+    request.set_exempt_images(shared.exempt_images());
     let verdict = match P::validate(request, &settings.rule, cluster) {
         Ok(v) => v,
         Err(e) => {
@@ -245,7 +246,7 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
     }
     outcome.warnings = parts.warnings;
     outcome.audit_annotations = parts.audit_annotations;
-    if !violations.is_empty() && settings.allow_existing_violations && request.operation() == Operation::Update {
+    if !violations.is_empty() && shared.allow_existing_violations && request.operation() == Operation::Update {
         let existing = existing_violations::<P>(request, settings, cluster);
         let (kept, old): (Vec<_>, Vec<_>) = violations.into_iter().partition(|(key, _)| !existing.contains(key));
         violations = kept;
@@ -267,7 +268,7 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
         }));
     }
     if !edits.is_empty() && outcome.violations.is_empty() && matches!(request.operation(), Operation::Create | Operation::Update) {
-        match settings.mode {
+        match outcome.mode {
             Mode::Enforce => match mutate(request, &edits) {
                 Ok(m) => outcome.mutated = m,
                 Err(e) => outcome.malformed = Some(e.0),

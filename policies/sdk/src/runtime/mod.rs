@@ -1,5 +1,5 @@
 //! Layer 5, the policy runtime: what a rule is ([`policy`]), its settings
-//! and the shared ones ([`settings`]), verdicts and Kubewarden's responses
+//! ([`settings`]) and the shared ones ([`shared`]), verdicts and Kubewarden's responses
 //! ([`verdict`]), mutation ([`mutate`]), the one evaluation path every
 //! host calls ([`entry`]), the bundle ([`bundle`]), the metadata
 //! ([`metadata`]), and the waPC and component exports.
@@ -10,6 +10,7 @@ pub mod metadata;
 pub mod mutate;
 pub mod policy;
 pub mod settings;
+pub mod shared;
 pub mod verdict;
 
 #[cfg(all(target_arch = "wasm32", target_os = "wasi"))]

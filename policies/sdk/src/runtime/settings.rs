@@ -1,8 +1,8 @@
 //! Settings: the keys every rule shares, plus the rule's own.
 //!
-//! Every rule accepts `mode` (`enforce` or `audit`), the exemptions
-//! `exemptNamespaces`, `exemptUsers` and `exemptGroups` (wildcards allowed),
-//! and `allowExistingViolations`. The rest belongs to the rule's own settings
+//! Every rule accepts the shared keys ([`crate::runtime::shared`]: `mode`,
+//! `auditNamespaces`, the exemptions, the selectors and
+//! `allowExistingViolations`). The rest belongs to the rule's own settings
 //! type, a serde struct with `deny_unknown_fields`, so a typo in a key is an
 //! error, never a silently ignored setting; `validate_settings` refuses a
 //! list where the rule's type holds an object too (serde's derive would
@@ -26,64 +26,24 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+use serde::Deserialize;
 use serde::de::{self, DeserializeOwned};
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::base::glob::{Glob, any_match, non_empty_patterns};
 use crate::base::rule_settings::{RuleSettings, SettingsError};
 use crate::decode::dec::Str;
 use crate::decode::explain::friendly;
 use crate::decode::json;
-use crate::model::request::Request;
+use crate::runtime::shared::is_shared;
 
-/// What a rule does with a request it would reject.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Reject it.
-    #[default]
-    Enforce,
-    /// Admit it, and report the violations as warnings and an audit
-    /// annotation.
-    Audit,
-}
-
-/// Who and where a rule does not apply to.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Exemptions {
-    /// Namespaces (wildcards allowed: `kube-*`).
-    pub namespaces: Vec<Glob>,
-    /// User names (`system:serviceaccount:ci:*`).
-    pub users: Vec<Glob>,
-    /// Groups (`platform-admins`).
-    pub groups: Vec<Glob>,
-}
-
-impl Exemptions {
-    /// Whether the request is exempt: its namespace, its user or one of the
-    /// user's groups is listed.
-    pub fn exempts(&self, req: &Request<'_>) -> bool {
-        req.namespace().is_some_and(|ns| any_match(&self.namespaces, ns))
-            || any_match(&self.users, &req.user().username)
-            || req.user().groups.iter().any(|g| any_match(&self.groups, g))
-    }
-}
-
-/// The keys every rule shares.
-pub const SHARED_KEYS: [&str; 5] = ["mode", "exemptNamespaces", "exemptUsers", "exemptGroups", "allowExistingViolations"];
+pub use crate::runtime::shared::{Exemptions, Mode, SHARED_KEYS, Shared};
 
 /// A rule's complete settings: shared keys plus the rule's own.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings<R> {
-    /// `mode`.
-    pub mode: Mode,
-    /// `exemptNamespaces`, `exemptUsers`, `exemptGroups`.
-    pub exemptions: Exemptions,
-    /// `allowExistingViolations` (default `true`): on UPDATE, a violation the
-    /// old object already had does not block the update.
-    pub allow_existing_violations: bool,
+    /// The shared keys.
+    pub shared: Shared,
     /// The rule's own settings.
     pub rule: R,
 }
@@ -91,14 +51,14 @@ pub struct Settings<R> {
 impl<R> Settings<R> {
     /// `rule` with the shared keys at their defaults.
     fn with_defaults(rule: R) -> Settings<R> {
-        Settings { mode: Mode::Enforce, exemptions: Exemptions::default(), allow_existing_violations: true, rule }
+        Settings { shared: Shared::default(), rule }
     }
 }
 
 impl Settings<()> {
     /// These shared keys with `rule`.
     fn with_rule<R>(self, rule: R) -> Settings<R> {
-        Settings { mode: self.mode, exemptions: self.exemptions, allow_existing_violations: self.allow_existing_violations, rule }
+        Settings { shared: self.shared, rule }
     }
 }
 
@@ -140,15 +100,10 @@ impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for OwnMembers<'_, A> {
     fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
         loop {
             let Some(key) = self.map.next_key::<Str<'de>>()? else { return Ok(None) };
-            let s = &mut *self.shared;
-            match &*key {
-                "mode" => s.mode = self.map.next_value::<Option<Mode>>()?.unwrap_or_default(),
-                "exemptNamespaces" => s.exemptions.namespaces = self.map.next_value::<Option<Vec<Glob>>>()?.unwrap_or_default(),
-                "exemptUsers" => s.exemptions.users = self.map.next_value::<Option<Vec<Glob>>>()?.unwrap_or_default(),
-                "exemptGroups" => s.exemptions.groups = self.map.next_value::<Option<Vec<Glob>>>()?.unwrap_or_default(),
-                "allowExistingViolations" => s.allow_existing_violations = self.map.next_value::<Option<bool>>()?.unwrap_or(true),
-                own => return seed.deserialize(de::value::StrDeserializer::<A::Error>::new(own)).map(Some),
+            if !is_shared(&key) {
+                return seed.deserialize(de::value::StrDeserializer::<A::Error>::new(&key)).map(Some);
             }
+            self.map.next_value_seed(SharedKey { shared: &mut self.shared.shared, key: &key })?;
         }
     }
 
@@ -168,6 +123,20 @@ impl<'de, A: de::MapAccess<'de>> de::Deserializer<'de> for OwnMembers<'_, A> {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option unit unit_struct newtype_struct seq tuple
         tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// Reads the value of shared key `key` into `shared`.
+struct SharedKey<'s, 'k> {
+    shared: &'s mut Shared,
+    key: &'k str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for SharedKey<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.shared.take(self.key, d)
     }
 }
 
@@ -281,21 +250,17 @@ impl<R: RuleSettings> Settings<R> {
         let mut out = Settings::with_defaults(());
         let mut rest = String::from("{");
         for (key, raw) in &members {
-            match &**key {
-                "mode" => out.mode = shared(key, raw)?.unwrap_or_default(),
-                "exemptNamespaces" => out.exemptions.namespaces = shared(key, raw)?.unwrap_or_default(),
-                "exemptUsers" => out.exemptions.users = shared(key, raw)?.unwrap_or_default(),
-                "exemptGroups" => out.exemptions.groups = shared(key, raw)?.unwrap_or_default(),
-                "allowExistingViolations" => out.allow_existing_violations = shared(key, raw)?.unwrap_or(true),
-                _ => {
-                    if rest.len() > 1 {
-                        rest.push(',');
-                    }
-                    rest.push_str(&json::quote(key));
-                    rest.push(':');
-                    rest.push_str(raw.get());
-                }
+            if is_shared(key) {
+                let mut d = serde_json::Deserializer::from_str(raw.get());
+                out.shared.take(key, &mut d).and_then(|()| d.end()).map_err(|e| describe(raw.get(), &e, key))?;
+                continue;
             }
+            if rest.len() > 1 {
+                rest.push(',');
+            }
+            rest.push_str(&json::quote(key));
+            rest.push(':');
+            rest.push_str(raw.get());
         }
         rest.push('}');
         // Through the same adapter as the one pass (there are no shared
@@ -307,13 +272,7 @@ impl<R: RuleSettings> Settings<R> {
 
     /// Checks the parsed settings: shared keys, then the rule's own checks.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        for (key, list) in [
-            ("exemptNamespaces", &self.exemptions.namespaces),
-            ("exemptUsers", &self.exemptions.users),
-            ("exemptGroups", &self.exemptions.groups),
-        ] {
-            non_empty_patterns(&key, list)?;
-        }
+        self.shared.validate()?;
         self.rule.validate()
     }
 
@@ -324,18 +283,7 @@ impl<R: RuleSettings> Settings<R> {
             Ok(Value::Object(m)) => m,
             _ => Map::new(),
         };
-        let globs = |l: &[Glob]| Value::from(l.iter().map(|g| g.as_str()).collect::<Vec<_>>());
-        map.insert(
-            "mode".into(),
-            Value::from(match self.mode {
-                Mode::Enforce => "enforce",
-                Mode::Audit => "audit",
-            }),
-        );
-        map.insert("exemptNamespaces".into(), globs(&self.exemptions.namespaces));
-        map.insert("exemptUsers".into(), globs(&self.exemptions.users));
-        map.insert("exemptGroups".into(), globs(&self.exemptions.groups));
-        map.insert("allowExistingViolations".into(), Value::from(self.allow_existing_violations));
+        self.shared.write(&mut map);
         Value::Object(map)
     }
 }
@@ -409,11 +357,6 @@ pub fn cached<R: RuleSettings>(json: &str) -> Result<Rc<Settings<R>>, SettingsEr
         c.push((id, json.to_string(), parsed.clone()));
     });
     Ok(parsed)
-}
-
-/// A shared key's value.
-fn shared<T: DeserializeOwned>(key: &str, raw: &RawValue) -> Result<Option<T>, SettingsError> {
-    serde_json::from_str::<Option<T>>(raw.get()).map_err(|e| describe(raw.get(), &e, key))
 }
 
 /// Refuses settings `given` where it holds a list and the rule's settings
@@ -501,6 +444,8 @@ fn describe(text: &str, err: &serde_json::Error, key: &str) -> SettingsError {
 
 #[cfg(test)]
 mod tests {
+    use serde::Serialize;
+
     use super::*;
 
     #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -531,17 +476,17 @@ mod tests {
     #[test]
     fn defaults_and_shared_keys() {
         let s = Settings::<Demo>::parse("{}").unwrap();
-        assert_eq!(s.mode, Mode::Enforce);
-        assert!(s.allow_existing_violations);
+        assert_eq!(s.shared.mode, Mode::Enforce);
+        assert!(s.shared.allow_existing_violations);
         assert_eq!(s.rule, Demo::default());
         let s = Settings::<Demo>::parse(r#"{"mode":"audit","exemptNamespaces":["kube-*"],"maxGpus":3,"allowExistingViolations":false}"#)
             .unwrap();
-        assert_eq!(s.mode, Mode::Audit);
-        assert_eq!(s.exemptions.namespaces, vec![Glob::new("kube-*")]);
+        assert_eq!(s.shared.mode, Mode::Audit);
+        assert_eq!(s.shared.exemptions.namespaces, vec![crate::base::glob::Glob::new("kube-*")]);
         assert_eq!(s.rule.max_gpus, 3);
-        assert!(!s.allow_existing_violations);
+        assert!(!s.shared.allow_existing_violations);
         assert!(Settings::<Demo>::parse("null").is_ok());
-        assert_eq!(Settings::<Demo>::parse(r#"{"mode":null}"#).unwrap().mode, Mode::Enforce, "null keeps the default");
+        assert_eq!(Settings::<Demo>::parse(r#"{"mode":null}"#).unwrap().shared.mode, Mode::Enforce, "null keeps the default");
     }
 
     #[test]
@@ -562,6 +507,11 @@ mod tests {
             r#"{"maxGpus":3,"mode":"audit"}"#,
             r#"{"mode":"audit","exemptNamespaces":["kube-*"],"exemptUsers":["u"],"exemptGroups":["g"],"allowExistingViolations":false,"maxGpus":2}"#,
             r#"{"mode":null,"allowExistingViolations":null,"exemptUsers":null,"maxGpus":2}"#,
+            r#"{"auditNamespaces":["team-*"],"exemptImages":["reg/*"],"podSelector":{"matchLabels":{"ai":"true"}},"maxGpus":2}"#,
+            r#"{"objectSelector":{"matchLabels":{"a":"b"}},"objectSelector":null}"#,
+            r#"{"objectSelector":{"matchLabel":{"a":"b"}}}"#,
+            r#"{"podSelector":{"matchExpressions":[{"key":"a","operator":"Into"}]}}"#,
+            r#"{"exemptImages":"reg/*"}"#,
             r#"{"mode":"bogus","maxGpus":2}"#,
             r#"{"mode":"bogus","mode":"audit","maxGpus":2}"#,
             r#"{"mode":"audit","mode":"bogus"}"#,
@@ -591,7 +541,7 @@ mod tests {
         // The one pass reads shared keys and the rule's own alike.
         let text = r#"{"mode":"audit","maxGpus":2,"exemptUsers":["u"],"nested":{"limit":1}}"#;
         let once = Settings::<Demo>::read_once(text).unwrap();
-        assert_eq!((once.mode, once.rule.max_gpus, once.rule.nested.limit), (Mode::Audit, 2, 1));
+        assert_eq!((once.shared.mode, once.rule.max_gpus, once.rule.nested.limit), (Mode::Audit, 2, 1));
         assert_eq!(Some(once), Settings::<Demo>::read_split(text).unwrap());
         // A key given twice: serde's derive refuses it, the long way reads the last.
         assert!(Settings::<Demo>::read_once(r#"{"maxGpus":1,"maxGpus":2}"#).is_err());
@@ -695,6 +645,11 @@ mod tests {
             err(r#"{"nested":{"limit":true}}"#),
             "setting `nested.limit`: invalid type: boolean `true`, expected a whole number, zero or more"
         );
+        assert_eq!(
+            err(r#"{"objectSelector":{"matchLabel":{"a":"b"}}}"#),
+            "setting `objectSelector.matchLabel`: unknown setting; known settings are `matchLabels` or `matchExpressions`"
+        );
+        assert_eq!(err(r#"{"exemptImages":"reg/*"}"#), "setting `exemptImages`: invalid type: string \"reg/*\", expected a list");
         assert_eq!(err(r#"{"mode":"enforcing"}"#), "setting `mode`: unknown variant `enforcing`, expected `enforce` or `audit`");
         assert_eq!(err(r#"{"exemptUsers":"bob"}"#), "setting `exemptUsers`: invalid type: string \"bob\", expected a list");
         assert_eq!(err(r#"{"exemptGroups":["ok", 3]}"#), "setting `exemptGroups[1]`: invalid type: integer `3`, expected a string");
