@@ -267,6 +267,64 @@ impl Cluster for NoCluster {
     }
 }
 
+/// A cluster that asks `inner` each question once: the bundle hands every
+/// rule of one request the same answers (the request's Namespace, the
+/// target pod of an exec), where each rule alone would ask the host again.
+/// Lives for one request, so nothing it holds can go stale.
+pub struct Memoized<'c> {
+    inner: &'c dyn Cluster,
+    answers: std::cell::RefCell<Vec<(Vec<Option<String>>, Result<String, LookupError>)>>,
+}
+
+impl<'c> Memoized<'c> {
+    /// Remembers `inner`'s answers.
+    pub fn new(inner: &'c dyn Cluster) -> Memoized<'c> {
+        Memoized { inner, answers: std::cell::RefCell::default() }
+    }
+
+    /// The answer to the question `key`, asking `ask` only the first time.
+    fn answer(&self, key: &[Option<&str>], ask: impl FnOnce() -> Result<String, LookupError>) -> Result<String, LookupError> {
+        let same = |k: &Vec<Option<String>>| k.len() == key.len() && k.iter().zip(key).all(|(a, b)| a.as_deref() == *b);
+        if let Some((_, a)) = self.answers.borrow().iter().find(|(k, _)| same(k)) {
+            return a.clone();
+        }
+        let a = ask();
+        self.answers.borrow_mut().push((key.iter().map(|k| k.map(str::to_string)).collect(), a.clone()));
+        a
+    }
+}
+
+impl Cluster for Memoized<'_> {
+    fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
+        self.answer(&[Some("get"), Some(api_version), Some(kind), Some(name), namespace], || {
+            self.inner.get_resource(api_version, kind, name, namespace)
+        })
+    }
+    fn list_resources_by_namespace(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError> {
+        self.answer(&[Some("list"), Some(api_version), Some(kind), Some(namespace), label_selector, field_selector], || {
+            self.inner.list_resources_by_namespace(api_version, kind, namespace, label_selector, field_selector)
+        })
+    }
+    fn list_resources_all(
+        &self,
+        api_version: &str,
+        kind: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<String, LookupError> {
+        self.answer(&[Some("list-all"), Some(api_version), Some(kind), label_selector, field_selector], || {
+            self.inner.list_resources_all(api_version, kind, label_selector, field_selector)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,5 +469,45 @@ mod tests {
         assert_eq!(first_line("\n  boom: forbidden\n  at frame 1\n  at frame 2"), "boom: forbidden");
         assert_eq!(LookupError::Unavailable("a\nb".into()).first_line(), "a");
         assert_eq!(first_line(""), "");
+    }
+
+    #[test]
+    fn memoized_asks_each_question_once() {
+        struct Counting(std::cell::Cell<u32>);
+        impl Cluster for Counting {
+            fn get_resource(&self, _: &str, kind: &str, name: &str, _: Option<&str>) -> Result<String, LookupError> {
+                self.0.set(self.0.get() + 1);
+                if name == "ghost" { Err(LookupError::NotFound(format!("{kind} {name}"))) } else { Ok(format!("{kind} {name}")) }
+            }
+            fn list_resources_by_namespace(
+                &self,
+                _: &str,
+                _: &str,
+                ns: &str,
+                _: Option<&str>,
+                _: Option<&str>,
+            ) -> Result<String, LookupError> {
+                self.0.set(self.0.get() + 1);
+                Ok(ns.to_string())
+            }
+            fn list_resources_all(&self, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
+                self.0.set(self.0.get() + 1);
+                Ok(String::new())
+            }
+        }
+        let host = Counting(std::cell::Cell::new(0));
+        let memo = Memoized::new(&host);
+        assert_eq!(memo.get_resource("v1", "Namespace", "ml", None), Ok("Namespace ml".into()));
+        assert_eq!(memo.get_resource("v1", "Namespace", "ml", None), Ok("Namespace ml".into()));
+        assert_eq!(host.0.get(), 1);
+        assert_eq!(memo.get_resource("v1", "Namespace", "ghost", None), Err(LookupError::NotFound("Namespace ghost".into())));
+        assert!(memo.get_resource("v1", "Namespace", "ghost", None).is_err());
+        assert_eq!(host.0.get(), 2, "a failed lookup is not asked again either");
+        // Different questions are asked: another namespace, another selector.
+        assert_eq!(memo.get_resource("v1", "Pod", "ml", Some("ml")), Ok("Pod ml".into()));
+        assert_eq!(memo.list_resources_by_namespace("v1", "Pod", "ml", None, None), Ok("ml".into()));
+        assert_eq!(memo.list_resources_by_namespace("v1", "Pod", "ml", Some("a=b"), None), Ok("ml".into()));
+        assert_eq!(memo.list_resources_by_namespace("v1", "Pod", "ml", None, None), Ok("ml".into()));
+        assert_eq!(host.0.get(), 5);
     }
 }

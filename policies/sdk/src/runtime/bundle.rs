@@ -14,6 +14,7 @@
 //! Mutating rules run first, in name order, each on the object as the one
 //! before left it (as Kubernetes runs mutating webhooks before validating
 //! ones); then the validating rules, in name order, on the final object.
+//! Lookups are asked once per request ([`Memoized`]), whichever rules ask.
 //! The response merges every rule's: each violation line and warning
 //! prefixed with the rule's name (`gpu-runtime-class: ...`), each audit
 //! annotation key with the rule's name and a dot; the mutated object is
@@ -28,7 +29,7 @@ use serde_json::value::RawValue;
 
 use crate::base::error::Malformed;
 use crate::base::rule_settings::SettingsError;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Memoized};
 use crate::decode::dec::Str;
 use crate::decode::json;
 use crate::decode::path::Path;
@@ -220,7 +221,10 @@ pub fn evaluate(rules: &[Entry], request: &Request<'_>, settings: &str, cluster:
 /// [`evaluate`] with the enabled rules already read.
 fn evaluate_enabled(enabled: &[(Entry, &str)], request: &Request<'_>, cluster: &dyn Cluster) -> ValidationResponse {
     let mut answers: Vec<(&'static str, ValidationResponse)> = Vec::new();
-    match run(enabled, request, cluster, &mut answers) {
+    // Rules of one request ask the same questions (the request's
+    // Namespace): the host answers each once.
+    let cluster = Memoized::new(cluster);
+    match run(enabled, request, &cluster, &mut answers) {
         Ok(mutated) => merge(answers, mutated),
         Err(refused) => refused,
     }
