@@ -155,7 +155,7 @@ fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, v:
     let mut missing: Vec<String> = Vec::new();
     for (key, value) in &s.required_node_selector {
         match label_demand(&t.spec, key) {
-            LabelDemand::Open => missing.push(format!("{key}: {value}")),
+            LabelDemand::Open => missing.push(format!("{key}: {}", yaml_value(value))),
             LabelDemand::OneOf(values) if values.iter().all(|x| x == value) => {}
             LabelDemand::OneOf(values) => {
                 let field = match demand_field(&t.spec, key) {

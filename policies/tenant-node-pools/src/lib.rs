@@ -260,14 +260,16 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, boun
             }
             if bound {
                 v.violation(format!(
-                    "`{}` binds the pod to a node by name, skipping the scheduler and the pools' taints, so the pod must select {which}, since {since}: add `nodeSelector: {{{key}: {pool}}}` (the kubelet refuses the pod on a node that does not match it), or remove `nodeName`",
-                    t.spec_path().key("nodeName")
+                    "`{}` binds the pod to a node by name, skipping the scheduler and the pools' taints, so the pod must select {which}, since {since}: add `nodeSelector: {{{key}: {}}}` (the kubelet refuses the pod on a node that does not match it), or remove `nodeName`",
+                    t.spec_path().key("nodeName"),
+                    yaml_value(pool)
                 ));
                 return;
             }
             v.violation(format!(
-                "`{}` must select {which}, since {since}: add `nodeSelector: {{{key}: {pool}}}`, or a required node affinity pinning `{key}` to `{pool}`",
-                t.spec_path()
+                "`{}` must select {which}, since {since}: add `nodeSelector: {{{key}: {}}}`, or a required node affinity pinning `{key}` to `{pool}`",
+                t.spec_path(),
+                yaml_value(pool)
             ));
         }
     }
