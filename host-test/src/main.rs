@@ -11,12 +11,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use aigov::run::admission::{Identity, is_verbatim};
 use aigov::run::admission::{parse_documents, read_settings};
 use aigov::run::artifact::{self, ArtifactKind, Evaluator};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::{engine, native};
 use aigov::tools::cases::{self, Case, Forms};
-use aigov::tools::scan::{Identity, is_verbatim};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
@@ -374,7 +374,7 @@ fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::
             refused.join(", ")
         );
     }
-    let (request, changed) = aigov::tools::scan::admission_request(doc, &submission.identity())?;
+    let (request, changed) = aigov::run::admission::admission_request(doc, &submission.identity())?;
     if !changed.is_empty() {
         note(&format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
     }
@@ -411,7 +411,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
             writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
             // The patched object is `mutated_object`, whole, as Kubewarden
             // receives it; what it changes, as a diff, goes to stderr.
-            let changes = aigov::tools::scan::RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
+            let changes = aigov::tools::report::model::RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
             if !changes.is_empty() {
                 out.flush()?;
                 note(&format!(

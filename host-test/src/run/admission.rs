@@ -225,6 +225,95 @@ pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
     Ok(Value::Object(req))
 }
 
+/// Who submits the requests: `--user` and `--group` of `aigov eval` and
+/// `aigov scan`. A plain object is submitted with them (else a default
+/// user); an AdmissionRequest or AdmissionReview is used verbatim but for
+/// the `userInfo` fields they replace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// `--user`: replaces `userInfo.username`.
+    pub user: Option<String>,
+    /// `--group` (repeatable): replace `userInfo.groups`.
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// Neither `--user` nor `--group`.
+    pub fn is_empty(&self) -> bool {
+        self.user.is_none() && self.groups.is_empty()
+    }
+
+    /// The flags given, for messages: `--user`, `--group`, `--user and --group`.
+    pub fn flags(&self) -> &'static str {
+        match (self.user.is_some(), !self.groups.is_empty()) {
+            (true, true) => "--user and --group",
+            (true, false) => "--user",
+            (false, true) => "--group",
+            (false, false) => "no identity flag",
+        }
+    }
+
+    /// How a plain object is submitted.
+    pub fn submission(&self) -> Submission {
+        Submission { user: self.user.clone(), groups: (!self.groups.is_empty()).then(|| self.groups.clone()), ..Submission::default() }
+    }
+
+    /// Replaces `userInfo.username` and/or `userInfo.groups` of an
+    /// AdmissionRequest (other `userInfo` fields are kept) and says what it
+    /// changed, e.g. ``userInfo.username `jane` → `admin` (--user)``.
+    pub fn apply(&self, request: &mut Value) -> Result<Vec<String>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(map) = request.as_object_mut() else {
+            bail!("the AdmissionRequest is not an object");
+        };
+        let info = map.entry("userInfo").or_insert_with(|| json!({}));
+        if info.is_null() {
+            *info = json!({});
+        }
+        let Some(info) = info.as_object_mut() else {
+            bail!("the AdmissionRequest's `userInfo` is not an object");
+        };
+        let mut changed = Vec::new();
+        if let Some(user) = &self.user {
+            let old = info.insert("username".into(), json!(user));
+            changed.push(format!("userInfo.username {} → `{user}` (--user)", shown(old.as_ref())));
+        }
+        if !self.groups.is_empty() {
+            let old = info.insert("groups".into(), json!(self.groups));
+            changed.push(format!("userInfo.groups {} → {} (--group)", shown(old.as_ref()), json!(self.groups)));
+        }
+        Ok(changed)
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "(unset)".into(),
+        Some(Value::String(s)) => format!("`{s}`"),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Whether a document is used verbatim, as an AdmissionReview or an
+/// AdmissionRequest, rather than submitted as a plain object: the test
+/// [`to_admission_request`] makes.
+pub fn is_verbatim(doc: &Value) -> bool {
+    let kind = doc.get("kind");
+    kind.and_then(Value::as_str) == Some("AdmissionReview") || (doc.get("operation").is_some() && kind.is_some_and(Value::is_object))
+}
+
+/// The AdmissionRequest of a document, submitted as `identity`: a plain
+/// object with it, a verbatim request with its `userInfo` replaced. Also
+/// returns what was replaced in a verbatim request.
+pub fn admission_request(doc: Value, identity: &Identity) -> Result<(Value, Vec<String>)> {
+    let verbatim = is_verbatim(&doc);
+    let mut request = to_admission_request(doc, &identity.submission())?;
+    let changed = if verbatim { identity.apply(&mut request)? } else { Vec::new() };
+    Ok((request, changed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,7 +44,7 @@ use crate::run::cluster::{FixtureCluster, Scoped};
 use crate::run::component::{PolicyComponent, to_response};
 use crate::run::wapc::{HostCluster, WapcModule};
 use crate::run::{engine, native};
-use crate::tools::scan::Target;
+use crate::tools::report::model::Target;
 
 /// The Pod AdmissionRequest (pretty-printed; compacted before use).
 pub const POD_REQUEST: &str = include_str!("../../bench/pod-request.json");

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
-use crate::tools::scan::{self, Config, Form, Identity, Outcome, Report};
+use crate::tools::report::model::{Form, Outcome, Report, Summary};
+use crate::tools::scan::evaluate::{Config, parse_settings_args, scan_with};
 
 /// Output format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -121,7 +123,7 @@ pub struct Simulation {
     /// Per rule, in the report's order.
     pub rules: Vec<RuleImpact>,
     /// The scan's totals over documents (denied by any rule, and so on).
-    pub summary: scan::Summary,
+    pub summary: Summary,
 }
 
 /// A violation's shape, to count alike reasons together: backquoted values
@@ -376,13 +378,13 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
         paths: vec![args.cluster.clone()],
         artifacts: args.artifacts.clone(),
         cluster: None,
-        settings: scan::parse_settings_args(&args.settings)?,
+        settings: parse_settings_args(&args.settings)?,
         form,
         identity: Identity::default(),
         ..Config::default()
     };
     let cluster = Arc::new(load_cluster(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?);
-    let report = scan::scan_with(&config, cluster, &mut progress_bar())?;
+    let report = scan_with(&config, cluster, &mut progress_bar())?;
     for e in &report.errors {
         let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {}: {}", e.source, e.reason);
     }
