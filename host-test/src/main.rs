@@ -11,14 +11,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use aigov::run::admission::{Identity, is_verbatim};
+use aigov::run::admission::{Submission, is_verbatim};
 use aigov::run::admission::{parse_documents, read_settings};
 use aigov::run::artifact::{self, ArtifactKind, Evaluator};
 use aigov::run::cluster::FixtureCluster;
 use aigov::run::{engine, native};
 use aigov::tools::cases::{self, Case, Forms};
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// The exit status when standard output's reader went away: 128 + SIGPIPE,
 /// what a shell reports for `cat`, `git log` or `grep` in the same place.
@@ -75,7 +75,7 @@ enum Command {
         #[arg(long, default_value = "artifacts")]
         artifacts: PathBuf,
         #[command(flatten)]
-        submission: SubmissionArgs,
+        submission: Submission,
     },
     /// Run every case of every rule (or of the named rules) natively, as a
     /// module and as a component; fail if any answer is wrong or the three
@@ -205,7 +205,7 @@ enum Command {
         #[arg(long)]
         settings: Option<PathBuf>,
         #[command(flatten)]
-        submission: SubmissionArgs,
+        submission: Submission,
     },
     /// Write N Pod manifests of about 4.5 KiB (for measuring `aigov scan`).
     #[command(hide = true)]
@@ -233,54 +233,6 @@ enum Command {
     /// by digest into a directory you name, leaving alone any file edited
     /// since aigov wrote it.
     Manifests(aigov::dist::package::ManifestsArgs),
-}
-
-/// How a plain object is submitted.
-#[derive(Args, Default)]
-struct SubmissionArgs {
-    /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
-    /// Refused with an AdmissionRequest or AdmissionReview.
-    #[arg(long)]
-    operation: Option<String>,
-    /// Requesting user (replaces an AdmissionRequest's userInfo.username).
-    #[arg(long)]
-    user: Option<String>,
-    /// Requesting user's groups, repeatable (replace an AdmissionRequest's
-    /// userInfo.groups).
-    #[arg(long = "group")]
-    groups: Vec<String>,
-    /// Namespace for a plain object (default: the object's, else `default`).
-    /// Refused with an AdmissionRequest or AdmissionReview.
-    #[arg(long)]
-    namespace: Option<String>,
-    /// Object name for a plain object; the pod, for exec/attach options.
-    /// Refused with an AdmissionRequest or AdmissionReview.
-    #[arg(long)]
-    name: Option<String>,
-}
-
-impl SubmissionArgs {
-    fn identity(&self) -> Identity {
-        Identity { user: self.user.clone(), groups: self.groups.clone() }
-    }
-
-    fn to_submission(&self) -> aigov::run::admission::Submission {
-        aigov::run::admission::Submission {
-            operation: self.operation.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            ..self.identity().submission()
-        }
-    }
-
-    /// The flags that describe a plain object's submission and cannot apply
-    /// to a verbatim request.
-    fn plain_object_only(&self) -> Vec<&'static str> {
-        [("--operation", self.operation.is_some()), ("--namespace", self.namespace.is_some()), ("--name", self.name.is_some())]
-            .into_iter()
-            .filter_map(|(flag, given)| given.then_some(flag))
-            .collect()
-    }
 }
 
 /// Whether standard output's reader went away.
@@ -349,7 +301,7 @@ fn note(text: &str) {
 /// them all; a verbatim AdmissionRequest or AdmissionReview takes
 /// `--user`/`--group` into its `userInfo` (said on stderr) and refuses the
 /// flags that would change what the request is.
-fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::Value> {
+fn eval_request(path: &Path, submission: &Submission) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
     if docs.len() != 1 {
@@ -357,7 +309,7 @@ fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::
     }
     let doc = docs.remove(0);
     if !is_verbatim(&doc) {
-        return aigov::run::admission::to_admission_request(doc, &submission.to_submission());
+        return aigov::run::admission::to_admission_request(doc, submission);
     }
     let what = if doc.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
         "an AdmissionReview"

@@ -71,23 +71,91 @@ pub fn read_settings(path: &std::path::Path) -> Result<String> {
     }
 }
 
-/// How to submit a plain object.
-#[derive(Clone, Debug, Default)]
+/// How a plain object is submitted: the request fields of `aigov eval`'s
+/// and `aigov invoke`'s flags and of a case file's `request` (beside its
+/// object), declared here once. The doc comments are the flags' help.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Submission {
-    /// `CREATE` (default), `UPDATE`, `DELETE` or `CONNECT`.
+    /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
+    /// Refused with an AdmissionRequest or AdmissionReview.
+    #[arg(long)]
     pub operation: Option<String>,
-    /// User name (default [`DEFAULT_USER`]).
+    /// Requesting user (replaces an AdmissionRequest's userInfo.username).
+    #[arg(long)]
     pub user: Option<String>,
-    /// Groups (default [`DEFAULT_GROUPS`]).
+    /// Requesting user's groups, repeatable (replace an AdmissionRequest's
+    /// userInfo.groups).
+    #[arg(long = "group")]
     pub groups: Option<Vec<String>>,
-    /// Namespace (default: the object's, else `default`).
+    /// Namespace for a plain object (default: the object's, else `default`).
+    /// Refused with an AdmissionRequest or AdmissionReview.
+    #[arg(long)]
     pub namespace: Option<String>,
-    /// Name (default: the object's; for `CONNECT`, the pod).
+    /// Object name for a plain object; the pod, for exec/attach options.
+    /// Refused with an AdmissionRequest or AdmissionReview.
+    #[arg(long)]
     pub name: Option<String>,
-    /// Subresource (`exec`, ...); implied by the options kinds.
+    /// Subresource (`exec`, ...); implied by the options kinds. Not a flag.
+    #[arg(skip)]
     pub sub_resource: Option<String>,
-    /// The old object, for `UPDATE` (default: the object itself).
+    /// The old object, for `UPDATE` (default: the object itself). Not a flag.
+    #[arg(skip)]
     pub old_object: Option<Value>,
+}
+
+impl Submission {
+    /// The fields as a case file spells them, in order.
+    pub const FIELDS: [&str; 7] = ["operation", "user", "groups", "namespace", "name", "subResource", "oldObject"];
+
+    /// Reads the value of the field `key` (one of [`Submission::FIELDS`])
+    /// from `map`, as a derived `Deserialize` would (`seen` holds the
+    /// fields read so far, to refuse one given twice); `Ok(false)` when
+    /// `key` is none of them. For a struct that holds a submission's fields
+    /// beside its own, as a case file's `request` does.
+    pub fn read_field<'de, A: serde::de::MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        seen: &mut Vec<&'static str>,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        fn read<'de, A: serde::de::MapAccess<'de>, T: Deserialize<'de>>(
+            slot: &mut Option<T>,
+            key: &'static str,
+            seen: &mut Vec<&'static str>,
+            map: &mut A,
+        ) -> Result<bool, A::Error> {
+            if seen.contains(&key) {
+                return Err(serde::de::Error::duplicate_field(key));
+            }
+            seen.push(key);
+            *slot = map.next_value()?;
+            Ok(true)
+        }
+        match key {
+            "operation" => read(&mut self.operation, "operation", seen, map),
+            "user" => read(&mut self.user, "user", seen, map),
+            "groups" => read(&mut self.groups, "groups", seen, map),
+            "namespace" => read(&mut self.namespace, "namespace", seen, map),
+            "name" => read(&mut self.name, "name", seen, map),
+            "subResource" => read(&mut self.sub_resource, "subResource", seen, map),
+            "oldObject" => read(&mut self.old_object, "oldObject", seen, map),
+            _ => Ok(false),
+        }
+    }
+
+    /// Who submits: `--user` and `--group`.
+    pub fn identity(&self) -> Identity {
+        Identity { user: self.user.clone(), groups: self.groups.clone().unwrap_or_default() }
+    }
+
+    /// The flags that describe a plain object's submission and cannot apply
+    /// to a verbatim request.
+    pub fn plain_object_only(&self) -> Vec<&'static str> {
+        [("--operation", self.operation.is_some()), ("--namespace", self.namespace.is_some()), ("--name", self.name.is_some())]
+            .into_iter()
+            .filter_map(|(flag, given)| given.then_some(flag))
+            .collect()
+    }
 }
 
 /// What kind of document `input` is, and the AdmissionRequest it amounts to.

@@ -22,6 +22,44 @@ use crate::run::{engine, native};
 use crate::tools::report::model::{DocumentReport, Form, Item, Note, Report, RuleInfo, RuleResult, Source, Target};
 use crate::tools::scan::read::{Input, collect_files, documents, not_an_object, read_file};
 
+/// The flags that choose the rules' form and settings, shared by `aigov
+/// scan` and `aigov simulate`.
+#[derive(clap::Args, Debug)]
+pub struct EvaluatorArgs {
+    /// Where `make artifacts` put the artifacts.
+    #[arg(long, default_value = "artifacts")]
+    pub artifacts: PathBuf,
+    /// A rule's settings (YAML or JSON), instead of its defaults (or, for a
+    /// rule that refuses its defaults, its built-in example settings from
+    /// host-test/settings/). Repeatable.
+    #[arg(long = "settings", value_name = "RULE=FILE")]
+    pub settings: Vec<String>,
+    /// Evaluate with the components instead of the Kubewarden modules.
+    #[arg(long, conflicts_with = "native")]
+    pub component: bool,
+    /// Evaluate with the rules linked into aigov (no artifacts needed).
+    #[arg(long)]
+    pub native: bool,
+}
+
+impl EvaluatorArgs {
+    /// The form the flags choose.
+    pub fn form(&self) -> Form {
+        match (self.component, self.native) {
+            (true, _) => Form::Component,
+            (_, true) => Form::Native,
+            _ => Form::Module,
+        }
+    }
+
+    /// A scan's configuration with the artifacts, settings and form the
+    /// flags choose (and nothing to scan yet).
+    pub fn config(&self) -> Result<Config> {
+        let settings = parse_settings_args(&self.settings)?;
+        Ok(Config { artifacts: self.artifacts.clone(), settings, form: self.form(), ..Config::default() })
+    }
+}
+
 /// What to scan and how.
 #[derive(Clone, Debug, Default)]
 pub struct Config {

@@ -39,11 +39,11 @@ use anyhow::{Context, Result};
 
 use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
-use crate::tools::report::model::{FailOn, Form, Item, Source, Summary, Tally, fails};
+use crate::tools::report::model::{FailOn, Item, Source, Summary, Tally, fails};
 use crate::tools::report::spill::Spill;
 use crate::tools::report::table::WRAP_WIDTH;
 use crate::tools::report::{json, junit, policyreport, sarif, table};
-use evaluate::{Config, Scanner, Strategy, parse_settings_args};
+use evaluate::{Config, EvaluatorArgs, Scanner};
 
 /// Output format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,24 +82,13 @@ pub struct Args {
     /// Files or directories of manifests (YAML or JSON, multi-document); `-` for stdin.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Where `make artifacts` put the artifacts.
-    #[arg(long, default_value = "artifacts")]
-    pub artifacts: PathBuf,
+    /// Which rules evaluate, and with which settings.
+    #[command(flatten)]
+    pub evaluator: EvaluatorArgs,
     /// Directory (or file) of YAML/JSON objects served to cluster lookups
     /// (e.g. the pods `kubectl exec` targets). Not scanned itself.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// A rule's settings (YAML or JSON), instead of its defaults (or, for a
-    /// rule that refuses its defaults, its built-in example settings from
-    /// host-test/settings/). Repeatable.
-    #[arg(long = "settings", value_name = "RULE=FILE")]
-    pub settings: Vec<String>,
-    /// Evaluate with the components instead of the Kubewarden modules.
-    #[arg(long, conflicts_with = "native")]
-    pub component: bool,
-    /// Evaluate with the rules linked into aigov (no artifacts needed).
-    #[arg(long)]
-    pub native: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -122,21 +111,12 @@ pub struct Args {
 
 /// Runs `aigov scan`, writing the report to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
-    let form = match (args.component, args.native) {
-        (true, _) => Form::Component,
-        (_, true) => Form::Native,
-        _ => Form::Module,
-    };
-    let settings = parse_settings_args(&args.settings)?;
     let config = Config {
         paths: args.paths.clone(),
-        artifacts: args.artifacts.clone(),
         cluster: args.cluster.clone(),
-        settings,
-        form,
         identity: Identity { user: args.user.clone(), groups: args.groups.clone() },
-        strategy: Strategy::Bundle,
         jobs: args.jobs,
+        ..args.evaluator.config()?
     };
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
