@@ -171,14 +171,37 @@ pub fn to_admission_request(input: Value, how: &Submission) -> Result<Value> {
     from_object(input, how)
 }
 
-/// Reads a request file: the first document, as an AdmissionRequest.
-pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<Value> {
+/// The one document of a request file (`aigov eval`, `aigov invoke`), as
+/// the AdmissionRequest it amounts to with `how`: a plain object is
+/// submitted with it all; a verbatim AdmissionRequest or AdmissionReview
+/// takes `how`'s user and groups into its `userInfo` and refuses the fields
+/// that would change what the request is. With the request, what to tell
+/// the person when a verbatim request's `userInfo` was replaced.
+pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<(Value, Option<String>)> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
     if docs.len() != 1 {
-        bail!("{} holds {} documents; `eval` takes exactly one (use `aigov scan` for many)", path.display(), docs.len());
+        bail!("{} holds {} documents; a request is one (use `aigov scan` for many)", path.display(), docs.len());
     }
-    to_admission_request(docs.remove(0), how)
+    let doc = docs.remove(0);
+    if !is_verbatim(&doc) {
+        return Ok((to_admission_request(doc, how)?, None));
+    }
+    let what =
+        if doc.get("kind").and_then(Value::as_str) == Some("AdmissionReview") { "an AdmissionReview" } else { "an AdmissionRequest" };
+    let refused = how.plain_object_only();
+    if !refused.is_empty() {
+        bail!(
+            "{} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
+             edit the request's `operation`, `namespace` or `name`, or pass the plain object instead. \
+             --user and --group do apply: they replace its userInfo",
+            path.display(),
+            refused.join(", ")
+        );
+    }
+    let (request, changed) = admission_request(doc, &how.identity())?;
+    let note = (!changed.is_empty()).then(|| format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
+    Ok((request, note))
 }
 
 /// The `uid` of the AdmissionRequest built for a plain object.

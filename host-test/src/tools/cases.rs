@@ -566,6 +566,48 @@ pub fn diff(original: Option<&Value>, to: &Value) -> String {
     serde_json::to_string(&json_patch::diff(&from, to)).unwrap_or_default()
 }
 
+/// Runs `aigov test`: every case of `rules` (default: every rule) six
+/// ways, or natively only when `artifacts` is `None`, one line per case on
+/// `out`; exit status 1 when a case fails.
+pub fn test(rules: &[String], artifacts: Option<&Path>, policies: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    let engine = crate::run::engine::new_engine()?;
+    let rules: Vec<String> = if rules.is_empty() { crate::run::native::names().map(str::to_string).collect() } else { rules.to_vec() };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    let bundle = match artifacts {
+        Some(dir) => load_bundle(&engine, dir)?,
+        None => Arc::new(vec![Evaluator::native(&crate::run::native::BUNDLE)]),
+    };
+    let agree = if artifacts.is_some() { "native, module, component and the bundle agree" } else { "native rule and native bundle agree" };
+    for rule in &rules {
+        let forms = match artifacts {
+            Some(dir) => Forms::load(&engine, dir, rule, bundle.clone())?,
+            None => {
+                let policy = crate::run::native::rule(rule).with_context(|| format!("no rule named {rule:?}"))?;
+                Forms { evaluators: vec![Evaluator::native(policy)], bundle: bundle.clone(), rule: rule.clone() }
+            }
+        };
+        for (name, path) in case_files(policies, rule)? {
+            let id = format!("{rule}/{name}");
+            let outcome = Case::load(&path).map_err(|e| vec![format!("{e:#}")]).and_then(|c| run(&forms, &c));
+            match outcome {
+                Ok(()) => {
+                    passed += 1;
+                    writeln!(out, "ok     {id} ({agree})")?;
+                }
+                Err(problems) => {
+                    failed += 1;
+                    writeln!(out, "FAILED {id}")?;
+                    for p in problems {
+                        writeln!(out, "         {p}")?;
+                    }
+                }
+            }
+        }
+    }
+    writeln!(out, "{passed} passed, {failed} failed")?;
+    Ok(if failed == 0 { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,13 @@ pub fn template() -> Result<Value> {
     request.get("object").cloned().context("the bench request has no object")
 }
 
+/// Runs `aigov gen-manifests`: [`write_manifests`], and where on `out`.
+pub fn gen_manifests(dir: &Path, count: usize, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    let files = write_manifests(dir, count)?;
+    writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Writes `count` manifests under `dir` (`pods-000/pod-000000.json`, ...);
 /// returns the files in the order `aigov scan` reads them.
 pub fn write_manifests(dir: &Path, count: usize) -> Result<Vec<PathBuf>> {
