@@ -17,6 +17,11 @@
 //!   (`inspect`), the case corpus as the component host answers it, for
 //!   other hosts to replay, a request quoted for `wasmtime run --invoke`,
 //!   and the playground's data and local server.
+//!
+//! Each folder may use those above it in this list, never one below, and
+//! `main.rs` (the command line: its flags, and which module runs each
+//! subcommand) uses them all; `tests/suite/structure.rs` holds the modules
+//! to these layers.
 
 pub mod run {
     //! Running artifacts.

@@ -694,6 +694,38 @@ mod tests {
         }
     }
 
+    /// A key left out reads as its default: every case's request gets the
+    /// same answer with the settings a policy would spell out and with
+    /// what the generated policy writes, and with each case's own settings
+    /// and those settings without the keys at their defaults.
+    #[test]
+    fn settings_without_their_defaults_decide_every_case_alike() {
+        use crate::run::native;
+        let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+        let mut compared = 0;
+        for rule in native::RULES {
+            let name = rule.metadata.name;
+            let defaults = (rule.default_settings)();
+            let full = native::deployable_settings(rule).unwrap();
+            let written = native::written_settings(rule).unwrap();
+            assert!(written.to_string().len() * 2 < full.to_string().len(), "{name}: {written}");
+            let native_rule = Evaluator::native(rule);
+            for (case_name, path) in case_files(&policies, name).unwrap() {
+                let case = Case::load(&path).unwrap();
+                let Some(request) = case.admission_request().unwrap() else { continue };
+                let cluster = std::sync::Arc::new(FixtureCluster::from_objects(case.cluster.clone()).unwrap());
+                let answer = |settings: &Value| {
+                    serde_json::to_value(native_rule.validate(&request, &settings.to_string(), &cluster).unwrap()).unwrap()
+                };
+                assert_eq!(answer(&full), answer(&written), "{name}/{case_name}, the generated policy's settings");
+                let own = native::without_defaults(&case.settings, &defaults);
+                assert_eq!(answer(&case.settings), answer(&own), "{name}/{case_name}: {} and {own}", case.settings);
+                compared += 1;
+            }
+        }
+        assert!(compared > 500, "only {compared} cases");
+    }
+
     #[test]
     fn absent_expectations_mean_none() {
         let e = Expect { accepted: Some(true), ..Expect::default() };
