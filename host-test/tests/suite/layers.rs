@@ -1,7 +1,11 @@
 //! A crate's modules in layers: reads a crate's sources, finds every path
 //! from one of its modules to another, and names each that goes up a layer
-//! or closes a circle. Std only, so that any test can use it: another crate's
-//! tests take it with `#[path = "…/host-test/tests/suite/layers.rs"] mod layers;`.
+//! or closes a circle. Std only, so that any test can use it: a test here
+//! calls `crate::layers::check(&src, TABLE)` with another crate's `src`
+//! (`root().join("policies/sdk/src")`), and another crate's own tests take
+//! the file with `#[path = "../../../host-test/tests/suite/layers.rs"] mod
+//! layers;` (from `policies/sdk/tests/`). Assert that [`check`] finds
+//! nothing, and print what it found.
 //!
 //! # The layer table
 //!

@@ -10,7 +10,9 @@
 //! - the `ClusterAdmissionPolicy` generated for every rule keeps
 //!   `kube-system` and the policy server's namespace out with a
 //!   `namespaceSelector`, and lists only the resources the rule acts on with
-//!   its default settings.
+//!   its default settings;
+//! - the host's modules import only down their layers ([`HOST_LAYERS`]),
+//!   never in a circle, as `layers.rs` reads the sources.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -265,11 +267,17 @@ fn the_readme_case_examples_pass() {
 /// it. `main.rs`, the command line, is above them all. Within a layer, the
 /// modules may use each other, never in a circle.
 const HOST_LAYERS: &[&[&str]] = &[
+    // Running artifacts: the engine, the hosts, the rules linked natively.
     &["run::*"],
+    // Distributing them: OCI, the image layout, registries, signatures.
     &["dist::*"],
+    // What a scan's report is made of, and what its writers share.
     &["tools::report::model", "tools::report::spill", "tools::report::position"],
+    // Reading a scan's documents.
     &["tools::scan::read"],
+    // Evaluating them, and writing reports (each writer reads the model).
     &["tools::scan::evaluate", "tools::report"],
+    // The tools people run: the scan command, eval, cases, bench, ...
     &["tools::*"],
 ];
 
