@@ -104,7 +104,7 @@ setup:
 	fi
 
 aigov: setup
-	+$(CARGO) build --release --locked -p host-test
+	+$(CARGO) build --release --locked -p aigov
 
 ## Both guest builds of every rule, with the size-tuned `wasm` profile, and
 ## of the bundle (its own profile: it links the rules without their exports).
@@ -241,7 +241,7 @@ e2e-deps:
 ## back, check media types over the registry API, copy the OCI layout in with
 ## skopeo. The test starts and stops the registry itself.
 e2e: e2e-deps artifacts
-	+$(CARGO) test --release --locked -p host-test --test registry
+	+$(CARGO) test --release --locked -p aigov --test registry
 
 ## Build the guests a second time, from a copy of the tree at another path
 ## into another target directory, and compare every module and component.
@@ -389,7 +389,7 @@ wasmtime-cli:
 ## `wasmtime run --invoke` for each component that imports nothing.
 wasmtime-check: wasmtime-cli case-records
 	+AIGOV_WASMTIME=$(WASMTIME) AIGOV_CASE_RECORDS=$(CASE_RECORDS) \
-	  $(CARGO) test --release --locked -p host-test --test wasmtime_cli -- --nocapture
+	  $(CARGO) test --release --locked -p aigov --test wasmtime_cli -- --nocapture
 
 ## The playground: a static page where a manifest is checked as you type
 ## (sources in host-test/playground/). It runs the bundle component itself,

@@ -9,10 +9,19 @@
 //!   turning manifests into the AdmissionRequests a policy receives.
 //! - [`dist`]: distributing them. OCI artifacts, the image layout on disk,
 //!   registries, cosign signatures, and the deployment manifests.
-//! - [`tools`]: what people run. Test cases three ways, the offline scan,
-//!   the benchmark, reports in other tools' formats, the case corpus as the
-//!   component host answers it, for other hosts to replay, a request quoted
-//!   for `wasmtime run --invoke`, and the playground's data and local server.
+//! - [`tools`]: what people run, each subcommand of `aigov` in a module of
+//!   its own. One request against one rule (`eval`), test cases three ways,
+//!   the offline scan (reading, evaluating, and the report model its
+//!   writers read), the benchmark, reports in other tools' formats, the
+//!   steps that build the artifacts, what an artifact or the build holds
+//!   (`inspect`), the case corpus as the component host answers it, for
+//!   other hosts to replay, a request quoted for `wasmtime run --invoke`,
+//!   and the playground's data and local server.
+//!
+//! Each folder may use those above it in this list, never one below, and
+//! `main.rs` (the command line: its flags, and which module runs each
+//! subcommand) uses them all; `tests/suite/structure.rs` holds the modules
+//! to these layers.
 
 pub mod run {
     //! Running artifacts.
@@ -39,9 +48,12 @@ pub mod dist {
 pub mod tools {
     //! Tools for people.
     pub mod bench;
+    pub mod build;
     pub mod cases;
+    pub mod eval;
     pub mod export_cases;
     pub mod fuzzing;
+    pub mod inspect;
     pub mod invoke;
     pub mod playground;
     pub mod report;

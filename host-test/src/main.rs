@@ -6,19 +6,12 @@
 //! instead of panicking on a failed `println!`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use aigov::run::admission::{parse_documents, read_settings};
-use aigov::run::artifact::{self, ArtifactKind, Evaluator};
-use aigov::run::cluster::FixtureCluster;
-use aigov::run::{engine, native};
-use aigov::tools::cases::{self, Case, Forms};
-use aigov::tools::scan::{Identity, is_verbatim};
-use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
+use anyhow::Result;
+use clap::{Parser, Subcommand};
 
 /// The exit status when standard output's reader went away: 128 + SIGPIPE,
 /// what a shell reports for `cat`, `git log` or `grep` in the same place.
@@ -49,34 +42,7 @@ enum Command {
     /// AdmissionReview is used verbatim, but for --user and --group, which
     /// replace its userInfo (stderr says so); --operation, --namespace and
     /// --name are refused with one: edit the request instead.
-    Eval {
-        /// A .wasm module or component, or a rule name (its module in
-        /// --artifacts, unless --component or --native).
-        artifact: String,
-        /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
-        /// or JSON; a plain object is submitted as CREATE by a default user).
-        request: PathBuf,
-        /// Settings file (YAML or JSON); default: the rule's defaults. They
-        /// are checked first with the rule's `validate_settings`, as a
-        /// policy server (and `kwctl run`) checks them before any request:
-        /// settings it refuses are an error, exit status 2.
-        #[arg(long)]
-        settings: Option<PathBuf>,
-        /// Directory (or file) of YAML/JSON objects served to cluster lookups.
-        #[arg(long)]
-        cluster: Option<PathBuf>,
-        /// With a rule name: use its component.
-        #[arg(long, conflicts_with = "native")]
-        component: bool,
-        /// With a rule name: use the natively linked rule.
-        #[arg(long)]
-        native: bool,
-        /// Where `make artifacts` put the artifacts.
-        #[arg(long, default_value = "artifacts")]
-        artifacts: PathBuf,
-        #[command(flatten)]
-        submission: SubmissionArgs,
-    },
+    Eval(aigov::tools::eval::Args),
     /// Run every case of every rule (or of the named rules) natively, as a
     /// module and as a component; fail if any answer is wrong or the three
     /// disagree.
@@ -197,16 +163,7 @@ enum Command {
     /// Print the `--invoke` argument with which `wasmtime run` evaluates a
     /// request with a component that imports nothing:
     /// `wasmtime run --invoke "$(aigov invoke pod.yaml)" artifacts/owner-label/policy.component.wasm`
-    Invoke {
-        /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
-        /// or JSON), as for `eval`.
-        request: PathBuf,
-        /// Settings file (YAML or JSON); default: `{}`, the rule's defaults.
-        #[arg(long)]
-        settings: Option<PathBuf>,
-        #[command(flatten)]
-        submission: SubmissionArgs,
-    },
+    Invoke(aigov::tools::invoke::Args),
     /// Write N Pod manifests of about 4.5 KiB (for measuring `aigov scan`).
     #[command(hide = true)]
     GenManifests {
@@ -233,54 +190,6 @@ enum Command {
     /// by digest into a directory you name, leaving alone any file edited
     /// since aigov wrote it.
     Manifests(aigov::dist::package::ManifestsArgs),
-}
-
-/// How a plain object is submitted.
-#[derive(Args, Default)]
-struct SubmissionArgs {
-    /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
-    /// Refused with an AdmissionRequest or AdmissionReview.
-    #[arg(long)]
-    operation: Option<String>,
-    /// Requesting user (replaces an AdmissionRequest's userInfo.username).
-    #[arg(long)]
-    user: Option<String>,
-    /// Requesting user's groups, repeatable (replace an AdmissionRequest's
-    /// userInfo.groups).
-    #[arg(long = "group")]
-    groups: Vec<String>,
-    /// Namespace for a plain object (default: the object's, else `default`).
-    /// Refused with an AdmissionRequest or AdmissionReview.
-    #[arg(long)]
-    namespace: Option<String>,
-    /// Object name for a plain object; the pod, for exec/attach options.
-    /// Refused with an AdmissionRequest or AdmissionReview.
-    #[arg(long)]
-    name: Option<String>,
-}
-
-impl SubmissionArgs {
-    fn identity(&self) -> Identity {
-        Identity { user: self.user.clone(), groups: self.groups.clone() }
-    }
-
-    fn to_submission(&self) -> aigov::run::admission::Submission {
-        aigov::run::admission::Submission {
-            operation: self.operation.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            ..self.identity().submission()
-        }
-    }
-
-    /// The flags that describe a plain object's submission and cannot apply
-    /// to a verbatim request.
-    fn plain_object_only(&self) -> Vec<&'static str> {
-        [("--operation", self.operation.is_some()), ("--namespace", self.namespace.is_some()), ("--name", self.name.is_some())]
-            .into_iter()
-            .filter_map(|(flag, given)| given.then_some(flag))
-            .collect()
-    }
 }
 
 /// Whether standard output's reader went away.
@@ -339,279 +248,35 @@ fn main() -> ExitCode {
     code
 }
 
-/// A note on standard error; never a panic.
-fn note(text: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "aigov: {text}");
-}
-
-/// The one document of `eval`'s request file, as the AdmissionRequest it
-/// amounts to with `submission`'s flags: a plain object is submitted with
-/// them all; a verbatim AdmissionRequest or AdmissionReview takes
-/// `--user`/`--group` into its `userInfo` (said on stderr) and refuses the
-/// flags that would change what the request is.
-fn eval_request(path: &Path, submission: &SubmissionArgs) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
-    if docs.len() != 1 {
-        bail!("{} holds {} documents; a request is one (use `aigov scan` for many)", path.display(), docs.len());
-    }
-    let doc = docs.remove(0);
-    if !is_verbatim(&doc) {
-        return aigov::run::admission::to_admission_request(doc, &submission.to_submission());
-    }
-    let what = if doc.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
-        "an AdmissionReview"
-    } else {
-        "an AdmissionRequest"
-    };
-    let refused = submission.plain_object_only();
-    if !refused.is_empty() {
-        bail!(
-            "{} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
-             edit the request's `operation`, `namespace` or `name`, or pass the plain object instead. \
-             --user and --group do apply: they replace its userInfo",
-            path.display(),
-            refused.join(", ")
-        );
-    }
-    let (request, changed) = aigov::tools::scan::admission_request(doc, &submission.identity())?;
-    if !changed.is_empty() {
-        note(&format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
-    }
-    Ok(request)
-}
-
+/// Runs a subcommand, writing its output to `out`: each lives in its own
+/// module of the library.
 fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
+    use aigov::{dist, tools};
     match cli.command {
-        Command::Eval { artifact, request, settings, cluster, component, native, artifacts, submission } => {
-            let engine = engine::new_engine()?;
-            let evaluator = resolve(&engine, &artifact, &artifacts, component, native)?;
-            let request = eval_request(&request, &submission)?;
-            let settings = match settings {
-                Some(path) => {
-                    let text = read_settings(&path)?;
-                    let answer = evaluator.validate_settings(&text)?;
-                    if !answer.valid {
-                        anyhow::bail!(
-                            "{}: `{}` refuses these settings: {}",
-                            path.display(),
-                            evaluator.name,
-                            answer.message.unwrap_or_default()
-                        );
-                    }
-                    text
-                }
-                None => "{}".to_string(),
-            };
-            let cluster = match cluster {
-                Some(dir) => FixtureCluster::from_dir(&dir)?,
-                None => FixtureCluster::empty(),
-            };
-            let response = evaluator.validate(&request.to_string(), &settings, &Arc::new(cluster))?;
-            writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
-            // The patched object is `mutated_object`, whole, as Kubewarden
-            // receives it; what it changes, as a diff, goes to stderr.
-            let changes = aigov::tools::scan::RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
-            if !changes.is_empty() {
-                out.flush()?;
-                note(&format!(
-                    "the rule patched the object ({} in `mutated_object`):",
-                    aigov_sdk::base::text::count(changes.len() as u64, "change")
-                ));
-                for c in &changes {
-                    let _ = writeln!(std::io::stderr().lock(), "  {c}");
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        Command::Eval(args) => tools::eval::run(&args, out),
+        Command::Test { rules, artifacts, policies, native } => {
+            tools::cases::test(&rules, (!native).then_some(artifacts.as_path()), &policies, out)
         }
-        Command::Test { rules, artifacts, policies, native } => test(&rules, (!native).then_some(artifacts.as_path()), &policies, out),
-        Command::Annotate { module, metadata, usage, output } => {
-            let engine = engine::new_engine()?;
-            let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
-            let annotated = artifact::annotate(&engine, &bytes, &metadata, usage.as_deref())?;
-            write(&output, &annotated)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Componentize { module, output } => {
-            let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
-            write(&output, &artifact::componentize(&bytes)?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::ExportCases { artifacts, policies, out: dir } => {
-            let rules: Vec<&str> = native::names().collect();
-            let s = aigov::tools::export_cases::export(&artifacts, &policies, &rules, &dir)?;
-            writeln!(
-                out,
-                "wrote {} components, {} cases ({} case runs, {} calls, {} lookups) to {}",
-                s.components,
-                s.cases,
-                s.runs,
-                s.calls,
-                s.lookups,
-                dir.display()
-            )?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Inspect { artifact } => inspect(&artifact, out),
-        Command::FuzzCorpus { policies, out: dir } => {
-            let n = aigov::tools::fuzzing::write_corpus(&policies, &dir)?;
-            writeln!(out, "wrote {n} seeds to {}/corpus and the rules' settings to {}/settings.json", dir.display(), dir.display())?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::BundleMetadata { policies, output } => {
-            let mut parts = Vec::new();
-            for rule in native::names() {
-                let file = policies.join(rule).join("metadata.yml");
-                let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-                parts.push(
-                    aigov_metadata::Metadata::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}", e.in_file(file.display().to_string())))?,
-                );
-            }
-            let bundle = aigov_metadata::Metadata::bundle(&parts, native::BUNDLE.metadata.version);
-            write(&output, serde_norway::to_string(&bundle)?.as_bytes())?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Settings { rule } => {
-            let r = native::rule(&rule).with_context(|| format!("no rule named `{rule}`"))?;
-            writeln!(out, "{}", serde_json::to_string_pretty(&(r.default_settings)())?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Scan(args) => aigov::tools::scan::run(&args, out),
-        Command::Simulate(args) => aigov::tools::simulate::run(&args, out),
-        Command::Bench(args) => aigov::tools::bench::run(&args, out),
-        Command::Sizes(args) => aigov::tools::sizes::run(&args, out),
-        Command::Playground(args) => aigov::tools::playground::serve(&args, out),
-        Command::PlaygroundData { samples, output } => {
-            let data = aigov::tools::playground::data(&samples)?;
-            write(&output, serde_json::to_string(&data)?.as_bytes())?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Invoke { request, settings, submission } => {
-            let request = eval_request(&request, &submission)?;
-            let settings = match settings {
-                Some(path) => read_settings(&path)?,
-                None => "{}".to_string(),
-            };
-            writeln!(out, "{}", aigov::tools::invoke::call("validate", &[&request.to_string(), &settings])?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::GenManifests { count, out: dir } => {
-            let files = aigov::tools::scanbench::write_manifests(&dir, count)?;
-            writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Oci(command) => aigov::dist::registry::run(&command, out),
+        Command::Annotate { module, metadata, usage, output } => tools::build::annotate(&module, &metadata, usage.as_deref(), &output),
+        Command::Componentize { module, output } => tools::build::componentize(&module, &output),
+        Command::ExportCases { artifacts, policies, out: dir } => tools::export_cases::run(&artifacts, &policies, &dir, out),
+        Command::Inspect { artifact } => tools::inspect::artifact(&artifact, out),
+        Command::FuzzCorpus { policies, out: dir } => tools::fuzzing::run_corpus(&policies, &dir, out),
+        Command::BundleMetadata { policies, output } => tools::build::bundle_metadata(&policies, &output),
+        Command::Settings { rule } => tools::inspect::settings(&rule, out),
+        Command::Scan(args) => tools::scan::run(&args, out),
+        Command::Simulate(args) => tools::simulate::run(&args, out),
+        Command::Bench(args) => tools::bench::run(&args, out),
+        Command::Sizes(args) => tools::sizes::run(&args, out),
+        Command::Playground(args) => tools::playground::serve(&args, out),
+        Command::PlaygroundData { samples, output } => tools::build::playground_data(&samples, &output),
+        Command::Invoke(args) => tools::invoke::run(&args, out),
+        Command::GenManifests { count, out: dir } => tools::scanbench::gen_manifests(&dir, count, out),
+        Command::Oci(command) => dist::registry::run(&command, out),
         #[cfg(feature = "signing")]
-        Command::Signatures(command) => aigov::dist::sign::run(&command, out),
-        Command::Package(args) => aigov::dist::package::run(&args, out),
-        Command::Manifests(args) => aigov::dist::package::run_manifests(&args, out),
-        Command::Rules => {
-            for r in native::RULES {
-                let description = r.metadata.annotation(aigov_metadata::annotations::DESCRIPTION).unwrap_or_default();
-                writeln!(out, "{:<22} {:<8} {description}", r.metadata.name, r.metadata.version)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Signatures(command) => dist::sign::run(&command, out),
+        Command::Package(args) => dist::package::run(&args, out),
+        Command::Manifests(args) => dist::package::run_manifests(&args, out),
+        Command::Rules => tools::inspect::rules(out),
     }
-}
-
-/// A path to an artifact, or a rule name.
-fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, component: bool, native_form: bool) -> Result<Evaluator> {
-    let path = Path::new(artifact);
-    if path.is_file() {
-        return Evaluator::from_file(engine, path);
-    }
-    let Some(rule) = native::rule(artifact) else {
-        bail!("`{artifact}` is neither a file nor a rule; rules: {}", native::names().collect::<Vec<_>>().join(", "));
-    };
-    if native_form {
-        return Ok(Evaluator::native(rule));
-    }
-    let path = if component { artifact::component_path(artifacts, artifact) } else { artifact::module_path(artifacts, artifact) };
-    if !path.is_file() {
-        bail!("{} is missing: run `make artifacts` first", path.display());
-    }
-    Evaluator::from_file(engine, &path)
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
-}
-
-/// Runs the cases six ways, or natively only when `artifacts` is `None`.
-fn test(rules: &[String], artifacts: Option<&Path>, policies: &Path, out: &mut dyn Write) -> Result<ExitCode> {
-    let engine = engine::new_engine()?;
-    let rules: Vec<String> = if rules.is_empty() { native::names().map(str::to_string).collect() } else { rules.to_vec() };
-    let (mut passed, mut failed) = (0usize, 0usize);
-    let bundle = match artifacts {
-        Some(dir) => cases::load_bundle(&engine, dir)?,
-        None => Arc::new(vec![Evaluator::native(&native::BUNDLE)]),
-    };
-    let agree = if artifacts.is_some() { "native, module, component and the bundle agree" } else { "native rule and native bundle agree" };
-    for rule in &rules {
-        let forms = match artifacts {
-            Some(dir) => Forms::load(&engine, dir, rule, bundle.clone())?,
-            None => {
-                let policy = native::rule(rule).with_context(|| format!("no rule named {rule:?}"))?;
-                Forms { evaluators: vec![Evaluator::native(policy)], bundle: bundle.clone(), rule: rule.clone() }
-            }
-        };
-        for (name, path) in cases::case_files(policies, rule)? {
-            let id = format!("{rule}/{name}");
-            let outcome = Case::load(&path).map_err(|e| vec![format!("{e:#}")]).and_then(|c| cases::run(&forms, &c));
-            match outcome {
-                Ok(()) => {
-                    passed += 1;
-                    writeln!(out, "ok     {id} ({agree})")?;
-                }
-                Err(problems) => {
-                    failed += 1;
-                    writeln!(out, "FAILED {id}")?;
-                    for p in problems {
-                        writeln!(out, "         {p}")?;
-                    }
-                }
-            }
-        }
-    }
-    writeln!(out, "{passed} passed, {failed} failed")?;
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-fn inspect(path: &Path, out: &mut dyn Write) -> Result<ExitCode> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    match ArtifactKind::of(&bytes)? {
-        ArtifactKind::Module => match artifact::module_metadata(&bytes)? {
-            Some(m) => writeln!(out, "{}", serde_json::to_string_pretty(&m)?)?,
-            None => bail!("{} carries no io.kubewarden.metadata section: annotate it first", path.display()),
-        },
-        ArtifactKind::Component => {
-            let engine = engine::new_engine()?;
-            let component = aigov::run::component::PolicyComponent::new(&engine, &bytes)?;
-            let m = component.instantiate(Arc::new(aigov_sdk::NoCluster))?.metadata()?;
-            writeln!(out, "{}\n", serde_json::to_string_pretty(&metadata_json(&m))?)?;
-            write!(out, "{}", artifact::component_wit(&bytes)?)?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn metadata_json(m: &aigov::run::component::Metadata) -> serde_json::Value {
-    serde_json::json!({
-        "name": m.name,
-        "version": m.version,
-        "rules": m.rules.iter().map(|r| serde_json::json!({
-            "apiGroups": r.api_groups, "apiVersions": r.api_versions,
-            "resources": r.resources, "operations": r.operations,
-        })).collect::<Vec<_>>(),
-        "mutating": m.mutating,
-        "backgroundAudit": m.background_audit,
-        "contextAwareResources": m.context_aware_resources.iter().map(|c| serde_json::json!({
-            "apiVersion": c.api_version, "kind": c.kind,
-        })).collect::<Vec<_>>(),
-        "annotations": m.annotations.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-    })
 }

@@ -71,23 +71,91 @@ pub fn read_settings(path: &std::path::Path) -> Result<String> {
     }
 }
 
-/// How to submit a plain object.
-#[derive(Clone, Debug, Default)]
+/// How a plain object is submitted: the request fields of `aigov eval`'s
+/// and `aigov invoke`'s flags and of a case file's `request` (beside its
+/// object), declared here once. The doc comments are the flags' help.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Submission {
-    /// `CREATE` (default), `UPDATE`, `DELETE` or `CONNECT`.
+    /// Operation for a plain object: CREATE (default), UPDATE, DELETE, CONNECT.
+    /// Refused with an AdmissionRequest or AdmissionReview.
+    #[arg(long)]
     pub operation: Option<String>,
-    /// User name (default [`DEFAULT_USER`]).
+    /// Requesting user (replaces an AdmissionRequest's userInfo.username).
+    #[arg(long)]
     pub user: Option<String>,
-    /// Groups (default [`DEFAULT_GROUPS`]).
+    /// Requesting user's groups, repeatable (replace an AdmissionRequest's
+    /// userInfo.groups).
+    #[arg(long = "group")]
     pub groups: Option<Vec<String>>,
-    /// Namespace (default: the object's, else `default`).
+    /// Namespace for a plain object (default: the object's, else `default`).
+    /// Refused with an AdmissionRequest or AdmissionReview.
+    #[arg(long)]
     pub namespace: Option<String>,
-    /// Name (default: the object's; for `CONNECT`, the pod).
+    /// Object name for a plain object; the pod, for exec/attach options.
+    /// Refused with an AdmissionRequest or AdmissionReview.
+    #[arg(long)]
     pub name: Option<String>,
-    /// Subresource (`exec`, ...); implied by the options kinds.
+    /// Subresource (`exec`, ...); implied by the options kinds. Not a flag.
+    #[arg(skip)]
     pub sub_resource: Option<String>,
-    /// The old object, for `UPDATE` (default: the object itself).
+    /// The old object, for `UPDATE` (default: the object itself). Not a flag.
+    #[arg(skip)]
     pub old_object: Option<Value>,
+}
+
+impl Submission {
+    /// The fields as a case file spells them, in order.
+    pub const FIELDS: [&str; 7] = ["operation", "user", "groups", "namespace", "name", "subResource", "oldObject"];
+
+    /// Reads the value of the field `key` (one of [`Submission::FIELDS`])
+    /// from `map`, as a derived `Deserialize` would (`seen` holds the
+    /// fields read so far, to refuse one given twice); `Ok(false)` when
+    /// `key` is none of them. For a struct that holds a submission's fields
+    /// beside its own, as a case file's `request` does.
+    pub fn read_field<'de, A: serde::de::MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        seen: &mut Vec<&'static str>,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        fn read<'de, A: serde::de::MapAccess<'de>, T: Deserialize<'de>>(
+            slot: &mut Option<T>,
+            key: &'static str,
+            seen: &mut Vec<&'static str>,
+            map: &mut A,
+        ) -> Result<bool, A::Error> {
+            if seen.contains(&key) {
+                return Err(serde::de::Error::duplicate_field(key));
+            }
+            seen.push(key);
+            *slot = map.next_value()?;
+            Ok(true)
+        }
+        match key {
+            "operation" => read(&mut self.operation, "operation", seen, map),
+            "user" => read(&mut self.user, "user", seen, map),
+            "groups" => read(&mut self.groups, "groups", seen, map),
+            "namespace" => read(&mut self.namespace, "namespace", seen, map),
+            "name" => read(&mut self.name, "name", seen, map),
+            "subResource" => read(&mut self.sub_resource, "subResource", seen, map),
+            "oldObject" => read(&mut self.old_object, "oldObject", seen, map),
+            _ => Ok(false),
+        }
+    }
+
+    /// Who submits: `--user` and `--group`.
+    pub fn identity(&self) -> Identity {
+        Identity { user: self.user.clone(), groups: self.groups.clone().unwrap_or_default() }
+    }
+
+    /// The flags that describe a plain object's submission and cannot apply
+    /// to a verbatim request.
+    pub fn plain_object_only(&self) -> Vec<&'static str> {
+        [("--operation", self.operation.is_some()), ("--namespace", self.namespace.is_some()), ("--name", self.name.is_some())]
+            .into_iter()
+            .filter_map(|(flag, given)| given.then_some(flag))
+            .collect()
+    }
 }
 
 /// What kind of document `input` is, and the AdmissionRequest it amounts to.
@@ -103,14 +171,37 @@ pub fn to_admission_request(input: Value, how: &Submission) -> Result<Value> {
     from_object(input, how)
 }
 
-/// Reads a request file: the first document, as an AdmissionRequest.
-pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<Value> {
+/// The one document of a request file (`aigov eval`, `aigov invoke`), as
+/// the AdmissionRequest it amounts to with `how`: a plain object is
+/// submitted with it all; a verbatim AdmissionRequest or AdmissionReview
+/// takes `how`'s user and groups into its `userInfo` and refuses the fields
+/// that would change what the request is. With the request, what to tell
+/// the person when a verbatim request's `userInfo` was replaced.
+pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<(Value, Option<String>)> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
     if docs.len() != 1 {
-        bail!("{} holds {} documents; `eval` takes exactly one (use `aigov scan` for many)", path.display(), docs.len());
+        bail!("{} holds {} documents; a request is one (use `aigov scan` for many)", path.display(), docs.len());
     }
-    to_admission_request(docs.remove(0), how)
+    let doc = docs.remove(0);
+    if !is_verbatim(&doc) {
+        return Ok((to_admission_request(doc, how)?, None));
+    }
+    let what =
+        if doc.get("kind").and_then(Value::as_str) == Some("AdmissionReview") { "an AdmissionReview" } else { "an AdmissionRequest" };
+    let refused = how.plain_object_only();
+    if !refused.is_empty() {
+        bail!(
+            "{} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
+             edit the request's `operation`, `namespace` or `name`, or pass the plain object instead. \
+             --user and --group do apply: they replace its userInfo",
+            path.display(),
+            refused.join(", ")
+        );
+    }
+    let (request, changed) = admission_request(doc, &how.identity())?;
+    let note = (!changed.is_empty()).then(|| format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
+    Ok((request, note))
 }
 
 /// The `uid` of the AdmissionRequest built for a plain object.
@@ -223,6 +314,95 @@ pub fn from_object(object: Value, how: &Submission) -> Result<Value> {
     }
     req.insert("dryRun".into(), json!(false));
     Ok(Value::Object(req))
+}
+
+/// Who submits the requests: `--user` and `--group` of `aigov eval` and
+/// `aigov scan`. A plain object is submitted with them (else a default
+/// user); an AdmissionRequest or AdmissionReview is used verbatim but for
+/// the `userInfo` fields they replace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// `--user`: replaces `userInfo.username`.
+    pub user: Option<String>,
+    /// `--group` (repeatable): replace `userInfo.groups`.
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// Neither `--user` nor `--group`.
+    pub fn is_empty(&self) -> bool {
+        self.user.is_none() && self.groups.is_empty()
+    }
+
+    /// The flags given, for messages: `--user`, `--group`, `--user and --group`.
+    pub fn flags(&self) -> &'static str {
+        match (self.user.is_some(), !self.groups.is_empty()) {
+            (true, true) => "--user and --group",
+            (true, false) => "--user",
+            (false, true) => "--group",
+            (false, false) => "no identity flag",
+        }
+    }
+
+    /// How a plain object is submitted.
+    pub fn submission(&self) -> Submission {
+        Submission { user: self.user.clone(), groups: (!self.groups.is_empty()).then(|| self.groups.clone()), ..Submission::default() }
+    }
+
+    /// Replaces `userInfo.username` and/or `userInfo.groups` of an
+    /// AdmissionRequest (other `userInfo` fields are kept) and says what it
+    /// changed, e.g. ``userInfo.username `jane` → `admin` (--user)``.
+    pub fn apply(&self, request: &mut Value) -> Result<Vec<String>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(map) = request.as_object_mut() else {
+            bail!("the AdmissionRequest is not an object");
+        };
+        let info = map.entry("userInfo").or_insert_with(|| json!({}));
+        if info.is_null() {
+            *info = json!({});
+        }
+        let Some(info) = info.as_object_mut() else {
+            bail!("the AdmissionRequest's `userInfo` is not an object");
+        };
+        let mut changed = Vec::new();
+        if let Some(user) = &self.user {
+            let old = info.insert("username".into(), json!(user));
+            changed.push(format!("userInfo.username {} → `{user}` (--user)", shown(old.as_ref())));
+        }
+        if !self.groups.is_empty() {
+            let old = info.insert("groups".into(), json!(self.groups));
+            changed.push(format!("userInfo.groups {} → {} (--group)", shown(old.as_ref()), json!(self.groups)));
+        }
+        Ok(changed)
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "(unset)".into(),
+        Some(Value::String(s)) => format!("`{s}`"),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Whether a document is used verbatim, as an AdmissionReview or an
+/// AdmissionRequest, rather than submitted as a plain object: the test
+/// [`to_admission_request`] makes.
+pub fn is_verbatim(doc: &Value) -> bool {
+    let kind = doc.get("kind");
+    kind.and_then(Value::as_str) == Some("AdmissionReview") || (doc.get("operation").is_some() && kind.is_some_and(Value::is_object))
+}
+
+/// The AdmissionRequest of a document, submitted as `identity`: a plain
+/// object with it, a verbatim request with its `userInfo` replaced. Also
+/// returns what was replaced in a verbatim request.
+pub fn admission_request(doc: Value, identity: &Identity) -> Result<(Value, Vec<String>)> {
+    let verbatim = is_verbatim(&doc);
+    let mut request = to_admission_request(doc, &identity.submission())?;
+    let changed = if verbatim { identity.apply(&mut request)? } else { Vec::new() };
+    Ok((request, changed))
 }
 
 #[cfg(test)]

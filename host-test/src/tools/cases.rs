@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use aigov_sdk::{SettingsResponse, ValidationResponse};
 use anyhow::{Context, Result, bail};
@@ -44,28 +44,81 @@ impl Fragments {
 }
 
 /// The request of a case: a plain object with how it is submitted, or a
-/// verbatim AdmissionRequest.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// verbatim AdmissionRequest. In the file, one mapping: `object` or
+/// `admissionRequest`, beside the fields of a [`Submission`]
+/// (`operation`, `user`, `groups`, `namespace`, `name`, `subResource`,
+/// `oldObject`), read as a derived `Deserialize` with
+/// `deny_unknown_fields` reads them.
+#[derive(Clone, Debug, Default)]
 pub struct CaseRequest {
     /// The object (a manifest, or `PodExecOptions` for `CONNECT`).
     pub object: Option<Value>,
     /// A complete AdmissionRequest, used as is.
     pub admission_request: Option<Value>,
-    /// `CREATE` (default), `UPDATE`, `DELETE`, `CONNECT`.
-    pub operation: Option<String>,
-    /// User name.
-    pub user: Option<String>,
-    /// User groups.
-    pub groups: Option<Vec<String>>,
-    /// Namespace.
-    pub namespace: Option<String>,
-    /// Object name (the pod, for `CONNECT`).
-    pub name: Option<String>,
-    /// Subresource.
-    pub sub_resource: Option<String>,
-    /// The old object, for `UPDATE`.
-    pub old_object: Option<Value>,
+    /// How the object is submitted.
+    pub submission: Submission,
+}
+
+/// Every field of a case's `request`, in the order an error lists them.
+static REQUEST_FIELDS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| ["object", "admissionRequest"].into_iter().chain(Submission::FIELDS).collect());
+
+/// A key of a case's `request`: one of [`REQUEST_FIELDS`], refused as it
+/// is read otherwise, so that the error points at it.
+struct Key;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = &'static str;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> std::result::Result<&'static str, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for Key {
+    type Value = &'static str;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> std::result::Result<&'static str, E> {
+        REQUEST_FIELDS.iter().copied().find(|f| *f == key).ok_or_else(|| E::unknown_field(key, REQUEST_FIELDS.as_slice()))
+    }
+}
+
+impl<'de> Deserialize<'de> for CaseRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<CaseRequest, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = CaseRequest;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("struct CaseRequest")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<CaseRequest, A::Error> {
+                use serde::de::Error as _;
+                let mut request = CaseRequest::default();
+                let mut seen = Vec::new();
+                while let Some(key) = map.next_key_seed(Key)? {
+                    let (name, slot) = match key {
+                        "object" => ("object", &mut request.object),
+                        "admissionRequest" => ("admissionRequest", &mut request.admission_request),
+                        _ if request.submission.read_field(key, &mut seen, &mut map)? => continue,
+                        _ => return Err(A::Error::unknown_field(key, REQUEST_FIELDS.as_slice())),
+                    };
+                    if seen.contains(&name) {
+                        return Err(A::Error::duplicate_field(name));
+                    }
+                    seen.push(name);
+                    *slot = map.next_value()?;
+                }
+                Ok(request)
+            }
+        }
+        deserializer.deserialize_struct("CaseRequest", REQUEST_FIELDS.as_slice(), Fields)
+    }
 }
 
 /// What the rule must answer.
@@ -167,18 +220,7 @@ impl Case {
         let Some(r) = &self.request else { return Ok(None) };
         let value = match (&r.admission_request, &r.object) {
             (Some(ar), _) => ar.clone(),
-            (None, Some(object)) => {
-                let how = Submission {
-                    operation: r.operation.clone(),
-                    user: r.user.clone(),
-                    groups: r.groups.clone(),
-                    namespace: r.namespace.clone(),
-                    name: r.name.clone(),
-                    sub_resource: r.sub_resource.clone(),
-                    old_object: r.old_object.clone(),
-                };
-                to_admission_request(object.clone(), &how)?
-            }
+            (None, Some(object)) => to_admission_request(object.clone(), &r.submission)?,
             (None, None) => bail!("`request` needs `object` or `admissionRequest`"),
         };
         Ok(Some(value.to_string()))
@@ -524,6 +566,48 @@ pub fn diff(original: Option<&Value>, to: &Value) -> String {
     serde_json::to_string(&json_patch::diff(&from, to)).unwrap_or_default()
 }
 
+/// Runs `aigov test`: every case of `rules` (default: every rule) six
+/// ways, or natively only when `artifacts` is `None`, one line per case on
+/// `out`; exit status 1 when a case fails.
+pub fn test(rules: &[String], artifacts: Option<&Path>, policies: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    let engine = crate::run::engine::new_engine()?;
+    let rules: Vec<String> = if rules.is_empty() { crate::run::native::names().map(str::to_string).collect() } else { rules.to_vec() };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    let bundle = match artifacts {
+        Some(dir) => load_bundle(&engine, dir)?,
+        None => Arc::new(vec![Evaluator::native(&crate::run::native::BUNDLE)]),
+    };
+    let agree = if artifacts.is_some() { "native, module, component and the bundle agree" } else { "native rule and native bundle agree" };
+    for rule in &rules {
+        let forms = match artifacts {
+            Some(dir) => Forms::load(&engine, dir, rule, bundle.clone())?,
+            None => {
+                let policy = crate::run::native::rule(rule).with_context(|| format!("no rule named {rule:?}"))?;
+                Forms { evaluators: vec![Evaluator::native(policy)], bundle: bundle.clone(), rule: rule.clone() }
+            }
+        };
+        for (name, path) in case_files(policies, rule)? {
+            let id = format!("{rule}/{name}");
+            let outcome = Case::load(&path).map_err(|e| vec![format!("{e:#}")]).and_then(|c| run(&forms, &c));
+            match outcome {
+                Ok(()) => {
+                    passed += 1;
+                    writeln!(out, "ok     {id} ({agree})")?;
+                }
+                Err(problems) => {
+                    failed += 1;
+                    writeln!(out, "FAILED {id}")?;
+                    for p in problems {
+                        writeln!(out, "         {p}")?;
+                    }
+                }
+            }
+        }
+    }
+    writeln!(out, "{passed} passed, {failed} failed")?;
+    Ok(if failed == 0 { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,6 +628,102 @@ mod tests {
         assert!(case("description: x\nrequest: {}\nexpect: {accepted: true}\n").is_err(), "no object");
         assert!(case("description: x\nrequest: {object: {}}\nexpect: {accepted: true}\nextra: 1\n").is_err(), "unknown key");
         assert!(case("description: x\nrequest: {object: {}, oops: 1}\nexpect: {accepted: true}\n").is_err(), "unknown request key");
+    }
+
+    /// A case's `request` reads as the derived struct that declared the
+    /// submission's fields a second time did: the same values, the same
+    /// errors (with their place and the fields they list).
+    #[test]
+    fn requests_read_as_a_derived_struct_reads_them() {
+        mod derived {
+            use super::*;
+            /// Named as ours is, for the errors that name it.
+            #[derive(Debug, Deserialize)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            pub struct CaseRequest {
+                pub object: Option<Value>,
+                pub admission_request: Option<Value>,
+                pub operation: Option<String>,
+                pub user: Option<String>,
+                pub groups: Option<Vec<String>>,
+                pub namespace: Option<String>,
+                pub name: Option<String>,
+                pub sub_resource: Option<String>,
+                pub old_object: Option<Value>,
+            }
+        }
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct With<T> {
+            request: T,
+        }
+        for yaml in [
+            "request: {object: {kind: Pod}, operation: UPDATE, user: 123, groups: [a, 1], namespace: true, name: 007, subResource: exec, oldObject: {a: [1, 2.5, null]}}",
+            "request: {admissionRequest: {uid: x}}",
+            "request:\n  object: {}\n  oops: 1\n",
+            "request:\n  object: {}\n  object: {}\n",
+            "request:\n  user: a\n  user: b\n",
+            "request:\n  operation: null\n  operation: b\n",
+            "request: {groups: a}",
+            "request: {object: {}, operation: [x]}",
+            "request: [1]",
+            "request: 3",
+            "request: {}",
+            "request: {0: x}",
+            "request: {[a]: x}",
+        ] {
+            let ours = serde_norway::from_str::<With<CaseRequest>>(yaml).map(|w| {
+                let s = w.request.submission;
+                (
+                    w.request.object,
+                    w.request.admission_request,
+                    s.operation,
+                    s.user,
+                    s.groups,
+                    s.namespace,
+                    s.name,
+                    s.sub_resource,
+                    s.old_object,
+                )
+            });
+            let derived = serde_norway::from_str::<With<derived::CaseRequest>>(yaml).map(|w| {
+                let d = w.request;
+                (d.object, d.admission_request, d.operation, d.user, d.groups, d.namespace, d.name, d.sub_resource, d.old_object)
+            });
+            assert_eq!(ours.map_err(|e| e.to_string()), derived.map_err(|e| e.to_string()), "{yaml}");
+        }
+    }
+
+    /// A key left out reads as its default: every case's request gets the
+    /// same answer with the settings a policy would spell out and with
+    /// what the generated policy writes, and with each case's own settings
+    /// and those settings without the keys at their defaults.
+    #[test]
+    fn settings_without_their_defaults_decide_every_case_alike() {
+        use crate::run::native;
+        let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+        let mut compared = 0;
+        for rule in native::RULES {
+            let name = rule.metadata.name;
+            let defaults = (rule.default_settings)();
+            let full = native::deployable_settings(rule).unwrap();
+            let written = native::written_settings(rule).unwrap();
+            assert!(written.to_string().len() * 2 < full.to_string().len(), "{name}: {written}");
+            let native_rule = Evaluator::native(rule);
+            for (case_name, path) in case_files(&policies, name).unwrap() {
+                let case = Case::load(&path).unwrap();
+                let Some(request) = case.admission_request().unwrap() else { continue };
+                let cluster = std::sync::Arc::new(FixtureCluster::from_objects(case.cluster.clone()).unwrap());
+                let answer = |settings: &Value| {
+                    serde_json::to_value(native_rule.validate(&request, &settings.to_string(), &cluster).unwrap()).unwrap()
+                };
+                assert_eq!(answer(&full), answer(&written), "{name}/{case_name}, the generated policy's settings");
+                let own = native::without_defaults(&case.settings, &defaults);
+                assert_eq!(answer(&case.settings), answer(&own), "{name}/{case_name}: {} and {own}", case.settings);
+                compared += 1;
+            }
+        }
+        assert!(compared > 500, "only {compared} cases");
     }
 
     #[test]

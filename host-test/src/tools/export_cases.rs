@@ -212,6 +212,24 @@ fn load_component(engine: &wasmtime::Engine, artifacts: &Path, name: &str) -> Re
     Ok((evaluator, path))
 }
 
+/// Runs `aigov export-cases`: every rule's records in `dir`, and what was
+/// written on `out`.
+pub fn run(artifacts: &Path, policies: &Path, dir: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    let rules: Vec<&str> = crate::run::native::names().collect();
+    let s = export(artifacts, policies, &rules, dir)?;
+    writeln!(
+        out,
+        "wrote {} components, {} cases ({} case runs, {} calls, {} lookups) to {}",
+        s.components,
+        s.cases,
+        s.runs,
+        s.calls,
+        s.lookups,
+        dir.display()
+    )?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Runs every case of `rules` on their components and the bundle's, and
 /// writes `<out>/<component>.json` for each.
 pub fn export(artifacts: &Path, policies: &Path, rules: &[&str], out: &Path) -> Result<Summary> {

@@ -47,6 +47,13 @@ pub fn seeds(policies: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// Runs `aigov fuzz-corpus`: [`write_corpus`], and what it wrote on `out`.
+pub fn run_corpus(policies: &Path, dir: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    let n = write_corpus(policies, dir)?;
+    writeln!(out, "wrote {n} seeds to {}/corpus and the rules' settings to {}/settings.json", dir.display(), dir.display())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Writes the seed corpus (one file per case request) and `settings.json`
 /// (each rule's fuzzing settings, by name) into `dir`.
 pub fn write_corpus(policies: &Path, dir: &Path) -> Result<usize> {

@@ -5,8 +5,43 @@
 //! quoting a person should not have to do by hand: [`call`] does it, with
 //! wasmtime's own WAVE writer, and `aigov invoke` prints it for a manifest.
 
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
 use anyhow::Result;
 use wasmtime::component::Val;
+
+use crate::run::admission::{Submission, read_request, read_settings};
+use crate::tools::eval::note;
+
+/// Arguments of `aigov invoke`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
+    /// or JSON), as for `eval`.
+    pub request: PathBuf,
+    /// Settings file (YAML or JSON); default: `{}`, the rule's defaults.
+    #[arg(long)]
+    pub settings: Option<PathBuf>,
+    #[command(flatten)]
+    pub submission: Submission,
+}
+
+/// Runs `aigov invoke`: prints the `--invoke` argument of `validate` for
+/// the request and settings.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let (request, changed) = read_request(&args.request, &args.submission)?;
+    if let Some(changed) = changed {
+        note(&changed);
+    }
+    let settings = match &args.settings {
+        Some(path) => read_settings(path)?,
+        None => "{}".to_string(),
+    };
+    writeln!(out, "{}", call("validate", &[&request.to_string(), &settings])?)?;
+    Ok(ExitCode::SUCCESS)
+}
 
 /// `function("arg", ...)`, each argument a WAVE string.
 pub fn call(function: &str, args: &[&str]) -> Result<String> {

@@ -44,6 +44,13 @@ pub fn template() -> Result<Value> {
     request.get("object").cloned().context("the bench request has no object")
 }
 
+/// Runs `aigov gen-manifests`: [`write_manifests`], and where on `out`.
+pub fn gen_manifests(dir: &Path, count: usize, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    let files = write_manifests(dir, count)?;
+    writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Writes `count` manifests under `dir` (`pods-000/pod-000000.json`, ...);
 /// returns the files in the order `aigov scan` reads them.
 pub fn write_manifests(dir: &Path, count: usize) -> Result<Vec<PathBuf>> {
@@ -131,7 +138,9 @@ pub struct ScanBench {
 /// them, then `aigov scan --format json` of them in each form, with every
 /// core and with one worker.
 pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
-    use crate::tools::scan::{self, Config, Form, Scanner, Strategy};
+    use crate::tools::report::model::{FailOn, Form};
+    use crate::tools::scan::evaluate::{Config, Scanner, Strategy};
+    use crate::tools::scan::{self, Format};
     use std::time::Instant;
     let dir = std::env::temp_dir().join(format!("aigov-bench-scan-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -173,7 +182,7 @@ pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
             let scanner = Scanner::new(&config, std::sync::Arc::new(crate::run::cluster::FixtureCluster::empty()))?;
             let startup = start.elapsed();
             let start = Instant::now();
-            let (summary, _) = scan::write_report(&scanner, scan::Format::Json, scan::FailOn::None, &mut std::io::sink())?;
+            let (summary, _) = scan::write_report(&scanner, Format::Json, FailOn::None, &mut std::io::sink())?;
             let elapsed = start.elapsed();
             let (one, guest) =
                 if jobs == cpus { scanner.time_document(&manifest, 300)? } else { (std::time::Duration::ZERO, std::time::Duration::ZERO) };

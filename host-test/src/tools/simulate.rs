@@ -14,8 +14,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
-use crate::tools::scan::{self, Config, Form, Identity, Outcome, Report};
+use crate::tools::report::model::{Outcome, Report, Summary};
+use crate::tools::scan::evaluate::{Config, EvaluatorArgs, scan_with};
 
 /// Output format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,18 +45,9 @@ pub struct Args {
     /// The dump: a file (a `List` or several documents) or a directory of them.
     #[arg(long)]
     pub cluster: PathBuf,
-    /// Where `make artifacts` put the artifacts.
-    #[arg(long, default_value = "artifacts")]
-    pub artifacts: PathBuf,
-    /// A rule's settings (YAML or JSON), instead of its defaults. Repeatable.
-    #[arg(long = "settings", value_name = "RULE=FILE")]
-    pub settings: Vec<String>,
-    /// Evaluate with the components instead of the Kubewarden modules.
-    #[arg(long, conflicts_with = "native")]
-    pub component: bool,
-    /// Evaluate with the rules linked into aigov (no artifacts needed).
-    #[arg(long)]
-    pub native: bool,
+    /// Which rules evaluate, and with which settings.
+    #[command(flatten)]
+    pub evaluator: EvaluatorArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -121,7 +114,7 @@ pub struct Simulation {
     /// Per rule, in the report's order.
     pub rules: Vec<RuleImpact>,
     /// The scan's totals over documents (denied by any rule, and so on).
-    pub summary: scan::Summary,
+    pub summary: Summary,
 }
 
 /// A violation's shape, to count alike reasons together: backquoted values
@@ -367,22 +360,9 @@ pub fn load_cluster(path: &std::path::Path) -> Result<FixtureCluster> {
 
 /// Runs `aigov simulate`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
-    let form = match (args.component, args.native) {
-        (true, _) => Form::Component,
-        (_, true) => Form::Native,
-        _ => Form::Module,
-    };
-    let config = Config {
-        paths: vec![args.cluster.clone()],
-        artifacts: args.artifacts.clone(),
-        cluster: None,
-        settings: scan::parse_settings_args(&args.settings)?,
-        form,
-        identity: Identity::default(),
-        ..Config::default()
-    };
+    let config = Config { paths: vec![args.cluster.clone()], cluster: None, identity: Identity::default(), ..args.evaluator.config()? };
     let cluster = Arc::new(load_cluster(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?);
-    let report = scan::scan_with(&config, cluster, &mut progress_bar())?;
+    let report = scan_with(&config, cluster, &mut progress_bar())?;
     for e in &report.errors {
         let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {}: {}", e.source, e.reason);
     }

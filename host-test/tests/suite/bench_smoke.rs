@@ -6,8 +6,9 @@
 use crate::common::artifacts;
 use std::time::Duration;
 
-use aigov::tools::bench::{BUNDLE_NAME, Config, Measurement, Plan, bench, render_markdown, render_text, requests};
-use aigov::tools::scan::Target;
+use aigov::tools::bench::render::{render_markdown, render_text};
+use aigov::tools::bench::{BUNDLE_NAME, Config, Measurement, Plan, bench, requests};
+use aigov::tools::report::model::Target;
 
 #[test]
 fn every_row_is_present_and_positive() {

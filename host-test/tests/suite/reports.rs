@@ -7,9 +7,12 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
+use aigov::run::admission::Identity;
 use aigov::run::cluster::FixtureCluster;
+use aigov::tools::report::model::{FailOn, Form, Outcome};
 use aigov::tools::report::{junit, policyreport, sarif};
-use aigov::tools::scan::{self, Config, FailOn, Form, Format, Identity, Outcome, Scanner};
+use aigov::tools::scan::evaluate::{self, Config, Scanner};
+use aigov::tools::scan::{self, Format};
 use serde_json::Value;
 
 fn samples_config(extra: &[PathBuf]) -> Config {
@@ -28,7 +31,7 @@ fn samples_config(extra: &[PathBuf]) -> Config {
 }
 
 fn samples_sarif() -> Value {
-    sarif::render(&scan::scan(&samples_config(&[])).unwrap()).unwrap()
+    sarif::render(&evaluate::scan(&samples_config(&[])).unwrap()).unwrap()
 }
 
 /// What `aigov scan --format FORMAT` writes.
@@ -48,7 +51,7 @@ fn streamed_reports_are_the_reports_of_the_finished_scan() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("broken.yaml"), "kind: Pod\nmetadata: [unclosed\n").unwrap();
     let config = samples_config(std::slice::from_ref(&dir));
-    let report = scan::scan(&config).unwrap();
+    let report = evaluate::scan(&config).unwrap();
     assert!(report.documents.len() > 20 && !report.errors.is_empty(), "{} documents, {:?}", report.documents.len(), report.errors);
 
     // What every format must hold, counted from the report itself.

@@ -10,7 +10,10 @@ use crate::common::{artifacts, root};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use aigov::tools::scan::{Config, Form, Identity, Outcome, Report, scan};
+use aigov::run::admission::Identity;
+use aigov::tools::report::model::{FailOn, Form, Outcome, Report, exit_status};
+use aigov::tools::report::table::{WRAP_WIDTH, render_table};
+use aigov::tools::scan::evaluate::{Config, scan};
 
 /// The samples, and which rules deny or change each document: every rule
 /// not named admits it unchanged (with or without warnings) or is not sent
@@ -257,11 +260,11 @@ fn samples_natively() {
 fn cluster_fixtures_are_not_scanned_and_output_is_stable() {
     let a = run(Form::Native);
     assert!(a.documents.iter().all(|d| !d.source.file.contains("/cluster/")));
-    let text = aigov::tools::scan::render_table(&a, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny);
+    let text = render_table(&a, WRAP_WIDTH, FailOn::Deny);
     let b = run(Form::Native);
-    assert_eq!(text, aigov::tools::scan::render_table(&b, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny));
-    assert_eq!(aigov::tools::scan::exit_status(&a, aigov::tools::scan::FailOn::Deny), 1, "some samples are meant to be denied");
-    assert_eq!(aigov::tools::scan::exit_status(&a, aigov::tools::scan::FailOn::None), 0);
+    assert_eq!(text, render_table(&b, WRAP_WIDTH, FailOn::Deny));
+    assert_eq!(exit_status(&a, FailOn::Deny), 1, "some samples are meant to be denied");
+    assert_eq!(exit_status(&a, FailOn::None), 0);
 }
 
 #[test]
@@ -278,7 +281,7 @@ fn violation_counts_agree_in_every_output_form() {
         .sum();
     assert!(summary.violations > 0 && summary.violations == lines, "{} violations, {lines} message lines", summary.violations);
 
-    let json = aigov::tools::scan::to_json(&report);
+    let json = aigov::tools::report::json::to_json(&report);
     assert_eq!(json["summary"]["violations"], summary.violations);
     let listed: usize = json["documents"]
         .as_array()
@@ -290,7 +293,7 @@ fn violation_counts_agree_in_every_output_form() {
         .sum();
     assert_eq!(listed, summary.violations, "the JSON lists as many violations as it counts");
 
-    let table = aigov::tools::scan::render_table(&report, aigov::tools::scan::WRAP_WIDTH, aigov::tools::scan::FailOn::Deny);
+    let table = render_table(&report, WRAP_WIDTH, FailOn::Deny);
     assert!(table.contains(&format!("({} violation", summary.violations)), "{table}");
     let details = table.split("What the rules said").nth(1).unwrap().split("\nSummary:").next().unwrap();
     let bullets = details
@@ -305,7 +308,7 @@ fn violation_counts_agree_in_every_output_form() {
 /// same evaluated either way, in every form, and with one worker or two.
 #[test]
 fn the_bundle_split_per_rule_agrees_with_each_rule_alone() {
-    use aigov::tools::scan::Strategy;
+    use aigov::tools::scan::evaluate::Strategy;
     for form in [Form::Native, Form::Module, Form::Component] {
         let artifacts = artifacts();
         let samples = root().join("host-test/samples");

@@ -10,7 +10,9 @@
 //! - the `ClusterAdmissionPolicy` generated for every rule keeps
 //!   `kube-system` and the policy server's namespace out with a
 //!   `namespaceSelector`, and lists only the resources the rule acts on with
-//!   its default settings.
+//!   its default settings;
+//! - the host's modules import only down their layers ([`HOST_LAYERS`]),
+//!   never in a circle, as `layers.rs` reads the sources.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -257,4 +259,83 @@ fn the_readme_case_examples_pass() {
             panic!("README case example {} fails:\n  {}\n{example}", i + 1, problems.join("\n  "));
         }
     }
+}
+
+/// The host's layers, lowest first (the table's format is in `layers.rs`):
+/// running artifacts, distributing them, then the tools, where the report
+/// model sits below both the scan that fills it and the writers that read
+/// it. `main.rs`, the command line, is above them all. Within a layer, the
+/// modules may use each other, never in a circle.
+const HOST_LAYERS: &[&[&str]] = &[
+    // Running artifacts: the engine, the hosts, the rules linked natively.
+    &["run::*"],
+    // Distributing them: OCI, the image layout, registries, signatures.
+    &["dist::*"],
+    // What a scan's report is made of, and what its writers share.
+    &["tools::report::model", "tools::report::spill", "tools::report::position"],
+    // Reading a scan's documents.
+    &["tools::scan::read"],
+    // Evaluating them, and writing reports (each writer reads the model).
+    &["tools::scan::evaluate", "tools::report"],
+    // The tools people run: the scan command, eval, cases, bench, ...
+    &["tools::*"],
+];
+
+#[test]
+fn the_hosts_modules_import_down_the_layers_and_never_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let problems = crate::layers::check(&src, HOST_LAYERS);
+    assert!(problems.is_empty(), "host-test/src breaks its layers:\n  {}", problems.join("\n  "));
+}
+
+/// The layer check itself, on a crate written for it: it sees what goes up
+/// (in a test module too, and through a name the root re-exports), the
+/// edge that closes a circle, and modules or entries the table lacks; not
+/// paths in comments, strings, characters or `$crate`.
+#[test]
+fn the_layer_check_names_what_goes_up_and_what_closes_a_circle() {
+    let dir = std::env::temp_dir().join(format!("aigov-layers-{}", std::process::id()));
+    let src = dir.join("src");
+    let files = [
+        (
+            "lib.rs",
+            "//! crate::high::g in a comment is no use\npub mod high;\npub mod low;\npub mod mid;\npub mod top;\npub use mid::sub::Deep;\n",
+        ),
+        (
+            "low.rs",
+            "pub fn f() -> &'static str { \"crate::high::g\" }\npub const C: char = '{';\npub const R: &str = r#\"crate::high::g\"#;\n\
+             #[macro_export]\nmacro_rules! m { () => { $crate::high::g() } }\npub mod inner {\n    pub fn h() {}\n}\n\
+             #[cfg(test)]\nmod tests {\n    use super::*;\n    fn t() { let _ = crate::top::T; }\n}\n",
+        ),
+        ("mid/mod.rs", "pub mod sub;\npub struct Thing;\npub fn k() { crate::high::g(); }\n"),
+        ("mid/sub.rs", "pub struct Deep;\npub fn s() { super::super::low::f(); }\n"),
+        (
+            "high.rs",
+            "use crate::{low::{self, inner::h}, Deep as D};\npub fn g() { low::f(); h(); }\npub fn x() -> D { D }\npub fn y() { let _ = super::mid::Thing; }\n",
+        ),
+        ("top.rs", "pub struct T;\n"),
+        ("main.rs", "fn main() { crate::nowhere::at_all(); }\n"),
+    ];
+    for (file, text) in files {
+        let path = src.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let at = |file: &str, line: usize, path: &str| format!("{}:{line} `{path}`", src.join(file).display());
+    assert_eq!(
+        crate::layers::check(&src, &[&["low"], &["mid", "high"], &["mid::*"], &["top", "crate"]]),
+        [
+            format!("`high` (layer 1) uses `mid::sub` (layer 2), a higher layer: {}", at("high.rs", 1, "crate::Deep")),
+            format!("`low` (layer 0) uses `top` (layer 3), a higher layer: {}", at("low.rs", 12, "crate::top::T")),
+            format!("`mid` uses `high`, which closes a circle (high → mid → high): {}", at("mid/mod.rs", 3, "crate::high::g")),
+        ]
+    );
+    assert_eq!(
+        crate::layers::check(&src, &[&["low", "top", "nope"], &["mid::*", "mid", "crate"]]),
+        [
+            format!("module `high` is in no layer of the table: {}", at("high.rs", 1, "crate::low")),
+            format!("the layer table names `nope`, but `nope` is no module of {}", src.display()),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,8 +9,8 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use super::model::{Item, Outcome, Report, RuleInfo};
 use super::spill::Spill;
-use crate::tools::scan::{Item, Outcome, Report, RuleInfo};
 
 /// Escapes text for an XML attribute or element.
 fn esc(text: &str) -> String {
@@ -128,7 +128,7 @@ impl Writer {
 /// A finished report as JUnit XML.
 pub fn render(report: &Report) -> Result<String> {
     let mut w = Writer::new(report.rules.clone(), &Spill::memory)?;
-    crate::tools::scan::replay(report, &mut |item| w.add(item))?;
+    super::model::replay(report, &mut |item| w.add(item))?;
     let mut out = Vec::new();
     w.finish(&mut out)?;
     Ok(String::from_utf8(out)?)

@@ -1,14 +1,20 @@
-//! Reports in the formats other tools read: Kubernetes PolicyReports, JUnit
-//! XML for CI systems, SARIF for code scanning. Each renders a finished
-//! [`Report`](crate::tools::scan::Report) of `aigov scan`.
+//! The reports of `aigov scan`: the [`model`] every writer reads (and
+//! that the scan fills), and the writers, each writing the items of a scan
+//! as they arrive or rendering a finished [`Report`](model::Report): the
+//! verdict table and JSON, and the formats other tools read (Kubernetes
+//! PolicyReports, JUnit XML for CI systems, SARIF for code scanning).
+//! Writers import the model, never the scan.
 
+pub mod json;
 pub mod junit;
+pub mod model;
 pub mod policyreport;
 pub mod position;
 pub mod sarif;
 pub mod spill;
+pub mod table;
 
-use crate::tools::scan::{DocumentReport, RuleResult};
+use model::{DocumentReport, RuleResult};
 
 /// The message a result carries: the rejection's message, the warnings, or
 /// why the rule could not be evaluated.

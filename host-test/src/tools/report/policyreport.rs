@@ -12,8 +12,8 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::model::{DocumentReport, Item, Outcome, Report, RuleInfo, RuleResult};
 use super::spill::Spill;
-use crate::tools::scan::{DocumentReport, Item, Outcome, Report, RuleInfo, RuleResult};
 
 /// The severities the CRD allows.
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
@@ -146,7 +146,7 @@ fn write_report(out: &mut dyn Write, kind: &str, namespace: Option<&str>, group:
 /// A finished report's PolicyReports as a YAML stream.
 pub fn render(scan: &Report, now: &DateTime<Utc>) -> Result<String> {
     let mut w = Writer::new(scan.rules.clone(), *now, &Spill::memory);
-    crate::tools::scan::replay(scan, &mut |item| w.add(item))?;
+    super::model::replay(scan, &mut |item| w.add(item))?;
     let mut out = Vec::new();
     w.finish(&mut out)?;
     Ok(String::from_utf8(out)?)

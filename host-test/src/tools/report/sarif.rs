@@ -9,9 +9,9 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use super::model::{DocumentReport, Item, Note, Outcome, Report, RuleInfo};
 use super::position::{Located, Position, field_path};
 use super::spill::{Spill, indent};
-use crate::tools::scan::{DocumentReport, Item, Note, Outcome, Report, RuleInfo};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -176,7 +176,7 @@ impl Writer {
 /// A finished report as a SARIF log.
 pub fn render(report: &Report) -> Result<Value> {
     let mut w = Writer::new(report.rules.clone(), &Spill::memory)?;
-    crate::tools::scan::replay(report, &mut |item| w.add(item))?;
+    super::model::replay(report, &mut |item| w.add(item))?;
     let mut out = Vec::new();
     w.finish(&mut out)?;
     Ok(serde_json::from_slice(&out)?)

@@ -1,0 +1,513 @@
+//! The report model of `aigov scan`: what each rule said about each
+//! document ([`RuleResult`]: its [`Outcome`], its response, the patch a
+//! mutation amounts to), what the document is ([`Target`]) and where it
+//! came from ([`Source`]), and the [`Item`]s a scan yields, in file and
+//! document order, for the report writers (`table`, `json`, `junit`,
+//! `sarif`, `policyreport`) to write as they arrive.
+
+use aigov_metadata::annotations;
+use aigov_sdk::ValidationResponse;
+use aigov_sdk::runtime::metadata::PolicyMetadata;
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use crate::run::admission::plural;
+
+/// Which form of the rules evaluates the documents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Form {
+    /// The Kubewarden modules (`artifacts/<rule>/policy.wasm`).
+    #[default]
+    Module,
+    /// The components (`artifacts/<rule>/policy.component.wasm`).
+    Component,
+    /// The rules linked into `aigov`.
+    Native,
+}
+
+impl Form {
+    /// `module`, `component` or `native`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Module => "module",
+            Form::Component => "component",
+            Form::Native => "native",
+        }
+    }
+}
+
+/// When `aigov scan` exits with status 1.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailOn {
+    /// A rule denied a document, could not evaluate it, or a file could not be read.
+    #[default]
+    Deny,
+    /// As `deny`, and also when a rule admitted a document with warnings.
+    Warn,
+    /// Never: report only (exit status 0 whatever the verdicts).
+    None,
+}
+
+/// What one rule said about one document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    /// The rule's webhook rules do not match the request: Kubernetes would
+    /// not send it.
+    NotGoverned,
+    /// Admitted.
+    Pass,
+    /// Admitted with changes: a mutating rule patched the object.
+    Mutate,
+    /// Admitted, with warnings.
+    Warn,
+    /// Rejected.
+    Deny,
+    /// The rule could not be evaluated (a trap, a protocol error).
+    Error,
+}
+
+impl Outcome {
+    /// The table cell.
+    pub fn cell(self) -> &'static str {
+        match self {
+            Outcome::NotGoverned => "-",
+            Outcome::Pass => "pass",
+            Outcome::Mutate => "mutate",
+            Outcome::Warn => "warn",
+            Outcome::Deny => "DENY",
+            Outcome::Error => "ERROR",
+        }
+    }
+
+    /// The JSON spelling.
+    pub fn key(self) -> &'static str {
+        match self {
+            Outcome::NotGoverned => "not-governed",
+            Outcome::Pass => "pass",
+            Outcome::Mutate => "mutate",
+            Outcome::Warn => "warn",
+            Outcome::Deny => "deny",
+            Outcome::Error => "error",
+        }
+    }
+
+    /// The outcome of a response.
+    pub fn of(response: &ValidationResponse) -> Outcome {
+        if !response.accepted {
+            Outcome::Deny
+        } else if !response.warnings.is_empty() {
+            Outcome::Warn
+        } else if response.mutated_object.is_some() {
+            Outcome::Mutate
+        } else {
+            Outcome::Pass
+        }
+    }
+}
+
+/// A rule, as the report names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleInfo {
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// One-line description.
+    pub description: String,
+    /// Where its documentation lives.
+    pub docs: Option<String>,
+    /// Its severity annotation (`high`, `medium`, ...), if any.
+    pub severity: Option<String>,
+    /// Its category annotation, if any.
+    pub category: Option<String>,
+}
+
+impl RuleInfo {
+    /// From a rule's metadata.
+    pub fn of(m: &PolicyMetadata) -> RuleInfo {
+        RuleInfo {
+            name: m.name.to_string(),
+            version: m.version.to_string(),
+            description: m.annotation(annotations::DESCRIPTION).unwrap_or_default().to_string(),
+            docs: m.annotation(annotations::SOURCE).map(str::to_string),
+            severity: m.annotation(annotations::SEVERITY).map(str::to_string),
+            category: m.annotation(annotations::CATEGORY).map(str::to_string),
+        }
+    }
+}
+
+/// What a document amounts to as an admission request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Target {
+    /// API group of the resource (`""` for core).
+    pub group: String,
+    /// API version of the resource.
+    pub version: String,
+    /// Kind of the object (`PodExecOptions` for exec).
+    pub kind: String,
+    /// Plural resource (`pods`).
+    pub resource: String,
+    /// Subresource (`exec`), if any.
+    pub sub_resource: Option<String>,
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: String,
+    /// Namespace, for namespaced objects.
+    pub namespace: Option<String>,
+    /// Name (the pod, for exec); `generateName*` when only that is set.
+    pub name: Option<String>,
+    /// Requesting user.
+    pub user: Option<String>,
+}
+
+impl Target {
+    /// Reads the fields webhook matching and the report need from an
+    /// AdmissionRequest.
+    pub fn of(request: &Value) -> Target {
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let at = |p: &str| s(request.pointer(p));
+        let kind = at("/kind/kind").unwrap_or_default();
+        let kind_group = at("/kind/group").unwrap_or_default();
+        let group = at("/resource/group").unwrap_or_else(|| kind_group.clone());
+        let version = at("/resource/version").or_else(|| at("/kind/version")).unwrap_or_default();
+        let resource = at("/resource/resource").unwrap_or_else(|| plural(&kind_group, &kind));
+        let object = request.get("object").filter(|o| o.is_object()).or_else(|| request.get("oldObject"));
+        let name = at("/name")
+            .or_else(|| s(object.and_then(|o| o.pointer("/metadata/name"))))
+            .or_else(|| s(object.and_then(|o| o.pointer("/metadata/generateName"))).map(|g| format!("{g}*")));
+        Target {
+            group,
+            version,
+            kind,
+            resource,
+            sub_resource: at("/subResource").filter(|x| !x.is_empty()),
+            operation: at("/operation").unwrap_or_default(),
+            namespace: at("/namespace").filter(|x| !x.is_empty()),
+            name,
+            user: at("/userInfo/username"),
+        }
+    }
+
+    /// Whether a rule with this metadata receives the request.
+    pub fn governed_by(&self, m: &PolicyMetadata) -> bool {
+        m.governs(&self.group, &self.version, &self.resource, self.sub_resource.as_deref(), &self.operation)
+    }
+
+    /// What the document is: `Pod`, `Pod (DELETE)`, `CONNECT pods/exec`.
+    pub fn what(&self) -> String {
+        match &self.sub_resource {
+            Some(sub) => format!("{} {}/{sub}", self.operation, self.resource),
+            None if self.operation == "CREATE" => self.kind.clone(),
+            None => format!("{} ({})", self.kind, self.operation),
+        }
+    }
+
+    /// `namespace/name`, `name`, or `(unnamed)`.
+    pub fn object(&self) -> String {
+        let name = self.name.as_deref().unwrap_or("(unnamed)");
+        match &self.namespace {
+            Some(ns) => format!("{ns}/{name}"),
+            None => name.to_string(),
+        }
+    }
+}
+
+/// What one rule said about one document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleResult {
+    /// The verdict.
+    pub outcome: Outcome,
+    /// The response, when the rule was evaluated.
+    pub response: Option<ValidationResponse>,
+    /// Why the rule could not be evaluated.
+    pub error: Option<String>,
+    /// What a mutating rule changed: the JSON Patch (RFC 6902) from the
+    /// document's object to the patched one.
+    pub patch: Option<Value>,
+}
+
+impl RuleResult {
+    /// Not sent to the rule.
+    pub fn not_governed() -> RuleResult {
+        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None, patch: None }
+    }
+
+    /// From an evaluation.
+    pub fn evaluated(result: Result<ValidationResponse>) -> RuleResult {
+        match result {
+            Ok(r) => RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None, patch: None },
+            Err(e) => RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")), patch: None },
+        }
+    }
+
+    /// From an evaluation of a request whose object is `original`, with
+    /// the patch a mutation amounts to.
+    pub fn evaluated_on(result: Result<ValidationResponse>, original: Option<&Value>) -> RuleResult {
+        let mut r = RuleResult::evaluated(result);
+        // The patch is what the report shows; the mutated object itself (a
+        // whole document) is not kept.
+        let mutated = r.response.as_mut().and_then(|resp| resp.mutated_object.take());
+        r.patch = mutated.map(|m| match serde_json::from_str::<Value>(m.get()) {
+            Ok(m) => serde_json::to_value(json_patch::diff(original.unwrap_or(&Value::Null), &m)).unwrap_or(Value::Null),
+            Err(e) => json!([{"op": "replace", "path": "", "value": format!("(the mutated object is not JSON: {e})")}]),
+        });
+        r
+    }
+
+    /// The lines of the patch: `+ spec.template.metadata.labels.owner:
+    /// "jane"` (add), `~ path: value` (replace), `- path` (remove).
+    pub fn changes(&self) -> Vec<String> {
+        let Some(ops) = self.patch.as_ref().and_then(Value::as_array) else { return Vec::new() };
+        ops.iter().map(change_line).collect()
+    }
+
+    /// The violations of a rejection (none for an admission or an error).
+    pub fn violations(&self) -> Vec<&str> {
+        match &self.response {
+            Some(r) if !r.accepted => violations(r.message.as_deref().unwrap_or_default()),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the table report has something to say about it: an error, a
+    /// change, a rejection, warnings or audit annotations.
+    pub fn has_details(&self) -> bool {
+        self.error.is_some()
+            || self.patch.is_some()
+            || self.response.as_ref().is_some_and(|r| !r.accepted || !r.warnings.is_empty() || !r.audit_annotations.is_empty())
+    }
+}
+
+/// Where a document came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Source {
+    /// The file (`-` for stdin).
+    pub file: String,
+    /// 1-based document number in the file.
+    pub document: usize,
+    /// 1-based item number, for items of a `List`.
+    pub item: Option<usize>,
+    /// Whether the file holds more than one document (the number is shown).
+    pub multi: bool,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.file)?;
+        if self.multi {
+            write!(f, " #{}", self.document)?;
+        }
+        if let Some(i) = self.item {
+            write!(f, " item {i}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One scanned document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocumentReport {
+    /// Where it came from.
+    pub source: Source,
+    /// What it is.
+    pub target: Target,
+    /// One result per rule of the report, in the report's rule order.
+    pub results: Vec<RuleResult>,
+}
+
+impl DocumentReport {
+    /// The worst outcome over every rule.
+    pub fn outcome(&self) -> Outcome {
+        self.results.iter().map(|r| r.outcome).max().unwrap_or(Outcome::NotGoverned)
+    }
+}
+
+/// A document or file that was not evaluated, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// Where.
+    pub source: Source,
+    /// Why.
+    pub reason: String,
+}
+
+/// The whole scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// Which form of the rules answered.
+    pub form: Form,
+    /// The rules, in column order.
+    pub rules: Vec<RuleInfo>,
+    /// Files scanned.
+    pub files: usize,
+    /// Every evaluated document, in file and document order.
+    pub documents: Vec<DocumentReport>,
+    /// Documents that are not Kubernetes objects (not evaluated; no effect
+    /// on the exit status).
+    pub skipped: Vec<Note>,
+    /// Files that could not be read or parsed (they fail the scan).
+    pub errors: Vec<Note>,
+    /// AdmissionRequests and AdmissionReviews whose `userInfo` `--user` or
+    /// `--group` replaced.
+    pub overridden: Vec<Source>,
+}
+
+/// Counts for the summary line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Documents evaluated.
+    pub documents: usize,
+    /// Documents at least one rule denied.
+    pub denied: usize,
+    /// Documents admitted with warnings.
+    pub warned: usize,
+    /// Documents admitted with changes a mutating rule made (and no
+    /// warnings).
+    pub mutated: usize,
+    /// Documents admitted without warnings (or governed by no rule).
+    pub passed: usize,
+    /// Documents some rule could not evaluate, and unreadable files.
+    pub errors: usize,
+    /// Documents skipped.
+    pub skipped: usize,
+    /// Violations over every rejection (a rejection's message holds one per
+    /// line).
+    pub violations: usize,
+}
+
+impl Report {
+    /// Adds what the scan yielded.
+    pub fn add(&mut self, item: Item) {
+        match item {
+            Item::Document(d) => self.documents.push(d),
+            Item::Skipped(n) => self.skipped.push(n),
+            Item::Error(n) => self.errors.push(n),
+            Item::Overridden(s) => self.overridden.push(s),
+        }
+    }
+
+    /// The counts.
+    pub fn summary(&self) -> Summary {
+        let mut s =
+            Summary { documents: self.documents.len(), skipped: self.skipped.len(), errors: self.errors.len(), ..Summary::default() };
+        for d in &self.documents {
+            s.violations += d.results.iter().map(|r| r.violations().len()).sum::<usize>();
+            match d.outcome() {
+                Outcome::Error => s.errors += 1,
+                Outcome::Deny => s.denied += 1,
+                Outcome::Warn => s.warned += 1,
+                Outcome::Mutate => s.mutated += 1,
+                Outcome::Pass | Outcome::NotGoverned => s.passed += 1,
+            }
+        }
+        s
+    }
+}
+
+/// What a scan yields, in file and document order. (Each item is moved
+/// once, from a worker to the writer: not worth a box.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Item {
+    /// An evaluated document.
+    Document(DocumentReport),
+    /// A document that is not evaluated, and why.
+    Skipped(Note),
+    /// A file that could not be read or parsed.
+    Error(Note),
+    /// A verbatim request whose `userInfo` `--user`/`--group` replaced.
+    Overridden(Source),
+}
+
+/// Counts a report's summary as its items arrive.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tally(pub Summary);
+
+impl Tally {
+    /// Counts one item.
+    pub fn add(&mut self, item: &Item) {
+        let s = &mut self.0;
+        match item {
+            Item::Document(d) => {
+                s.documents += 1;
+                s.violations += d.results.iter().map(|r| r.violations().len()).sum::<usize>();
+                match d.outcome() {
+                    Outcome::Error => s.errors += 1,
+                    Outcome::Deny => s.denied += 1,
+                    Outcome::Warn => s.warned += 1,
+                    Outcome::Mutate => s.mutated += 1,
+                    Outcome::Pass | Outcome::NotGoverned => s.passed += 1,
+                }
+            }
+            Item::Skipped(_) => s.skipped += 1,
+            Item::Error(_) => s.errors += 1,
+            Item::Overridden(_) => {}
+        }
+    }
+}
+
+/// Whether a summary fails the scan by `fail_on`.
+pub fn fails(s: &Summary, fail_on: FailOn) -> bool {
+    match fail_on {
+        FailOn::None => false,
+        FailOn::Deny => s.denied + s.errors > 0,
+        FailOn::Warn => s.denied + s.errors + s.warned > 0,
+    }
+}
+
+/// The exit status for a report: 1 when it fails by `fail_on`, else 0.
+pub fn exit_status(report: &Report, fail_on: FailOn) -> u8 {
+    u8::from(fails(&report.summary(), fail_on))
+}
+
+/// Feeds a finished report to a writer, items in the order a scan yields
+/// them: each file's notes where the scan would have met them is not
+/// known any more, but every writer keeps notes apart from documents.
+pub(crate) fn replay(report: &Report, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<()> {
+    for d in &report.documents {
+        add(&Item::Document(d.clone()))?;
+    }
+    for n in &report.errors {
+        add(&Item::Error(n.clone()))?;
+    }
+    for n in &report.skipped {
+        add(&Item::Skipped(n.clone()))?;
+    }
+    Ok(())
+}
+
+/// The violations of a rejection message: the SDK joins a rule's
+/// violations with a newline, one per line, and a violation never holds a
+/// newline (it may hold `; `). Blank lines are not violations.
+pub fn violations(message: &str) -> Vec<&str> {
+    message.split('\n').map(str::trim).filter(|m| !m.is_empty()).collect()
+}
+
+/// A JSON Pointer (`/spec/containers/0/name`) as messages write paths
+/// (`spec.containers[0].name`).
+pub fn dotted(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    if out.is_empty() { "(the whole object)".into() } else { out }
+}
+
+/// One JSON Patch operation as a diff line.
+pub(crate) fn change_line(op: &Value) -> String {
+    let path = dotted(op.get("path").and_then(Value::as_str).unwrap_or_default());
+    let value = op.get("value").map(|v| v.to_string()).unwrap_or_default();
+    match op.get("op").and_then(Value::as_str).unwrap_or_default() {
+        "add" => format!("+ {path}: {value}"),
+        "remove" => format!("- {path}"),
+        "replace" => format!("~ {path}: {value}"),
+        other => format!("{other} {path} {value}"),
+    }
+}

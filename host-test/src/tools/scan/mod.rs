@@ -1,0 +1,199 @@
+//! Offline audit of manifests against the bundle: every object in every file
+//! through every rule that governs it, as a verdict table.
+//!
+//! A document is what `kubectl apply` or the API server would hand the
+//! webhook: a plain object becomes a `CREATE` by a default user (see
+//! [`crate::run::admission`]); an AdmissionRequest or AdmissionReview is used as
+//! is (that is how `CONNECT pods/exec` reaches a rule), but for its
+//! `userInfo` when `--user` or `--group` is given ([`Identity`], shared with
+//! `aigov eval`). Each rule sees the
+//! request only if its metadata would make Kubernetes send it
+//! ([`PolicyMetadata::governs`](aigov_sdk::runtime::metadata::PolicyMetadata::governs)),
+//! exactly as the webhook configuration a platform team deploys would.
+//!
+//! A mutating rule that would change a document shows what it would change,
+//! as a short diff (the JSON Patch from the document to the rule's patched
+//! object, one line per operation); `mutate` in the table.
+//!
+//! Exit status, for CI pipelines: 0 when nothing was denied, 1 when a rule
+//! denied a document, failed to evaluate it, or a file could not be read
+//! (`--fail-on warn` also fails on warnings, `--fail-on none` never fails),
+//! 2 when the scan itself could not run (missing artifacts, bad settings).
+//!
+//! In three parts: [`read`] reads the documents, [`evaluate`] evaluates
+//! them, and the report model and writers in [`crate::tools::report`] write
+//! what the rules said; this module is the command, which puts them
+//! together.
+
+pub mod evaluate;
+pub mod read;
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use crate::run::admission::Identity;
+use crate::run::cluster::FixtureCluster;
+use crate::tools::report::model::{FailOn, Item, Source, Summary, Tally, fails};
+use crate::tools::report::spill::Spill;
+use crate::tools::report::table::WRAP_WIDTH;
+use crate::tools::report::{json, junit, policyreport, sarif, table};
+use evaluate::{Config, EvaluatorArgs, Scanner};
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// A verdict table, then every message grouped by document.
+    #[default]
+    Table,
+    /// A machine-readable report.
+    Json,
+    /// `wgpolicyk8s.io/v1alpha2` PolicyReports (one per namespace) and a
+    /// ClusterPolicyReport, as Kubewarden's audit scanner and Kyverno write.
+    Policyreport,
+    /// JUnit XML: a test suite per rule, a test case per document.
+    Junit,
+    /// SARIF 2.1.0, each violation at the line and column of its field.
+    Sarif,
+}
+
+/// Arguments of `aigov scan`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Every document in every file (directories are searched for .yaml, .yml and .json; `-` reads stdin) \
+goes through every rule whose webhook rules match it. Plain objects are submitted as CREATE by a \
+default user; AdmissionRequest and AdmissionReview documents are used as they are, except that \
+--user and --group replace their `userInfo` (reported on stderr).
+
+A rejection's message holds one violation per line; the table shows each as a bullet and counts \
+them, and the JSON report lists them under `violations` (and totals them in `summary`).
+
+Exit status: 0 if nothing was denied; 1 if a rule denied a document, could not evaluate it, or a \
+file could not be parsed (see --fail-on); 2 if the scan could not run. In CI:
+
+    aigov scan k8s/ --artifacts artifacts        # fails the job when a manifest would be rejected
+    helm template chart | aigov scan -           # rendered charts, from stdin")]
+pub struct Args {
+    /// Files or directories of manifests (YAML or JSON, multi-document); `-` for stdin.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Which rules evaluate, and with which settings.
+    #[command(flatten)]
+    pub evaluator: EvaluatorArgs,
+    /// Directory (or file) of YAML/JSON objects served to cluster lookups
+    /// (e.g. the pods `kubectl exec` targets). Not scanned itself.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// What makes the exit status 1.
+    #[arg(long, value_enum, default_value_t = FailOn::Deny)]
+    pub fail_on: FailOn,
+    /// Submit as this user (plain objects; replaces `userInfo.username` of
+    /// AdmissionRequests and AdmissionReviews).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Submit with these groups (repeatable; replaces `userInfo.groups` of
+    /// AdmissionRequests and AdmissionReviews).
+    #[arg(long = "group")]
+    pub groups: Vec<String>,
+    /// Workers evaluating documents (default: one per core). The output
+    /// is the same whatever the number.
+    #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
+    pub jobs: usize,
+}
+
+/// Runs `aigov scan`, writing the report to `out`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let config = Config {
+        paths: args.paths.clone(),
+        cluster: args.cluster.clone(),
+        identity: Identity { user: args.user.clone(), groups: args.groups.clone() },
+        jobs: args.jobs,
+        ..args.evaluator.config()?
+    };
+    let cluster = Arc::new(match &config.cluster {
+        Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
+        None => FixtureCluster::empty(),
+    });
+    let scanner = Scanner::new(&config, cluster)?;
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
+    let (summary, overridden) = write_report(&scanner, args.format, args.fail_on, &mut out)?;
+    out.flush()?;
+    if !overridden.is_empty() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "aigov scan: {} applied to {} AdmissionRequest/AdmissionReview document(s) used verbatim: {}",
+            config.identity.flags(),
+            overridden.len(),
+            overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(ExitCode::from(u8::from(fails(&summary, args.fail_on))))
+}
+
+/// Runs a scan and writes its report in `format` to `out` as it goes:
+/// memory does not grow with the number of documents (what must wait for
+/// the end waits in temporary files). Returns the summary and the verbatim requests
+/// whose `userInfo` `--user`/`--group` replaced.
+pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mut dyn Write) -> Result<(Summary, Vec<Source>)> {
+    let mut overridden = Vec::new();
+    let summary = match format {
+        // Written as the documents are decided: memory does not grow with
+        // their number.
+        Format::Table => {
+            let mut w = table::Writer::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, fail_on, &Spill::file)?;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
+        }
+        Format::Json => {
+            let mut w = json::Writer::new(out, scanner.form(), scanner.rules(), scanner.files());
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish()?;
+            s
+        }
+        // Grouped by rule (JUnit) or namespace (PolicyReport), or with a
+        // header that depends on every result (SARIF's invocation): written
+        // as they arrive to spills, each group or the results whole at the end.
+        Format::Junit => {
+            let mut w = junit::Writer::new(scanner.rules(), &Spill::file)?;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
+        }
+        Format::Sarif => {
+            let mut w = sarif::Writer::new(scanner.rules(), &Spill::file)?;
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
+        }
+        Format::Policyreport => {
+            let mut w = policyreport::Writer::new(scanner.rules(), chrono::Utc::now(), &Spill::file);
+            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            w.finish(out)?;
+            s
+        }
+    };
+    Ok((summary, overridden))
+}
+
+/// Runs `scanner`, handing each item to `add`, noting the verbatim
+/// requests `--user`/`--group` replaced in `overridden`; returns the counts.
+fn stream(scanner: &Scanner, overridden: &mut Vec<Source>, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<Summary> {
+    let mut tally = Tally::default();
+    scanner.run(&mut |_, _| {}, &mut |item| {
+        tally.add(&item);
+        if let Item::Overridden(s) = &item {
+            overridden.push(s.clone());
+        }
+        add(&item)
+    })?;
+    Ok(tally.0)
+}
