@@ -669,6 +669,10 @@ fn render_policy<S: Serialize>(mut out: String, resource: &Resource<'_, S>, excl
         if line == "spec:" {
             out.push_str("  # mode: monitor   # uncomment to log what the policy would reject without rejecting it\n");
             out.push_str(&namespace_selector(excluded));
+            out.push_str(
+                "  # objectSelector: set it to the settings' `objectSelector`, if you give the rule one, and the\n\
+                 \x20 # API server does not even call the policy for the objects the rule would skip.\n",
+            );
         }
     }
     Ok(out)

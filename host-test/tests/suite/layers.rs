@@ -36,6 +36,11 @@
 //! `a::b::f()`). A path through a module to a name that module imports
 //! (`pub use b::Item;` in `a`, then `crate::a::Item`) is followed to the
 //! module the name comes from, except through a glob (`pub use b::*;`).
+//! A `#[macro_export]` macro sits at the crate root but belongs to the
+//! module that defines it (`crate::decode_struct!` is a use of the module
+//! whose file holds `macro_rules! decode_struct`). [`check_code`] leaves out
+//! the paths written in inline `mod tests` modules, for a crate whose tests
+//! may reach up (a test of a model type building a verdict).
 //! Comments (doc links included), string literals, `$crate` paths in macros
 //! and `mod` declarations are not uses. A file is the module its path under
 //! `src` names (`a/b.rs` or `a/b/mod.rs` is `a::b`; `#[path]` is not read);
@@ -49,6 +54,15 @@ use std::path::{Path, PathBuf};
 /// `layers` (see the module documentation): one line per problem, none
 /// when every use goes down or sideways and no circle closes.
 pub fn check(src: &Path, layers: &[&[&str]]) -> Vec<String> {
+    check_paths(src, layers, true)
+}
+
+/// [`check`], paths written in inline `mod tests` modules left out.
+pub fn check_code(src: &Path, layers: &[&[&str]]) -> Vec<String> {
+    check_paths(src, layers, false)
+}
+
+fn check_paths(src: &Path, layers: &[&[&str]], tests: bool) -> Vec<String> {
     let mut problems = Vec::new();
     let mut files = Vec::new();
     match rust_files(src) {
@@ -76,7 +90,7 @@ pub fn check(src: &Path, layers: &[&[&str]]) -> Vec<String> {
     // Modules in no layer, with the first place that shows one.
     let mut unplaced: BTreeMap<String, String> = BTreeMap::new();
     for file in &files {
-        for path in &file.paths {
+        for path in file.paths.iter().filter(|p| tests || !p.module.iter().any(|m| m == "tests")) {
             let Some(absolute) = krate.absolute(&path.module, &path.segments, 0) else { continue };
             let target = krate.module_of(&absolute, 0);
             let at = || format!("{}:{} `{}`", file.shown, path.line, path.segments.join("::"));
@@ -286,6 +300,8 @@ struct File {
     inline: Vec<Vec<String>>,
     /// (module, name, the path as written).
     names: Vec<(Vec<String>, String, Vec<String>)>,
+    /// `#[macro_export]` macros defined here: (module, name).
+    exported_macros: Vec<(Vec<String>, String)>,
 }
 
 /// Reads the file at `path`, module `module`.
@@ -303,9 +319,18 @@ fn read(path: &Path, module: Vec<String>, text: &str) -> File {
     let mut opened: Vec<usize> = Vec::new();
     let mut depth = 0usize;
     let mut i = 0usize;
+    // A `#[macro_export]` seen, for the `macro_rules!` it is on.
+    let mut exported = false;
     while i < toks.len() {
         let line = toks.get(i).map_or(0, |(_, l)| *l);
         match tok(i) {
+            Some(Token::Ident(w)) if w == "macro_export" => exported = true,
+            Some(Token::Ident(w)) if w == "macro_rules" && tok(i + 1) == Some(&Token::Punct('!')) => {
+                if let Some(name) = ident(i + 2).filter(|_| exported) {
+                    file.exported_macros.push((current.clone(), name.to_string()));
+                }
+                exported = false;
+            }
             Some(Token::Punct('{')) => depth += 1,
             Some(Token::Punct('}')) => {
                 if opened.last() == Some(&depth) {
@@ -443,6 +468,11 @@ impl Crate {
             modules.extend(f.inline.iter().cloned());
             for (module, name, path) in &f.names {
                 names.insert((module.clone(), name.clone()), path.clone());
+            }
+            // An exported macro is at the root, as if the root imported it.
+            for (module, name) in &f.exported_macros {
+                let path = std::iter::once("crate".to_string()).chain(module.iter().cloned()).chain([name.clone()]).collect();
+                names.insert((Vec::new(), name.clone()), path);
             }
         }
         Crate { modules, names }

@@ -289,7 +289,8 @@ fn the_hosts_modules_import_down_the_layers_and_never_in_a_circle() {
 }
 
 /// The layer check itself, on a crate written for it: it sees what goes up
-/// (in a test module too, and through a name the root re-exports), the
+/// (in a test module too unless asked not to, through a name the root
+/// re-exports, and to an exported macro's module), the
 /// edge that closes a circle, and modules or entries the table lacks; not
 /// paths in comments, strings, characters or `$crate`.
 #[test]
@@ -308,12 +309,12 @@ fn the_layer_check_names_what_goes_up_and_what_closes_a_circle() {
              #[cfg(test)]\nmod tests {\n    use super::*;\n    fn t() { let _ = crate::top::T; }\n}\n",
         ),
         ("mid/mod.rs", "pub mod sub;\npub struct Thing;\npub fn k() { crate::high::g(); }\n"),
-        ("mid/sub.rs", "pub struct Deep;\npub fn s() { super::super::low::f(); }\n"),
+        ("mid/sub.rs", "pub struct Deep;\npub fn s() { super::super::low::f(); }\npub fn u() { crate::t!(); }\n"),
         (
             "high.rs",
             "use crate::{low::{self, inner::h}, Deep as D};\npub fn g() { low::f(); h(); }\npub fn x() -> D { D }\npub fn y() { let _ = super::mid::Thing; }\n",
         ),
-        ("top.rs", "pub struct T;\n"),
+        ("top.rs", "pub struct T;\n#[macro_export]\nmacro_rules! t { () => {} }\n"),
         ("main.rs", "fn main() { crate::nowhere::at_all(); }\n"),
     ];
     for (file, text) in files {
@@ -327,8 +328,18 @@ fn the_layer_check_names_what_goes_up_and_what_closes_a_circle() {
         [
             format!("`high` (layer 1) uses `mid::sub` (layer 2), a higher layer: {}", at("high.rs", 1, "crate::Deep")),
             format!("`low` (layer 0) uses `top` (layer 3), a higher layer: {}", at("low.rs", 12, "crate::top::T")),
+            format!("`mid::sub` (layer 2) uses `top` (layer 3), a higher layer: {}", at("mid/sub.rs", 3, "crate::t")),
             format!("`mid` uses `high`, which closes a circle (high → mid → high): {}", at("mid/mod.rs", 3, "crate::high::g")),
         ]
+    );
+    assert_eq!(
+        crate::layers::check_code(&src, &[&["low"], &["mid", "high"], &["mid::*"], &["top", "crate"]]),
+        [
+            format!("`high` (layer 1) uses `mid::sub` (layer 2), a higher layer: {}", at("high.rs", 1, "crate::Deep")),
+            format!("`mid::sub` (layer 2) uses `top` (layer 3), a higher layer: {}", at("mid/sub.rs", 3, "crate::t")),
+            format!("`mid` uses `high`, which closes a circle (high → mid → high): {}", at("mid/mod.rs", 3, "crate::high::g")),
+        ],
+        "the test module's use of `top` is left out"
     );
     assert_eq!(
         crate::layers::check(&src, &[&["low", "top", "nope"], &["mid::*", "mid", "crate"]]),

@@ -77,6 +77,8 @@ impl Default for Settings {
 }
 
 impl RuleSettings for Settings {
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         if self.long_sleep_seconds == 0 {
             return Err(SettingsError::new(

@@ -55,4 +55,10 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
     /// be told which registries to trust). [`check_defaults`] holds every
     /// rule to what it says here.
     const REQUIRES_SETTINGS: bool = false;
+
+    /// Whether the rule judges containers one by one and leaves alone those
+    /// whose image the shared `exemptImages` lists (asking
+    /// `Request::exempt_container`). A rule that counts what whole pods
+    /// hold does not, and refuses the setting rather than ignore it.
+    const EXEMPTS_IMAGES: bool = false;
 }

@@ -273,8 +273,11 @@ impl Cluster for NoCluster {
 /// Lives for one request, so nothing it holds can go stale.
 pub struct Memoized<'c> {
     inner: &'c dyn Cluster,
-    answers: std::cell::RefCell<Vec<(Vec<Option<String>>, Result<String, LookupError>)>>,
+    answers: std::cell::RefCell<Vec<Answer>>,
 }
+
+/// A question (the call and its arguments) and the host's answer.
+type Answer = (Vec<Option<String>>, Result<String, LookupError>);
 
 impl<'c> Memoized<'c> {
     /// Remembers `inner`'s answers.

@@ -272,7 +272,7 @@ impl<R: RuleSettings> Settings<R> {
 
     /// Checks the parsed settings: shared keys, then the rule's own checks.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        self.shared.validate()?;
+        self.shared.validate(R::EXEMPTS_IMAGES)?;
         self.rule.validate()
     }
 
