@@ -454,3 +454,140 @@ fn pointers() {
     assert_eq!(pointer("spec"), "/spec");
     assert_eq!(pointer("spec.pytorchReplicaSpecs.Worker.template.spec"), "/spec/pytorchReplicaSpecs/Worker/template/spec");
 }
+
+/// The fields the Pod Security Standards' remaining controls read (host
+/// ports, probe and lifecycle hosts, SELinux options, `procMount`, sysctls,
+/// group IDs, `shareProcessNamespace`, volume types and flexVolume
+/// drivers), as a comparable text: from the typed model's JSON of a pod
+/// spec, or from the sparse model.
+fn typed_pss_fields(spec: &Value) -> String {
+    let arr = |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
+    let s = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let se_linux = |sc: Option<&Value>| {
+        sc.and_then(|sc| sc.get("seLinuxOptions")).map(|o| [s(o, "/user"), s(o, "/role"), s(o, "/type"), s(o, "/level")])
+    };
+    let mut out = Vec::new();
+    let sc = spec.get("securityContext");
+    out.push(format!(
+        "pod {:?} {:?} {:?} {:?} {:?}",
+        spec.get("shareProcessNamespace").and_then(Value::as_bool),
+        se_linux(sc),
+        arr(sc.and_then(|sc| sc.get("sysctls"))).iter().map(|x| s(x, "/name")).collect::<Vec<_>>(),
+        arr(sc.and_then(|sc| sc.get("supplementalGroups"))).iter().map(Value::as_i64).collect::<Vec<_>>(),
+        sc.and_then(|sc| sc.get("fsGroup")).and_then(Value::as_i64),
+    ));
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        for c in arr(spec.get(list)) {
+            let hosts: Vec<Option<String>> = [
+                "/livenessProbe/httpGet/host",
+                "/livenessProbe/tcpSocket/host",
+                "/readinessProbe/httpGet/host",
+                "/readinessProbe/tcpSocket/host",
+                "/startupProbe/httpGet/host",
+                "/startupProbe/tcpSocket/host",
+                "/lifecycle/postStart/httpGet/host",
+                "/lifecycle/postStart/tcpSocket/host",
+                "/lifecycle/preStop/httpGet/host",
+                "/lifecycle/preStop/tcpSocket/host",
+            ]
+            .iter()
+            .map(|p| s(&c, p))
+            .collect();
+            let ports: Vec<Option<i64>> = arr(c.get("ports")).iter().map(|p| p.get("hostPort").and_then(Value::as_i64)).collect();
+            out.push(format!(
+                "{list} {ports:?} {hosts:?} {:?} {:?} {:?}",
+                se_linux(c.get("securityContext")),
+                s(&c, "/securityContext/procMount"),
+                c.pointer("/securityContext/runAsGroup").and_then(Value::as_i64)
+            ));
+        }
+    }
+    for v in arr(spec.get("volumes")) {
+        let sources: Vec<&String> = v.as_object().map(|o| o.keys().filter(|k| *k != "name").collect()).unwrap_or_default();
+        out.push(format!("volume {sources:?} {:?}", s(&v, "/flexVolume/driver")));
+    }
+    out.join("\n")
+}
+
+fn sparse_pss_fields(spec: &aigov_sdk::PodSpec<'_>) -> String {
+    use aigov_sdk::model::pod::{Handler, SeLinuxOptions};
+    let s = |v: &Option<aigov_sdk::Str<'_>>| v.as_ref().map(|x| x.to_string());
+    let se_linux = |o: Option<&SeLinuxOptions<'_>>| o.map(|o| [s(&o.user), s(&o.role), s(&o.kind), s(&o.level)]);
+    let mut out = Vec::new();
+    let sc = spec.security_context.as_ref();
+    out.push(format!(
+        "pod {:?} {:?} {:?} {:?} {:?}",
+        spec.share_process_namespace,
+        se_linux(sc.and_then(|sc| sc.se_linux_options.as_ref())),
+        sc.map(|sc| sc.sysctls.iter().map(|x| Some(x.name.to_string())).collect::<Vec<_>>()).unwrap_or_default(),
+        sc.map(|sc| sc.supplemental_groups.iter().map(|g| Some(*g)).collect::<Vec<_>>()).unwrap_or_default(),
+        sc.and_then(|sc| sc.fs_group),
+    ));
+    for (list, containers) in
+        [("containers", &spec.containers), ("initContainers", &spec.init_containers), ("ephemeralContainers", &spec.ephemeral_containers)]
+    {
+        for c in containers {
+            let host = |h: Option<&Handler<'_>>| {
+                [
+                    h.and_then(|h| h.http_get.as_ref()).and_then(|a| s(&a.host)),
+                    h.and_then(|h| h.tcp_socket.as_ref()).and_then(|a| s(&a.host)),
+                ]
+            };
+            let lifecycle = c.lifecycle.as_ref();
+            let hosts: Vec<Option<String>> = [
+                host(c.liveness_probe.as_ref()),
+                host(c.readiness_probe.as_ref()),
+                host(c.startup_probe.as_ref()),
+                host(lifecycle.and_then(|l| l.post_start.as_ref())),
+                host(lifecycle.and_then(|l| l.pre_stop.as_ref())),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let ports: Vec<Option<i64>> = c.ports.iter().map(|p| p.host_port).collect();
+            let sc = c.security_context.as_ref();
+            out.push(format!(
+                "{list} {ports:?} {hosts:?} {:?} {:?} {:?}",
+                se_linux(sc.and_then(|sc| sc.se_linux_options.as_ref())),
+                sc.and_then(|sc| s(&sc.proc_mount)),
+                sc.and_then(|sc| sc.run_as_group)
+            ));
+        }
+    }
+    for v in &spec.volumes {
+        let sources: Vec<String> = v.sources.iter().map(|k| k.to_string()).collect();
+        out.push(format!("volume {:?} {:?}", sources.iter().collect::<Vec<_>>(), v.flex_volume.as_ref().map(|f| f.driver.to_string())));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn the_sparse_model_reads_the_pod_security_fields_as_k8s_openapi_does() {
+    let mut compared = 0usize;
+    for (file, object) in &corpus() {
+        let Some(api_version) = object.get("apiVersion").and_then(Value::as_str) else { continue };
+        let kind = object["kind"].as_str().unwrap();
+        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        if aigov_sdk::WorkloadKind::of(group, kind).is_none() {
+            continue;
+        }
+        let request = serde_json::json!({"uid": "u", "kind": {"group": group, "version": "v1", "kind": kind},
+            "operation": "CREATE", "object": object})
+        .to_string();
+        let mut normalised = object.clone();
+        stringify_quantities(&mut normalised);
+        let Ok(parsed) = Request::parse(&request) else { continue };
+        let Some(workload) = parsed.workload() else { continue };
+        if workload.kind == aigov_sdk::WorkloadKind::InferenceService {
+            continue;
+        }
+        for t in workload.templates().filter(|t| !t.is_partial()) {
+            let raw = normalised.pointer(&t.spec_path().pointer()).unwrap();
+            let typed: PodSpec = serde_json::from_value(raw.clone()).unwrap();
+            let typed_json = serde_json::to_value(&typed).unwrap();
+            assert_eq!(sparse_pss_fields(&t.spec), typed_pss_fields(&typed_json), "{file} {}", t.spec_path());
+            compared += 1;
+        }
+    }
+    assert!(compared >= 20, "only {compared} templates were compared");
+}

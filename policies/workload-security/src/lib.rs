@@ -16,13 +16,17 @@
 mod settings;
 
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use aigov_sdk::model::pod::{Profile, SecurityContext};
+use aigov_sdk::model::pod::{Handler, Profile, SeLinuxOptions, SecurityContext};
 use aigov_sdk::prelude::*;
 
-pub use settings::{AllowedHostPath, PrivilegeEscalation, Settings, default_credential_names};
+pub use settings::{
+    AllowedHostPath, BASELINE_CAPABILITIES, GroupRule, GroupStrategy, HostPathPrecedence, IdRange, Level, PathMatch, PortRange,
+    PrivilegeEscalation, ProcMount, RESTRICTED_VOLUME_TYPES, SAFE_SYSCTLS, SeLinuxEntry, SeLinuxRule, SeLinuxStrategy, Settings, UserRule,
+    UserStrategy, capability, default_credential_names,
+};
 
 /// The rule.
 pub struct WorkloadSecurity;
@@ -58,6 +62,14 @@ struct Check<'c, 'a> {
 struct PodLevel {
     run_as_non_root: bool,
     seccomp: bool,
+    /// `runAsNonRoot` as written.
+    non_root: Option<bool>,
+    /// `runAsUser` as written.
+    user: Option<i64>,
+    /// `runAsGroup` as written.
+    group: Option<i64>,
+    /// Whether `seLinuxOptions` is set.
+    se_linux: bool,
 }
 
 impl Check<'_, '_> {
@@ -79,9 +91,13 @@ impl Check<'_, '_> {
         let pod = self.pod_security_context();
         let host_paths = self.host_path_volumes();
         for c in self.t.containers() {
-            self.container(&c, &pod, &host_paths);
+            if self.skipped(&c) {
+                self.credentials(&c);
+            } else {
+                self.container(&c, &pod, &host_paths);
+            }
         }
-        self.host_path_violations(&host_paths);
+        self.volumes(&host_paths);
     }
 
     fn spec_path(&self) -> Path {
@@ -98,12 +114,24 @@ impl Check<'_, '_> {
         self.t.spec.host_users == Some(false)
     }
 
+    /// Whether the settings leave this container out of the container
+    /// checks (`skipInitContainers`, `skipEphemeralContainers`). Sidecars
+    /// run beside the main containers for the pod's life: never skipped.
+    fn skipped(&self, c: &ContainerRef<'_, '_>) -> bool {
+        match c.list {
+            ContainerList::InitContainers => self.s.skip_init_containers && !c.is_sidecar(),
+            ContainerList::EphemeralContainers => self.s.skip_ephemeral_containers,
+            ContainerList::Containers | ContainerList::Model => false,
+        }
+    }
+
     // ------------------------------------------------------------ pod level
 
     /// `container.apparmor.security.beta.kubernetes.io/<container>`
     /// annotations: `runtime/default`, `localhost/<profile>` or empty only.
     fn app_armor_annotations(&mut self, workload: &Workload<'_>) {
-        if !self.s.forbid_unconfined_app_armor {
+        let localhost_listed = !is_wildcard(&self.s.allowed_app_armor_localhost_profiles);
+        if !self.s.forbid_unconfined_app_armor && !localhost_listed {
             return;
         }
         let metadata = match self.t.role {
@@ -115,7 +143,17 @@ impl Check<'_, '_> {
         for (key, value) in &metadata.annotations {
             let Some(container) = key.strip_prefix(APPARMOR_ANNOTATION_PREFIX) else { continue };
             let value = value.get();
-            if value.is_empty() || value == "runtime/default" || value.starts_with("localhost/") {
+            if let Some(profile) = value.strip_prefix("localhost/") {
+                if !aigov_sdk::base::glob::any_match(&self.s.allowed_app_armor_localhost_profiles, profile) {
+                    self.v.violation(format!(
+                        "annotation `{key}` in `{at}` is `{value}`, {}: {}",
+                        not_allowed_profile("AppArmor", &self.s.allowed_app_armor_localhost_profiles),
+                        use_allowed_profile("runtime/default", "localhost/", &self.s.allowed_app_armor_localhost_profiles),
+                    ));
+                }
+                continue;
+            }
+            if !self.s.forbid_unconfined_app_armor || value.is_empty() || value == "runtime/default" {
                 continue;
             }
             self.v.violation(format!(
@@ -147,6 +185,13 @@ impl Check<'_, '_> {
                 p.key("hostIPC")
             ));
         }
+        if self.s.forbid_share_process_namespace && spec.share_process_namespace == Some(true) {
+            self.v.violation(format!(
+                "`{}` is `true`, so every container sees and can signal the others' processes and read their files and environment \
+                 through `/proc`: remove it",
+                p.key("shareProcessNamespace")
+            ));
+        }
     }
 
     /// Checks the pod-level `securityContext` and says what it settles for
@@ -154,14 +199,22 @@ impl Check<'_, '_> {
     fn pod_security_context(&mut self) -> PodLevel {
         let mut pod = PodLevel::default();
         let at = self.spec_path().key("securityContext");
-        let Some(sc) = self.t.spec.security_context.as_ref() else { return pod };
+        let Some(sc) = self.t.spec.security_context.as_ref() else {
+            self.pod_groups(None, &at);
+            return pod;
+        };
+        pod.non_root = sc.run_as_non_root;
+        pod.user = sc.run_as_user;
+        pod.group = sc.run_as_group;
+        pod.se_linux = sc.se_linux_options.is_some();
         if self.s.forbid_privileged && host_process(sc) {
             self.v.violation(format!(
                 "`{}` is `true`, so every container runs as a process on the Windows node itself, with its full access: remove it",
                 at.keys(&["windowsOptions", "hostProcess"])
             ));
         }
-        if self.s.require_run_as_non_root && !self.in_user_namespace() {
+        let userns = self.in_user_namespace();
+        if self.s.require_run_as_non_root && !userns {
             match sc.run_as_non_root {
                 Some(true) => pod.run_as_non_root = true,
                 Some(false) => {
@@ -169,38 +222,108 @@ impl Check<'_, '_> {
                 }
                 None => {}
             }
-            if sc.run_as_user == Some(0) {
-                self.v.violation(format!(
-                    "`{}` is `0`, so containers run as root: use a non-zero user ID, such as `1000`",
-                    at.key("runAsUser")
-                ));
-            }
         }
-        if self.s.require_seccomp
-            && !self.is_windows()
+        if self.s.forbid_root_user && !userns && sc.run_as_user == Some(0) {
+            self.v
+                .violation(format!("`{}` is `0`, so containers run as root: use a non-zero user ID, such as `1000`", at.key("runAsUser")));
+        } else if let Some(user) = sc.run_as_user {
+            self.user_in_ranges(user, &at, None);
+        }
+        if let Some(group) = sc.run_as_group {
+            self.group_in_ranges(group, &at, None);
+        }
+        if !self.is_windows()
             && let Some(profile) = &sc.seccomp_profile
         {
             if valid_seccomp(profile) {
                 pod.seccomp = true;
-            } else {
+            } else if self.s.require_seccomp || self.s.forbid_unconfined_seccomp {
                 self.v.violation(format!(
                     "`{}` is {}, so containers run without a seccomp filter: set it to `RuntimeDefault` (or `Localhost` with a profile)",
                     at.keys(&["seccompProfile", "type"]),
                     shown(profile.kind.as_deref())
                 ));
             }
+            self.seccomp_localhost(profile, &at, None);
         }
-        if self.s.forbid_unconfined_app_armor
-            && let Some(profile) = &sc.app_armor_profile
-            && !valid_app_armor(profile)
-        {
-            self.v.violation(format!(
-                "`{}` is {}, so containers run without AppArmor confinement: set it to `RuntimeDefault` (or `Localhost` with a profile), or remove it",
-                at.keys(&["appArmorProfile", "type"]),
-                shown(profile.kind.as_deref())
-            ));
+        if let Some(profile) = &sc.app_armor_profile {
+            if self.s.forbid_unconfined_app_armor && !valid_app_armor(profile) {
+                self.v.violation(format!(
+                    "`{}` is {}, so containers run without AppArmor confinement: set it to `RuntimeDefault` (or `Localhost` with a profile), or remove it",
+                    at.keys(&["appArmorProfile", "type"]),
+                    shown(profile.kind.as_deref())
+                ));
+            }
+            self.app_armor_localhost(profile, &at, None);
         }
+        if let Some(options) = &sc.se_linux_options {
+            self.se_linux_allowed(options, &at, None);
+        }
+        self.pod_groups(Some(sc), &at);
+        self.sysctls(sc, &at);
         pod
+    }
+
+    /// `supplementalGroups` and `fsGroup`, which only the pod sets.
+    fn pod_groups(&mut self, sc: Option<&SecurityContext<'_>>, at: &Path) {
+        let windows = self.is_windows();
+        let rule = &self.s.supplemental_groups;
+        if rule.rule != GroupRule::RunAsAny {
+            let groups = sc.map(|s| s.supplemental_groups.as_slice()).unwrap_or_default();
+            if groups.is_empty() && rule.rule == GroupRule::MustRunAs && !windows {
+                self.v.violation(format!(
+                    "the pod sets no supplemental groups: set `{}` to group IDs in {}",
+                    at.key("supplementalGroups"),
+                    ranges(&rule.ranges)
+                ));
+            }
+            for (i, g) in groups.iter().enumerate() {
+                if !in_ranges(*g, &rule.ranges) {
+                    self.v.violation(format!(
+                        "`{}` is `{g}`, outside the allowed supplemental group IDs {}: remove it, or use a group ID in them",
+                        at.key("supplementalGroups").index(i),
+                        ranges(&rule.ranges)
+                    ));
+                }
+            }
+        }
+        let rule = &self.s.fs_group;
+        if rule.rule != GroupRule::RunAsAny {
+            match sc.and_then(|s| s.fs_group) {
+                Some(g) if !in_ranges(g, &rule.ranges) => self.v.violation(format!(
+                    "`{}` is `{g}`, outside the allowed `fsGroup` IDs {}: use a group ID in them",
+                    at.key("fsGroup"),
+                    ranges(&rule.ranges)
+                )),
+                None if rule.rule == GroupRule::MustRunAs && !windows => self.v.violation(format!(
+                    "the pod sets no `fsGroup`, so its volumes keep the owner their files have: set `{}` to a group ID in {}",
+                    at.key("fsGroup"),
+                    ranges(&rule.ranges)
+                )),
+                _ => {}
+            }
+        }
+    }
+
+    fn sysctls(&mut self, sc: &SecurityContext<'_>, at: &Path) {
+        if !self.s.restrict_sysctls {
+            return;
+        }
+        for (i, sysctl) in sc.sysctls.iter().enumerate() {
+            let name = &*sysctl.name;
+            let field = at.key("sysctls").index(i).key("name");
+            if aigov_sdk::base::glob::any_match(&self.s.forbidden_sysctls, name) {
+                self.v.violation(format!("`{field}` is `{name}`, a sysctl pods may not set: remove it"));
+            } else if !aigov_sdk::base::glob::any_match(&self.s.allowed_sysctls, name) {
+                let allowed: Vec<&str> = self.s.allowed_sysctls.iter().map(Glob::as_str).collect();
+                let why = if allowed.is_empty() {
+                    "and pods may set no sysctls".to_string()
+                } else {
+                    format!("which is not one of the sysctls pods may set ({})", quoted(&allowed))
+                };
+                self.v.violation(format!("`{field}` is `{name}`, {why}: remove it"));
+            }
+        }
     }
 
     // ------------------------------------------------------------ containers
@@ -211,6 +334,7 @@ impl Check<'_, '_> {
         let who = place.who();
         let sc = c.container.security_context.as_ref();
         let windows = self.is_windows();
+        let userns = self.in_user_namespace();
 
         if self.s.forbid_privileged {
             if sc.and_then(|s| s.privileged) == Some(true) {
@@ -228,7 +352,7 @@ impl Check<'_, '_> {
             }
         }
 
-        if self.s.require_run_as_non_root && !self.in_user_namespace() {
+        if self.s.require_run_as_non_root && !userns {
             match sc.and_then(|s| s.run_as_non_root) {
                 Some(true) => {}
                 Some(false) => self.v.violation(format!(
@@ -242,13 +366,18 @@ impl Check<'_, '_> {
                     place.at()
                 )),
             }
-            if sc.and_then(|s| s.run_as_user) == Some(0) {
-                self.v.violation(format!(
-                    "`{}` is `0` for {who}, so it runs as root: use a non-zero user ID, such as `1000`",
-                    place.at().key("runAsUser")
-                ));
-            }
         }
+        let user = sc.and_then(|s| s.run_as_user);
+        if self.s.forbid_root_user && !userns && user == Some(0) {
+            self.v.violation(format!(
+                "`{}` is `0` for {who}, so it runs as root: use a non-zero user ID, such as `1000`",
+                place.at().key("runAsUser")
+            ));
+        } else if let Some(user) = user {
+            self.user_in_ranges(user, place.at(), Some(&place));
+        }
+        self.user_rule(sc, pod, &place);
+        self.group_rule(sc, pod, &place);
 
         if !windows {
             self.privilege_escalation(sc, &place);
@@ -259,34 +388,54 @@ impl Check<'_, '_> {
             self.added_capabilities(sc, &place);
         }
 
-        if self.s.require_seccomp && !windows {
-            match sc.and_then(|s| s.seccomp_profile.as_ref()) {
+        if !windows {
+            let profile = sc.and_then(|s| s.seccomp_profile.as_ref());
+            match profile {
                 Some(p) if valid_seccomp(p) => {}
-                Some(p) => self.v.violation(format!(
+                Some(p) if self.s.require_seccomp || self.s.forbid_unconfined_seccomp => self.v.violation(format!(
                     "`{}` is {} for {who}, so it runs without a seccomp filter: set it to `RuntimeDefault` (or `Localhost` with a profile)",
                     place.at().keys(&["seccompProfile", "type"]),
                     shown(p.kind.as_deref())
                 )),
-                None if pod.seccomp => {}
+                Some(_) => {}
+                None if pod.seccomp || !self.s.require_seccomp => {}
                 None => self.v.violation(format!(
                     "{who} runs without a seccomp profile: set `seccompProfile: {{type: RuntimeDefault}}` in `{}` (for every container) or in `{}`",
                     self.spec_path().key("securityContext"),
                     place.at()
                 )),
             }
+            if let Some(p) = profile {
+                self.seccomp_localhost(p, place.at(), Some(&place));
+            }
         }
 
-        if self.s.forbid_unconfined_app_armor
-            && let Some(p) = sc.and_then(|s| s.app_armor_profile.as_ref())
-            && !valid_app_armor(p)
-        {
-            self.v.violation(format!(
-                "`{}` is {} for {who}, so it runs without AppArmor confinement: set it to `RuntimeDefault` (or `Localhost` with a profile), or remove it",
-                place.at().keys(&["appArmorProfile", "type"]),
-                shown(p.kind.as_deref())
-            ));
+        if let Some(p) = sc.and_then(|s| s.app_armor_profile.as_ref()) {
+            if self.s.forbid_unconfined_app_armor && !valid_app_armor(p) {
+                self.v.violation(format!(
+                    "`{}` is {} for {who}, so it runs without AppArmor confinement: set it to `RuntimeDefault` (or `Localhost` with a profile), or remove it",
+                    place.at().keys(&["appArmorProfile", "type"]),
+                    shown(p.kind.as_deref())
+                ));
+            }
+            self.app_armor_localhost(p, place.at(), Some(&place));
         }
 
+        match sc.and_then(|s| s.se_linux_options.as_ref()) {
+            Some(options) => self.se_linux_allowed(options, place.at(), Some(&place)),
+            None if self.s.se_linux.rule == SeLinuxRule::MustRunAs && !pod.se_linux && !windows => self.v.violation(format!(
+                "{who} runs with no SELinux options: set `seLinuxOptions` in `{}` (for every container) or in `{}` to {}",
+                self.spec_path().key("securityContext"),
+                place.at(),
+                one_of(&self.s.se_linux.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>())
+            )),
+            None => {}
+        }
+
+        self.proc_mount(sc, &place);
+        self.read_only_root_filesystem(sc, &place);
+        self.host_ports(c, &place);
+        self.probe_hosts(c, &place);
         self.credentials(c);
         self.read_only_mounts(c, host_paths);
     }
@@ -309,22 +458,43 @@ impl Check<'_, '_> {
     fn capabilities(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
         let who = place.who();
         let caps = sc.and_then(|s| s.capabilities.as_ref());
-        if self.s.require_drop_net_raw {
-            let drop = caps.map(|c| c.drop.as_slice()).unwrap_or_default();
-            let dropped = drop.iter().any(|d| d.eq_ignore_ascii_case("ALL") || d.eq_ignore_ascii_case("NET_RAW"));
-            if !dropped {
-                let field = place.at().keys(&["capabilities", "drop"]);
-                let prefixed = drop.iter().position(|d| d.eq_ignore_ascii_case("CAP_NET_RAW") || d.eq_ignore_ascii_case("CAP_ALL"));
-                match prefixed.and_then(|i| drop.get(i).map(|d| (i, d))) {
-                    Some((i, d)) => self.v.violation(format!(
-                        "`{}` is `{d}` for {who}, which containerd does not recognise (it adds `CAP_` itself), so `NET_RAW` is kept: write `{}`",
-                        field.index(i),
-                        d.get(4..).unwrap_or_default().to_ascii_uppercase()
-                    )),
-                    None => self.v.violation(format!(
-                        "{who} keeps `NET_RAW`, which lets it forge packets on the node's network (ARP and DNS spoofing): add `NET_RAW` (or `ALL`) to `{field}`"
-                    )),
+        let drop = caps.map(|c| c.drop.as_slice()).unwrap_or_default();
+        let field = || place.at().keys(&["capabilities", "drop"]);
+        let all_required = self.s.required_drop_capabilities.iter().any(|c| c.eq_ignore_ascii_case("ALL"));
+        let all_missing = all_required && dropped(drop, "ALL") != Dropped::Yes;
+        // Dropping `ALL`, which the message about it asks for, drops
+        // `NET_RAW` too: one message, not two.
+        if self.s.require_drop_net_raw && !all_missing {
+            match dropped(drop, "NET_RAW") {
+                Dropped::Yes => {}
+                Dropped::Prefixed(i, d) => self.v.violation(prefixed_drop(&field().index(i), d, &who, "NET_RAW")),
+                Dropped::No => self.v.violation(format!(
+                    "{who} keeps `NET_RAW`, which lets it forge packets on the node's network (ARP and DNS spoofing): add `NET_RAW` (or `ALL`) to `{}`",
+                    field()
+                )),
+            }
+        }
+        if !self.s.required_drop_capabilities.is_empty() {
+            let mut missing: Vec<String> = Vec::new();
+            for required in &self.s.required_drop_capabilities {
+                let name = capability(required);
+                if missing.contains(&name) || (name == "NET_RAW" && self.s.require_drop_net_raw) {
+                    continue;
                 }
+                match dropped(drop, &name) {
+                    Dropped::Yes => {}
+                    Dropped::Prefixed(i, d) => self.v.violation(prefixed_drop(&field().index(i), d, &who, &name)),
+                    Dropped::No => missing.push(name),
+                }
+            }
+            if missing.iter().any(|m| m == "ALL") {
+                self.v.violation(format!(
+                    "{who} does not drop `ALL` capabilities: add `ALL` to `{}` (and add back in `capabilities.add` only what it needs)",
+                    field()
+                ));
+            } else if !missing.is_empty() {
+                let them = if missing.len() == 1 { "it" } else { "them" };
+                self.v.violation(format!("{who} keeps {}, which it must drop: add {them} (or `ALL`) to `{}`", quoted(&missing), field()));
             }
         }
         if self.s.restrict_added_capabilities {
@@ -354,6 +524,248 @@ impl Check<'_, '_> {
         }
     }
 
+    /// `runAsUser` ranges, where the user ID is written (`place` for a
+    /// container's, `None` for the pod's).
+    fn user_in_ranges(&mut self, user: i64, at: &Path, place: Option<&Place<'_, '_, '_>>) {
+        let rule = &self.s.run_as_user;
+        if rule.rule != UserRule::MustRunAs || in_ranges(user, &rule.ranges) {
+            return;
+        }
+        self.v.violation(format!(
+            "`{}` is `{user}`{}, outside the allowed user IDs {}: use a user ID in them",
+            at.key("runAsUser"),
+            for_whom(place),
+            ranges(&rule.ranges)
+        ));
+    }
+
+    fn group_in_ranges(&mut self, group: i64, at: &Path, place: Option<&Place<'_, '_, '_>>) {
+        let rule = &self.s.run_as_group;
+        if rule.rule == GroupRule::RunAsAny || in_ranges(group, &rule.ranges) {
+            return;
+        }
+        self.v.violation(format!(
+            "`{}` is `{group}`{}, outside the allowed group IDs {}: use a group ID in them",
+            at.key("runAsGroup"),
+            for_whom(place),
+            ranges(&rule.ranges)
+        ));
+    }
+
+    /// `runAsUser: {rule: MustRunAs | MustRunAsNonRoot}`: what the
+    /// container runs as, its own value or the pod's.
+    fn user_rule(&mut self, sc: Option<&SecurityContext<'_>>, pod: &PodLevel, place: &Place<'_, '_, '_>) {
+        let who = place.who();
+        let user = sc.and_then(|s| s.run_as_user).or(pod.user);
+        let userns = self.in_user_namespace();
+        match self.s.run_as_user.rule {
+            UserRule::RunAsAny => {}
+            UserRule::MustRunAs => {
+                if user.is_none() && !self.is_windows() {
+                    self.v.violation(format!(
+                        "{who} sets no user ID: set `runAsUser` in `{}` (for every container) or in `{}` to one in {}",
+                        self.spec_path().key("securityContext"),
+                        place.at(),
+                        ranges(&self.s.run_as_user.ranges)
+                    ));
+                }
+            }
+            UserRule::MustRunAsNonRoot => {
+                // `requireRunAsNonRoot` asks for more, and `forbidRootUser`
+                // has refused a `0` where it is written.
+                if self.s.require_run_as_non_root && !userns {
+                    return;
+                }
+                let non_root = sc.and_then(|s| s.run_as_non_root).or(pod.non_root);
+                match user {
+                    Some(0) if self.s.forbid_root_user && !userns => {}
+                    Some(0) => self.v.violation(format!(
+                        "{who} runs as user `0`, root: set `runAsUser` in `{}` to a non-zero user ID, such as `1000`",
+                        place.at()
+                    )),
+                    Some(_) => {}
+                    None if non_root == Some(true) => {}
+                    None => self.v.violation(format!(
+                        "{who} may run as root: set `runAsNonRoot: true` or a non-zero `runAsUser` in `{}` (for every container) or in `{}`",
+                        self.spec_path().key("securityContext"),
+                        place.at()
+                    )),
+                }
+            }
+        }
+    }
+
+    fn group_rule(&mut self, sc: Option<&SecurityContext<'_>>, pod: &PodLevel, place: &Place<'_, '_, '_>) {
+        if let Some(group) = sc.and_then(|s| s.run_as_group) {
+            self.group_in_ranges(group, place.at(), Some(place));
+        }
+        let rule = &self.s.run_as_group;
+        if rule.rule == GroupRule::MustRunAs && sc.and_then(|s| s.run_as_group).or(pod.group).is_none() && !self.is_windows() {
+            self.v.violation(format!(
+                "{} sets no group ID: set `runAsGroup` in `{}` (for every container) or in `{}` to one in {}",
+                place.who(),
+                self.spec_path().key("securityContext"),
+                place.at(),
+                ranges(&rule.ranges)
+            ));
+        }
+    }
+
+    /// A `Localhost` seccomp profile from `allowedSeccompLocalhostProfiles`.
+    fn seccomp_localhost(&mut self, profile: &Profile<'_>, at: &Path, place: Option<&Place<'_, '_, '_>>) {
+        let allowed = &self.s.allowed_seccomp_localhost_profiles;
+        if profile.kind.as_deref() != Some("Localhost") || is_wildcard(allowed) {
+            return;
+        }
+        let name = profile.localhost_profile.as_deref().unwrap_or_default();
+        if aigov_sdk::base::glob::any_match(allowed, name) {
+            return;
+        }
+        self.v.violation(format!(
+            "`{}` is `{name}`{}, {}: {}",
+            at.keys(&["seccompProfile", "localhostProfile"]),
+            for_whom(place),
+            not_allowed_profile("seccomp", allowed),
+            use_allowed_profile("RuntimeDefault", "", allowed)
+        ));
+    }
+
+    /// A `Localhost` AppArmor profile from `allowedAppArmorLocalhostProfiles`.
+    fn app_armor_localhost(&mut self, profile: &Profile<'_>, at: &Path, place: Option<&Place<'_, '_, '_>>) {
+        let allowed = &self.s.allowed_app_armor_localhost_profiles;
+        if profile.kind.as_deref() != Some("Localhost") || is_wildcard(allowed) {
+            return;
+        }
+        let name = profile.localhost_profile.as_deref().unwrap_or_default();
+        if aigov_sdk::base::glob::any_match(allowed, name) {
+            return;
+        }
+        self.v.violation(format!(
+            "`{}` is `{name}`{}, {}: {}",
+            at.keys(&["appArmorProfile", "localhostProfile"]),
+            for_whom(place),
+            not_allowed_profile("AppArmor", allowed),
+            use_allowed_profile("RuntimeDefault", "", allowed)
+        ));
+    }
+
+    /// SELinux options, where written, against `seLinux.allowedOptions`.
+    fn se_linux_allowed(&mut self, options: &SeLinuxOptions<'_>, at: &Path, place: Option<&Place<'_, '_, '_>>) {
+        let strategy = &self.s.se_linux;
+        if strategy.rule == SeLinuxRule::RunAsAny || strategy.allowed_options.iter().any(|e| se_linux_matches(e, options)) {
+            return;
+        }
+        let set = se_linux_set(options);
+        let fix = match (strategy.rule, strategy.allowed_options.is_empty()) {
+            (_, true) => "remove it (the container runtime then gives it a confined context of its own)".to_string(),
+            (SeLinuxRule::MustRunAs, false) => {
+                format!("use {}", one_of(&strategy.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>()))
+            }
+            _ => format!(
+                "remove it (the container runtime then gives it a confined context of its own), or use {}",
+                one_of(&strategy.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>())
+            ),
+        };
+        self.v.violation(format!(
+            "`{}` sets {set}{}, which is not an allowed SELinux context: {fix}",
+            at.key("seLinuxOptions"),
+            for_whom(place)
+        ));
+    }
+
+    fn proc_mount(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
+        let Some(mount) = sc.and_then(|s| s.proc_mount.as_deref()) else { return };
+        let checked = match self.s.proc_mount {
+            ProcMount::Unchecked => false,
+            ProcMount::DefaultUnlessUserNamespace => !self.in_user_namespace(),
+            ProcMount::Default => true,
+        };
+        if checked && mount != "Default" {
+            self.v.violation(format!(
+                "`{}` is `{mount}` for {}, which gives it the node's `/proc` without the masks that hide the kernel's sensitive files: \
+                 remove it (or set it to `Default`)",
+                place.at().key("procMount"),
+                place.who()
+            ));
+        }
+    }
+
+    fn read_only_root_filesystem(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
+        // The API server refuses the field on Windows pods.
+        if !self.s.require_read_only_root_filesystem || self.is_windows() {
+            return;
+        }
+        match sc.and_then(|s| s.read_only_root_filesystem) {
+            Some(true) => {}
+            Some(false) => self.v.violation(format!(
+                "`{}` is `false` for {}, so it can change the files of its image: set it to `true` \
+                 (and mount an `emptyDir` where it must write)",
+                place.at().key("readOnlyRootFilesystem"),
+                place.who()
+            )),
+            None => self.v.violation(format!(
+                "{} can write to its root filesystem: set `readOnlyRootFilesystem: true` in `{}` \
+                 (and mount an `emptyDir` where it must write)",
+                place.who(),
+                place.at()
+            )),
+        }
+    }
+
+    fn host_ports(&mut self, c: &ContainerRef<'_, '_>, place: &Place<'_, '_, '_>) {
+        if !self.s.restrict_host_ports {
+            return;
+        }
+        for (i, port) in c.container.ports.iter().enumerate() {
+            let Some(p) = port.host_port.filter(|p| *p != 0) else { continue };
+            if self.s.allowed_host_ports.iter().any(|r| i64::from(r.min) <= p && p <= i64::from(r.max)) {
+                continue;
+            }
+            let why = if self.s.allowed_host_ports.is_empty() {
+                "and host ports are not allowed".to_string()
+            } else {
+                let allowed: Vec<String> =
+                    self.s.allowed_host_ports.iter().map(|r| range_text(i64::from(r.min), i64::from(r.max))).collect();
+                format!("outside the allowed host ports {}", quoted(&allowed))
+            };
+            self.v.violation(format!(
+                "`{}` is `{p}` for {}, so it takes that port on the node's own addresses, {why}: remove it \
+                 (reach the container through a Service)",
+                self.t.container_path(c).key("ports").index(i).key("hostPort"),
+                place.who()
+            ));
+        }
+    }
+
+    /// `host` in probes and lifecycle hooks: the kubelet would connect
+    /// from the node to another host.
+    fn probe_hosts(&mut self, c: &ContainerRef<'_, '_>, place: &Place<'_, '_, '_>) {
+        if !self.s.forbid_probe_hosts {
+            return;
+        }
+        let container = c.container;
+        let lifecycle = container.lifecycle.as_ref();
+        let handlers: [(&[&str], Option<&Handler<'_>>); 5] = [
+            (&["livenessProbe"], container.liveness_probe.as_ref()),
+            (&["readinessProbe"], container.readiness_probe.as_ref()),
+            (&["startupProbe"], container.startup_probe.as_ref()),
+            (&["lifecycle", "postStart"], lifecycle.and_then(|l| l.post_start.as_ref())),
+            (&["lifecycle", "preStop"], lifecycle.and_then(|l| l.pre_stop.as_ref())),
+        ];
+        for (keys, handler) in handlers {
+            let Some(handler) = handler else { continue };
+            for (action, target) in [("httpGet", &handler.http_get), ("tcpSocket", &handler.tcp_socket)] {
+                let Some(host) = target.as_ref().and_then(|t| t.host.as_deref()).filter(|h| !h.is_empty()) else { continue };
+                self.v.violation(format!(
+                    "`{}` is `{host}` for {}, so the kubelet connects from the node to that host instead of the pod: \
+                     remove it (the pod's own IP is used)",
+                    self.t.container_path(c).keys(keys).key(action).key("host"),
+                    place.who()
+                ));
+            }
+        }
+    }
+
     fn credentials(&mut self, c: &ContainerRef<'_, '_>) {
         if !self.s.forbid_plain_credentials {
             return;
@@ -378,7 +790,24 @@ impl Check<'_, '_> {
         }
     }
 
-    // ------------------------------------------------------------ host paths
+    // ------------------------------------------------------------ volumes
+
+    /// The volumes only skipped containers mount (`skipInitContainers`,
+    /// `skipEphemeralContainers`): left out of the volume checks. A volume
+    /// no container mounts is checked.
+    fn skipped_volumes(&self) -> BTreeSet<String> {
+        if !self.s.skip_init_containers && !self.s.skip_ephemeral_containers {
+            return BTreeSet::new();
+        }
+        let mut checked = BTreeSet::new();
+        let mut skipped = BTreeSet::new();
+        for c in self.t.containers() {
+            let into = if self.skipped(&c) { &mut skipped } else { &mut checked };
+            into.extend(c.container.volume_mounts.iter().map(|m| m.name.to_string()));
+        }
+        skipped.retain(|v| !checked.contains(v));
+        skipped
+    }
 
     /// The template's `hostPath` volumes and what the allowlist says of each.
     fn host_path_volumes(&self) -> HostPaths {
@@ -386,9 +815,13 @@ impl Check<'_, '_> {
         if !self.s.restrict_host_path {
             return out;
         }
+        let skipped = self.skipped_volumes();
         for (i, vol) in self.t.spec.volumes.iter().enumerate() {
             let Some(hp) = &vol.host_path else { continue };
-            let allowance = allowance(&self.s.allowed_host_paths, &hp.path);
+            if skipped.contains(&*vol.name) {
+                continue;
+            }
+            let allowance = allowance(&self.s.allowed_host_paths, self.s.host_path_precedence, &hp.path);
             out.insert(vol.name.to_string(), HostPathVolume { index: i, path: hp.path.to_string(), allowance });
         }
         out
@@ -411,32 +844,96 @@ impl Check<'_, '_> {
         }
     }
 
-    fn host_path_violations(&mut self, host_paths: &HostPaths) {
-        let mut denied: Vec<(&String, &HostPathVolume)> = host_paths.iter().filter(|(_, v)| v.allowance == Allowance::Denied).collect();
-        denied.sort_by_key(|(_, v)| v.index);
-        for (name, vol) in denied {
-            let field = self.spec_path().key("volumes").index(vol.index).keys(&["hostPath", "path"]);
-            let cleaned = clean(&vol.path);
-            let why = if self.s.allowed_host_paths.is_empty() {
-                "and hostPath volumes are not allowed".to_string()
-            } else {
-                let prefixes: Vec<&str> = self.s.allowed_host_paths.iter().map(|p| p.path_prefix.as_str()).collect();
-                format!("outside the allowed host paths {}", quoted(&prefixes))
-            };
-            let message = if cleaned == "/dev" || cleaned.starts_with("/dev/") {
-                format!(
-                    "volume `{name}` mounts the node's device path `{}` (`{field}`), {why}: request the device as a resource \
-                     (GPUs as `nvidia.com/gpu`) and let its device plugin mount it",
-                    vol.path
-                )
-            } else {
-                format!(
-                    "volume `{name}` mounts the node's `{}` (`{field}`), {why}: use a PersistentVolumeClaim, an `emptyDir` or a `configMap` instead",
-                    vol.path
-                )
-            };
-            self.v.violation(message);
+    /// Each volume in order: its host path, its type, its flexVolume driver.
+    fn volumes(&mut self, host_paths: &HostPaths) {
+        let restrict_types = self.s.restrict_volume_types;
+        let flex_listed = !is_wildcard(&self.s.allowed_flex_volume_drivers);
+        if !self.s.restrict_host_path && !restrict_types && !flex_listed {
+            return;
         }
+        let skipped = self.skipped_volumes();
+        let t = self.t;
+        for (i, vol) in t.spec.volumes.iter().enumerate() {
+            let at = self.spec_path().key("volumes").index(i);
+            let denied_host_path = host_paths.get(&*vol.name).filter(|v| v.index == i && v.allowance == Allowance::Denied);
+            if let Some(hp) = denied_host_path {
+                self.host_path_violation(&vol.name, hp);
+            }
+            if skipped.contains(&*vol.name) {
+                continue;
+            }
+            if restrict_types {
+                let allowed = &self.s.allowed_volume_types;
+                let instead = if allowed.iter().any(|a| a == "persistentVolumeClaim") {
+                    "use a PersistentVolumeClaim instead".to_string()
+                } else if allowed.is_empty() {
+                    "remove it".to_string()
+                } else {
+                    "use a volume of one of those types instead".to_string()
+                };
+                let only = if allowed.is_empty() {
+                    "no volumes are allowed".to_string()
+                } else {
+                    format!("only {} volumes are allowed", quoted(allowed))
+                };
+                if vol.sources.is_empty() {
+                    self.v.violation(format!("volume `{}` (`{at}`) has no source, and {only}: {instead}", vol.name));
+                }
+                for source in &vol.sources {
+                    // A refused host path already has its message.
+                    let said = &**source == "hostPath" && denied_host_path.is_some();
+                    if said || allowed.iter().any(|a| a == &**source) {
+                        continue;
+                    }
+                    self.v.violation(format!(
+                        "volume `{}` is of type `{source}` (`{}`), and {only}: {instead}",
+                        vol.name,
+                        at.key(source.to_string())
+                    ));
+                }
+            }
+            if flex_listed && let Some(flex) = &vol.flex_volume {
+                let allowed = &self.s.allowed_flex_volume_drivers;
+                if !aigov_sdk::base::glob::any_match(allowed, &flex.driver) {
+                    let why = if allowed.is_empty() {
+                        "and flexVolume volumes are not allowed: use a CSI driver instead".to_string()
+                    } else {
+                        let drivers: Vec<&str> = allowed.iter().map(Glob::as_str).collect();
+                        format!("which is not an allowed driver: use {}", one_of(&drivers))
+                    };
+                    self.v.violation(format!(
+                        "volume `{}` uses the flexVolume driver `{}` (`{}`), {why}",
+                        vol.name,
+                        flex.driver,
+                        at.keys(&["flexVolume", "driver"])
+                    ));
+                }
+            }
+        }
+    }
+
+    fn host_path_violation(&mut self, name: &str, vol: &HostPathVolume) {
+        let field = self.spec_path().key("volumes").index(vol.index).keys(&["hostPath", "path"]);
+        let cleaned = clean(&vol.path);
+        let why = if self.s.allowed_host_paths.is_empty() {
+            "and hostPath volumes are not allowed".to_string()
+        } else {
+            let prefixes: Vec<&str> = self.s.allowed_host_paths.iter().map(|p| p.path_prefix.as_str()).collect();
+            format!("outside the allowed host paths {}", quoted(&prefixes))
+        };
+        let message = if cleaned == "/dev" || cleaned.starts_with("/dev/") {
+            format!(
+                "volume `{name}` mounts the node's device path `{}` (`{field}`), {why}: request the device as a resource \
+                 (GPUs as `nvidia.com/gpu`) and let its device plugin mount it",
+                vol.path
+            )
+        } else {
+            format!(
+                "volume `{name}` mounts the node's `{}` (`{field}`), {why}: use a PersistentVolumeClaim, an `emptyDir` or a `configMap` instead",
+                vol.path
+            )
+        };
+        self.v.violation(message);
     }
 }
 
@@ -460,6 +957,110 @@ impl Place<'_, '_, '_> {
     }
 }
 
+/// `` for container `trainer` `` after a container's field; nothing after
+/// the pod's.
+fn for_whom(place: Option<&Place<'_, '_, '_>>) -> String {
+    place.map(|p| format!(" for {}", p.who())).unwrap_or_default()
+}
+
+/// Whether a pattern list is `["*"]`, which allows everything.
+fn is_wildcard(list: &[Glob]) -> bool {
+    matches!(list, [only] if only.as_str() == "*")
+}
+
+fn not_allowed_profile(what: &str, allowed: &[Glob]) -> String {
+    if allowed.is_empty() {
+        format!("and `Localhost` {what} profiles are not allowed")
+    } else {
+        format!("which is not an allowed `Localhost` {what} profile")
+    }
+}
+
+fn use_allowed_profile(default: &str, prefix: &str, allowed: &[Glob]) -> String {
+    if allowed.is_empty() {
+        format!("use `{default}`")
+    } else {
+        let names: Vec<String> = allowed.iter().map(|g| format!("{prefix}{}", g.as_str())).collect();
+        format!("use `{default}`, or {}", one_of(&names))
+    }
+}
+
+/// Whether an entry allows the options: every field they set matches the
+/// entry's pattern for it (an entry without the field allows only options
+/// without it).
+fn se_linux_matches(entry: &SeLinuxEntry, options: &SeLinuxOptions<'_>) -> bool {
+    [(&entry.user, &options.user), (&entry.role, &options.role), (&entry.kind, &options.kind), (&entry.level, &options.level)]
+        .into_iter()
+        .all(|(pattern, value)| match value.as_deref().filter(|v| !v.is_empty()) {
+            None => true,
+            Some(v) => pattern.as_ref().is_some_and(|p| p.matches(v)),
+        })
+}
+
+/// `` `user: system_u`, `type: spc_t` `` (the fields set), or `nothing`.
+fn se_linux_set(options: &SeLinuxOptions<'_>) -> String {
+    let set: Vec<String> = [("user", &options.user), ("role", &options.role), ("type", &options.kind), ("level", &options.level)]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| format!("`{k}: {v}`")))
+        .collect();
+    if set.is_empty() { "nothing".into() } else { set.join(", ") }
+}
+
+/// An allowed SELinux entry as YAML: `{type: container_t, level: *}`.
+fn se_linux_entry(entry: &SeLinuxEntry) -> String {
+    let set: Vec<String> = [("user", &entry.user), ("role", &entry.role), ("type", &entry.kind), ("level", &entry.level)]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {}", v.as_str())))
+        .collect();
+    format!("{{{}}}", set.join(", "))
+}
+
+fn in_ranges(id: i64, allowed: &[IdRange]) -> bool {
+    allowed.iter().any(|r| r.contains(id))
+}
+
+fn range_text(min: i64, max: i64) -> String {
+    if min == max { min.to_string() } else { format!("{min}-{max}") }
+}
+
+/// `` `1000-1999`, `3000` ``.
+fn ranges(allowed: &[IdRange]) -> String {
+    quoted(&allowed.iter().map(|r| range_text(r.min, r.max)).collect::<Vec<_>>())
+}
+
+/// Whether a container's `capabilities.drop` drops a capability.
+#[derive(Debug, PartialEq, Eq)]
+enum Dropped<'d> {
+    Yes,
+    /// Only spelt with `CAP_`, which containerd does not read (at this index).
+    Prefixed(usize, &'d str),
+    No,
+}
+
+/// Names read as containerd and CRI-O read them: in any case, without
+/// `CAP_` (containerd adds it itself, so `CAP_NET_RAW` drops nothing). `ALL`
+/// drops every capability; only `ALL` drops `ALL`.
+fn dropped<'d>(drop: &'d [aigov_sdk::Str<'_>], cap: &str) -> Dropped<'d> {
+    let covers = |d: &str| d.eq_ignore_ascii_case(cap) || (cap != "ALL" && d.eq_ignore_ascii_case("ALL"));
+    if drop.iter().any(|d| covers(d)) {
+        return Dropped::Yes;
+    }
+    let prefixed =
+        drop.iter().enumerate().find(|(_, d)| d.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("CAP_")) && d.get(4..).is_some_and(covers));
+    match prefixed {
+        Some((i, d)) => Dropped::Prefixed(i, d),
+        None => Dropped::No,
+    }
+}
+
+fn prefixed_drop(field: &Path, d: &str, who: &dyn fmt::Display, cap: &str) -> String {
+    let kept = if cap == "ALL" { "no capability is dropped".to_string() } else { format!("`{cap}` is kept") };
+    format!(
+        "`{field}` is `{d}` for {who}, which containerd does not recognise (it adds `CAP_` itself), so {kept}: write `{}`",
+        d.get(4..).unwrap_or_default().to_ascii_uppercase()
+    )
+}
+
 /// What the allowlist says of one host path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Allowance {
@@ -480,19 +1081,51 @@ struct HostPathVolume {
 type HostPaths = BTreeMap<String, HostPathVolume>;
 
 /// PodSecurityPolicy's `allowedHostPaths` semantics: the path is allowed
-/// when some prefix covers it by whole components; it must be read-only
-/// only if every prefix that covers it says so.
-fn allowance(allowed: &[AllowedHostPath], path: &str) -> Allowance {
-    let mut read_only = None;
-    for a in allowed {
-        if has_path_prefix(path, &a.path_prefix) {
-            if !a.read_only {
-                return Allowance::Allowed;
+/// when some prefix covers it; it must be read-only only if every prefix
+/// that covers it says so (`anyWritable`), or if the longest one does
+/// (`longestPrefix`).
+fn allowance(allowed: &[AllowedHostPath], precedence: HostPathPrecedence, path: &str) -> Allowance {
+    let covering = allowed.iter().filter(|a| covers(a, path));
+    let decides: Option<&AllowedHostPath> = match precedence {
+        HostPathPrecedence::AnyWritable => {
+            let mut first = None;
+            for a in covering {
+                if !a.read_only {
+                    return Allowance::Allowed;
+                }
+                first.get_or_insert(a);
             }
-            read_only.get_or_insert_with(|| a.path_prefix.clone());
+            first
+        }
+        HostPathPrecedence::LongestPrefix => {
+            // The longest prefix, and of equal ones a writable one.
+            covering.max_by_key(|a| (prefix_length(a), !a.read_only))
+        }
+    };
+    match decides {
+        None => Allowance::Denied,
+        Some(a) if a.read_only => Allowance::ReadOnly(a.path_prefix.clone()),
+        Some(_) => Allowance::Allowed,
+    }
+}
+
+fn prefix_length(a: &AllowedHostPath) -> usize {
+    match a.matching {
+        PathMatch::Components => clean(&a.path_prefix).len(),
+        PathMatch::String => a.path_prefix.len(),
+    }
+}
+
+/// Whether an allowed prefix covers a path (cleaned first, so that
+/// `/data/../etc` is not under `/data`).
+fn covers(allowed: &AllowedHostPath, path: &str) -> bool {
+    match allowed.matching {
+        PathMatch::Components => has_path_prefix(path, &allowed.path_prefix),
+        PathMatch::String => {
+            let path = clean(path);
+            path.starts_with('/') && path.starts_with(allowed.path_prefix.as_str())
         }
     }
-    read_only.map_or(Allowance::Denied, Allowance::ReadOnly)
 }
 
 /// Whether `path` is `prefix` or under it, both cleaned first (so
@@ -529,16 +1162,6 @@ fn clean(path: &str) -> String {
         (true, _) => format!("/{joined}"),
         (false, true) => ".".into(),
         (false, false) => joined,
-    }
-}
-
-/// A capability as the container runtimes read it: upper case, without
-/// `CAP_`.
-fn capability(name: &str) -> String {
-    let upper = name.to_ascii_uppercase();
-    match upper.strip_prefix("CAP_") {
-        Some(rest) => rest.to_string(),
-        None => upper,
     }
 }
 
@@ -603,12 +1226,30 @@ mod tests {
         assert!(has_path_prefix("/anything", "/"));
         assert!(!has_path_prefix("data/x", "/data"));
         let allowed = [
-            AllowedHostPath { path_prefix: "/mnt".into(), read_only: true },
-            AllowedHostPath { path_prefix: "/mnt/scratch".into(), read_only: false },
+            AllowedHostPath { path_prefix: "/mnt".into(), read_only: true, matching: PathMatch::Components },
+            AllowedHostPath { path_prefix: "/mnt/scratch".into(), read_only: false, matching: PathMatch::Components },
         ];
-        assert_eq!(allowance(&allowed, "/mnt/models"), Allowance::ReadOnly("/mnt".into()));
-        assert_eq!(allowance(&allowed, "/mnt/scratch/x"), Allowance::Allowed, "a writable prefix wins");
-        assert_eq!(allowance(&allowed, "/etc"), Allowance::Denied);
+        let any = HostPathPrecedence::AnyWritable;
+        assert_eq!(allowance(&allowed, any, "/mnt/models"), Allowance::ReadOnly("/mnt".into()));
+        assert_eq!(allowance(&allowed, any, "/mnt/scratch/x"), Allowance::Allowed, "a writable prefix wins");
+        assert_eq!(allowance(&allowed, any, "/etc"), Allowance::Denied);
+        // The longest prefix decides, read-only or not.
+        let allowed = [
+            AllowedHostPath { path_prefix: "/foo".into(), read_only: false, matching: PathMatch::Components },
+            AllowedHostPath { path_prefix: "/foo/bar/".into(), read_only: true, matching: PathMatch::Components },
+        ];
+        let longest = HostPathPrecedence::LongestPrefix;
+        assert_eq!(allowance(&allowed, longest, "/foo/bar/x"), Allowance::ReadOnly("/foo/bar/".into()));
+        assert_eq!(allowance(&allowed, longest, "/foo/baz"), Allowance::Allowed);
+        assert_eq!(allowance(&allowed, any, "/foo/bar/x"), Allowance::Allowed);
+        // By characters: the device files of one family.
+        let nvidia = [AllowedHostPath { path_prefix: "/dev/nvidia".into(), read_only: false, matching: PathMatch::String }];
+        for path in ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia"] {
+            assert_eq!(allowance(&nvidia, any, path), Allowance::Allowed, "{path}");
+        }
+        for path in ["/dev/nvidi", "/dev/nvidia0/../sda", "/dev/dri", "dev/nvidia0"] {
+            assert_eq!(allowance(&nvidia, any, path), Allowance::Denied, "{path}");
+        }
     }
 
     fn violations(object: &str, settings: &Settings) -> Vec<String> {
@@ -657,5 +1298,30 @@ mod tests {
         assert_eq!(capability("cap_sys_admin"), "SYS_ADMIN");
         assert_eq!(capability("NET_BIND_SERVICE"), "NET_BIND_SERVICE");
         assert_eq!(capability("all"), "ALL");
+        let drop: Vec<aigov_sdk::Str<'_>> = ["net_admin", "CAP_SYS_ADMIN"].into_iter().map(aigov_sdk::Str::from).collect();
+        assert_eq!(dropped(&drop, "NET_ADMIN"), Dropped::Yes);
+        assert_eq!(dropped(&drop, "SYS_ADMIN"), Dropped::Prefixed(1, "CAP_SYS_ADMIN"));
+        assert_eq!(dropped(&drop, "NET_RAW"), Dropped::No);
+        let all: Vec<aigov_sdk::Str<'_>> = ["All"].into_iter().map(aigov_sdk::Str::from).collect();
+        assert_eq!(dropped(&all, "NET_RAW"), Dropped::Yes);
+        assert_eq!(dropped(&all, "ALL"), Dropped::Yes);
+        assert_eq!(dropped(&drop, "ALL"), Dropped::No, "only `ALL` drops `ALL`");
+    }
+
+    #[test]
+    fn se_linux_entries_match_the_fields_set() {
+        let entry = SeLinuxEntry { user: None, role: None, kind: Some(Glob::new("container_t")), level: Some(Glob::new("*")) };
+        let options = |user: Option<&'static str>, kind: Option<&'static str>, level: Option<&'static str>| SeLinuxOptions {
+            user: user.map(Into::into),
+            role: None,
+            kind: kind.map(Into::into),
+            level: level.map(Into::into),
+        };
+        assert!(se_linux_matches(&entry, &options(None, Some("container_t"), Some("s0:c1,c2"))));
+        assert!(se_linux_matches(&entry, &options(Some(""), None, None)), "empty is unset");
+        assert!(!se_linux_matches(&entry, &options(Some("system_u"), Some("container_t"), None)));
+        assert!(!se_linux_matches(&entry, &options(None, Some("spc_t"), None)));
+        assert_eq!(se_linux_set(&options(Some("system_u"), Some("spc_t"), None)), "`user: system_u`, `type: spc_t`");
+        assert_eq!(se_linux_entry(&entry), "{type: container_t, level: *}");
     }
 }

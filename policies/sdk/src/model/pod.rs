@@ -223,6 +223,69 @@ pub struct SecurityContext<'a> {
     pub app_armor_profile: Option<Profile<'a>>,
     /// `windowsOptions` (of Windows pods).
     pub windows_options: Option<WindowsOptions>,
+    /// `seLinuxOptions`.
+    pub se_linux_options: Option<SeLinuxOptions<'a>>,
+    /// `procMount` (containers only): `Default` or `Unmasked`.
+    pub proc_mount: Option<Str<'a>>,
+    /// `sysctls` (pods only).
+    pub sysctls: Vec<Sysctl<'a>>,
+    /// `supplementalGroups` (pods only).
+    pub supplemental_groups: Vec<i64>,
+    /// `fsGroup` (pods only).
+    pub fs_group: Option<i64>,
+}
+
+/// `seLinuxOptions` of a security context.
+#[derive(Clone, Debug, Default)]
+pub struct SeLinuxOptions<'a> {
+    /// SELinux user.
+    pub user: Option<Str<'a>>,
+    /// SELinux role.
+    pub role: Option<Str<'a>>,
+    /// SELinux type.
+    pub kind: Option<Str<'a>>,
+    /// SELinux level.
+    pub level: Option<Str<'a>>,
+}
+
+/// A namespaced kernel parameter a pod sets (`sysctls`).
+#[derive(Clone, Debug, Default)]
+pub struct Sysctl<'a> {
+    /// Name (`net.ipv4.ip_local_port_range`).
+    pub name: Str<'a>,
+}
+
+/// A container port (only what rules read).
+#[derive(Clone, Debug, Default)]
+pub struct ContainerPort {
+    /// `hostPort`: the port on the node's own address the container is
+    /// reached at.
+    pub host_port: Option<i64>,
+}
+
+/// The network target of a probe or lifecycle hook (`httpGet`, `tcpSocket`).
+#[derive(Clone, Debug, Default)]
+pub struct NetworkAction<'a> {
+    /// `host`: where the kubelet connects (the pod's IP when unset).
+    pub host: Option<Str<'a>>,
+}
+
+/// A probe or lifecycle hook, by its network actions.
+#[derive(Clone, Debug, Default)]
+pub struct Handler<'a> {
+    /// `httpGet`.
+    pub http_get: Option<NetworkAction<'a>>,
+    /// `tcpSocket`.
+    pub tcp_socket: Option<NetworkAction<'a>>,
+}
+
+/// A container's `lifecycle` hooks.
+#[derive(Clone, Debug, Default)]
+pub struct Lifecycle<'a> {
+    /// `postStart`.
+    pub post_start: Option<Handler<'a>>,
+    /// `preStop`.
+    pub pre_stop: Option<Handler<'a>>,
 }
 
 /// The parts of a container rules read.
@@ -250,6 +313,16 @@ pub struct Container<'a> {
     pub tty: Option<bool>,
     /// Whether stdin is kept open.
     pub stdin: Option<bool>,
+    /// `ports`.
+    pub ports: Vec<ContainerPort>,
+    /// `livenessProbe`.
+    pub liveness_probe: Option<Handler<'a>>,
+    /// `readinessProbe`.
+    pub readiness_probe: Option<Handler<'a>>,
+    /// `startupProbe`.
+    pub startup_probe: Option<Handler<'a>>,
+    /// `lifecycle`.
+    pub lifecycle: Option<Lifecycle<'a>>,
 }
 
 /// A toleration.
@@ -336,15 +409,28 @@ pub struct EmptyDir<'a> {
     pub size_limit: Option<RawQuantity<'a>>,
 }
 
-/// A volume (the sources rules look at; others are only named).
+/// A `flexVolume` volume source.
+#[derive(Clone, Debug, Default)]
+pub struct FlexVolume<'a> {
+    /// The driver (`example/lvm`).
+    pub driver: Str<'a>,
+}
+
+/// A volume (the sources rules look at; the others only by their key).
 #[derive(Clone, Debug, Default)]
 pub struct Volume<'a> {
     /// Name.
     pub name: Str<'a>,
+    /// The keys of its sources (`hostPath`, `persistentVolumeClaim`...), in
+    /// document order: every member but `name` that is not `null`. The API
+    /// server allows exactly one.
+    pub sources: Vec<Str<'a>>,
     /// `hostPath`.
     pub host_path: Option<HostPath<'a>>,
     /// `emptyDir`.
     pub empty_dir: Option<EmptyDir<'a>>,
+    /// `flexVolume`.
+    pub flex_volume: Option<FlexVolume<'a>>,
 }
 
 /// A pod's resource claim (DRA): by name, or from a template.
@@ -394,6 +480,8 @@ pub struct PodSpec<'a> {
     pub host_pid: Option<bool>,
     /// `hostIPC`.
     pub host_ipc: Option<bool>,
+    /// `shareProcessNamespace`: the containers share one PID namespace.
+    pub share_process_namespace: Option<bool>,
     /// `hostUsers`: `false` runs the pod in its own user namespace, where
     /// root in a container is an unprivileged user on the node.
     pub host_users: Option<bool>,
@@ -497,7 +585,32 @@ decode_struct!(Capabilities { "add" => add, "drop" => drop });
 
 decode_struct!(Profile { "type" => kind, "localhostProfile" => localhost_profile });
 
-decode_struct!(SecurityContext { "privileged" => privileged, "allowPrivilegeEscalation" => allow_privilege_escalation, "runAsNonRoot" => run_as_non_root, "runAsUser" => run_as_user, "runAsGroup" => run_as_group, "readOnlyRootFilesystem" => read_only_root_filesystem, "capabilities" => capabilities, "seccompProfile" => seccomp_profile, "appArmorProfile" => app_armor_profile, "windowsOptions" => windows_options });
+decode_struct!(SecurityContext { "privileged" => privileged, "allowPrivilegeEscalation" => allow_privilege_escalation, "runAsNonRoot" => run_as_non_root, "runAsUser" => run_as_user, "runAsGroup" => run_as_group, "readOnlyRootFilesystem" => read_only_root_filesystem, "capabilities" => capabilities, "seccompProfile" => seccomp_profile, "appArmorProfile" => app_armor_profile, "windowsOptions" => windows_options, "seLinuxOptions" => se_linux_options, "procMount" => proc_mount, "sysctls" => sysctls, "supplementalGroups" => supplemental_groups, "fsGroup" => fs_group });
+
+decode_struct!(SeLinuxOptions { "user" => user, "role" => role, "type" => kind, "level" => level });
+
+decode_struct!(Sysctl { "name" => name });
+
+impl<'a> Decode<'a> for ContainerPort {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = ContainerPort::default();
+        d.object(|d, key| {
+            match &*key {
+                "hostPort" => out.host_port = Decode::decode(d)?,
+                _ => d.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+decode_struct!(NetworkAction { "host" => host });
+
+decode_struct!(Handler { "httpGet" => http_get, "tcpSocket" => tcp_socket });
+
+decode_struct!(Lifecycle { "postStart" => post_start, "preStop" => pre_stop });
 
 impl<'a> Decode<'a> for WindowsOptions {
     #[inline(never)]
@@ -516,7 +629,7 @@ impl<'a> Decode<'a> for WindowsOptions {
 
 decode_struct!(PodOs { "name" => name });
 
-decode_struct!(Container { "name" => name, "image" => image, "command" => command, "args" => args, "env" => env, "resources" => resources, "volumeMounts" => volume_mounts, "securityContext" => security_context, "restartPolicy" => restart_policy, "tty" => tty, "stdin" => stdin });
+decode_struct!(Container { "name" => name, "image" => image, "command" => command, "args" => args, "env" => env, "resources" => resources, "volumeMounts" => volume_mounts, "securityContext" => security_context, "restartPolicy" => restart_policy, "tty" => tty, "stdin" => stdin, "ports" => ports, "livenessProbe" => liveness_probe, "readinessProbe" => readiness_probe, "startupProbe" => startup_probe, "lifecycle" => lifecycle });
 
 decode_struct!(Toleration { "key" => key, "operator" => operator, "value" => value, "effect" => effect });
 
@@ -536,8 +649,45 @@ decode_struct!(HostPath { "path" => path, "type" => kind });
 
 decode_struct!(EmptyDir { "medium" => medium, "sizeLimit" => size_limit });
 
-decode_struct!(Volume { "name" => name, "hostPath" => host_path, "emptyDir" => empty_dir });
+decode_struct!(FlexVolume { "driver" => driver });
+
+impl<'a> Decode<'a> for Volume<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = Volume::default();
+        d.object(|d, key| {
+            match &*key {
+                "name" => out.name = Decode::decode(d)?,
+                "hostPath" => {
+                    out.host_path = Decode::decode(d)?;
+                    if out.host_path.is_some() {
+                        out.sources.push(key);
+                    }
+                }
+                "emptyDir" => {
+                    out.empty_dir = Decode::decode(d)?;
+                    if out.empty_dir.is_some() {
+                        out.sources.push(key);
+                    }
+                }
+                "flexVolume" => {
+                    out.flex_volume = Decode::decode(d)?;
+                    if out.flex_volume.is_some() {
+                        out.sources.push(key);
+                    }
+                }
+                _ => {
+                    if d.is_set()? {
+                        out.sources.push(key);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
 
 decode_struct!(PodResourceClaim { "name" => name, "resourceClaimName" => resource_claim_name, "resourceClaimTemplateName" => resource_claim_template_name });
 
-decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "hostUsers" => host_users, "os" => os, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy, "resources" => resources });
+decode_struct!(PodSpec { "containers" => containers, "initContainers" => init_containers, "ephemeralContainers" => ephemeral_containers, "runtimeClassName" => runtime_class_name, "tolerations" => tolerations, "nodeSelector" => node_selector, "affinity" => affinity, "nodeName" => node_name, "serviceAccountName" => service_account_name, "serviceAccount" => service_account, "hostNetwork" => host_network, "hostPID" => host_pid, "hostIPC" => host_ipc, "shareProcessNamespace" => share_process_namespace, "hostUsers" => host_users, "os" => os, "securityContext" => security_context, "volumes" => volumes, "resourceClaims" => resource_claims, "activeDeadlineSeconds" => active_deadline_seconds, "schedulerName" => scheduler_name, "priorityClassName" => priority_class_name, "restartPolicy" => restart_policy, "resources" => resources });
