@@ -121,6 +121,7 @@ pub mod bindings {
 
 pub use base::error::Malformed;
 pub use base::glob::Glob;
+pub use base::regex::Regex;
 pub use base::rule_settings::{RuleSettings, SettingsError};
 pub use cluster::gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
 pub use cluster::namespaces::{Namespace, NamespaceSelector};
