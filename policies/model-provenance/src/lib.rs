@@ -144,7 +144,7 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
 /// Labels a template carries with another allowed value than the workload:
 /// pods classified `public` in a workload classified `restricted`.
 fn disagreements(reqs: &RequiredLabels, labels: &aigov_sdk::Labels<'_>, own: &aigov_sdk::Labels<'_>, path: &str) -> Vec<String> {
-    let allowed = |key: &str, v: &str| !v.trim().is_empty() && reqs.0.get(key).is_some_and(|a| a.is_empty() || a.iter().any(|x| x == v));
+    let allowed = |key: &str, v: &str| reqs.allows(key, v);
     reqs.0
         .keys()
         .filter_map(|key| {
