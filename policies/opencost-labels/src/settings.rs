@@ -107,7 +107,7 @@ mod tests {
         );
         assert_eq!(
             refused::<Settings>(r#"{"requiredLabels":{"team":"ml"}}"#),
-            "setting `requiredLabels.team`: invalid type: string \"ml\", expected a list"
+            "setting `requiredLabels.team`: invalid type: string \"ml\", expected a list of allowed values, or `{regex: ...}`"
         );
     }
 

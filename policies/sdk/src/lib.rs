@@ -121,6 +121,7 @@ pub mod bindings {
 
 pub use base::error::Malformed;
 pub use base::glob::Glob;
+pub use base::regex::Regex;
 pub use base::rule_settings::{RuleSettings, SettingsError};
 pub use cluster::gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
 pub use cluster::namespaces::{Namespace, NamespaceSelector};
@@ -131,7 +132,7 @@ pub use decode::path::Path;
 pub use model::kind::WorkloadKind;
 pub use model::label_selector::LabelSelector;
 pub use model::labels::{
-    COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
+    AllowedValues, COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
 };
 pub use model::listed::{ListedContainer, ListedPod};
 pub use model::pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};

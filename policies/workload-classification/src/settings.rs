@@ -31,6 +31,10 @@ pub struct Settings {
     pub check_compute_type: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
+    /// The labels every Namespace must carry when it is created or
+    /// updated, each with its allowed values: what tenancy and quota rules
+    /// select namespaces by. Default `{}`: Namespaces are not checked.
+    pub namespace_labels: RequiredLabels,
 }
 
 impl Default for Settings {
@@ -46,6 +50,7 @@ impl Default for Settings {
             pod_templates_only: false,
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),
+            namespace_labels: RequiredLabels::default(),
         }
     }
 }
@@ -53,7 +58,7 @@ impl Default for Settings {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         const KEY: &str = "requiredLabels";
-        if self.required_labels.0.is_empty() && !self.check_compute_type {
+        if self.required_labels.0.is_empty() && !self.check_compute_type && self.namespace_labels.0.is_empty() {
             return Err(SettingsError::new(
                 KEY,
                 "must list at least one label when `checkComputeType` is off, or the rule would check nothing",
@@ -66,6 +71,7 @@ impl RuleSettings for Settings {
             ));
         }
         self.required_labels.validate(KEY)?;
+        self.namespace_labels.validate("namespaceLabels")?;
         self.gpu_resource_names.validate("gpuResourceNames")
     }
 }
@@ -99,6 +105,16 @@ mod tests {
                 .starts_with("setting `requiredLabels`: must list at least one label")
         );
         assert!(Full::<Settings>::parse_valid(r#"{"requiredLabels":{}}"#).is_ok(), "the compute-type check alone");
+        assert!(
+            Full::<Settings>::parse_valid(r#"{"requiredLabels":{},"checkComputeType":false,"namespaceLabels":{"team":[]}}"#).is_ok(),
+            "Namespaces alone"
+        );
+        let e = refused::<Settings>(r#"{"namespaceLabels":{"owner":{"regex":"^(a"}}}"#);
+        assert!(e.starts_with("setting `namespaceLabels.owner`: `^(a` is not a regular expression aigov reads: missing `)`"));
+        assert!(
+            refused::<Settings>(r#"{"namespaceLabels":{"tier":["gold","silver lining"]}}"#)
+                .starts_with("setting `namespaceLabels.tier[1]`: `silver lining` is not a valid label value")
+        );
         assert!(
             refused::<Settings>(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#)
                 .starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value")
