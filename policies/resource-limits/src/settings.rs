@@ -173,6 +173,8 @@ fn amounts(key: &str, map: &BTreeMap<String, Amount>) -> Result<(), SettingsErro
 }
 
 impl RuleSettings for Settings {
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.mig_weights.validate("migWeights")?;

@@ -111,6 +111,8 @@ impl RuleSettings for Settings {
     /// No registry is safe to trust by default.
     const REQUIRES_SETTINGS: bool = true;
 
+    const NO_EXEMPT_IMAGES_BECAUSE: &'static str = "the image is what this rule judges, and exempting it by name would let anyone use that name; list the images to allow in `allowedImages`";
+
     fn validate(&self) -> Result<(), SettingsError> {
         let other_image_checks = !self.denied_registries.is_empty()
             || !self.denied_images.is_empty()
