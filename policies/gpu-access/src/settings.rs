@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::base::names::{label_key, label_value, name_part};
+use aigov_sdk::model::classification::{CPU_TRAINING, WORKLOAD_TYPE_LABEL};
 use aigov_sdk::model::scheduling::TaintSetting;
 use aigov_sdk::prelude::*;
 
@@ -103,7 +104,7 @@ pub struct CpuTraining {
 
 impl Default for CpuTraining {
     fn default() -> Self {
-        CpuTraining { label: "workload-type".into(), value: "cpu-training".into(), require_node_preference: true }
+        CpuTraining { label: WORKLOAD_TYPE_LABEL.into(), value: CPU_TRAINING.into(), require_node_preference: true }
     }
 }
 

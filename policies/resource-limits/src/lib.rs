@@ -47,7 +47,7 @@ impl Policy for ResourceLimits {
             return Ok(verdict);
         };
         for template in workload.templates() {
-            check_template(req, template, settings, &mut verdict)?;
+            check_template(template, settings, &|c| req.exempt_container(c), &mut verdict)?;
         }
         Ok(verdict)
     }
@@ -99,7 +99,9 @@ fn and_list(items: &[String]) -> String {
     }
 }
 
-fn check_template(req: &Request<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+/// Checks one pod template; `exempt` says which containers the shared
+/// `exemptImages` leaves out.
+fn check_template(t: &PodTemplate<'_>, s: &Settings, exempt: &dyn Fn(&Container<'_>) -> bool, v: &mut Verdict) -> Result<(), Malformed> {
     let names = &s.gpu_resource_names;
     let gpu_pod = t.requests_gpu(names)?;
     let pod_limits = t.spec.resources.as_ref().map(|r| &r.limits);
@@ -108,7 +110,7 @@ fn check_template(req: &Request<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut 
         // Kubernetes refuses resources on ephemeral containers: they take
         // whatever the pod has. A container of an exempt image (the shared
         // `exemptImages`) is left out.
-        if c.list == ContainerList::EphemeralContainers || req.exempt_container(c.container) {
+        if c.list == ContainerList::EphemeralContainers || exempt(c.container) {
             continue;
         }
         let limits_required = c.list != ContainerList::InitContainers || s.check_init_containers;

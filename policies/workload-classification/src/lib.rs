@@ -22,7 +22,7 @@ use aigov_sdk::model::listed::object_meta;
 use aigov_sdk::prelude::*;
 use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, compute_type_conflict, label_sets};
 
-pub use settings::{Settings, WORKLOAD_TYPES};
+pub use settings::Settings;
 
 /// The rule.
 pub struct WorkloadClassification;

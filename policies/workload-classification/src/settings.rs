@@ -1,11 +1,9 @@
 //! Settings of `workload-classification`.
 
+use aigov_sdk::RequiredLabels;
+use aigov_sdk::model::classification::classification_labels;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, RequiredLabels};
 use serde::{Deserialize, Serialize};
-
-/// The workload types of the seed's data platform.
-pub const WORKLOAD_TYPES: [&str; 5] = ["jupyter-notebook", "ml-training", "data-processing", "model-inference", "report-generation"];
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top).
@@ -14,7 +12,7 @@ pub const WORKLOAD_TYPES: [&str; 5] = ["jupyter-notebook", "ml-training", "data-
 pub struct Settings {
     /// The labels every workload (and its templates) must carry, each with
     /// its allowed values (`[]`: any non-empty value). Default: `team`,
-    /// `cost-center`, `workload-type` in the seed's five types,
+    /// `cost-center`, `workload-type` in the SDK's workload types,
     /// `compute-type` in `gpu`, `cpu`, `mixed`. A value given here replaces
     /// the default as a whole.
     pub required_labels: RequiredLabels,
@@ -40,12 +38,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            required_labels: RequiredLabels::new([
-                ("team", &[][..]),
-                ("cost-center", &[][..]),
-                ("workload-type", &WORKLOAD_TYPES[..]),
-                (COMPUTE_TYPE_LABEL, &COMPUTE_TYPES[..]),
-            ]),
+            required_labels: classification_labels(),
             require_on_pod_templates: true,
             pod_templates_only: false,
             check_compute_type: true,
