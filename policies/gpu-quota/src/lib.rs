@@ -510,10 +510,19 @@ fn check_namespace(
         return Ok(());
     }
     let name = w.metadata.name.as_deref().filter(|n| !n.is_empty());
+    // Whether a pod of the namespace, or this one, uses resource claims:
+    // only then can claims hold GPUs (a claim is allocated for a pod that
+    // uses it), and only then are they listed, so a cluster without DRA
+    // never sees the call. Read from the list's text: a false hit only
+    // costs the listing.
+    let mut claims_used = w.templates().any(|t| !t.spec.resource_claims.is_empty());
     let held = cluster
         .list_resources_by_namespace("v1", "Pod", ns, None, Some(NOT_FINISHED))
         .map_err(|e| e.first_line().to_string())
-        .and_then(|list| held_gpus(&list, name, s).map_err(|e| e.0));
+        .and_then(|list| {
+            claims_used |= list.contains("\"resourceClaims\"");
+            held_gpus(&list, name, s).map_err(|e| e.0)
+        });
     let mut held = match held {
         Ok(h) => h,
         Err(why) => {
@@ -526,7 +535,7 @@ fn check_namespace(
         }
     };
     let mut claims_hold = false;
-    if s.resource_claims.resolve {
+    if s.resource_claims.resolve && claims_used {
         match held_by_claims(ns, s, cluster) {
             Ok(by_claims) => {
                 for (name, holders) in by_claims {
