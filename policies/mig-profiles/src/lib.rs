@@ -181,7 +181,9 @@ impl Held {
             let Some(claim) = claims.iter().find(|pc| pc.claim == *used.name) else { continue };
             let from = format!("resource claim `{}` ({})", claim.claim, claim.source());
             for r in &claim.spec.requests {
-                if used.request.as_deref().is_some_and(|want| want != r.name) {
+                // `request` names a request, or `request/subrequest` one
+                // alternative of a `firstAvailable` request.
+                if used.request.as_deref().is_some_and(|want| want.split('/').next() != Some(r.name.as_str())) {
                     continue;
                 }
                 let alternative = r.choices.len() > 1;
