@@ -218,7 +218,7 @@ fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &st
         LabelDemand::Open if !unknown_product || (!p.required && !bound) => {}
         LabelDemand::Open => {
             let how = match example(p) {
-                Some(e) => format!("set `nodeSelector: {{{key}: {}}}`, or a required node affinity on `{key}`", yaml_value(&e)),
+                Some(e) => format!("set `nodeSelector: {{{key}: {}}}`, or a required node affinity on `{key}`", yaml_value(e)),
                 None => format!("select one with `nodeSelector` or a required node affinity on `{key}`"),
             };
             if t.is_partial() {
