@@ -177,7 +177,7 @@ impl Packaged {
     /// the bundle's settings whole.
     pub fn written_settings(&self) -> Value {
         match native::rule(&self.name) {
-            Some(rule) => native::without_defaults(&self.settings, &(rule.default_settings)()),
+            Some(rule) => native::without_defaults(rule, &self.settings),
             None => self.settings.clone(),
         }
     }

@@ -261,6 +261,22 @@ macro_rules! export_bundle {
                 top.insert("rules".to_string(), $crate::__private::serde_json::Value::Object(rules));
                 $crate::__private::serde_json::Value::Object(top)
             }
+            fn effective_settings(settings: &str) -> Result<$crate::__private::serde_json::Value, String> {
+                // Each rule's settings as that rule reads them; the rest
+                // (the bundle's own keys) as given.
+                let mut value: $crate::__private::serde_json::Value =
+                    $crate::__private::serde_json::from_str(settings).map_err(|e| e.to_string())?;
+                if let Some(rules) = value.get_mut("rules").and_then(|r| r.as_object_mut()) {
+                    $(
+                        let name = <$rule as $crate::Exported>::METADATA.name;
+                        if let Some(own) = rules.get_mut(name) {
+                            *own = <$crate::Single<$rule> as $crate::Handler>::effective_settings(&own.to_string())
+                                .map_err(|e| format!("{name}: {e}"))?;
+                        }
+                    )*
+                }
+                Ok(value)
+            }
         }
 
         /// The bundle's entry points, for the aigov harness.
