@@ -86,6 +86,17 @@ fn lists(settings: &Value, key: &str, value: &str) -> bool {
     settings.get(key).and_then(Value::as_array).is_some_and(|l| l.iter().any(|v| v == value))
 }
 
+/// Whether gpu-class-by-namespace's settings judge DRA claim objects.
+fn claims_governed(s: &Value) -> bool {
+    let set = |k: &str| match s.get(k) {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(l)) => !l.is_empty(),
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(_) => true,
+    };
+    set("deviceClasses") || set("deviceClassProducts") || set("adminAccess")
+}
+
 /// Every resource a rule acts on only under some settings.
 pub const SETTING_GATED_RESOURCES: &[Gate] = &[
     Gate { rule: "exec-guard", resource: "pods/portforward", when: "`guardPortForward: true`", on: |s| s["guardPortForward"] == true },
@@ -99,6 +110,18 @@ pub const SETTING_GATED_RESOURCES: &[Gate] = &[
     Gate { rule: "model-provenance", resource: "rayjobs", when: "`RayJob` in `kinds`", on: |s| lists(s, "kinds", "RayJob") },
     Gate { rule: "model-provenance", resource: "rayservices", when: "`RayService` in `kinds`", on: |s| lists(s, "kinds", "RayService") },
     Gate { rule: "model-provenance", resource: "jobsets", when: "`JobSet` in `kinds`", on: |s| lists(s, "kinds", "JobSet") },
+    Gate {
+        rule: "gpu-class-by-namespace",
+        resource: "resourceclaims",
+        when: "`deviceClasses`, `deviceClassProducts` or `adminAccess` set",
+        on: claims_governed,
+    },
+    Gate {
+        rule: "gpu-class-by-namespace",
+        resource: "resourceclaimtemplates",
+        when: "`deviceClasses`, `deviceClassProducts` or `adminAccess` set",
+        on: claims_governed,
+    },
     Gate {
         rule: "workload-classification",
         resource: "namespaces",

@@ -120,6 +120,12 @@ fn resources_a_rule_reads_only_under_some_settings_are_listed_only_then() {
         listed.iter().any(|x| x == "pods") && listed.iter().any(|x| x == "jobsets") && !listed.iter().any(|x| x == "rayjobs"),
         "{listed:?}"
     );
+    let r = packaged("gpu-class-by-namespace");
+    assert!(!resources("gpu-class-by-namespace", &r.settings).iter().any(|x| x.starts_with("resourceclaim")));
+    let mut admin = r.settings.clone();
+    admin["adminAccess"] = serde_json::json!({"groups": ["platform-admins"]});
+    let listed = resources("gpu-class-by-namespace", &admin);
+    assert!(listed.iter().any(|x| x == "resourceclaims") && listed.iter().any(|x| x == "resourceclaimtemplates"), "{listed:?}");
     let r = packaged("workload-classification");
     assert!(!resources("workload-classification", &r.settings).iter().any(|x| x == "namespaces"));
     let mut labelled = r.settings.clone();
