@@ -73,7 +73,7 @@ help:
 	@echo "                   deployment manifests into dir; files edited there are left alone"
 	@echo "make push REGISTRY=host:port/prefix [INSECURE=1] [KEY=cosign.key]   push every rule in both forms, signed with KEY"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
-	@echo "make sizes         record every artifact's bytes of code (host-test/code-sizes.json); make test holds them to it"
+	@echo "make sizes         record every artifact's bytes of code and work in fuel (host-test/code-sizes.json); make test holds them to it"
 	@echo "make jco-check     every component under Node.js (jco transpile) answers every case as the harness does"
 	@echo "make wasmtime-check  every import-free component under the wasmtime CLI (run --invoke) answers every case as the harness does"
 	@echo "make kubewarden-check KWCTL=path POLICY_SERVER=path  every case through Kubewarden's kwctl and policy-server (not built here)"
@@ -171,15 +171,17 @@ demo: artifacts
 bench: artifacts
 	$(AIGOV) bench --artifacts $(ARTIFACTS)
 
-## Every artifact's bytes of code, recorded in host-test/code-sizes.json
-## with the compiler that built them. Run it when a change means to grow
+## Every artifact's bytes of code, and the fuel each module burns per
+## benchmark request, recorded in host-test/code-sizes.json with the
+## compiler that built them. Run it when a change means to grow
 ## (or has shrunk) the guests, and say why in the commit.
 sizes: artifacts
 	$(AIGOV) sizes --artifacts $(ARTIFACTS) --write
 
 ## In `make test`: no artifact's code more than 2 % above its record (the
-## inlining 04bac5c set off grew every rule by 3 %). Under another compiler
-## than the record's, the sizes are shown but not held to it.
+## inlining 04bac5c set off grew every rule by 3 %), no module's work more
+## than 3 %. Under another compiler than the record's, they are shown but
+## not held to it.
 sizes-check: artifacts
 	$(AIGOV) sizes --artifacts $(ARTIFACTS)
 

@@ -131,6 +131,20 @@ fn profiler(value: Option<&std::ffi::OsStr>) -> Result<ProfilingStrategy> {
 /// Builds the engine and starts its epoch ticker (a thread that ends when the
 /// engine is dropped).
 pub fn new_engine() -> Result<Engine> {
+    build(false)
+}
+
+/// The engine, counting the guests' work in fuel: wasmtime charges about
+/// one unit per WebAssembly operator a guest executes, the same on every
+/// machine and every run (given the same wasm and wasmtime), which makes
+/// it a measure of work that machine noise does not move. Slower than
+/// [`new_engine`]: for `aigov sizes`' record of guest work, not for
+/// serving.
+pub fn counting_engine() -> Result<Engine> {
+    build(true)
+}
+
+fn build(fuel: bool) -> Result<Engine> {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_memories(pool_memories(std::env::var_os(POOL_MEMORIES_VAR).as_deref())?)
         .total_tables(POOL_MEMORIES)
@@ -149,6 +163,7 @@ pub fn new_engine() -> Result<Engine> {
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
+        .consume_fuel(fuel)
         .max_wasm_stack(1 << 20)
         .memory_reservation(MEMORY_RESERVATION)
         .profiler(profiler(std::env::var_os(PERFMAP_VAR).as_deref())?)

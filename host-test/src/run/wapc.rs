@@ -37,6 +37,10 @@ pub struct WapcState {
     pub log: Vec<String>,
 }
 
+/// The fuel an instance starts with on an engine that counts it: more
+/// than any guest burns before the epoch deadline stops it.
+const FUEL_TANK: u64 = u64::MAX / 2;
+
 /// A compiled waPC module, ready to instantiate.
 #[derive(Clone)]
 pub struct WapcModule {
@@ -306,6 +310,10 @@ impl WapcModule {
             log: Vec::new(),
         };
         let mut store = Store::new(&self.engine, state);
+        // A full tank on an engine that counts fuel
+        // ([`crate::run::engine::counting_engine`]); any other engine
+        // refuses fuel, and its instances count nothing.
+        let _counting = store.set_fuel(FUEL_TANK).is_ok();
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(DEADLINE_TICKS);
         let instance = self.pre.instantiate(&mut store)?;
@@ -340,6 +348,13 @@ impl WapcInstance {
             (_, _, Some(error)) => Err(CallError::Guest(String::from_utf8_lossy(&error).into_owned())),
             (code, _, None) => Err(CallError::Trap(anyhow!("`__guest_call` returned {code} without a response or an error"))),
         }
+    }
+
+    /// The fuel the guest burnt since the instance was created
+    /// (instantiation, `_initialize`, `wapc_init` and every call), on an
+    /// engine that counts fuel; `None` on any other.
+    pub fn fuel_used(&self) -> Option<u64> {
+        self.store.get_fuel().ok().map(|left| FUEL_TANK - left)
     }
 
     /// Lines the guest logged.

@@ -500,7 +500,7 @@ struct Forms {
 /// context-aware rules are timed with their lookups answered, not failing;
 /// with `namespace_pods` more pods in `ml-training` (see
 /// [`crowd`]).
-fn bench_cluster(namespace_pods: usize) -> Result<FixtureCluster> {
+pub fn bench_cluster(namespace_pods: usize) -> Result<FixtureCluster> {
     let request: serde_json::Value = serde_json::from_str(POD_REQUEST).context("the bench Pod is not JSON")?;
     let pod = request.get("object").cloned().context("the bench Pod request has no object")?;
     let namespace =
@@ -557,6 +557,18 @@ fn bundle_settings(spelt_out: bool) -> Result<String> {
     Ok(serde_json::json!({ "rules": rules }).to_string())
 }
 
+/// The settings `rule` (or the bundle, [`native::BUNDLE`]) is measured
+/// with: [`rule_settings`], or for the bundle every rule on with those.
+pub fn settings_for(rule: &'static NativePolicy, spelt_out: bool) -> Result<String> {
+    if std::ptr::eq(rule, &native::BUNDLE) { bundle_settings(spelt_out) } else { Ok(rule_settings(rule, spelt_out)?.to_string()) }
+}
+
+/// `cluster` as `rule` sees it: only the kinds its metadata lists.
+pub fn host_for(rule: &NativePolicy, cluster: &Arc<FixtureCluster>) -> HostCluster {
+    let allowed = rule.metadata.context_aware_resources.iter().map(|r| (r.api_version.to_string(), r.kind.to_string())).collect();
+    Arc::new(Scoped::new(cluster.clone(), allowed))
+}
+
 fn load(
     engine: &wasmtime::Engine,
     artifacts: &Path,
@@ -574,9 +586,8 @@ fn load(
     };
     let module_bytes = read(artifact::module_path(artifacts, name))?;
     let component_bytes = read(artifact::component_path(artifacts, name))?;
-    let allowed = rule.metadata.context_aware_resources.iter().map(|r| (r.api_version.to_string(), r.kind.to_string())).collect();
-    let host: HostCluster = Arc::new(Scoped::new(cluster.clone(), allowed));
-    let settings = if bundle { bundle_settings(spelt_out)? } else { rule_settings(rule, spelt_out)?.to_string() };
+    let host = host_for(rule, cluster);
+    let settings = settings_for(rule, spelt_out)?;
     Ok(Forms {
         name: if bundle { BUNDLE_NAME.to_string() } else { name.to_string() },
         rule,

@@ -10,8 +10,16 @@
 //! metadata, the usage text and message strings change for reasons of their
 //! own, and are not what inlining moves.
 //!
+//! The same record holds the guests' work: the wasmtime fuel each module
+//! burns answering each benchmark request in a fresh instance ([`fuel`]),
+//! which machine noise does not move, so a change that makes a rule slower
+//! fails `make test` the day it lands, as a larger one does, instead of
+//! waiting for someone to rerun the benchmark.
+//!
 //! The record names the compiler that built it; another compiler inlines
 //! differently, so under another one the sizes are shown but not held to it.
+
+pub mod fuel;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -40,8 +48,50 @@ pub struct Args {
     pub compiler: Option<String>,
 }
 
-/// Growth allowed before the check fails, in percent.
+/// Growth of code allowed before the check fails, in percent.
 pub const TOLERANCE_PERCENT: f64 = 2.0;
+
+/// Growth of work (fuel) allowed before the check fails, in percent.
+pub const FUEL_TOLERANCE_PERCENT: f64 = 3.0;
+
+/// What a row of the record measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Bytes of code in an artifact.
+    Code,
+    /// Fuel a fresh module instance burns on a request.
+    Fuel,
+}
+
+impl Measure {
+    /// The unit, as the report words it.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Measure::Code => "bytes of code",
+            Measure::Fuel => "fuel",
+        }
+    }
+
+    /// Growth allowed, in percent.
+    pub fn tolerance(self) -> f64 {
+        match self {
+            Measure::Code => TOLERANCE_PERCENT,
+            Measure::Fuel => FUEL_TOLERANCE_PERCENT,
+        }
+    }
+
+    /// Where to look when it grew.
+    fn hint(self) -> &'static str {
+        match self {
+            Measure::Code => {
+                "look for new inlining (BENCHMARKS.md, \"Sizes, and an inlining surprise\": compare the two builds' largest functions)"
+            }
+            Measure::Fuel => {
+                "profile the rule on that request (BENCHMARKS.md, \"Guest work in fuel\"; `make bench` shows the time it costs)"
+            }
+        }
+    }
+}
 
 /// Bytes of code per artifact: `<rule>` → `module`/`component` → bytes.
 pub type Sizes = BTreeMap<String, BTreeMap<String, u64>>;
@@ -54,6 +104,10 @@ pub struct Record {
     pub compiler: String,
     /// Bytes of code in each artifact.
     pub code: Sizes,
+    /// Fuel each rule's module (and the bundle's) burns per benchmark
+    /// request, in a fresh instance: `<rule>` → `<request>` → fuel.
+    #[serde(default)]
+    pub fuel: Sizes,
 }
 
 /// The bytes of code in a module or a component: the sizes of its code
@@ -99,7 +153,9 @@ pub fn measure(dir: &Path) -> Result<Sizes> {
 /// One artifact compared with its record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    /// `gpu-runtime-class module`.
+    /// What it measures.
+    pub measure: Measure,
+    /// `gpu-runtime-class module`, or `gpu-runtime-class on pod`.
     pub artifact: String,
     /// Recorded bytes of code, if recorded.
     pub recorded: Option<u64>,
@@ -119,38 +175,42 @@ impl Row {
     /// Why this row fails the check, if it does.
     pub fn problem(&self, record: &Path) -> Option<String> {
         let record = record.display();
+        let (unit, tolerance) = (self.measure.unit(), self.measure.tolerance());
         match (self.recorded, self.now, self.change()) {
             (None, Some(n), _) => Some(format!(
-                "{}: {} bytes of code, and no size recorded for it in {record}: record it with `make sizes`",
+                "{}: {} {unit}, and none recorded for it in {record}: record it with `make sizes`",
                 self.artifact,
                 thousands(n)
             )),
             (Some(_), None, _) => {
-                Some(format!("{}: recorded in {record}, but not built: record the sizes again with `make sizes`", self.artifact))
+                Some(format!("{}: recorded in {record}, but not measured: record again with `make sizes`", self.artifact))
             }
-            (Some(r), Some(n), Some(c)) if c > TOLERANCE_PERCENT => Some(format!(
-                "{}: {} bytes of code, {c:.1} % more than the {} recorded in {record} (at most {TOLERANCE_PERCENT} % allowed). \
-                 If the growth is meant, record it with `make sizes` and say why in the commit; if not, look for new inlining \
-                 (BENCHMARKS.md, \"Sizes, and an inlining surprise\": compare the two builds' largest functions)",
+            (Some(r), Some(n), Some(c)) if c > tolerance => Some(format!(
+                "{}: {} {unit}, {c:.1} % more than the {} recorded in {record} (at most {tolerance} % allowed). \
+                 If the growth is meant, record it with `make sizes` and say why in the commit; if not, {}",
                 self.artifact,
                 thousands(n),
-                thousands(r)
+                thousands(r),
+                self.measure.hint()
             )),
             _ => None,
         }
     }
 }
 
-/// Every artifact built or recorded, in name order.
-pub fn compare(recorded: &Sizes, now: &Sizes) -> Vec<Row> {
+/// Every artifact (or artifact and request) recorded or measured, in name
+/// order.
+pub fn compare(recorded: &Sizes, now: &Sizes, measure: Measure) -> Vec<Row> {
     let mut names: Vec<(&String, &String)> =
         recorded.iter().chain(now).flat_map(|(rule, forms)| forms.keys().map(move |form| (rule, form))).collect();
     names.sort();
     names.dedup();
+    let joiner = if measure == Measure::Fuel { " on " } else { " " };
     names
         .into_iter()
         .map(|(rule, form)| Row {
-            artifact: format!("{rule} {form}"),
+            measure,
+            artifact: format!("{rule}{joiner}{form}"),
             recorded: recorded.get(rule).and_then(|f| f.get(form)).copied(),
             now: now.get(rule).and_then(|f| f.get(form)).copied(),
         })
@@ -183,33 +243,47 @@ fn compiler_version() -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// The report, and whether the check passed.
-pub fn report(record: &Record, record_path: &Path, now: &Sizes, compiler: &str) -> (String, bool) {
-    let rows = compare(&record.code, now);
+/// The report, and whether the check passed: every artifact's code, then
+/// the fuel of those whose work changed.
+pub fn report(record: &Record, record_path: &Path, now: &Record) -> (String, bool) {
+    let code = compare(&record.code, &now.code, Measure::Code);
+    let fuel = compare(&record.fuel, &now.fuel, Measure::Fuel);
     let mut out = String::new();
-    let width = rows.iter().map(|r| r.artifact.len()).max().unwrap_or(0);
+    let show = |b: Option<u64>| b.map_or_else(|| "-".to_string(), thousands);
+    let change = |r: &Row| r.change().map_or_else(String::new, |c| format!("{c:+.1} %"));
+    let width = code.iter().chain(&fuel).map(|r| r.artifact.len()).max().unwrap_or(0);
     let _ = writeln!(out, "{:width$}  {:>9}  {:>9}  change", "bytes of code", "recorded", "now");
-    for r in &rows {
-        let show = |b: Option<u64>| b.map_or_else(|| "-".to_string(), thousands);
-        let change = r.change().map_or_else(String::new, |c| format!("{c:+.1} %"));
-        let _ = writeln!(out, "{:width$}  {:>9}  {:>9}  {change}", r.artifact, show(r.recorded), show(r.now));
+    for r in &code {
+        let _ = writeln!(out, "{:width$}  {:>9}  {:>9}  {}", r.artifact, show(r.recorded), show(r.now), change(r));
     }
-    if compiler != record.compiler {
+    let moved: Vec<&Row> = fuel.iter().filter(|r| r.recorded != r.now).collect();
+    let _ = writeln!(
+        out,
+        "fuel per request (fresh module instance): {} of {} unchanged{}",
+        fuel.len() - moved.len(),
+        fuel.len(),
+        if moved.is_empty() { "" } else { "; changed:" }
+    );
+    for r in &moved {
+        let _ = writeln!(out, "{:width$}  {:>9}  {:>9}  {}", r.artifact, show(r.recorded), show(r.now), change(r));
+    }
+    if now.compiler != record.compiler {
         let _ = writeln!(
             out,
-            "not compared: these were built by `{compiler}`, and the record by `{}`, which inlines differently. \
+            "not compared: these were built by `{}`, and the record by `{}`, which inlines differently. \
              Record the sizes under this compiler with `make sizes`.",
-            record.compiler
+            now.compiler, record.compiler
         );
         return (out, true);
     }
+    let rows: Vec<&Row> = code.iter().chain(&fuel).collect();
     let problems: Vec<String> = rows.iter().filter_map(|r| r.problem(record_path)).collect();
     let shrunk: Vec<&str> =
-        rows.iter().filter(|r| r.change().is_some_and(|c| c < -TOLERANCE_PERCENT)).map(|r| r.artifact.as_str()).collect();
+        rows.iter().filter(|r| r.change().is_some_and(|c| c < -r.measure.tolerance())).map(|r| r.artifact.as_str()).collect();
     if !shrunk.is_empty() {
         let _ = writeln!(
             out,
-            "smaller than recorded by more than {TOLERANCE_PERCENT} %: {}. Record the new sizes with `make sizes`, so that growing back is caught.",
+            "smaller than recorded by more than the tolerance: {}. Record the new figures with `make sizes`, so that growing back is caught.",
             shrunk.join(", ")
         );
     }
@@ -217,29 +291,31 @@ pub fn report(record: &Record, record_path: &Path, now: &Sizes, compiler: &str) 
         let _ = writeln!(out, "error: {p}");
     }
     if problems.is_empty() {
-        let _ = writeln!(out, "every artifact's code is within {TOLERANCE_PERCENT} % of its record (or smaller)");
+        let _ = writeln!(
+            out,
+            "every artifact's code is within {TOLERANCE_PERCENT} % of its record, and its work within {FUEL_TOLERANCE_PERCENT} % (or smaller)"
+        );
     }
     (out, problems.is_empty())
 }
 
 /// `aigov sizes`: compare, or with `--write` record.
 pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
-    let now = measure(&args.artifacts)?;
     let compiler = match &args.compiler {
         Some(c) => c.clone(),
         None => compiler_version()?,
     };
+    let now = Record { compiler, code: measure(&args.artifacts)?, fuel: fuel::measure(&args.artifacts)? };
     if args.write {
-        let record = Record { compiler, code: now };
-        std::fs::write(&args.record, serde_json::to_string_pretty(&record)? + "\n")
+        std::fs::write(&args.record, serde_json::to_string_pretty(&now)? + "\n")
             .with_context(|| format!("writing {}", args.record.display()))?;
-        writeln!(out, "recorded the code sizes of {} artifacts in {}", record.code.len(), args.record.display())?;
+        writeln!(out, "recorded the code sizes and work of {} artifacts in {}", now.code.len(), args.record.display())?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let text = std::fs::read_to_string(&args.record)
         .with_context(|| format!("reading {} (record the sizes with `make sizes`)", args.record.display()))?;
     let record: Record = serde_json::from_str(&text).with_context(|| format!("reading {}", args.record.display()))?;
-    let (text, ok) = report(&record, &args.record, &now, &compiler);
+    let (text, ok) = report(&record, &args.record, &now);
     write!(out, "{text}")?;
     Ok(if ok { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
 }
@@ -253,7 +329,7 @@ mod tests {
     }
 
     fn record(rows: &[(&str, u64, u64)]) -> Record {
-        Record { compiler: "rustc 1.95.0".into(), code: sizes(rows) }
+        Record { compiler: "rustc 1.95.0".into(), code: sizes(rows), fuel: Sizes::new() }
     }
 
     const AT: &str = "host-test/code-sizes.json";
@@ -261,15 +337,13 @@ mod tests {
     #[test]
     fn growth_within_the_tolerance_passes_and_beyond_it_fails() {
         let rec = record(&[("owner-label", 100_000, 90_000), ("gpu-quota", 200_000, 180_000)]);
-        let (text, ok) =
-            report(&rec, Path::new(AT), &sizes(&[("owner-label", 101_900, 90_000), ("gpu-quota", 200_000, 180_000)]), "rustc 1.95.0");
+        let (text, ok) = report(&rec, Path::new(AT), &record(&[("owner-label", 101_900, 90_000), ("gpu-quota", 200_000, 180_000)]));
         assert!(ok, "{text}");
         let rows: Vec<String> = text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
         assert!(rows.contains(&"owner-label module 100,000 101,900 +1.9 %".to_string()), "{text}");
         assert!(rows.contains(&"gpu-quota component 180,000 180,000 +0.0 %".to_string()), "{text}");
 
-        let (text, ok) =
-            report(&rec, Path::new(AT), &sizes(&[("owner-label", 100_000, 90_000), ("gpu-quota", 200_000, 184_000)]), "rustc 1.95.0");
+        let (text, ok) = report(&rec, Path::new(AT), &record(&[("owner-label", 100_000, 90_000), ("gpu-quota", 200_000, 184_000)]));
         assert!(!ok);
         assert!(
             text.contains(
@@ -283,28 +357,54 @@ mod tests {
     #[test]
     fn shrinking_passes_and_asks_for_a_new_record() {
         let rec = record(&[("owner-label", 100_000, 90_000)]);
-        let (text, ok) = report(&rec, Path::new(AT), &sizes(&[("owner-label", 90_000, 90_000)]), "rustc 1.95.0");
+        let (text, ok) = report(&rec, Path::new(AT), &record(&[("owner-label", 90_000, 90_000)]));
         assert!(ok, "{text}");
-        assert!(text.contains("smaller than recorded by more than 2 %: owner-label module."), "{text}");
+        assert!(text.contains("smaller than recorded by more than the tolerance: owner-label module."), "{text}");
     }
 
     #[test]
     fn an_unrecorded_or_vanished_artifact_fails() {
         let rec = record(&[("owner-label", 100_000, 90_000), ("old-rule", 1, 1)]);
-        let (text, ok) = report(&rec, Path::new(AT), &sizes(&[("owner-label", 100_000, 90_000), ("new-rule", 5, 5)]), "rustc 1.95.0");
+        let (text, ok) = report(&rec, Path::new(AT), &record(&[("owner-label", 100_000, 90_000), ("new-rule", 5, 5)]));
         assert!(!ok);
-        assert!(text.contains("error: new-rule module: 5 bytes of code, and no size recorded for it"), "{text}");
-        assert!(text.contains("error: old-rule component: recorded in host-test/code-sizes.json, but not built"), "{text}");
+        assert!(text.contains("error: new-rule module: 5 bytes of code, and none recorded for it"), "{text}");
+        assert!(text.contains("error: old-rule component: recorded in host-test/code-sizes.json, but not measured"), "{text}");
         assert_eq!(text.matches("error:").count(), 4, "{text}");
     }
 
     #[test]
     fn another_compiler_is_shown_not_held_to_the_record() {
         let rec = record(&[("owner-label", 100_000, 90_000)]);
-        let (text, ok) = report(&rec, Path::new(AT), &sizes(&[("owner-label", 150_000, 90_000)]), "rustc 1.96.0");
+        let (text, ok) =
+            report(&rec, Path::new(AT), &Record { compiler: "rustc 1.96.0".into(), ..record(&[("owner-label", 150_000, 90_000)]) });
         assert!(ok);
         assert!(text.contains("not compared: these were built by `rustc 1.96.0`, and the record by `rustc 1.95.0`"), "{text}");
         assert!(!text.contains("error:"), "{text}");
+    }
+
+    #[test]
+    fn work_is_held_to_its_record_with_its_own_tolerance() {
+        let fuel = |rows: &[(&str, u64, u64)]| -> Sizes {
+            rows.iter()
+                .map(|(rule, pod, exec)| (rule.to_string(), [("pod".to_string(), *pod), ("exec".to_string(), *exec)].into()))
+                .collect()
+        };
+        let rec = Record { fuel: fuel(&[("owner-label", 100_000, 5_000), ("aigov-bundle", 900_000, 40_000)]), ..record(&[]) };
+        let within = Record { fuel: fuel(&[("owner-label", 102_900, 5_000), ("aigov-bundle", 900_000, 40_000)]), ..record(&[]) };
+        let (text, ok) = report(&rec, Path::new(AT), &within);
+        assert!(ok, "{text}");
+        assert!(text.contains("fuel per request (fresh module instance): 3 of 4 unchanged; changed:"), "{text}");
+        let rows: Vec<String> = text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        assert!(rows.contains(&"owner-label on pod 100,000 102,900 +2.9 %".to_string()), "{text}");
+
+        let beyond = Record { fuel: fuel(&[("owner-label", 100_000, 5_000), ("aigov-bundle", 900_000, 41_600)]), ..record(&[]) };
+        let (text, ok) = report(&rec, Path::new(AT), &beyond);
+        assert!(!ok);
+        assert!(
+            text.contains("error: aigov-bundle on exec: 41,600 fuel, 4.0 % more than the 40,000 recorded in host-test/code-sizes.json (at most 3 % allowed)"),
+            "{text}"
+        );
+        assert_eq!(text.matches("error:").count(), 1, "{text}");
     }
 
     #[test]
