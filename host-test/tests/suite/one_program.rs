@@ -438,6 +438,18 @@ fn settings_check_reads_the_policies_a_team_edited() {
         "{}",
         text(&out.stderr)
     );
+    // The bundle's policy file too, as the bundle's settings.
+    let out = aigov(&["eval", "aigov-bundle", &pod, "--native", "--settings", &paths[1]]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("`aigov-bundle` refuses these settings: rules.exec-guard: setting `guardPortForward`"),
+        "{}",
+        text(&out.stderr)
+    );
+    edit(&bundle, "exec-guard: {guardPortForward: maybe}", "exec-guard: {}");
+    let out = aigov(&["eval", "aigov-bundle", &pod, "--native", "--settings", &paths[1]]);
+    assert_eq!(out.status.code(), Some(1), "jane may not exec: {}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("  exec-guard: denied, 1 violation\n"), "{}", text(&out.stdout));
     edit(&exec, "allowedUser:", "allowedUsers:");
     let cluster = root().join("host-test/samples/cluster");
     let out = aigov(&[
