@@ -122,27 +122,27 @@ artifacts: wasm aigov
 	@for rule in $(RULES); do \
 	  crate="$${rule//-/_}"; \
 	  mkdir -p $(ARTIFACTS)/$$rule; \
-	  $(AIGOV) annotate target/wasm32-wasip1/wasm/$$crate.wasm \
+	  $(AIGOV) build annotate target/wasm32-wasip1/wasm/$$crate.wasm \
 	    --metadata policies/$$rule/metadata.yml --usage policies/$$rule/README.md \
 	    -o $(ARTIFACTS)/$$rule/policy.wasm; \
-	  $(AIGOV) componentize target/wasm32-unknown-unknown/wasm/$$crate.wasm \
+	  $(AIGOV) build componentize target/wasm32-unknown-unknown/wasm/$$crate.wasm \
 	    -o $(ARTIFACTS)/$$rule/policy.component.wasm; \
 	done
 	mkdir -p $(ARTIFACTS)/bundle
-	$(AIGOV) bundle-metadata -o target/bundle-metadata.yml
-	$(AIGOV) annotate target/wasm32-wasip1/bundle/aigov_bundle.wasm \
+	$(AIGOV) build bundle-metadata -o target/bundle-metadata.yml
+	$(AIGOV) build annotate target/wasm32-wasip1/bundle/aigov_bundle.wasm \
 	  --metadata target/bundle-metadata.yml --usage policies/bundle/README.md \
 	  -o $(ARTIFACTS)/bundle/policy.wasm
-	$(AIGOV) componentize target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm \
+	$(AIGOV) build componentize target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm \
 	  -o $(ARTIFACTS)/bundle/policy.component.wasm
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) package --artifacts $(ARTIFACTS)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) build package --artifacts $(ARTIFACTS)
 	@# The rule template, built as a rule but no rule of the catalogue: its
 	@# artifacts go to target/template/, which the suite's template test reads.
 	mkdir -p target/template/rule-template
-	$(AIGOV) annotate target/wasm32-wasip1/wasm/rule_template.wasm \
+	$(AIGOV) build annotate target/wasm32-wasip1/wasm/rule_template.wasm \
 	  --metadata templates/rule-template/metadata.yml --usage templates/rule-template/README.md \
 	  -o target/template/rule-template/policy.wasm
-	$(AIGOV) componentize target/wasm32-unknown-unknown/wasm/rule_template.wasm \
+	$(AIGOV) build componentize target/wasm32-unknown-unknown/wasm/rule_template.wasm \
 	  -o target/template/rule-template/policy.component.wasm
 
 ## Deployment manifests, pinned by digest to $(REGISTRY), into $(DEST): a
@@ -152,7 +152,7 @@ artifacts: wasm aigov
 ## the directory named; a file edited since aigov wrote it is left alone
 ## (and named, with exit status 1) unless FORCE=1.
 manifests: $(if $(DEST),artifacts,manifests-need-dest)
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --out $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --output $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
 
 manifests-need-dest:
 	@echo "make manifests needs DEST=<dir>, the directory your deployment manifests live in, e.g."
@@ -176,14 +176,14 @@ bench: artifacts
 ## compiler that built them. Run it when a change means to grow
 ## (or has shrunk) the guests, and say why in the commit.
 sizes: artifacts
-	$(AIGOV) sizes --artifacts $(ARTIFACTS) --write
+	$(AIGOV) build sizes --artifacts $(ARTIFACTS) --write
 
 ## In `make test`: no artifact's code more than 2 % above its record (the
 ## inlining 04bac5c set off grew every rule by 3 %), no module's work more
 ## than 3 %. Under another compiler than the record's, they are shown but
 ## not held to it.
 sizes-check: artifacts
-	$(AIGOV) sizes --artifacts $(ARTIFACTS)
+	$(AIGOV) build sizes --artifacts $(ARTIFACTS)
 
 ## Every rule and the bundle in both forms to $(REGISTRY): <rule>:v<version>
 ## (the Kubewarden module) and <rule>:v<version>-component, the bundle as
@@ -255,18 +255,18 @@ reproducible: artifacts
 	for rule in $(RULES); do \
 	  crate="$${rule//-/_}"; \
 	  mkdir -p "$$copy/$(ARTIFACTS)/$$rule"; \
-	  $(AIGOV) annotate "$$copy/target/wasm32-wasip1/wasm/$$crate.wasm" \
+	  $(AIGOV) build annotate "$$copy/target/wasm32-wasip1/wasm/$$crate.wasm" \
 	    --metadata "$$copy/policies/$$rule/metadata.yml" --usage "$$copy/policies/$$rule/README.md" \
 	    -o "$$copy/$(ARTIFACTS)/$$rule/policy.wasm"; \
-	  $(AIGOV) componentize "$$copy/target/wasm32-unknown-unknown/wasm/$$crate.wasm" \
+	  $(AIGOV) build componentize "$$copy/target/wasm32-unknown-unknown/wasm/$$crate.wasm" \
 	    -o "$$copy/$(ARTIFACTS)/$$rule/policy.component.wasm"; \
 	done; \
 	mkdir -p "$$copy/$(ARTIFACTS)/bundle"; \
-	$(AIGOV) bundle-metadata -o "$$copy/target/bundle-metadata.yml"; \
-	$(AIGOV) annotate "$$copy/target/wasm32-wasip1/bundle/aigov_bundle.wasm" \
+	$(AIGOV) build bundle-metadata -o "$$copy/target/bundle-metadata.yml"; \
+	$(AIGOV) build annotate "$$copy/target/wasm32-wasip1/bundle/aigov_bundle.wasm" \
 	  --metadata "$$copy/target/bundle-metadata.yml" --usage "$$copy/policies/bundle/README.md" \
 	  -o "$$copy/$(ARTIFACTS)/bundle/policy.wasm"; \
-	$(AIGOV) componentize "$$copy/target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm" \
+	$(AIGOV) build componentize "$$copy/target/wasm32-unknown-unknown/bundle/aigov_bundle.wasm" \
 	  -o "$$copy/$(ARTIFACTS)/bundle/policy.component.wasm"; \
 	(cd "$$copy/$(ARTIFACTS)" && sha256sum --quiet -c "$(CURDIR)/$(ARTIFACTS)/SHA256SUMS") \
 	  || { echo "a second build from a clean tree differs from $(ARTIFACTS)/ (see above)"; exit 1; }; \
@@ -284,7 +284,7 @@ fuzz-deps:
 	+@test -x $(CARGO_FUZZ) || $(CARGO) install cargo-fuzz --locked --version 0.13.2 --root $(CURDIR)/target/tools
 
 fuzz: artifacts fuzz-deps
-	$(AIGOV) fuzz-corpus --out $(FUZZ_DIR)
+	$(AIGOV) build fuzz-corpus -o $(FUZZ_DIR)
 	+@for t in $(FUZZ_TARGETS); do \
 	  features=""; [ "$$t" = forms ] && features="--features forms"; \
 	  mkdir -p $(FUZZ_DIR)/found-$$t; \
@@ -321,7 +321,7 @@ reports-check: aigov
 ## optional native packages for other platforms, so no lockfile `npm ci`
 ## accepts can be written here; run.mjs checks the version), then every
 ## call the harness makes of it over the whole case corpus, recorded by
-## `aigov export-cases` with each cluster lookup and the fixture cluster's
+## `aigov build export-cases` with each cluster lookup and the fixture cluster's
 ## answer, is made again under Node with a JavaScript `cluster` import
 ## replaying those answers. Every answer must equal the harness's.
 JCO_TOOLS := $(CURDIR)/target/tools/jco
@@ -346,7 +346,7 @@ jco-deps:
 CASE_RECORDS := $(CURDIR)/target/case-records
 case-records: artifacts
 	rm -rf $(CASE_RECORDS)
-	$(AIGOV) export-cases --artifacts $(ARTIFACTS) --out $(CASE_RECORDS)
+	$(AIGOV) build export-cases --artifacts $(ARTIFACTS) -o $(CASE_RECORDS)
 
 jco-check: case-records jco-deps
 	node host-test/tests/jco/run.mjs --jco $(JCO_TOOLS) --policies policies --artifacts $(ARTIFACTS) \
@@ -423,7 +423,7 @@ playground: artifacts playground-deps
 	  --name aigov-bundle --instantiation async --no-nodejs-compat --no-typescript --quiet -o $(PLAYGROUND)/bundle
 	rm -rf $(PLAYGROUND)/bundle/interfaces $(PLAYGROUND)/bundle/*.d.ts
 	sha256sum $(ARTIFACTS)/bundle/policy.component.wasm | cut -d' ' -f1 > $(PLAYGROUND)/bundle/transpiled-from.sha256
-	$(AIGOV) playground-data -o $(PLAYGROUND)/data.json
+	$(AIGOV) build playground-data -o $(PLAYGROUND)/data.json
 	@echo "the playground is in $(PLAYGROUND)/: serve it with $(AIGOV) playground"
 
 ## The playground test needs a browser: Debian's chromium (apt, with sudo
@@ -437,7 +437,7 @@ chromium-deps:
 
 ## The page in headless Chromium, served by `aigov playground`: a denied,
 ## a compliant and a mutated manifest (verdicts, messages, the highlighted
-## line, the diff), then every bundle call of the case corpus (`aigov
+## line, the diff), then every bundle call of the case corpus (`aigov build
 ## export-cases`) made through the page's own evaluation function, lookups
 ## replayed, each answer equal to the harness's; writes docs/playground.png.
 playground-check: playground chromium-deps case-records

@@ -94,7 +94,7 @@ export class Engine {
 }
 
 /**
- * Serves lookups from `recorded` (what `aigov export-cases` wrote for a
+ * Serves lookups from `recorded` (what `aigov build export-cases` wrote for a
  * call), in order: a lookup that is not the next recorded one fails the
  * call, as under `make jco-check`.
  */

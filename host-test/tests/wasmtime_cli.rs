@@ -1,6 +1,6 @@
 //! The plainest host: the `wasmtime` CLI itself. For every component that
 //! imports nothing, every call the harness makes over the case corpus (the
-//! records `aigov export-cases` writes: `metadata`, `validate-settings`,
+//! records `aigov build export-cases` writes: `metadata`, `validate-settings`,
 //! `validate`) is made again with `wasmtime run --invoke`, the argument
 //! quoted by `aigov::tools::invoke` as `aigov invoke` quotes it, and the
 //! verdict the CLI prints (WAVE) must equal the harness's answer.

@@ -226,8 +226,9 @@ impl OciArtifact {
 
     /// Packages an annotated waPC module the way Kubewarden does.
     pub fn module(wasm: &[u8]) -> Result<OciArtifact> {
-        let metadata = module_metadata(wasm)?
-            .context("the module carries no io.kubewarden.metadata section: annotate it first (`aigov annotate`, or `make artifacts`)")?;
+        let metadata = module_metadata(wasm)?.context(
+            "the module carries no io.kubewarden.metadata section: annotate it first (`aigov build annotate`, or `make artifacts`)",
+        )?;
         let get =
             |key: &str| metadata.annotations.get(key).cloned().with_context(|| format!("the module's metadata has no `{key}` annotation"));
         let name = get(annotations::TITLE)?;

@@ -1,6 +1,6 @@
 //! Packaging the bundle, in two steps that never touch the same files:
 //!
-//! - **`aigov package`** (run by `make artifacts`): build outputs nobody
+//! - **`aigov build package`** (run by `make artifacts`): build outputs nobody
 //!   edits, next to the modules and components, rewritten on every build:
 //!
 //!   ```text
@@ -9,7 +9,7 @@
 //!     SHA256SUMS    every module and component
 //!   ```
 //!
-//! - **`aigov manifests --out DIR`** (`make manifests DEST=DIR`): the
+//! - **`aigov manifests --output DIR`** (`make manifests DEST=DIR`): the
 //!   deployment manifests a team reviews, edits and commits, in a directory
 //!   it names, and only when asked:
 //!
@@ -130,7 +130,7 @@ pub const SETTING_GATED_RESOURCES: &[Gate] = &[
     },
 ];
 
-/// Arguments of `aigov package`.
+/// Arguments of `aigov build package`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Where `make artifacts` put the modules and components; the OCI layout
@@ -156,8 +156,8 @@ pub struct ManifestsArgs {
     pub artifacts: PathBuf,
     /// The directory to write the manifests to (a GitOps repository's
     /// folder, say). Created if missing.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(short, long, value_name = "DIR", alias = "out")]
+    pub output: PathBuf,
     /// The registry and repository prefix the rules are (or will be) pushed
     /// to; each rule is `<registry>/<rule>:v<version>`.
     #[arg(long, default_value = DEFAULT_REGISTRY)]
@@ -223,7 +223,7 @@ fn load_all(artifacts: &Path) -> Result<(Vec<Packaged>, Packaged)> {
     Ok((rules, load(&engine, artifacts, &native::BUNDLE)?))
 }
 
-/// Runs `aigov package`: the OCI layout and the checksums.
+/// Runs `aigov build package`: the OCI layout and the checksums.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let (mut rules, bundle) = load_all(&args.artifacts)?;
     rules.push(bundle);
@@ -241,7 +241,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
         let _ = writeln!(
             std::io::stderr().lock(),
             "aigov: note: {} and {}/<rule>/cluster-admission-policy.yaml are left from an older aigov and are no longer updated; \
-             generate deployment manifests with `make manifests DEST=<dir>` (or `aigov manifests --out <dir>`)",
+             generate deployment manifests with `make manifests DEST=<dir>` (or `aigov manifests --output <dir>`)",
             legacy.display(),
             args.artifacts.display()
         );
@@ -252,14 +252,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
 /// Runs `aigov manifests`.
 pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCode> {
     for rule in &args.enable {
-        if native::rule(rule).is_none() {
-            bail!("--enable: no rule named `{rule}`; rules: {}", native::names().collect::<Vec<_>>().join(", "));
-        }
+        native::lookup(rule, native::Names::Rules).map_err(|e| anyhow::anyhow!("--enable: {e}"))?;
     }
     let excluded = excluded_namespaces(&args.exclude_namespaces)?;
     let enable = if args.enable.is_empty() {
         // Regenerating must not switch off what the team turned on.
-        let overlay = args.out.join(OVERLAY);
+        let overlay = args.output.join(OVERLAY);
         let kept = enabled_in_overlay(&overlay)?;
         if !kept.is_empty() {
             let _ = writeln!(
@@ -275,7 +273,7 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
     };
     let (rules, bundle) = load_all(&args.artifacts)?;
     let files = manifests(&rules, &bundle, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
-    let report = write_protected(&args.out, &files, args.force)?;
+    let report = write_protected(&args.output, &files, args.force)?;
     for r in rules.iter().chain([&bundle]) {
         writeln!(out, "{:<20} {}", r.name, r.pinned(&args.registry, &r.module))?;
     }
@@ -285,7 +283,7 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
     writeln!(
         out,
         "{}: {} file(s) written, {} unchanged, {} left alone",
-        args.out.display(),
+        args.output.display(),
         report.written.len(),
         report.unchanged.len(),
         report.kept.len()
@@ -300,7 +298,7 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
             KeptReason::Edited => "edited since aigov wrote it",
             KeptReason::NotGenerated => "not written by aigov",
         };
-        let _ = writeln!(err, "  {} ({why})", args.out.join(&k.path).display());
+        let _ = writeln!(err, "  {} ({why})", args.output.join(&k.path).display());
     }
     let _ = writeln!(
         err,
@@ -334,7 +332,10 @@ pub fn enabled_in_overlay(path: &Path) -> Result<Vec<String>> {
 /// Reads one rule's module and component from `artifacts`.
 pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::NativePolicy) -> Result<Packaged> {
     let name = policy.metadata.name;
-    let read = |path: PathBuf| std::fs::read(&path).with_context(|| format!("reading {}: run `make artifacts` first", path.display()));
+    let read = |path: PathBuf| {
+        let path = artifact::require(artifacts, path, None)?;
+        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+    };
     let module_wasm = read(artifact::module_path(artifacts, name))?;
     let component_wasm = read(artifact::component_path(artifacts, name))?;
     let metadata = module_metadata(&module_wasm)?

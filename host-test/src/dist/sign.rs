@@ -89,7 +89,8 @@ pub enum Command {
         /// The artifact: `registry/repository:tag` or `…@sha256:…`.
         reference: String,
         /// A public key that must have signed it (repeatable: all of them).
-        #[arg(long = "key", value_name = "PUB", required_unless_present = "verification_config")]
+        /// Give --key or --verification-config.
+        #[arg(long = "key", value_name = "PUB")]
         keys: Vec<PathBuf>,
         /// An annotation the signature must carry, KEY=VALUE (repeatable;
         /// with --key).
@@ -132,6 +133,10 @@ pub fn run(command: &Command, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Verify { reference, keys, annotations, verification_config, insecure } => {
             let policy = match verification_config {
                 Some(path) => Policy::from_config_file(path)?,
+                None if keys.is_empty() => bail!(
+                    "verify needs what to check the signatures against: `--key cosign.pub` (repeatable; every key must have signed), \
+                     or `--verification-config FILE`, Kubewarden's verification config as kwctl and policy-server take it"
+                ),
                 None => Policy::all_of_keys(keys, &parse_annotations(annotations)?)?,
             };
             let outcome = verify(reference, &policy, *insecure)?;

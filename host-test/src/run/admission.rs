@@ -59,18 +59,6 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
     Ok(docs)
 }
 
-/// Reads a settings file (YAML or JSON, one object; an empty file means the
-/// defaults) as settings JSON.
-pub fn read_settings(path: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
-    match docs.len() {
-        0 => Ok("{}".into()),
-        1 => Ok(docs.remove(0).to_string()),
-        n => bail!("{} holds {n} documents; settings are one object", path.display()),
-    }
-}
-
 /// How a plain object is submitted: the request fields of `aigov eval`'s
 /// and `aigov invoke`'s flags and of a case file's `request` (beside its
 /// object), declared here once. The doc comments are the flags' help.
@@ -183,7 +171,12 @@ pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<(Value, 
     if docs.len() != 1 {
         bail!("{} holds {} documents; a request is one (use `aigov scan` for many)", path.display(), docs.len());
     }
-    let doc = docs.remove(0);
+    request_of(docs.remove(0), &path.display().to_string(), how)
+}
+
+/// The AdmissionRequest one document (from `source`, for messages)
+/// amounts to with `how`, as [`read_request`] reads it.
+pub fn request_of(doc: Value, source: &str, how: &Submission) -> Result<(Value, Option<String>)> {
     if !is_verbatim(&doc) {
         return Ok((to_admission_request(doc, how)?, None));
     }
@@ -192,15 +185,14 @@ pub fn read_request(path: &std::path::Path, how: &Submission) -> Result<(Value, 
     let refused = how.plain_object_only();
     if !refused.is_empty() {
         bail!(
-            "{} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
+            "{source} is {what}, used verbatim: {} cannot apply to it (they describe how a plain object is submitted); \
              edit the request's `operation`, `namespace` or `name`, or pass the plain object instead. \
              --user and --group do apply: they replace its userInfo",
-            path.display(),
             refused.join(", ")
         );
     }
     let (request, changed) = admission_request(doc, &how.identity())?;
-    let note = (!changed.is_empty()).then(|| format!("{} is {what}, used verbatim but for {}", path.display(), changed.join(", ")));
+    let note = (!changed.is_empty()).then(|| format!("{source} is {what}, used verbatim but for {}", changed.join(", ")));
     Ok((request, note))
 }
 

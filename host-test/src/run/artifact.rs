@@ -64,6 +64,28 @@ pub fn component_path(artifacts: &Path, rule: &str) -> PathBuf {
     dir(artifacts, rule).join("policy.component.wasm")
 }
 
+/// `path`, an artifact under `artifacts` (the `--artifacts` directory), if
+/// it is there; else an error that names the directory looked in, whole
+/// (a command run outside the repository looks in its own working
+/// directory), says how to build the artifacts or point at them, and adds
+/// `otherwise` (what else the command can do, such as `--native`).
+pub fn require(artifacts: &Path, path: PathBuf, otherwise: Option<&str>) -> Result<PathBuf> {
+    if path.is_file() {
+        return Ok(path);
+    }
+    let whole = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string();
+    let looked = if artifacts.is_dir() {
+        format!("{} is missing (looked in the --artifacts directory {})", path.display(), whole(artifacts))
+    } else {
+        format!("no artifacts in {} (the --artifacts directory; it does not exist)", whole(artifacts))
+    };
+    let otherwise = otherwise.map(|o| format!(", or {o}")).unwrap_or_default();
+    bail!(
+        "{looked}: build them with `make artifacts` in the aigov repository, or point --artifacts at the directory `make artifacts` \
+         wrote (the repository's `artifacts/`){otherwise}"
+    )
+}
+
 // ---------------------------------------------------------------- sections
 
 /// The content of the first custom section called `name`, in a core module.

@@ -415,7 +415,7 @@ impl LookupAnswer {
 
 /// A cluster that answers through another and keeps every lookup with its
 /// answer, in order: what a host must replay to give a rule the same
-/// cluster (`aigov export-cases`).
+/// cluster (`aigov build export-cases`).
 pub struct Recording<C> {
     inner: C,
     lookups: std::sync::Mutex<Vec<Lookup>>,

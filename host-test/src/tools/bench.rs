@@ -41,6 +41,8 @@ use serde::de::IgnoredAny;
 use crate::run::artifact::{self, payload};
 use crate::run::cluster::{FixtureCluster, Scoped};
 use crate::run::component::{PolicyComponent, to_response};
+use crate::run::native::Names;
+use crate::run::settings::{self, Resolved, Scope, SettingsArgs};
 use crate::run::wapc::{HostCluster, WapcModule};
 use crate::run::{engine, native};
 use crate::tools::report::model::Target;
@@ -113,6 +115,10 @@ pub struct Args {
     /// instance reads them on every request. Every verdict stays the same.
     #[arg(long, conflicts_with = "scan")]
     pub spelt_out_settings: bool,
+    /// Settings instead of those `aigov manifests` writes: RULE=FILE for a
+    /// rule (alone and in the bundle), FILE for the one `--rule`.
+    #[command(flatten)]
+    pub settings: SettingsArgs,
 }
 
 /// Runs `aigov bench`, writing the report to `out`.
@@ -127,12 +133,17 @@ pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<ExitCode> {
         (None, true) => Plan::quick(),
         (None, false) => Plan::default(),
     };
+    let scope = match args.rules.as_slice() {
+        [one] => Scope::One(one),
+        _ => Scope::Every,
+    };
     let config = Config {
         artifacts: args.artifacts.clone(),
         plan,
         rules: args.rules.clone(),
         namespace_pods: args.namespace_pods,
         spelt_out_settings: args.spelt_out_settings,
+        settings: settings::resolve(&args.settings.settings, scope)?,
     };
     let report = bench(&config)?;
     let text = if args.markdown { render_markdown(&report) } else { render_text(&report) };
@@ -450,6 +461,8 @@ pub struct Config {
     pub namespace_pods: usize,
     /// Every rule's settings spelt out (`--spelt-out-settings`).
     pub spelt_out_settings: bool,
+    /// Settings given (`--settings`): by rule, and for the one rule timed.
+    pub settings: Resolved,
 }
 
 // ---------------------------------------------------------------- running
@@ -541,26 +554,41 @@ fn crowd(pod: &serde_json::Value, n: usize) -> Vec<serde_json::Value> {
     (1..=n).map(|i| named(cpu_only.clone(), &format!("ml-notebook-{i}"))).collect()
 }
 
-/// The settings rule `rule` is timed with: those `aigov manifests` writes
-/// (`{}`, or the example settings where it refuses its defaults); with
-/// `spelt_out`, every key.
-fn rule_settings(rule: &NativePolicy, spelt_out: bool) -> Result<serde_json::Value> {
-    if spelt_out { native::deployable_settings(rule) } else { native::written_settings(rule) }
+/// The settings rule `rule` is timed with: those given, else those `aigov
+/// manifests` writes (`{}`, or the example settings where it refuses its
+/// defaults); with `spelt_out`, every key.
+fn rule_settings(rule: &NativePolicy, spelt_out: bool, given: &Resolved) -> Result<serde_json::Value> {
+    let named = given.rules.get(rule.metadata.name);
+    let whole = given.whole.as_ref().filter(|_| !native::is_bundle(rule));
+    match named.or(whole) {
+        Some(g) => serde_json::from_str(&g.json).with_context(|| g.origin.clone()),
+        None if spelt_out => native::deployable_settings(rule),
+        None => native::written_settings(rule),
+    }
 }
 
-/// Settings of the bundle with every rule on, each with [`rule_settings`].
-fn bundle_settings(spelt_out: bool) -> Result<String> {
+/// Settings of the bundle: those given for it, else every rule on, each
+/// with [`rule_settings`].
+fn bundle_settings(spelt_out: bool, given: &Resolved) -> Result<String> {
+    if given.whole.is_some() {
+        return settings::for_bundle(given);
+    }
     let mut rules = serde_json::Map::new();
     for rule in native::RULES {
-        rules.insert(rule.metadata.name.to_string(), rule_settings(rule, spelt_out)?);
+        rules.insert(rule.metadata.name.to_string(), rule_settings(rule, spelt_out, given)?);
     }
     Ok(serde_json::json!({ "rules": rules }).to_string())
 }
 
 /// The settings `rule` (or the bundle, [`native::BUNDLE`]) is measured
-/// with: [`rule_settings`], or for the bundle every rule on with those.
-pub fn settings_for(rule: &'static NativePolicy, spelt_out: bool) -> Result<String> {
-    if std::ptr::eq(rule, &native::BUNDLE) { bundle_settings(spelt_out) } else { Ok(rule_settings(rule, spelt_out)?.to_string()) }
+/// with: [`rule_settings`], or for the bundle every rule on with those;
+/// `given`, the `--settings` of the command, over them.
+pub fn settings_for(rule: &'static NativePolicy, spelt_out: bool, given: &Resolved) -> Result<String> {
+    if std::ptr::eq(rule, &native::BUNDLE) {
+        bundle_settings(spelt_out, given)
+    } else {
+        Ok(rule_settings(rule, spelt_out, given)?.to_string())
+    }
 }
 
 /// `cluster` as `rule` sees it: only the kinds its metadata lists.
@@ -575,19 +603,22 @@ fn load(
     rule: &'static NativePolicy,
     cluster: &Arc<FixtureCluster>,
     spelt_out: bool,
+    given: &Resolved,
 ) -> Result<Forms> {
     let bundle = std::ptr::eq(rule, &native::BUNDLE);
     let name = if bundle { artifact::BUNDLE } else { rule.metadata.name };
     let read = |path: PathBuf| -> Result<Vec<u8>> {
-        if !path.is_file() {
-            bail!("{} is missing: run `make artifacts` first", path.display());
-        }
+        let path = artifact::require(artifacts, path, None)?;
         std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
     };
     let module_bytes = read(artifact::module_path(artifacts, name))?;
     let component_bytes = read(artifact::component_path(artifacts, name))?;
     let host = host_for(rule, cluster);
-    let settings = settings_for(rule, spelt_out)?;
+    let settings = settings_for(rule, spelt_out, given)?;
+    let answer = (rule.validate_settings)(settings.as_bytes());
+    if !answer.valid {
+        bail!("`{}` refuses the settings given: {}", rule.metadata.name, answer.message.unwrap_or_default());
+    }
     Ok(Forms {
         name: if bundle { BUNDLE_NAME.to_string() } else { name.to_string() },
         rule,
@@ -684,13 +715,7 @@ pub fn requests() -> Vec<(&'static str, &'static str, String)> {
 /// Runs every measurement.
 pub fn bench(config: &Config) -> Result<Report> {
     for r in &config.rules {
-        if r != artifact::BUNDLE && native::rule(r).is_none() {
-            bail!(
-                "no rule named `{r}`; rules: {}, and {} (every rule in one artifact)",
-                native::names().collect::<Vec<_>>().join(", "),
-                artifact::BUNDLE
-            );
-        }
+        native::lookup(r, Names::RulesAndBundle).map_err(|e| anyhow!("--rule: {e}"))?;
     }
     let engine = engine::new_engine()?;
     let requests = requests();
@@ -716,7 +741,7 @@ pub fn bench(config: &Config) -> Result<Report> {
     let cluster = Arc::new(bench_cluster(config.namespace_pods)?);
     let mut loaded: Vec<Forms> = Vec::new();
     for rule in candidates.iter().filter(|c| plan_rules.iter().flatten().any(|r| std::ptr::eq(*r, **c))) {
-        loaded.push(load(&engine, &config.artifacts, rule, &cluster, config.spelt_out_settings)?);
+        loaded.push(load(&engine, &config.artifacts, rule, &cluster, config.spelt_out_settings, &config.settings)?);
     }
 
     /// What a timer measures.

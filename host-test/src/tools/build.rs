@@ -1,7 +1,7 @@
 //! The building steps `make artifacts` and `make playground` run: a rule's
-//! waPC module annotated with its metadata (`aigov annotate`), its core
-//! module made a component (`aigov componentize`), the bundle's metadata
-//! (`aigov bundle-metadata`), and the playground's data (`aigov
+//! waPC module annotated with its metadata (`aigov build annotate`), its core
+//! module made a component (`aigov build componentize`), the bundle's metadata
+//! (`aigov build bundle-metadata`), and the playground's data (`aigov build
 //! playground-data`).
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::run::{artifact, engine, native};
 
-/// `aigov annotate`: writes `module` with `metadata` (and `usage`, the
+/// `aigov build annotate`: writes `module` with `metadata` (and `usage`, the
 /// README) embedded as Kubewarden reads it, to `output`.
 pub fn annotate(module: &Path, metadata: &Path, usage: Option<&Path>, output: &Path) -> Result<ExitCode> {
     let engine = engine::new_engine()?;
@@ -21,7 +21,7 @@ pub fn annotate(module: &Path, metadata: &Path, usage: Option<&Path>, output: &P
     Ok(ExitCode::SUCCESS)
 }
 
-/// `aigov componentize`: writes the component of the core `module` to
+/// `aigov build componentize`: writes the component of the core `module` to
 /// `output`.
 pub fn componentize(module: &Path, output: &Path) -> Result<ExitCode> {
     let bytes = std::fs::read(module).with_context(|| format!("reading {}", module.display()))?;
@@ -29,7 +29,7 @@ pub fn componentize(module: &Path, output: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `aigov bundle-metadata`: writes the union of every rule's `metadata.yml`
+/// `aigov build bundle-metadata`: writes the union of every rule's `metadata.yml`
 /// under `policies` to `output`.
 pub fn bundle_metadata(policies: &Path, output: &Path) -> Result<ExitCode> {
     let mut parts = Vec::new();
@@ -43,7 +43,7 @@ pub fn bundle_metadata(policies: &Path, output: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `aigov playground-data`: writes the playground's data (with the sample
+/// `aigov build playground-data`: writes the playground's data (with the sample
 /// workloads of `samples`) to `output`.
 pub fn playground_data(samples: &Path, output: &Path) -> Result<ExitCode> {
     let data = crate::tools::playground::data(samples)?;

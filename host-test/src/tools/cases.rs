@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::run::admission::{Submission, to_admission_request};
-use crate::run::artifact::{BUNDLE, Evaluator, component_path, module_path};
+use crate::run::artifact::{BUNDLE, Evaluator, component_path, module_path, require};
 use crate::run::cluster::FixtureCluster;
 
 /// One string or several.
@@ -248,13 +248,14 @@ pub type Bundle = Arc<Vec<Evaluator>>;
 pub fn load_bundle(engine: &wasmtime::Engine, artifacts: &Path) -> Result<Bundle> {
     let mut evaluators = vec![Evaluator::native(&crate::run::native::BUNDLE)];
     for path in [module_path(artifacts, BUNDLE), component_path(artifacts, BUNDLE)] {
-        if !path.is_file() {
-            bail!("{} is missing: run `make artifacts` first", path.display());
-        }
+        let path = require(artifacts, path, Some(NATIVE_HINT))?;
         evaluators.push(Evaluator::from_file(engine, &path)?);
     }
     Ok(Arc::new(evaluators))
 }
+
+/// What `aigov test` can do without artifacts.
+const NATIVE_HINT: &str = "run the cases natively only with --native";
 
 /// The forms of one rule: its own three, and the bundle's three with only
 /// the rule enabled.
@@ -273,9 +274,7 @@ impl Forms {
         let native = crate::run::native::rule(rule).with_context(|| format!("no rule named `{rule}` is linked into aigov"))?;
         let mut evaluators = vec![Evaluator::native(native)];
         for path in [module_path(artifacts, rule), component_path(artifacts, rule)] {
-            if !path.is_file() {
-                bail!("{} is missing: run `make artifacts` first", path.display());
-            }
+            let path = require(artifacts, path, Some(NATIVE_HINT))?;
             let e = Evaluator::from_file(engine, &path)?;
             if e.name != rule {
                 bail!("{} says it is rule `{}`, not `{rule}`", path.display(), e.name);
@@ -570,8 +569,21 @@ pub fn diff(original: Option<&Value>, to: &Value) -> String {
 /// ways, or natively only when `artifacts` is `None`, one line per case on
 /// `out`; exit status 1 when a case fails.
 pub fn test(rules: &[String], artifacts: Option<&Path>, policies: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    use crate::run::native::{self, Names};
+    let mut every = rules.is_empty();
+    for rule in rules {
+        // The bundle runs every rule's cases: `aigov-bundle` names them all.
+        every |= native::is_bundle(native::lookup(rule, Names::RulesAndBundle)?);
+    }
+    if !policies.is_dir() {
+        let whole = std::path::absolute(policies).unwrap_or_else(|_| policies.to_path_buf());
+        bail!(
+            "no policies directory at {} (--policies): run aigov test in the aigov repository, or point --policies at its `policies/`",
+            whole.display()
+        );
+    }
     let engine = crate::run::engine::new_engine()?;
-    let rules: Vec<String> = if rules.is_empty() { crate::run::native::names().map(str::to_string).collect() } else { rules.to_vec() };
+    let rules: Vec<String> = if every { native::names().map(str::to_string).collect() } else { rules.to_vec() };
     let (mut passed, mut failed) = (0usize, 0usize);
     let bundle = match artifacts {
         Some(dir) => load_bundle(&engine, dir)?,

@@ -1,43 +1,82 @@
-//! `aigov eval`: one request, one rule, and Kubewarden's ValidationResponse
-//! as JSON. The rule is a `.wasm` module or component, or a rule's name
-//! (its module in the artifacts, its component, or the rule linked
-//! natively); the request is read as [`read_request`] reads it.
+//! `aigov eval`: a manifest against one rule (or the bundle), as the person
+//! who wrote it wants to read the answer: admitted or denied per rule, one
+//! violation per line in the rule's words, warnings, and a mutation as a
+//! short diff; or Kubewarden's raw `ValidationResponse` (`--format json`)
+//! for scripts. The rule is a rule's name (its module in the artifacts,
+//! its component, or the rule linked natively), `aigov-bundle`, or a
+//! `.wasm` file; the manifest is read as `aigov scan` reads one (several
+//! documents, a `List`'s items, `-` for standard input), and each document
+//! becomes a request as [`request_of`] makes it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use aigov_sdk::ValidationResponse;
+use aigov_sdk::runtime::metadata::PolicyMetadata;
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
 
-use crate::run::admission::{Submission, read_request, read_settings};
+use crate::run::admission::{Submission, request_of};
 use crate::run::artifact::{self, Evaluator};
 use crate::run::cluster::FixtureCluster;
-use crate::run::{engine, native};
-use crate::tools::report::model::RuleResult;
+use crate::run::native::{self, Names};
+use crate::run::settings::{self, Scope, SettingsArgs};
+use crate::tools::report::model::{RuleResult, Target, violations};
+use crate::tools::scan::read::{Input, documents, not_an_object, read_file};
+
+/// How `aigov eval` prints its answer.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// A verdict for people: admitted or denied per rule, one violation per
+    /// line, warnings, and a mutation as a short diff.
+    #[default]
+    Text,
+    /// Kubewarden's ValidationResponse, as JSON: one per document, in order.
+    Json,
+}
+
+/// `aigov eval --help`'s closing words.
+const AFTER_HELP: &str = "\
+Exit status: 0 when every document is admitted, 1 when a rule denies one, 2 when eval could \
+not run (a usage error, settings the rule refuses or needs, missing artifacts).
+
+    aigov eval gpu-runtime-class job.yaml                  # the verdict, for people
+    aigov eval aigov-bundle job.yaml --settings trusted-sources=ts.yaml   # every rule at once
+    helm template chart | aigov eval opencost-labels - --document 2
+    aigov eval exec-guard job.yaml --format json | jq .accepted   # Kubewarden's answer, for scripts";
 
 /// Arguments of `aigov eval`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// A .wasm module or component, or a rule name (its module in
-    /// --artifacts, unless --component or --native).
+    /// The rule (`aigov rules` lists them; `aigov-bundle` runs every rule
+    /// in one artifact), or a .wasm module or component.
+    #[arg(value_name = "RULE")]
     pub artifact: String,
-    /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
-    /// or JSON; a plain object is submitted as CREATE by a default user).
+    /// The manifest: plain objects, AdmissionRequests or
+    /// AdmissionReviews (YAML or JSON, one or more documents, evaluated one
+    /// by one); `-` reads standard input. A plain object is submitted as
+    /// CREATE by a default user.
+    #[arg(value_name = "MANIFEST")]
     pub request: PathBuf,
-    /// Settings file (YAML or JSON); default: the rule's defaults. They
-    /// are checked first with the rule's `validate_settings`, as a
-    /// policy server (and `kwctl run`) checks them before any request:
-    /// settings it refuses are an error, exit status 2.
-    #[arg(long)]
-    pub settings: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// Only document N of the file (numbered from 1).
+    #[arg(long, value_name = "N", value_parser = document_number)]
+    pub document: Option<usize>,
+    /// `text`: the verdict for people; `json`: Kubewarden's
+    /// ValidationResponse, for scripts.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Directory (or file) of YAML/JSON objects served to cluster lookups.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
     /// With a rule name: use its component.
     #[arg(long, conflicts_with = "native")]
     pub component: bool,
-    /// With a rule name: use the natively linked rule.
+    /// With a rule name: use the natively linked rule (no artifacts needed).
     #[arg(long)]
     pub native: bool,
     /// Where `make artifacts` put the artifacts.
@@ -47,46 +86,58 @@ pub struct Args {
     pub submission: Submission,
 }
 
-/// Runs `aigov eval`: the response on `out`, notes (a verbatim request's
-/// replaced `userInfo`, a mutation's diff) on standard error.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
-    let engine = engine::new_engine()?;
-    let evaluator = resolve(&engine, &args.artifact, &args.artifacts, args.component, args.native)?;
-    let (request, changed) = read_request(&args.request, &args.submission)?;
-    if let Some(changed) = changed {
-        note(&changed);
+/// `--document`'s value: a number from 1.
+fn document_number(text: &str) -> std::result::Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!("`{text}` is no document number: documents are numbered from 1")),
+        Ok(n) => Ok(n),
     }
-    let settings = match &args.settings {
-        Some(path) => {
-            let text = read_settings(path)?;
-            let answer = evaluator.validate_settings(&text)?;
-            if !answer.valid {
-                bail!("{}: `{}` refuses these settings: {}", path.display(), evaluator.name, answer.message.unwrap_or_default());
-            }
-            text
-        }
-        None => "{}".to_string(),
-    };
-    let cluster = match &args.cluster {
+}
+
+/// One document's evaluation.
+struct Evaluated {
+    input: Input,
+    target: Target,
+    /// The request's object, for the diff of a mutation.
+    object: Option<Value>,
+    response: ValidationResponse,
+}
+
+/// Runs `aigov eval`: the verdicts (or responses) on `out`; notes (a
+/// verbatim request's replaced `userInfo`; in JSON, a mutation's diff) on
+/// standard error.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let engine = crate::run::engine::new_engine()?;
+    let evaluator = resolve(&engine, &args.artifact, &args.artifacts, args.component, args.native)?;
+    let settings = settings_of(&evaluator, &args.settings)?;
+    let inputs = read_inputs(&args.request, args.document)?;
+    let cluster = Arc::new(match &args.cluster {
         Some(dir) => FixtureCluster::from_dir(dir)?,
         None => FixtureCluster::empty(),
-    };
-    let response = evaluator.validate(&request.to_string(), &settings, &Arc::new(cluster))?;
-    writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
-    // The patched object is `mutated_object`, whole, as Kubewarden
-    // receives it; what it changes, as a diff, goes to stderr.
-    let changes = RuleResult::evaluated_on(Ok(response), request.get("object")).changes();
-    if !changes.is_empty() {
-        out.flush()?;
-        note(&format!(
-            "the rule patched the object ({} in `mutated_object`):",
-            aigov_sdk::base::text::count(changes.len() as u64, "change")
-        ));
-        for c in &changes {
-            let _ = writeln!(std::io::stderr().lock(), "  {c}");
+    });
+    let mut evaluated = Vec::new();
+    for input in inputs {
+        if let Some(reason) = not_an_object(&input.value) {
+            bail!("{}: {reason}", input.source);
+        }
+        let (request, changed) = request_of(input.value.clone(), &input.source.to_string(), &args.submission)?;
+        if let Some(changed) = changed {
+            note(&changed);
+        }
+        let response = evaluator.validate(&request.to_string(), &settings, &cluster)?;
+        let object = request.get("object").filter(|o| !o.is_null()).cloned();
+        evaluated.push(Evaluated { input, target: Target::of(&request), object, response });
+    }
+    match args.format {
+        Format::Json => write_json(&evaluated, out)?,
+        Format::Text => {
+            let metadata = native::lookup(&evaluator.name, Names::RulesAndBundle).ok().map(|r| r.metadata);
+            let members = if evaluator.is_bundle() { bundle_members(&settings) } else { Vec::new() };
+            write_text(&evaluated, &evaluator.name, metadata, &members, out)?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    let denied = evaluated.iter().any(|e| !e.response.accepted);
+    Ok(if denied { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// A note on standard error; never a panic.
@@ -94,21 +145,255 @@ pub fn note(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "aigov: {text}");
 }
 
-/// A path to an artifact, or a rule name.
-fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, component: bool, native_form: bool) -> Result<Evaluator> {
+/// A rule's name, `aigov-bundle` or a path to an artifact, as an evaluator.
+pub fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, component: bool, native_form: bool) -> Result<Evaluator> {
     let path = Path::new(artifact);
     if path.is_file() {
         return Evaluator::from_file(engine, path);
     }
-    let Some(rule) = native::rule(artifact) else {
-        bail!("`{artifact}` is neither a file nor a rule; rules: {}", native::names().collect::<Vec<_>>().join(", "));
-    };
+    let rule = native::lookup(artifact, Names::RulesAndBundle).with_context(|| format!("`{artifact}` is neither a file nor a rule"))?;
     if native_form {
         return Ok(Evaluator::native(rule));
     }
-    let path = if component { artifact::component_path(artifacts, artifact) } else { artifact::module_path(artifacts, artifact) };
-    if !path.is_file() {
-        bail!("{} is missing: run `make artifacts` first", path.display());
-    }
+    let name = rule.metadata.name;
+    let path = if component { artifact::component_path(artifacts, name) } else { artifact::module_path(artifacts, name) };
+    let path = artifact::require(artifacts, path, Some("use --native to run the rule linked into aigov"))?;
     Evaluator::from_file(engine, &path)
+}
+
+/// The settings the evaluator runs with, checked by its own
+/// `validate_settings` first, as a policy server (and `kwctl run`) checks
+/// them before any request.
+fn settings_of(evaluator: &Evaluator, args: &SettingsArgs) -> Result<String> {
+    let name = evaluator.name.as_str();
+    let resolved = settings::resolve(&args.settings, Scope::One(name))?;
+    let text = match native::lookup(name, Names::RulesAndBundle) {
+        Ok(rule) if native::is_bundle(rule) => settings::for_bundle(&resolved)?,
+        Ok(rule) => settings::for_rule(rule, resolved.whole.as_ref())?,
+        // An artifact that is no rule of this build: its settings or `{}`.
+        Err(_) => resolved.whole.as_ref().map_or_else(|| "{}".to_string(), |g| g.json.clone()),
+    };
+    let answer = evaluator.validate_settings(&text)?;
+    if !answer.valid {
+        let origin = resolved.whole.map(|g| format!("{}: ", g.origin)).unwrap_or_default();
+        bail!("{origin}`{name}` refuses these settings: {}", answer.message.unwrap_or_default());
+    }
+    Ok(text)
+}
+
+/// The rules the bundle's settings turn on.
+fn bundle_members(settings: &str) -> Vec<String> {
+    let value: Value = serde_json::from_str(settings).unwrap_or_default();
+    value.get("rules").and_then(Value::as_object).map(|rules| rules.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// The documents of the manifest (`-`: standard input), or only document
+/// `only` (from 1).
+fn read_inputs(path: &Path, only: Option<usize>) -> Result<Vec<Input>> {
+    let (name, text) = read_file(path)?;
+    let inputs = documents(&name, &text).with_context(|| format!("parsing {name}"))?;
+    let count = inputs.last().map_or(0, |i| i.source.document);
+    if count == 0 {
+        bail!("{name} holds no document: give a manifest, an AdmissionRequest or an AdmissionReview");
+    }
+    match only {
+        None => Ok(inputs),
+        Some(n) => {
+            let picked: Vec<Input> = inputs.into_iter().filter(|i| i.source.document == n).collect();
+            if picked.is_empty() {
+                let range = if count == 1 { "1".to_string() } else { format!("1 to {count}") };
+                bail!("--document {n}: {name} holds {count} document(s): give {range}");
+            }
+            Ok(picked)
+        }
+    }
+}
+
+/// Kubewarden's answers, one pretty JSON document each; a mutation's diff
+/// on standard error (the patched object is `mutated_object`, whole, as
+/// Kubewarden receives it).
+fn write_json(evaluated: &[Evaluated], out: &mut dyn Write) -> Result<()> {
+    for e in evaluated {
+        writeln!(out, "{}", serde_json::to_string_pretty(&e.response)?)?;
+        let changes = RuleResult::evaluated_on(Ok(e.response.clone()), e.object.as_ref()).changes();
+        if !changes.is_empty() {
+            out.flush()?;
+            note(&format!(
+                "{}: the rule patched the object ({} in `mutated_object`):",
+                e.input.source,
+                aigov_sdk::base::text::count(changes.len() as u64, "change")
+            ));
+            for c in &changes {
+                let _ = writeln!(std::io::stderr().lock(), "  {c}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one rule said, read back from an answer.
+#[derive(Default)]
+struct Said {
+    denied: bool,
+    lines: Vec<String>,
+    warnings: Vec<String>,
+    audit: Vec<String>,
+}
+
+/// The verdicts, for people: a heading per document (its kind and name),
+/// then each rule's verdict, the violations of a denial one per line in
+/// the rule's words, warnings, audit annotations, and the changes of a
+/// mutation.
+fn write_text(
+    evaluated: &[Evaluated],
+    name: &str,
+    metadata: Option<&PolicyMetadata>,
+    members: &[String],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let multi = evaluated.len() > 1;
+    for (i, e) in evaluated.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        let number = if multi { format!("[{}] ", e.input.source.document) } else { String::new() };
+        let item = e.input.source.item.map(|n| format!(" (item {n})")).unwrap_or_default();
+        writeln!(out, "{number}{} {}{item}", e.target.what(), e.target.object())?;
+        let r = &e.response;
+        let changes = RuleResult::evaluated_on(Ok(r.clone()), e.object.as_ref()).changes();
+        if let Some(code) = r.code {
+            writeln!(out, "  {name}: denied, the request is malformed (code {code})")?;
+            for line in violations(r.message.as_deref().unwrap_or_default()) {
+                writeln!(out, "    - {line}")?;
+            }
+            continue;
+        }
+        if members.is_empty() {
+            let governed = metadata.is_none_or(|m| e.target.governed_by(m));
+            let said = Said {
+                denied: !r.accepted,
+                lines: violations(r.message.as_deref().unwrap_or_default()).into_iter().map(str::to_string).collect(),
+                warnings: r.warnings.clone(),
+                audit: audit_lines(r.audit_annotations.iter()),
+            };
+            rule_verdict(out, name, &said, &changes, metadata, governed)?;
+        } else {
+            bundle_verdict(out, e, members, &changes)?;
+        }
+    }
+    if multi {
+        let denied = evaluated.iter().filter(|e| !e.response.accepted).count();
+        let word = if denied == 0 { "admitted" } else { "denied" };
+        let of = if denied == 0 { evaluated.len() } else { denied };
+        writeln!(out, "\n{of} of {} documents {word}", evaluated.len())?;
+    }
+    Ok(())
+}
+
+fn audit_lines<'a>(annotations: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in annotations {
+        // The SDK's `violations` annotation holds one per line.
+        for line in v.split('\n').filter(|l| !l.trim().is_empty()) {
+            out.push(format!("audit annotation `{k}`: {}", line.trim()));
+        }
+    }
+    out
+}
+
+/// One rule's verdict and what it said.
+fn rule_verdict(
+    out: &mut dyn Write,
+    name: &str,
+    said: &Said,
+    changes: &[String],
+    metadata: Option<&PolicyMetadata>,
+    governed: bool,
+) -> Result<()> {
+    let verdict = match (said.denied, governed, changes.len()) {
+        (true, _, _) => format!("denied, {}", aigov_sdk::base::text::count(said.lines.len() as u64, "violation")),
+        (false, false, _) => "admitted (not sent to it: its webhook rules do not match this request)".to_string(),
+        (false, true, 0) => "admitted".to_string(),
+        (false, true, n) => format!("admitted, with {}", aigov_sdk::base::text::count(n as u64, "change")),
+    };
+    writeln!(out, "  {name}: {verdict}")?;
+    for line in &said.lines {
+        writeln!(out, "    - {line}")?;
+    }
+    for w in &said.warnings {
+        writeln!(out, "    warning: {w}")?;
+    }
+    for a in &said.audit {
+        writeln!(out, "    {a}")?;
+    }
+    for c in changes {
+        writeln!(out, "    {c}")?;
+    }
+    if said.denied
+        && let Some(docs) = metadata.and_then(|m| m.annotation(aigov_metadata::annotations::SOURCE))
+    {
+        writeln!(out, "    how to comply: {docs}")?;
+    }
+    Ok(())
+}
+
+/// The bundle's answer, split back per rule by the names its lines carry.
+fn bundle_verdict(out: &mut dyn Write, e: &Evaluated, members: &[String], changes: &[String]) -> Result<()> {
+    let r = &e.response;
+    let owner = |text: &str| -> Option<(usize, String)> {
+        members.iter().enumerate().find_map(|(i, m)| text.strip_prefix(m.as_str())?.strip_prefix(": ").map(|rest| (i, rest.to_string())))
+    };
+    let mut said: Vec<Said> = members.iter().map(|_| Said::default()).collect();
+    let mut unowned = Said::default();
+    for line in violations(r.message.as_deref().unwrap_or_default()) {
+        match owner(line).and_then(|(i, own)| Some((said.get_mut(i)?, own))) {
+            Some((s, own)) => s.lines.push(own),
+            None => unowned.lines.push(line.to_string()),
+        }
+    }
+    for w in &r.warnings {
+        // A warning that already starts with the rule's name keeps it.
+        let found = owner(w).or_else(|| members.iter().position(|m| w.starts_with(&format!("{m} "))).map(|i| (i, w.clone())));
+        match found.and_then(|(i, own)| Some((said.get_mut(i)?, own))) {
+            Some((s, own)) => s.warnings.push(own),
+            None => unowned.warnings.push(w.clone()),
+        }
+    }
+    for (k, v) in &r.audit_annotations {
+        let found = k.split_once('.').and_then(|(rule, own)| Some((members.iter().position(|m| m == rule)?, own.to_string())));
+        match found.and_then(|(i, own)| Some((said.get_mut(i)?, own))) {
+            Some((s, own)) => s.audit.extend(audit_lines([(&own, v)].into_iter())),
+            None => unowned.audit.extend(audit_lines([(k, v)].into_iter())),
+        }
+    }
+    let mut admitted = Vec::new();
+    for (member, s) in members.iter().zip(said.iter_mut()) {
+        s.denied = !s.lines.is_empty();
+        let metadata = native::rule(member).map(|m| m.metadata);
+        if !metadata.is_none_or(|m| e.target.governed_by(m)) {
+            continue;
+        }
+        if s.denied || !s.warnings.is_empty() || !s.audit.is_empty() {
+            rule_verdict(out, member, s, &[], metadata, true)?;
+        } else {
+            admitted.push(member.as_str());
+        }
+    }
+    if !unowned.lines.is_empty() || !unowned.warnings.is_empty() || !unowned.audit.is_empty() {
+        unowned.denied = !unowned.lines.is_empty();
+        rule_verdict(out, native::BUNDLE.metadata.name, &unowned, &[], None, true)?;
+    }
+    if !admitted.is_empty() {
+        writeln!(out, "  admitted by {}: {}", aigov_sdk::base::text::count(admitted.len() as u64, "rule"), admitted.join(", "))?;
+    }
+    if !changes.is_empty() {
+        writeln!(out, "  the mutating rules change it:")?;
+        for c in changes {
+            writeln!(out, "    {c}")?;
+        }
+    }
+    if r.accepted && admitted.is_empty() && changes.is_empty() && r.warnings.is_empty() {
+        writeln!(out, "  admitted (no rule turned on governs this request)")?;
+    }
+    Ok(())
 }

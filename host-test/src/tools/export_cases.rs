@@ -1,4 +1,4 @@
-//! `aigov export-cases`: the case corpus as the component host answers it,
+//! `aigov build export-cases`: the case corpus as the component host answers it,
 //! written down for another host to replay and compare (`make jco-check`
 //! replays it under Node.js, through `jco transpile`).
 //!
@@ -201,10 +201,7 @@ fn mutated_object(verdict: &Value) -> Option<&str> {
 }
 
 fn load_component(engine: &wasmtime::Engine, artifacts: &Path, name: &str) -> Result<(Evaluator, PathBuf)> {
-    let path = component_path(artifacts, name);
-    if !path.is_file() {
-        bail!("{} is missing: run `make artifacts` first", path.display());
-    }
+    let path = crate::run::artifact::require(artifacts, component_path(artifacts, name), None)?;
     let evaluator = Evaluator::from_file(engine, &path)?;
     if evaluator.name != name {
         bail!("{} says it is `{}`, not `{name}`", path.display(), evaluator.name);
@@ -212,7 +209,7 @@ fn load_component(engine: &wasmtime::Engine, artifacts: &Path, name: &str) -> Re
     Ok((evaluator, path))
 }
 
-/// Runs `aigov export-cases`: every rule's records in `dir`, and what was
+/// Runs `aigov build export-cases`: every rule's records in `dir`, and what was
 /// written on `out`.
 pub fn run(artifacts: &Path, policies: &Path, dir: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
     let rules: Vec<&str> = crate::run::native::names().collect();

@@ -47,7 +47,7 @@ pub fn seeds(policies: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// Runs `aigov fuzz-corpus`: [`write_corpus`], and what it wrote on `out`.
+/// Runs `aigov build fuzz-corpus`: [`write_corpus`], and what it wrote on `out`.
 pub fn run_corpus(policies: &Path, dir: &Path, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
     let n = write_corpus(policies, dir)?;
     writeln!(out, "wrote {n} seeds to {}/corpus and the rules' settings to {}/settings.json", dir.display(), dir.display())?;

@@ -1,17 +1,23 @@
 //! Looking at what aigov holds: an artifact's embedded metadata and WIT
 //! world (`aigov inspect`), the rules linked into this build (`aigov
-//! rules`), and a rule's default settings (`aigov settings`).
+//! rules`), a rule's default settings (`aigov settings RULE`), and whether
+//! the settings a team wrote in its policy files are ones the rules accept
+//! (`aigov settings check FILE`).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use aigov_sdk::NativePolicy;
 use anyhow::{Context, Result, bail};
+use serde_json::Value;
 
 use crate::run::artifact::{self, ArtifactKind};
 use crate::run::component::{Metadata, PolicyComponent};
-use crate::run::{engine, native};
+use crate::run::engine;
+use crate::run::native::{self, Names};
+use crate::run::settings::{self, Contents, SettingsArg};
 
 /// `aigov inspect`: a module's Kubewarden metadata, or a component's
 /// metadata and WIT world.
@@ -60,9 +66,111 @@ pub fn rules(out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `aigov settings`: a rule's default settings, as JSON.
-pub fn settings(rule: &str, out: &mut dyn Write) -> Result<ExitCode> {
-    let r = native::rule(rule).with_context(|| format!("no rule named `{rule}`"))?;
-    writeln!(out, "{}", serde_json::to_string_pretty(&(r.default_settings)())?)?;
+/// Arguments of `aigov settings`.
+#[derive(clap::Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Exit status: 0, 2 when a rule has no safe default (settings print) or a policy's settings are refused (settings check)."
+)]
+pub struct SettingsCommand {
+    /// Check settings instead of printing defaults.
+    #[command(subcommand)]
+    pub check: Option<SettingsCheck>,
+    /// The rule (or `aigov-bundle`) whose default settings to print.
+    #[arg(value_name = "RULE", required = true)]
+    pub rule: Option<String>,
+}
+
+/// `aigov settings check`.
+#[derive(clap::Subcommand, Debug)]
+pub enum SettingsCheck {
+    /// Check the settings of policy files as Kubewarden does before it
+    /// serves a policy: each ClusterAdmissionPolicy or AdmissionPolicy in
+    /// FILE (what `aigov manifests` writes, as your team edited it), its
+    /// rule found by its module reference or `app.kubernetes.io/name`
+    /// label, its `spec.settings` checked by the rule (the bundle's by
+    /// every rule in it). RULE=FILE checks a file of one rule's settings.
+    /// Exit status 2, naming the setting, when one is refused.
+    Check {
+        /// Policy files, or RULE=FILE for a settings file.
+        #[arg(value_name = "[RULE=]FILE", required = true)]
+        files: Vec<SettingsArg>,
+    },
+}
+
+/// `aigov settings`: a rule's default settings as JSON, or the check of
+/// policy files' settings.
+pub fn settings(args: &SettingsCommand, out: &mut dyn Write) -> Result<ExitCode> {
+    match (&args.check, &args.rule) {
+        (Some(SettingsCheck::Check { files }), _) => check(files, out),
+        (None, Some(rule)) => defaults(rule, out),
+        (None, None) => bail!("name a rule (`aigov settings RULE`), or check policy files (`aigov settings check FILE`)"),
+    }
+}
+
+/// A rule's default settings; an error, for a rule with no safe default.
+fn defaults(rule: &str, out: &mut dyn Write) -> Result<ExitCode> {
+    let r = native::lookup(rule, Names::RulesAndBundle)?;
+    if let Some(why) = settings::needs_settings(r) {
+        return Err(settings::required(r, &why));
+    }
+    let mut defaults = (r.default_settings)();
+    if native::is_bundle(r) {
+        // Every rule on, at its defaults: those the bundle accepts. A rule
+        // with no safe default is left out, and the note says how to add it.
+        if let Some(rules) = defaults.get_mut("rules").and_then(Value::as_object_mut) {
+            for rule in native::RULES.iter().filter(|r| settings::needs_settings(r).is_some()) {
+                let name = rule.metadata.name;
+                rules.remove(name);
+                crate::tools::eval::note(&format!(
+                    "`{name}` is left out: it has no safe default settings; add `rules.{name}` with its settings (see policies/{name}/README.md)"
+                ));
+            }
+        }
+    }
+    writeln!(out, "{}", serde_json::to_string_pretty(&defaults)?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks every policy's (or settings file's) settings with its rule: one
+/// line each on `out`, each refusal on standard error, exit status 2 when
+/// any is refused.
+fn check(files: &[SettingsArg], out: &mut dyn Write) -> Result<ExitCode> {
+    let mut refused = 0;
+    for arg in files {
+        let file = arg.file.display().to_string();
+        let checked: Vec<(&'static NativePolicy, String, Value)> = match (settings::read_file(&arg.file)?, &arg.rule) {
+            (Contents::Policies(policies), None) => {
+                policies.into_iter().map(|p| (p.rule, format!("{file}: {}", p.what), p.settings)).collect()
+            }
+            (Contents::Policies(policies), Some(rule)) => {
+                let p = policies
+                    .into_iter()
+                    .find(|p| p.rule.metadata.name == rule)
+                    .with_context(|| format!("{file} holds no policy of `{rule}`"))?;
+                vec![(p.rule, format!("{file}: {}", p.what), p.settings)]
+            }
+            (Contents::Settings(v), Some(rule)) => vec![(native::lookup(rule, Names::RulesAndBundle)?, file.clone(), v)],
+            (Contents::Settings(_), None) => bail!(
+                "{file} holds no ClusterAdmissionPolicy or AdmissionPolicy: check a policy file, or name the rule these settings are for \
+                 (`aigov settings check RULE={file}`)"
+            ),
+        };
+        for (rule, origin, value) in checked {
+            let name = rule.metadata.name;
+            let answer = (rule.validate_settings)(value.to_string().as_bytes());
+            if answer.valid {
+                writeln!(out, "{origin}: the settings of `{name}` are valid")?;
+            } else {
+                refused += 1;
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "aigov: {origin}: `{name}` refuses these settings: {}",
+                    answer.message.unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(if refused == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

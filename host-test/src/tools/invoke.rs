@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use wasmtime::component::Val;
 
-use crate::run::admission::{Submission, read_request, read_settings};
+use crate::run::admission::{Submission, read_request};
+use crate::run::settings::{self, Scope, SettingsArgs};
 use crate::tools::eval::note;
 
 /// Arguments of `aigov invoke`.
@@ -21,9 +22,8 @@ pub struct Args {
     /// An AdmissionReview, an AdmissionRequest, or a plain object (YAML
     /// or JSON), as for `eval`.
     pub request: PathBuf,
-    /// Settings file (YAML or JSON); default: `{}`, the rule's defaults.
-    #[arg(long)]
-    pub settings: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
     #[command(flatten)]
     pub submission: Submission,
 }
@@ -35,10 +35,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(changed) = changed {
         note(&changed);
     }
-    let settings = match &args.settings {
-        Some(path) => read_settings(path)?,
-        None => "{}".to_string(),
-    };
+    // The component decides what its defaults are: `{}` stands for them.
+    let settings = settings::resolve(&args.settings.settings, Scope::Any)?.whole.map_or_else(|| "{}".to_string(), |g| g.json);
     writeln!(out, "{}", call("validate", &[&request.to_string(), &settings])?)?;
     Ok(ExitCode::SUCCESS)
 }

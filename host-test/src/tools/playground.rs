@@ -145,7 +145,11 @@ pub struct ServeArgs {
 pub fn serve(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let index = args.dir.join("index.html");
     if !index.is_file() {
-        anyhow::bail!("{} is missing: run `make playground` first", index.display());
+        let whole = std::path::absolute(&index).unwrap_or_else(|_| index.clone());
+        anyhow::bail!(
+            "{} is missing (--dir): build the page with `make playground` in the aigov repository, or point --dir at the directory it wrote",
+            whole.display()
+        );
     }
     let root = args.dir.canonicalize().with_context(|| format!("reading {}", args.dir.display()))?;
     let listener = TcpListener::bind(("127.0.0.1", args.port)).with_context(|| format!("listening on 127.0.0.1:{}", args.port))?;

@@ -2,7 +2,7 @@
 //! each the object of `host-test/bench/pod-request.json` (a GPU training
 //! Pod created by the job controller) with its own name, spread over a few
 //! namespaces, one compact JSON file per manifest in folders of 1,000.
-//! `aigov gen-manifests` writes them; `aigov bench --scan N` scans them.
+//! `aigov build gen-manifests` writes them; `aigov bench --scan N` scans them.
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ pub fn template() -> Result<Value> {
     request.get("object").cloned().context("the bench request has no object")
 }
 
-/// Runs `aigov gen-manifests`: [`write_manifests`], and where on `out`.
+/// Runs `aigov build gen-manifests`: [`write_manifests`], and where on `out`.
 pub fn gen_manifests(dir: &Path, count: usize, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
     let files = write_manifests(dir, count)?;
     writeln!(out, "{} manifest(s) under {}", files.len(), dir.display())?;

@@ -3,7 +3,7 @@
 //! LLVM's inlining moves with small source changes: one field's type
 //! (04bac5c) made every rule 19 KB larger, because `into_template` was
 //! inlined at six more call sites, and only a reader of the sizes table would
-//! have seen it. `aigov sizes` compares the bytes of code in every artifact
+//! have seen it. `aigov build sizes` compares the bytes of code in every artifact
 //! (the code sections of a module, or of every core module in a component)
 //! with the ones recorded in `host-test/code-sizes.json`, and `make test`
 //! fails when one grew by more than the tolerance. Code, not the file:
@@ -29,7 +29,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use wasmparser::{Parser, Payload};
 
-/// `aigov sizes`.
+/// `aigov build sizes`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Where `make artifacts` put the artifacts.
@@ -129,7 +129,11 @@ const FORMS: [(&str, &str); 2] = [("module", "policy.wasm"), ("component", "poli
 /// `policy.wasm`: the rules and the bundle).
 pub fn measure(dir: &Path) -> Result<Sizes> {
     let mut sizes = Sizes::new();
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {} (run `make artifacts` first)", dir.display()))?;
+    if !dir.is_dir() {
+        // Says which directory it looked in, and what to do.
+        crate::run::artifact::require(dir, dir.join("bundle").join("policy.wasm"), None)?;
+    }
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     for entry in entries {
         let path = entry?.path();
         if !path.join("policy.wasm").is_file() {
@@ -145,7 +149,11 @@ pub fn measure(dir: &Path) -> Result<Sizes> {
         sizes.insert(name, forms);
     }
     if sizes.is_empty() {
-        bail!("no artifacts under {}: run `make artifacts` first", dir.display());
+        let whole = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        bail!(
+            "no artifacts in {} (the --artifacts directory): build them with `make artifacts` in the aigov repository, or point --artifacts at the directory it wrote",
+            whole.display()
+        );
     }
     Ok(sizes)
 }
@@ -299,7 +307,7 @@ pub fn report(record: &Record, record_path: &Path, now: &Record) -> (String, boo
     (out, problems.is_empty())
 }
 
-/// `aigov sizes`: compare, or with `--write` record.
+/// `aigov build sizes`: compare, or with `--write` record.
 pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
     let compiler = match &args.compiler {
         Some(c) => c.clone(),

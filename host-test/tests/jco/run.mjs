@@ -1,7 +1,7 @@
 // Every aigov component under Node.js, through jco: each component is
 // transpiled by jco's `transpile` (the API behind `jco transpile
 // --instantiation sync --no-typescript`), then every call the
-// harness made of it (`aigov export-cases`: metadata, validate-settings and
+// harness made of it (`aigov build export-cases`: metadata, validate-settings and
 // validate over the whole case corpus) is made again here, on a fresh
 // instance, with a JavaScript `cluster` import that replays the lookups the
 // fixture cluster answered. Every answer must equal the harness's, field by
@@ -10,7 +10,7 @@
 //   node run.mjs --jco DIR --policies DIR --artifacts DIR --records DIR --out DIR
 //
 // --jco is where `make jco-deps` installed package.json/package-lock.json
-// of this directory (the jco version must be the one pinned); --records is what `aigov export-cases --out` wrote; --out gets
+// of this directory (the jco version must be the one pinned); --records is what `aigov build export-cases -o` wrote; --out gets
 // the transpiled components, one directory each. Exit status 1 on any
 // difference, missing record or failed self-check; 2 on bad usage.
 
@@ -314,12 +314,12 @@ async function main() {
       continue;
     }
     if (!existsSync(recordFile)) {
-      problems.push(`${component}: ${recordFile} is missing: run \`aigov export-cases\``);
+      problems.push(`${component}: ${recordFile} is missing: run \`aigov build export-cases\``);
       continue;
     }
     const record = JSON.parse(readFileSync(recordFile, "utf8"));
     if (!Array.isArray(record.cases) || !record.metadata) {
-      problems.push(`${recordFile} is not what \`aigov export-cases\` writes (no \`cases\` or \`metadata\`)`);
+      problems.push(`${recordFile} is not what \`aigov build export-cases\` writes (no \`cases\` or \`metadata\`)`);
       continue;
     }
     if (basename(dirname(record.artifact ?? "")) !== component) problems.push(`${recordFile} is the record of ${JSON.stringify(record.artifact)}`);

@@ -5,7 +5,7 @@
 built by this project (see the README, "Checked against Kubewarden").
 
     check.py kwctl KWCTL RECORDS ARTIFACTS [RULE...]
-        Replays every case `aigov export-cases` recorded (RECORDS/<rule>.json,
+        Replays every case `aigov build export-cases` recorded (RECORDS/<rule>.json,
         RECORDS/bundle.json) through `kwctl run` on the rule's module: the
         request, the case's settings, and each cluster lookup's answer as a
         `--replay-host-capabilities-interactions` session, failed lookups in

@@ -85,7 +85,7 @@ for pair in $(for r in ${rules//,/ }; do echo "$r:$r"; done) bundle:aigov-bundle
 done
 echo "kwctl verify: $signed modules signed by aigov sign verified, and refused for a key that did not sign them"
 
-"$aigov" manifests --artifacts "$artifacts" --out "$out/manifests" --registry "$registry" --enable "$rules" > /dev/null
+"$aigov" manifests --artifacts "$artifacts" --output "$out/manifests" --registry "$registry" --enable "$rules" > /dev/null
 
 verification_config() { # OWNER KEY.pub [ANNOTATION VALUE]
   printf 'apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: %s\n    key: |\n' "$1"

@@ -21,7 +21,7 @@ KUBECTL="$TOOLS/bin/kubectl"
 rules=$(ls policies/*/metadata.yml | cut -d/ -f2 | paste -sd, -)
 count=$(tr ',' '\n' <<<"$rules" | wc -l)
 rm -rf "$OUT"
-"$AIGOV" manifests --artifacts artifacts --out "$OUT/deploy" --registry registry.example.com/aigov --enable "$rules" >/dev/null
+"$AIGOV" manifests --artifacts artifacts --output "$OUT/deploy" --registry registry.example.com/aigov --enable "$rules" >/dev/null
 
 fail() { echo "manifests-check: $*" >&2; exit 1; }
 policies() { grep -c '^kind: ClusterAdmissionPolicy$' "$1" || true; }

@@ -10,7 +10,7 @@
 //    page builds every sample's AdmissionRequest as `aigov` does.
 // 3. The whole case corpus through the page's own evaluation function
 //    (`window.aigov.evaluate`, `validateSettings`, `metadata`): every call
-//    `aigov export-cases` recorded for the bundle, lookups replayed in the
+//    `aigov build export-cases` recorded for the bundle, lookups replayed in the
 //    browser from the records, every answer equal to the harness's and
 //    every lookup the one the harness saw. Any difference, no records, or
 //    a case without its record fails the check.
@@ -357,12 +357,12 @@ function compare(call, got, where) {
 async function checkCorpus(page, args) {
   const file = join(args.records, "bundle.json");
   if (!existsSync(file)) {
-    fail(`corpus: ${file} is missing: run \`aigov export-cases\``);
+    fail(`corpus: ${file} is missing: run \`aigov build export-cases\``);
     return { calls: 0, lookups: 0, cases: 0 };
   }
   const record = JSON.parse(readFileSync(file, "utf8"));
   if (!Array.isArray(record.cases) || !record.metadata) {
-    fail(`corpus: ${file} is not what \`aigov export-cases\` writes`);
+    fail(`corpus: ${file} is not what \`aigov build export-cases\` writes`);
     return { calls: 0, lookups: 0, cases: 0 };
   }
   // The page must run the component the records came from.

@@ -21,7 +21,8 @@ if [ ! -d "$TOOLS/node/node_modules/@kubernetes-models/kyverno" ] || [ ! -d "$TO
 fi
 
 for f in sarif junit policyreport; do
-  "$AIGOV" scan --native --cluster host-test/samples/cluster --fail-on none --format "$f" host-test/samples > "$OUT/samples.$f"
+  "$AIGOV" scan --native --cluster host-test/samples/cluster --settings trusted-sources=host-test/settings/trusted-sources.yaml \
+    --fail-on none --format "$f" host-test/samples > "$OUT/samples.$f"
 done
 
 "$TOOLS/py/bin/python" - "$OUT" "$SCHEMAS" <<'PY'

@@ -1,4 +1,4 @@
-//! `aigov export-cases` writes down what the harness answers: for a
+//! `aigov build export-cases` writes down what the harness answers: for a
 //! context-aware rule and the bundle, every case has its record, every
 //! recorded verdict is the one the harness's component form gives for the
 //! same call, and the lookups the rule made are there with their answers.

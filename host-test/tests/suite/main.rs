@@ -17,6 +17,7 @@ mod export_cases;
 mod forms_fuzz;
 mod limits;
 mod mutation;
+mod one_program;
 mod reports;
 mod robustness;
 mod scan_samples;

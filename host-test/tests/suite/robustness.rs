@@ -44,7 +44,7 @@ fn rules() -> &'static [Rule] {
                 let needs_settings = !(native.validate_settings)(b"{}").valid;
                 let settings = if needs_settings {
                     assert!(demo.is_file(), "{name} refuses its defaults, so {} must hold valid settings", demo.display());
-                    aigov::run::admission::read_settings(&demo).unwrap()
+                    aigov::run::settings::read_settings(&demo).unwrap()
                 } else {
                     "{}".to_string()
                 };

@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::common::root;
+
 const NAMESPACES: usize = 24;
 
 fn pod(i: usize) -> Value {
@@ -91,8 +93,21 @@ fn simulating_a_large_dump_agrees_with_scanning_it() {
     std::fs::create_dir_all(&state).unwrap();
     write_dump(&state);
     let d = dir.to_str().unwrap();
-    let sim = aigov(&["simulate", "--native", "--cluster", d, "--format", "json"]);
-    let scan = aigov(&["scan", "--native", "--fail-on", "none", "--format", "json", "--cluster", state.to_str().unwrap(), d]);
+    let settings = format!("trusted-sources={}", root().join("host-test/settings/trusted-sources.yaml").display());
+    let sim = aigov(&["simulate", "--native", "--cluster", d, "--format", "json", "--settings", &settings]);
+    let scan = aigov(&[
+        "scan",
+        "--native",
+        "--fail-on",
+        "none",
+        "--format",
+        "json",
+        "--cluster",
+        state.to_str().unwrap(),
+        d,
+        "--settings",
+        &settings,
+    ]);
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&state).unwrap();
 
@@ -135,6 +150,8 @@ fn the_markdown_report_names_a_phased_rollout() {
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
         .args(["simulate", "--native", "--format", "markdown", "--cluster", dir.join("pods.json").to_str().unwrap()])
+        .arg("--settings")
+        .arg(format!("trusted-sources={}", root().join("host-test/settings/trusted-sources.yaml").display()))
         .output()
         .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
@@ -159,8 +176,20 @@ fn the_markdown_report_names_a_phased_rollout() {
     )
     .unwrap();
     let settings = format!("gpu-runtime-class={}", advised.display());
-    let after =
-        aigov(&["simulate", "--native", "--format", "json", "--settings", &settings, "--cluster", dir.join("pods.json").to_str().unwrap()]);
+    let trusted = format!("trusted-sources={}", root().join("host-test/settings/trusted-sources.yaml").display());
+    let pods = dir.join("pods.json");
+    let after = aigov(&[
+        "simulate",
+        "--native",
+        "--format",
+        "json",
+        "--settings",
+        &settings,
+        "--settings",
+        &trusted,
+        "--cluster",
+        pods.to_str().unwrap(),
+    ]);
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_file(&advised).unwrap();
     let rule = &after["rules"]["gpu-runtime-class"];

@@ -4,7 +4,7 @@
 //! - every directory under `policies/` but `sdk` is a rule: a workspace member
 //!   linked into aigov, with `metadata.yml` (whose version is the crate's),
 //!   a README that documents every setting, and test cases;
-//! - `aigov annotate` refuses a metadata file Kubewarden would refuse, naming
+//! - `aigov build annotate` refuses a metadata file Kubewarden would refuse, naming
 //!   the file and the field (one bad file per refusal, in
 //!   `tests/fixtures/bad-metadata/`);
 //! - the `ClusterAdmissionPolicy` generated for every rule keeps
@@ -138,7 +138,7 @@ fn metadata_kubewarden_would_refuse_fails_the_annotation() {
     for (file, message) in expected {
         let path = fixtures.join(file);
         let out = Command::new(env!("CARGO_BIN_EXE_aigov"))
-            .args(["annotate", module.to_str().unwrap(), "--metadata", path.to_str().unwrap(), "-o"])
+            .args(["build", "annotate", module.to_str().unwrap(), "--metadata", path.to_str().unwrap(), "-o"])
             .arg(std::env::temp_dir().join("aigov-structure-never-written.wasm"))
             .output()
             .unwrap();

@@ -15,9 +15,10 @@ use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::run::admission::{Identity, admission_request, is_verbatim, read_settings};
+use crate::run::admission::{Identity, admission_request, is_verbatim};
 use crate::run::artifact::{self, Evaluator, Warm};
 use crate::run::cluster::FixtureCluster;
+use crate::run::settings::{self, Given, Scope, SettingsArgs};
 use crate::run::{engine, native};
 use crate::tools::report::model::{DocumentReport, Form, Item, Note, Report, RuleInfo, RuleResult, Source, Target};
 use crate::tools::scan::read::{Input, collect_files, documents, not_an_object, read_file};
@@ -29,11 +30,8 @@ pub struct EvaluatorArgs {
     /// Where `make artifacts` put the artifacts.
     #[arg(long, default_value = "artifacts")]
     pub artifacts: PathBuf,
-    /// A rule's settings (YAML or JSON), instead of its defaults (or, for a
-    /// rule that refuses its defaults, its built-in example settings from
-    /// host-test/settings/). Repeatable.
-    #[arg(long = "settings", value_name = "RULE=FILE")]
-    pub settings: Vec<String>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
     /// Evaluate with the components instead of the Kubewarden modules.
     #[arg(long, conflicts_with = "native")]
     pub component: bool,
@@ -53,9 +51,10 @@ impl EvaluatorArgs {
     }
 
     /// A scan's configuration with the artifacts, settings and form the
-    /// flags choose (and nothing to scan yet).
+    /// flags choose (and nothing to scan yet). A rule with no safe default
+    /// must be given settings.
     pub fn config(&self) -> Result<Config> {
-        let settings = parse_settings_args(&self.settings)?;
+        let settings = settings::for_every_rule(&settings::resolve(&self.settings.settings, Scope::Every)?)?;
         Ok(Config { artifacts: self.artifacts.clone(), settings, form: self.form(), ..Config::default() })
     }
 }
@@ -69,8 +68,9 @@ pub struct Config {
     pub artifacts: PathBuf,
     /// Cluster fixtures for lookups.
     pub cluster: Option<PathBuf>,
-    /// Settings files by rule name.
-    pub settings: BTreeMap<String, PathBuf>,
+    /// Settings by rule name (a rule without: its defaults, or the
+    /// example settings of a rule that has no safe default).
+    pub settings: BTreeMap<String, Given>,
     /// Which form evaluates.
     pub form: Form,
     /// Who submits (`--user`, `--group`).
@@ -79,23 +79,6 @@ pub struct Config {
     pub strategy: Strategy,
     /// Workers evaluating documents (0: one per core).
     pub jobs: usize,
-}
-
-/// Parses `RULE=FILE` arguments.
-pub fn parse_settings_args(args: &[String]) -> Result<BTreeMap<String, PathBuf>> {
-    let mut out = BTreeMap::new();
-    for a in args {
-        let Some((rule, file)) = a.split_once('=') else {
-            bail!("`--settings {a}`: expected RULE=FILE, e.g. `--settings gpu-runtime-class=settings.yaml`");
-        };
-        if native::rule(rule).is_none() {
-            bail!("`--settings {a}`: no rule named `{rule}`; rules: {}", native::names().collect::<Vec<_>>().join(", "));
-        }
-        if out.insert(rule.to_string(), PathBuf::from(file)).is_some() {
-            bail!("`--settings` given twice for `{rule}`");
-        }
-    }
-    Ok(out)
 }
 
 /// How the documents are evaluated.
@@ -172,27 +155,27 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Rules> {
             let name = rule.metadata.name;
             let path = match config.form {
                 Form::Native => None,
-                Form::Module | Form::Component => {
-                    let path = artifact_path(config, name);
-                    if !path.is_file() {
-                        bail!("{} is missing: run `make artifacts` first (or scan with --native)", path.display());
-                    }
-                    Some(path)
-                }
+                Form::Module | Form::Component => Some(artifact::require(
+                    &config.artifacts,
+                    artifact_path(config, name),
+                    Some("run the rules linked into aigov with --native"),
+                )?),
             };
             let loaded = Loaded { rule, path, evaluator: std::sync::OnceLock::new(), settings: String::new() };
             let settings = match config.settings.get(name) {
-                Some(path) => {
-                    let settings = read_settings(path).with_context(|| format!("the settings of `{name}`"))?;
+                Some(given) => {
+                    let settings = given.json.clone();
                     let answer = loaded.evaluator(engine)?.validate_settings(&settings)?;
                     if !answer.valid {
-                        bail!("the settings of `{name}` in {} are invalid: {}", path.display(), answer.message.unwrap_or_default());
+                        bail!("{}: `{name}` refuses these settings: {}", given.origin, answer.message.unwrap_or_default());
                     }
                     settings
                 }
                 // The settings a generated policy writes: `{}`, or the
                 // example settings of a rule that refuses its defaults
-                // (host-test/settings/<rule>.yaml, built in).
+                // (host-test/settings/<rule>.yaml, built in), for the
+                // library's callers: the command line refuses to run such
+                // a rule without settings (`EvaluatorArgs::config`).
                 None => native::written_settings(rule)?.to_string(),
             };
             Ok(Loaded { settings, ..loaded })

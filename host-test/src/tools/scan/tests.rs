@@ -1,13 +1,11 @@
 //! The scan's unit tests: reading, evaluating (with a fake evaluator, and
 //! the bundle's answer split per rule), and the table and JSON reports.
 
-use std::path::PathBuf;
-
 use aigov_sdk::ValidationResponse;
 use aigov_sdk::runtime::metadata::{PolicyMetadata, Rule};
 use serde_json::{Value, json};
 
-use super::evaluate::{evaluate_inputs, parse_settings_args, split_bundle_answer};
+use super::evaluate::{evaluate_inputs, split_bundle_answer};
 use super::read::{Input, collect_files, documents, not_an_object};
 use crate::run::admission::{Identity, Submission, admission_request, is_verbatim, to_admission_request};
 use crate::run::native;
@@ -427,16 +425,6 @@ fn the_bundles_answer_splits_into_each_rules_own() {
     coded.code = None;
     coded.message = Some("nobody: x".into());
     assert!(split_bundle_answer(coded, &members).is_none());
-}
-
-#[test]
-fn settings_arguments() {
-    let rule = native::names().next().unwrap();
-    let parsed = parse_settings_args(&[format!("{rule}=s.yaml")]).unwrap();
-    assert_eq!(parsed.get(rule), Some(&PathBuf::from("s.yaml")));
-    assert!(parse_settings_args(&["nonsense".into()]).is_err());
-    assert!(parse_settings_args(&["no-such-rule=x.yaml".into()]).unwrap_err().to_string().contains("no rule named"));
-    assert!(parse_settings_args(&[format!("{rule}=a"), format!("{rule}=b")]).is_err());
 }
 
 #[test]

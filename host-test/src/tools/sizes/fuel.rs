@@ -13,6 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 
 use crate::run::artifact::{self, payload};
+use crate::run::settings::Resolved;
 use crate::run::wapc::WapcModule;
 use crate::run::{engine, native};
 use crate::tools::bench;
@@ -29,7 +30,7 @@ pub fn measure(dir: &std::path::Path) -> Result<Sizes> {
         let path = artifact::module_path(dir, name);
         let bytes = std::fs::read(&path).with_context(|| format!("reading {} (run `make artifacts` first)", path.display()))?;
         let module = WapcModule::new(&engine, &bytes).with_context(|| format!("loading {}", path.display()))?;
-        let settings = bench::settings_for(rule, false)?;
+        let settings = bench::settings_for(rule, false, &Resolved::default())?;
         let host = bench::host_for(rule, &cluster);
         let mut fuel = std::collections::BTreeMap::new();
         for (request_name, _, request) in &requests {
