@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use aigov::run::admission::Identity;
 use aigov::tools::report::model::{FailOn, Form, Outcome, Report, exit_status};
-use aigov::tools::report::table::{WRAP_WIDTH, render_table};
+use aigov::tools::report::table::{Layout, WRAP_WIDTH, render_table};
 use aigov::tools::scan::evaluate::{Config, scan};
 
 /// The samples, and which rules deny or change each document: every rule
@@ -260,9 +260,10 @@ fn samples_natively() {
 fn cluster_fixtures_are_not_scanned_and_output_is_stable() {
     let a = run(Form::Native);
     assert!(a.documents.iter().all(|d| !d.source.file.contains("/cluster/")));
-    let text = render_table(&a, WRAP_WIDTH, FailOn::Deny);
     let b = run(Form::Native);
-    assert_eq!(text, render_table(&b, WRAP_WIDTH, FailOn::Deny));
+    for layout in [Layout::Compact, Layout::Wide] {
+        assert_eq!(render_table(&a, WRAP_WIDTH, layout, FailOn::Deny), render_table(&b, WRAP_WIDTH, layout, FailOn::Deny));
+    }
     assert_eq!(exit_status(&a, FailOn::Deny), 1, "some samples are meant to be denied");
     assert_eq!(exit_status(&a, FailOn::None), 0);
 }
@@ -293,7 +294,7 @@ fn violation_counts_agree_in_every_output_form() {
         .sum();
     assert_eq!(listed, summary.violations, "the JSON lists as many violations as it counts");
 
-    let table = render_table(&report, WRAP_WIDTH, FailOn::Deny);
+    let table = render_table(&report, WRAP_WIDTH, Layout::Compact, FailOn::Deny);
     assert!(table.contains(&format!("({} violation", summary.violations)), "{table}");
     let details = table.split("What the rules said").nth(1).unwrap().split("\nSummary:").next().unwrap();
     let bullets = details

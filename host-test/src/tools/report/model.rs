@@ -39,7 +39,8 @@ impl Form {
 /// When `aigov scan` exits with status 1.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailOn {
-    /// A rule denied a document, could not evaluate it, or a file could not be read.
+    /// A rule denied a document, could not evaluate it, a file could not be
+    /// read, or there was no Kubernetes object to check.
     #[default]
     Deny,
     /// As `deny`, and also when a rule admitted a document with warnings.
@@ -280,9 +281,11 @@ impl RuleResult {
 /// Where a document came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Source {
-    /// The file (`-` for stdin).
+    /// The file (`<stdin>` for standard input).
     pub file: String,
-    /// 1-based document number in the file.
+    /// 1-based document number in the file (for a file that could not be
+    /// parsed, the document the parser stopped at, as its message counts;
+    /// 0 when the error is about the whole file).
     pub document: usize,
     /// 1-based item number, for items of a `List`.
     pub item: Option<usize>,
@@ -445,13 +448,21 @@ impl Tally {
     }
 }
 
-/// Whether a summary fails the scan by `fail_on`.
+/// Whether a summary fails the scan by `fail_on`. A scan that found no
+/// Kubernetes object to check fails too (unless `--fail-on none`): a CI job
+/// pointed at the wrong folder, or at an empty rendering, must not pass.
 pub fn fails(s: &Summary, fail_on: FailOn) -> bool {
     match fail_on {
         FailOn::None => false,
-        FailOn::Deny => s.denied + s.errors > 0,
-        FailOn::Warn => s.denied + s.errors + s.warned > 0,
+        FailOn::Deny => s.denied + s.errors > 0 || nothing_checked(s),
+        FailOn::Warn => s.denied + s.errors + s.warned > 0 || nothing_checked(s),
     }
+}
+
+/// Whether a scan found no Kubernetes object to check (and no file it
+/// could not read, which says why on its own).
+pub fn nothing_checked(s: &Summary) -> bool {
+    s.documents == 0 && s.errors == 0
 }
 
 /// The exit status for a report: 1 when it fails by `fail_on`, else 0.
