@@ -65,13 +65,70 @@ pub const DEFAULT_EXCLUDED_NAMESPACES: [&str; 2] = ["kube-system", "kubewarden"]
 /// edited since.
 pub const RECORD: &str = ".aigov-generated.sha256";
 
-/// Subresources a rule acts on only when one of its settings is `true`:
-/// (rule, resource, setting). A generated policy lists such a resource in
-/// its webhook rules only when the policy's settings (the rule's defaults)
-/// turn it on, so the API server does not call the webhook for requests the
-/// rule would admit unread. The policy says what was left out and how to
-/// add it back.
-pub const SETTING_GATED_RESOURCES: &[(&str, &str, &str)] = &[("exec-guard", "pods/portforward", "guardPortForward")];
+/// A resource a rule acts on only under some settings. A generated policy
+/// lists it in its webhook rules only when the policy's settings (the
+/// rule's defaults) turn it on, so the API server does not call the webhook
+/// for requests the rule would admit unread. The policy says what was left
+/// out and how to add it back.
+pub struct Gate {
+    /// The rule.
+    pub rule: &'static str,
+    /// The resource (`pods/portforward`).
+    pub resource: &'static str,
+    /// The settings that turn it on, as the policy's comment words them.
+    pub when: &'static str,
+    /// Whether settings turn it on.
+    pub on: fn(&Value) -> bool,
+}
+
+/// Whether settings list `value` under `key`.
+fn lists(settings: &Value, key: &str, value: &str) -> bool {
+    settings.get(key).and_then(Value::as_array).is_some_and(|l| l.iter().any(|v| v == value))
+}
+
+/// Whether gpu-class-by-namespace's settings judge DRA claim objects.
+fn claims_governed(s: &Value) -> bool {
+    let set = |k: &str| match s.get(k) {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(l)) => !l.is_empty(),
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(_) => true,
+    };
+    set("deviceClasses") || set("deviceClassProducts") || set("adminAccess")
+}
+
+/// Every resource a rule acts on only under some settings.
+pub const SETTING_GATED_RESOURCES: &[Gate] = &[
+    Gate { rule: "exec-guard", resource: "pods/portforward", when: "`guardPortForward: true`", on: |s| s["guardPortForward"] == true },
+    Gate { rule: "model-provenance", resource: "pods", when: "`Pod` in `kinds`", on: |s| lists(s, "kinds", "Pod") },
+    Gate {
+        rule: "model-provenance",
+        resource: "leaderworkersets",
+        when: "`LeaderWorkerSet` in `kinds`",
+        on: |s| lists(s, "kinds", "LeaderWorkerSet"),
+    },
+    Gate { rule: "model-provenance", resource: "rayjobs", when: "`RayJob` in `kinds`", on: |s| lists(s, "kinds", "RayJob") },
+    Gate { rule: "model-provenance", resource: "rayservices", when: "`RayService` in `kinds`", on: |s| lists(s, "kinds", "RayService") },
+    Gate { rule: "model-provenance", resource: "jobsets", when: "`JobSet` in `kinds`", on: |s| lists(s, "kinds", "JobSet") },
+    Gate {
+        rule: "gpu-class-by-namespace",
+        resource: "resourceclaims",
+        when: "`deviceClasses`, `deviceClassProducts` or `adminAccess` set",
+        on: claims_governed,
+    },
+    Gate {
+        rule: "gpu-class-by-namespace",
+        resource: "resourceclaimtemplates",
+        when: "`deviceClasses`, `deviceClassProducts` or `adminAccess` set",
+        on: claims_governed,
+    },
+    Gate {
+        rule: "workload-classification",
+        resource: "namespaces",
+        when: "labels listed in `namespaceLabels`",
+        on: |s| s.get("namespaceLabels").and_then(Value::as_object).is_some_and(|m| !m.is_empty()),
+    },
+];
 
 /// Arguments of `aigov package`.
 #[derive(clap::Args, Debug)]
@@ -143,7 +200,7 @@ impl Packaged {
     /// the bundle's settings whole.
     pub fn written_settings(&self) -> Value {
         match native::rule(&self.name) {
-            Some(rule) => native::without_defaults(&self.settings, &(rule.default_settings)()),
+            Some(rule) => native::without_defaults(rule, &self.settings),
             None => self.settings.clone(),
         }
     }
@@ -521,26 +578,23 @@ struct ResourceMeta<'a> {
 pub struct Dropped {
     /// `pods/portforward`.
     pub resource: String,
-    /// `guardPortForward`.
-    pub setting: String,
+    /// What turns it on: `` `guardPortForward: true` ``.
+    pub when: String,
 }
 
 /// The webhook rules of a rule's policy: its metadata's rules, without the
 /// [`SETTING_GATED_RESOURCES`] its `settings` leave off (a rule left with
 /// no resource is dropped), and what was left out.
 pub fn webhook_rules(name: &str, rules: &[aigov_metadata::Rule], settings: &Value) -> (Vec<aigov_metadata::Rule>, Vec<Dropped>) {
-    let off: Vec<(&str, &str)> = SETTING_GATED_RESOURCES
-        .iter()
-        .filter(|(rule, _, setting)| *rule == name && settings.get(*setting) != Some(&Value::Bool(true)))
-        .map(|(_, resource, setting)| (*resource, *setting))
-        .collect();
+    let off: Vec<(&str, &str)> =
+        SETTING_GATED_RESOURCES.iter().filter(|g| g.rule == name && !(g.on)(settings)).map(|g| (g.resource, g.when)).collect();
     let mut dropped: Vec<Dropped> = Vec::new();
     let mut out = Vec::new();
     for rule in rules {
         let mut kept = rule.clone();
         kept.resources.retain(|resource| match off.iter().find(|(r, _)| r == resource) {
-            Some((r, setting)) => {
-                let d = Dropped { resource: r.to_string(), setting: setting.to_string() };
+            Some((r, when)) => {
+                let d = Dropped { resource: r.to_string(), when: when.to_string() };
                 if !dropped.contains(&d) {
                     dropped.push(d);
                 }
@@ -612,9 +666,9 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
     for d in &dropped {
         let _ = writeln!(
             out,
-            "# `{}` is left out of the rules below: the rule acts on it only with `{}: true`.\n\
+            "# `{}` is left out of the rules below: the rule acts on it only with {}.\n\
              # Set that in the settings and add `{}` back to the rules' resources.",
-            d.resource, d.setting, d.resource
+            d.resource, d.when, d.resource
         );
     }
     let mut out = render_policy(out, &resource, excluded)?;
@@ -745,9 +799,9 @@ pub fn bundle_cluster_admission_policy(
     for (rule, d) in &dropped {
         let _ = writeln!(
             out,
-            "# `{}` is left out of the rules below: {rule} acts on it only with `{}: true`.\n\
+            "# `{}` is left out of the rules below: {rule} acts on it only with {}.\n\
              # Set that in settings.rules.{rule} and add `{}` back to the rules' resources.",
-            d.resource, d.setting, d.resource
+            d.resource, d.when, d.resource
         );
     }
     render_policy(out, &resource, excluded)

@@ -33,16 +33,31 @@ pub fn deployable_settings(rule: &aigov_sdk::NativePolicy) -> anyhow::Result<ser
     Ok(settings)
 }
 
-/// What a generated policy writes of `settings`: the keys whose value
-/// differs from `defaults` (both objects; anything else is kept whole).
+/// What a generated policy of `rule` writes of `settings`: without the
+/// keys whose value is their default, as long as leaving each out changes
+/// nothing the rule reads ([`aigov_sdk::Handler::effective_settings`]: a
+/// default may follow another key, as `workload-security`'s do `level`).
 /// The module pinned beside the settings holds the defaults, so a key left
 /// out reads as its default: leaving them out changes nothing but the
 /// bytes Kubewarden sends, and a fresh instance reads, with every request
-/// (BENCHMARKS.md, "Settings spelt out").
-pub fn without_defaults(settings: &serde_json::Value, defaults: &serde_json::Value) -> serde_json::Value {
+/// (BENCHMARKS.md, "Settings spelt out"). Settings the rule refuses, or
+/// anything but an object, are kept whole.
+pub fn without_defaults(rule: &aigov_sdk::NativePolicy, settings: &serde_json::Value) -> serde_json::Value {
+    let effective = |v: &serde_json::Value| (rule.effective_settings)(&v.to_string()).ok();
+    let defaults = (rule.default_settings)();
     let mut out = settings.clone();
-    if let (Some(keys), Some(defaults)) = (out.as_object_mut(), defaults.as_object()) {
-        keys.retain(|key, value| defaults.get(key) != Some(value));
+    let (Some(whole), Some(keys)) = (effective(settings), settings.as_object()) else { return out };
+    for (key, value) in keys {
+        if defaults.get(key) != Some(value) {
+            continue;
+        }
+        let mut fewer = out.clone();
+        if let Some(map) = fewer.as_object_mut() {
+            map.remove(key);
+        }
+        if effective(&fewer).as_ref() == Some(&whole) {
+            out = fewer;
+        }
     }
     out
 }
@@ -51,7 +66,7 @@ pub fn without_defaults(settings: &serde_json::Value, defaults: &serde_json::Val
 /// [`deployable_settings`] [`without_defaults`]: `{}`, or the example
 /// lists of a rule that refuses its defaults.
 pub fn written_settings(rule: &aigov_sdk::NativePolicy) -> anyhow::Result<serde_json::Value> {
-    Ok(without_defaults(&deployable_settings(rule)?, &(rule.default_settings)()))
+    Ok(without_defaults(rule, &deployable_settings(rule)?))
 }
 
 /// The names of every rule.
@@ -61,3 +76,23 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 
 /// The bundle of every rule, linked natively.
 pub static BUNDLE: aigov_sdk::NativePolicy = aigov_bundle::AIGOV_POLICY;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_default_that_follows_another_key_is_kept() {
+        let rule = rule("workload-security").unwrap();
+        // `forbidRootUser` left out follows `requireRunAsNonRoot`: written
+        // out it is `true`, its default, yet leaving it out here makes it
+        // `false`.
+        let given = json!({"requireRunAsNonRoot": false, "forbidRootUser": true});
+        assert_eq!(without_defaults(rule, &given), given);
+        let given = json!({"requireRunAsNonRoot": true, "forbidRootUser": true, "forbidPrivileged": true});
+        assert_eq!(without_defaults(rule, &given), json!({}));
+        let refused = json!({"requireRunAsNonRoot": "yes", "forbidRootUser": true});
+        assert_eq!(without_defaults(rule, &refused), refused);
+    }
+}

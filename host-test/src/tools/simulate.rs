@@ -313,17 +313,17 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
             format!("{step}. `{}`: enforce everywhere now; nothing running would be denied", r.rule)
         } else if ready.is_empty() {
             format!(
-                "{step}. `{}`: monitor mode first (`mode: monitor`); {} objects would be denied in {}",
+                "{step}. `{}`: audit first, `mode: audit` in its settings (or the policy's `spec.mode: monitor`); {} objects would be denied in {}",
                 r.rule,
                 r.total.denied + r.total.errors,
                 blocked.join(", ")
             )
         } else {
             format!(
-                "{step}. `{}`: enforce now in {}; monitor in {} until their workloads are fixed",
+                "{step}. `{}`: enforce now in {}, with `auditNamespaces: [{}]` in its settings until their workloads are fixed",
                 r.rule,
                 ready.join(", "),
-                blocked.join(", ")
+                blocked.iter().map(|ns| aigov_sdk::base::text::yaml_value(ns)).collect::<Vec<_>>().join(", ")
             )
         };
         out.push_str(&if markdown { format!("{line}\n") } else { format!("  {line}\n") });

@@ -39,7 +39,7 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     (
         "04-raycluster-seed-mixed-compute.yaml",
         1,
-        &["gpu-access", "gpu-runtime-class", "opencost-labels", "workload-classification", "workload-security"],
+        &["gpu-access", "gpu-runtime-class", "opencost-labels", "ray-cluster-limits", "workload-classification", "workload-security"],
         &["gpu-node-avoidance", "gpu-runtime-defaults", "owner-label"],
     ),
     (
@@ -48,7 +48,7 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
         &["gpu-quota", "ray-cluster-limits", "workload-classification", "workload-security"],
         &["gpu-node-avoidance", "owner-label"],
     ),
-    ("06-rayjob-compliant.yaml", 1, &["workload-classification"], &["gpu-node-avoidance", "owner-label"]),
+    ("06-rayjob-compliant.yaml", 1, &[], &["gpu-node-avoidance", "owner-label"]),
     ("07-exec-into-gpu-pod.yaml", 1, &["exec-guard"], &[]),
     ("08-exec-into-cpu-notebook.yaml", 1, &[], &[]),
     ("30-idle-gpu-devbox.yaml", 1, &["gpu-access", "idle-gpu-pods", "workload-classification", "workload-security"], &["owner-label"]),

@@ -143,4 +143,27 @@ fn the_markdown_report_names_a_phased_rollout() {
     assert!(text.starts_with("# aigov simulate: 48 objects in 24 namespaces"), "{text}");
     assert!(text.contains("| namespace |") && text.contains("| gpu-runtime-class |"), "{text}");
     assert!(text.contains("`gpu-runtime-class`: enforce now in team-00"), "{text}");
+    assert!(!text.contains("monitor mode") && !text.contains("`mode: monitor`"), "a setting no rule has: {text}");
+
+    // The advice is settings the rule takes: written into its settings,
+    // the namespaces it names audit, and nothing running is denied.
+    let line = text.lines().find(|l| l.contains("`gpu-runtime-class`: enforce now")).unwrap();
+    let audit = line.split("`auditNamespaces: ").nth(1).and_then(|rest| rest.split('`').next()).unwrap();
+    assert_eq!(audit, "[team-11, team-14]", "{line}");
+    let advised = dir.with_extension("settings.yaml");
+    std::fs::write(&advised, format!("auditNamespaces: {audit}\n")).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("pods.json"),
+        json!({"apiVersion": "v1", "kind": "List", "items": (0..48).map(pod).collect::<Vec<_>>()}).to_string(),
+    )
+    .unwrap();
+    let settings = format!("gpu-runtime-class={}", advised.display());
+    let after =
+        aigov(&["simulate", "--native", "--format", "json", "--settings", &settings, "--cluster", dir.join("pods.json").to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_file(&advised).unwrap();
+    let rule = &after["rules"]["gpu-runtime-class"];
+    assert_eq!(rule["total"]["denied"], 0, "{after}");
+    assert!(rule["total"]["warned"].as_u64().unwrap() > 0, "{after}");
 }

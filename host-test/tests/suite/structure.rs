@@ -213,11 +213,18 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
             .iter()
             .flat_map(|r| r["resources"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()))
             .collect();
-        for (gated_rule, resource, setting) in package::SETTING_GATED_RESOURCES {
-            if *gated_rule == name && packaged.settings[*setting] != json!(true) {
-                assert!(!resources.contains(resource), "{name} lists {resource} although `{setting}` is off: {resources:?}");
+        for gate in package::SETTING_GATED_RESOURCES {
+            let resource = gate.resource;
+            if gate.rule == name && !(gate.on)(&packaged.settings) {
+                assert!(!resources.contains(&resource), "{name} lists {resource} although {} is not set: {resources:?}", gate.when);
                 assert!(text.contains(&format!("`{resource}` is left out")), "{name} says why {resource} is missing");
             }
+        }
+        if name == "model-provenance" {
+            assert!(!resources.contains(&"pods") && resources.contains(&"deployments"), "{resources:?}");
+        }
+        if name == "workload-classification" {
+            assert!(!resources.contains(&"namespaces") && resources.contains(&"pods"), "{resources:?}");
         }
         if name == "exec-guard" {
             assert_eq!(resources, ["pods/exec", "pods/attach"]);

@@ -11,6 +11,10 @@
 //!   jobs need, and keep the GPUs idle.
 //! - A workload labelled `workload-type: cpu-training` requests no GPU and
 //!   states a node preference.
+//! - Optionally, no container that requests no GPU sets
+//!   `NVIDIA_VISIBLE_DEVICES` to devices (under the NVIDIA runtime it would
+//!   see the node's GPUs outside every request and quota), and containers
+//!   that request GPUs declare it.
 //!
 //! The namespace's labels are read through the cluster interface only when
 //! an entry of `serviceAccounts` selects namespaces by label, once per
@@ -25,7 +29,7 @@ use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
 
-pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings};
+pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings, VISIBLE_DEVICES, VisibleDevices};
 
 /// The rule.
 pub struct GpuAccess;
@@ -51,6 +55,7 @@ impl Policy for GpuAccess {
                 (", so whether its pods hold GPUs cannot be decided", "; admitted"),
                 &mut verdict,
             )?;
+            check_visible_devices(template, &gpus, settings, node_agent, &mut verdict)?;
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
                 check_cpu_training(template, &gpus, c, &mut verdict);
                 if !gpus.is_empty() {
@@ -81,6 +86,58 @@ impl Policy for GpuAccess {
         }
         Ok(verdict)
     }
+}
+
+/// `visibleDevices`: a container that requests no GPU (no GPU resource, no
+/// claim that brings GPUs) must not set `NVIDIA_VISIBLE_DEVICES` to
+/// devices; a container that requests a GPU resource of `requireWithGpu`
+/// must set it. The variable's last definition is the one the container
+/// gets. `node_agent`: a DaemonSet's pods (left alone unless
+/// `checkDaemonSets`).
+fn check_visible_devices(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, node_agent: bool, v: &mut Verdict) -> Result<(), Malformed> {
+    let vd = &s.visible_devices;
+    if !vd.refuse_without_gpu && vd.require_with_gpu.is_empty() {
+        return Ok(());
+    }
+    for c in t.containers() {
+        let path = t.container_path(&c);
+        let resources = t.container_gpus(&c, &s.gpu_resource_names)?;
+        let claims = &c.container.resources.claims;
+        let by_claims = claims.iter().any(|cl| gpus.claims.iter().any(|g| g.claim == *cl.name));
+        let set = c.container.env.iter().enumerate().rfind(|(_, e)| *e.name == *VISIBLE_DEVICES);
+        // Claims not read may hold GPUs this rule does not see.
+        let unseen = gpus.unresolved && !claims.is_empty();
+        let holds_none = resources.is_empty() && !by_claims && !unseen;
+        if vd.refuse_without_gpu
+            && !node_agent
+            && holds_none
+            && let Some((i, e)) = set
+        {
+            let field = path.key("env").index(i);
+            let who = c.describe();
+            let fix = "request the GPUs it needs (`nvidia.com/gpu`), or set it to `void`";
+            match e.value.as_deref().map(str::trim) {
+                _ if e.from_source => v.violation(format!(
+                    "`{field}` sets `{VISIBLE_DEVICES}` from `valueFrom`, which this rule cannot read, but {who} requests no GPU: under the NVIDIA container runtime a value naming devices would show it the node's GPUs with no request, no quota and no scheduling; {fix}"
+                )),
+                None | Some("" | "void" | "none") => {}
+                Some(value) => v.violation(format!(
+                    "`{field}` sets `{VISIBLE_DEVICES}` to `{value}`, but {who} requests no GPU: under the NVIDIA container runtime it would see the node's GPUs with no request, no quota and no scheduling; {fix}"
+                )),
+            }
+        }
+        let required: Vec<&str> =
+            resources.iter().map(|(n, _)| n.as_str()).filter(|n| vd.require_with_gpu.iter().any(|g| g.matches(n))).collect();
+        if !required.is_empty() && set.is_none() && !t.is_partial() {
+            v.violation(format!(
+                "{} requests {} but does not set `{VISIBLE_DEVICES}`, which says its image is built to use NVIDIA GPUs: add it to `{}`",
+                c.describe(),
+                quoted(&required),
+                path.key("env")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A DaemonSet, or a Pod a DaemonSet created: an agent that runs on every

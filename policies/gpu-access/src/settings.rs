@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::base::names::{label_key, label_value, name_part};
+use aigov_sdk::model::classification::{CPU_TRAINING, WORKLOAD_TYPE_LABEL};
 use aigov_sdk::model::scheduling::TaintSetting;
 use aigov_sdk::prelude::*;
 
@@ -37,6 +38,10 @@ pub struct Settings {
     /// shippers, monitoring exporters) run on every node, GPU nodes
     /// included, by design.
     pub check_daemon_sets: bool,
+    /// `NVIDIA_VISIBLE_DEVICES`, which exposes a node's GPUs to a container
+    /// under the NVIDIA container runtime, whatever it requests. Default:
+    /// not checked.
+    pub visible_devices: VisibleDevices,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
     /// GPUs claimed through Dynamic Resource Allocation: the pod's
@@ -70,6 +75,7 @@ impl Default for Settings {
             gpu_taints: vec![TaintSetting::no_schedule("nvidia.com/gpu")],
             cpu_training: Some(CpuTraining::default()),
             check_daemon_sets: false,
+            visible_devices: VisibleDevices::default(),
             gpu_resource_names: GpuResources::default(),
             resource_claims: ResolvedClaims::default(),
             on_lookup_error: OnLookupError::Deny,
@@ -88,6 +94,25 @@ pub struct ServiceAccounts {
     pub allowed: Vec<Glob>,
 }
 
+/// The variable the NVIDIA container runtime reads to expose GPUs.
+pub const VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
+
+/// What containers may do with `NVIDIA_VISIBLE_DEVICES`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct VisibleDevices {
+    /// Refuse a container that requests no GPU but sets
+    /// `NVIDIA_VISIBLE_DEVICES` to devices (`all`, indices, UUIDs, or a
+    /// value from `valueFrom`); `void`, `none` and the empty value expose
+    /// none. Node agents (DaemonSets) are left alone unless
+    /// `checkDaemonSets`. Default `false`.
+    pub refuse_without_gpu: bool,
+    /// GPU resource names (wildcards allowed) whose containers must set
+    /// `NVIDIA_VISIBLE_DEVICES` (Gatekeeper's `K8sNoUnsupportedGpu`:
+    /// `nvidia.com/gpu`). Default none.
+    pub require_with_gpu: Vec<Glob>,
+}
+
 /// What marks CPU training workloads, and what they must do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -103,7 +128,7 @@ pub struct CpuTraining {
 
 impl Default for CpuTraining {
     fn default() -> Self {
-        CpuTraining { label: "workload-type".into(), value: "cpu-training".into(), require_node_preference: true }
+        CpuTraining { label: WORKLOAD_TYPE_LABEL.into(), value: CPU_TRAINING.into(), require_node_preference: true }
     }
 }
 
@@ -153,6 +178,17 @@ impl RuleSettings for Settings {
                 .map_err(|why| SettingsError::new("cpuTraining.label", format!("`{}` is not a valid label key: {why}", c.label)))?;
             name_part(&c.value)
                 .map_err(|why| SettingsError::new("cpuTraining.value", format!("`{}` is not a valid label value: {why}", c.value)))?;
+        }
+        non_empty_patterns(&"visibleDevices.requireWithGpu", &self.visible_devices.require_with_gpu)?;
+        for (i, g) in self.visible_devices.require_with_gpu.iter().enumerate() {
+            if !g.as_str().contains(['*', '?']) && !self.gpu_resource_names.is_gpu(g.as_str()) {
+                return Err(SettingsError::new(
+                    format!("visibleDevices.requireWithGpu[{i}]"),
+                    format!(
+                        "`{g}` is not a GPU resource under `gpuResourceNames`, so no container would ever be asked: add it there, or remove it"
+                    ),
+                ));
+            }
         }
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.resource_claims.validate("resourceClaims")
@@ -210,5 +246,15 @@ mod tests {
         );
         assert!(refused::<Settings>(r#"{"cpuTraining":{"value":"cpu training"}}"#).starts_with("setting `cpuTraining.value`"));
         assert!(refused::<Settings>(r#"{"cpuTraining":{"labels":"x"}}"#).contains("unknown setting"));
+        assert!(
+            refused::<Settings>(r#"{"visibleDevices":{"requireWithGpu":["example.com/fpga"]}}"#)
+                .starts_with("setting `visibleDevices.requireWithGpu[0]`: `example.com/fpga` is not a GPU resource")
+        );
+        assert!(
+            refused::<Settings>(r#"{"visibleDevices":{"requireWithGpu":[""]}}"#).starts_with("setting `visibleDevices.requireWithGpu[0]`")
+        );
+        assert!(refused::<Settings>(r#"{"visibleDevices":{"refuse":true}}"#).contains("unknown setting"));
+        let s = accepted::<Settings>(r#"{"visibleDevices":{"refuseWithoutGpu":true}}"#);
+        assert!(s.visible_devices.refuse_without_gpu && s.visible_devices.require_with_gpu.is_empty());
     }
 }

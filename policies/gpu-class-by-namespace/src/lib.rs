@@ -13,12 +13,13 @@
 
 mod settings;
 
+use aigov_sdk::cluster::gpu::ClaimSpec;
 use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand};
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
 
-pub use settings::{GFD_PRODUCT_LABEL, Products, Settings};
+pub use settings::{AdminAccess, DeviceClasses, GFD_PRODUCT_LABEL, Products, Settings};
 
 /// The rule.
 pub struct GpuClassByNamespace;
@@ -28,6 +29,10 @@ impl Policy for GpuClassByNamespace {
 
     fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
+        if let Some(kind) = claim_kind(req) {
+            check_claim_object(req, kind, settings, cluster, &mut verdict)?;
+            return Ok(verdict);
+        }
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
@@ -60,6 +65,113 @@ impl Policy for GpuClassByNamespace {
             check(template, &gpus, products, settings, namespace.name(), &mut verdict);
         }
         Ok(verdict)
+    }
+}
+
+/// `ResourceClaim` or `ResourceClaimTemplate`, when the request is for one
+/// of them (`resource.k8s.io`).
+fn claim_kind(req: &Request<'_>) -> Option<&'static str> {
+    let k = req.kind();
+    match (&*k.group, &*k.kind) {
+        ("resource.k8s.io", "ResourceClaim") => Some("ResourceClaim"),
+        ("resource.k8s.io", "ResourceClaimTemplate") => Some("ResourceClaimTemplate"),
+        _ => None,
+    }
+}
+
+/// A ResourceClaim or ResourceClaimTemplate itself: every device class its
+/// requests may be given is one its namespace may request (`deviceClasses`,
+/// and the products `deviceClassProducts` says the classes stand for), and
+/// `adminAccess` only where `adminAccess` allows it.
+fn check_claim_object(req: &Request<'_>, kind: &str, s: &Settings, cluster: &dyn Cluster, v: &mut Verdict) -> Result<(), Malformed> {
+    let Some(text) = req.object_text() else { return Ok(()) };
+    let (spec, at) = if kind == "ResourceClaim" {
+        (ClaimSpec::of_claim(text, "the ResourceClaim")?, Path::root().keys(ClaimSpec::CLAIM))
+    } else {
+        (ClaimSpec::of_template(text, "the ResourceClaimTemplate")?, Path::root().keys(ClaimSpec::TEMPLATE))
+    };
+    if spec.requests.is_empty() {
+        return Ok(());
+    }
+    let namespace = Namespace::of_request(req, cluster);
+    let ns = namespace.name().to_string();
+    let classes = if !s.device_classes.is_empty() {
+        namespace.entry(&s.device_classes, |e| &e.namespaces, s.on_lookup_error, "which device classes its claims may request", v)
+    } else {
+        Ok(None)
+    };
+    let products = if s.device_class_products.is_empty() {
+        Ok(None)
+    } else {
+        namespace.entry(&s.products, |p| &p.namespaces, s.on_lookup_error, "which GPU products its pods may use", v)
+    };
+    let requests = at.keys(&["devices", "requests"]);
+    for (i, r) in spec.requests.iter().enumerate() {
+        let rpath = requests.index(i);
+        for (j, c) in r.choices.iter().enumerate() {
+            let field = r.choice_path(&rpath, j, "deviceClassName");
+            let class = c.device_class.as_str();
+            if let Ok(Some(e)) = &classes
+                && !e.allows(class)
+            {
+                v.violation(format!(
+                    "`{field}` is `{class}`, a device class claims in namespace `{ns}` may not request; they may request {}: request one of those, or ask your cluster administrators",
+                    may_request(e)
+                ));
+                continue;
+            }
+            if let Ok(Some(p)) = &products
+                && let Some(product) = s.device_class_products.get(class)
+                && !p.allows(product)
+            {
+                v.violation(format!(
+                    "`{field}` is `{class}` (GPU product `{product}`, as `deviceClassProducts` says), which pods in namespace `{ns}` may not use; they may use {}",
+                    may_use(p)
+                ));
+            }
+        }
+        if r.admin_access
+            && let Some(a) = &s.admin_access
+        {
+            check_admin_access(req, &namespace, a, &r.admin_access_path(&rpath), s.on_lookup_error, v);
+        }
+    }
+    Ok(())
+}
+
+/// `adminAccess: true` in a request: allowed when the requesting user, one
+/// of their groups or the claim's namespace is.
+fn check_admin_access(req: &Request<'_>, namespace: &Namespace<'_>, a: &AdminAccess, field: &Path, on: OnLookupError, v: &mut Verdict) {
+    let user = req.user();
+    let name: &str = &user.username;
+    if a.users.iter().any(|g| g.matches(name)) || user.groups.iter().any(|grp| a.groups.iter().any(|g| g.matches(grp))) {
+        return;
+    }
+    if let Some(sel) = &a.namespaces {
+        match namespace.matches(sel) {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => {
+                namespace.lookup_failed(e, on, "whether its claims may ask for admin access", v);
+                return;
+            }
+        }
+    }
+    let ns = namespace.name();
+    v.violation(format!(
+        "`{field}` is `true`, which gives the claim's pods access to devices other pods hold, for monitoring and management, but user `{name}` may not ask for it in namespace `{ns}`: remove it, or ask your cluster administrators to create the claim in a namespace set aside for device administration"
+    ));
+}
+
+/// What claims may request: `` one of `gpu.nvidia.com`, `mig.nvidia.com` ``,
+/// or `` any class but `*h100*` ``.
+fn may_request(e: &DeviceClasses) -> String {
+    let denied: Vec<&str> = e.denied.iter().map(|g| g.as_str()).collect();
+    let allowed: Vec<&str> = e.allowed.iter().map(|g| g.as_str()).collect();
+    match (allowed.is_empty(), denied.is_empty()) {
+        (true, _) => format!("any class but {}", quoted(&denied)),
+        (false, true) => one_of(&allowed),
+        (false, false) => format!("{} but not {}", one_of(&allowed), quoted(&denied)),
     }
 }
 
@@ -106,7 +218,7 @@ fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &st
         LabelDemand::Open if !unknown_product || (!p.required && !bound) => {}
         LabelDemand::Open => {
             let how = match example(p) {
-                Some(e) => format!("set `nodeSelector: {{{key}: {}}}`, or a required node affinity on `{key}`", yaml_value(&e)),
+                Some(e) => format!("set `nodeSelector: {{{key}: {}}}`, or a required node affinity on `{key}`", yaml_value(e)),
                 None => format!("select one with `nodeSelector` or a required node affinity on `{key}`"),
             };
             if t.is_partial() {

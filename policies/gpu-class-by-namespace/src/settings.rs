@@ -36,9 +36,60 @@ pub struct Settings {
     /// would be. A claim of a class not listed says nothing of its product,
     /// so the pod's node selection must name one. Default: none.
     pub device_class_products: BTreeMap<String, String>,
+    /// Which DRA device classes the ResourceClaims and
+    /// ResourceClaimTemplates of which namespaces may request, in order:
+    /// the first entry whose `namespaces` selects the claim's namespace
+    /// applies; a namespace no entry selects is not checked. Default: none
+    /// (claim objects are not checked).
+    pub device_classes: Vec<DeviceClasses>,
+    /// Who may create ResourceClaims and ResourceClaimTemplates that ask
+    /// for `adminAccess` (access to devices other pods hold): requests in
+    /// the namespaces `namespaces` selects, or by the users and groups
+    /// listed. Default `null`: not checked (Kubernetes' own gate, the
+    /// namespace label `resource.kubernetes.io/admin-access`, still holds).
+    pub admin_access: Option<AdminAccess>,
     /// What a failed lookup (the Namespace, a resource claim) does: `deny`
     /// (default) or `allow`.
     pub on_lookup_error: OnLookupError,
+}
+
+/// The device classes claims in some namespaces may request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceClasses {
+    /// The namespaces this entry applies to (names, labels, or both).
+    pub namespaces: NamespaceSelector,
+    /// Device class patterns claims may request (`*`, `?` wildcards);
+    /// empty or absent: any class not denied.
+    #[serde(default)]
+    pub allowed: Vec<Glob>,
+    /// Device class patterns claims may not request, even when `allowed`
+    /// matches.
+    #[serde(default)]
+    pub denied: Vec<Glob>,
+}
+
+impl DeviceClasses {
+    /// Whether claims may request device class `class`.
+    pub fn allows(&self, class: &str) -> bool {
+        (self.allowed.is_empty() || self.allowed.iter().any(|g| g.matches(class))) && !self.denied.iter().any(|g| g.matches(class))
+    }
+}
+
+/// Who may ask for DRA admin access: any one of the three suffices.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdminAccess {
+    /// Namespaces whose claims may ask for it; absent: none by namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<NamespaceSelector>,
+    /// Requesting users who may (`*`, `?` wildcards;
+    /// `system:serviceaccount:<namespace>:<name>` for service accounts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<Glob>,
+    /// Groups whose members may.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Glob>,
 }
 
 impl Default for Settings {
@@ -54,6 +105,8 @@ impl Default for Settings {
             gpu_resource_names: GpuResources::default(),
             resource_claims: ResolvedClaims::default(),
             device_class_products: BTreeMap::new(),
+            device_classes: Vec::new(),
+            admin_access: None,
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -135,8 +188,50 @@ impl RuleSettings for Settings {
                 ));
             }
         }
+        for (i, e) in self.device_classes.iter().enumerate() {
+            e.namespaces.validate(&format!("deviceClasses[{i}].namespaces"))?;
+            if e.allowed.is_empty() && e.denied.is_empty() {
+                return Err(SettingsError::new(
+                    format!("deviceClasses[{i}]"),
+                    "allows and denies nothing, so it would check nothing: give `allowed` or `denied`",
+                ));
+            }
+            for (list, patterns) in [("allowed", &e.allowed), ("denied", &e.denied)] {
+                for (j, g) in patterns.iter().enumerate() {
+                    device_class_pattern(g).map_err(|why| SettingsError::new(format!("deviceClasses[{i}].{list}[{j}]"), why))?;
+                }
+            }
+            for (j, g) in e.allowed.iter().enumerate() {
+                if let Some(d) = e.denied.iter().find(|d| !g.as_str().contains(['*', '?']) && d.matches(g.as_str())) {
+                    return Err(SettingsError::new(
+                        format!("deviceClasses[{i}].allowed[{j}]"),
+                        format!("`{g}` is also denied by `{d}`, so it can never be requested"),
+                    ));
+                }
+            }
+        }
+        if let Some(a) = &self.admin_access {
+            if let Some(n) = &a.namespaces {
+                n.validate("adminAccess.namespaces")?;
+            }
+            aigov_sdk::base::glob::non_empty_patterns(&"adminAccess.users", &a.users)?;
+            aigov_sdk::base::glob::non_empty_patterns(&"adminAccess.groups", &a.groups)?;
+        }
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.resource_claims.validate("resourceClaims")
+    }
+}
+
+/// A device class pattern that some DeviceClass name (a DNS subdomain) can
+/// match.
+fn device_class_pattern(g: &Glob) -> Result<(), String> {
+    let p = g.as_str();
+    match p.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '*' | '?'))) {
+        Some(c) => Err(format!(
+            "`{p}` can never match a device class: `{c}` never appears in a DeviceClass name (lowercase letters, digits, `-` and `.`)"
+        )),
+        None if p.is_empty() => Err("must not be empty".into()),
+        None => Ok(()),
     }
 }
 
@@ -204,5 +299,25 @@ mod tests {
         assert!(refused::<Settings>(r#"{"products":[{"allowed":["x"]}]}"#).contains("namespaces"), "namespaces is required");
         assert!(refused::<Settings>(r#"{"productLabel":"nvidia.com/gpu product"}"#).starts_with("setting `productLabel`"));
         assert!(refused::<Settings>(r#"{"products":[{"namespaces":{},"allow":["x"]}]}"#).contains("unknown setting"));
+        assert!(
+            refused::<Settings>(r#"{"deviceClasses":[{"namespaces":{}}]}"#)
+                .starts_with("setting `deviceClasses[0]`: allows and denies nothing")
+        );
+        assert!(
+            refused::<Settings>(r#"{"deviceClasses":[{"namespaces":{},"allowed":["GPU.nvidia.com"]}]}"#)
+                .starts_with("setting `deviceClasses[0].allowed[0]`: `GPU.nvidia.com` can never match a device class")
+        );
+        assert!(
+            refused::<Settings>(r#"{"deviceClasses":[{"namespaces":{},"allowed":["gpu.nvidia.com"],"denied":["*.nvidia.com"]}]}"#)
+                .starts_with("setting `deviceClasses[0].allowed[0]`: `gpu.nvidia.com` is also denied")
+        );
+        assert!(refused::<Settings>(r#"{"adminAccess":{"users":[""]}}"#).starts_with("setting `adminAccess.users[0]`"));
+        assert!(
+            refused::<Settings>(r#"{"adminAccess":{"namespaces":{"names":[""]}}}"#)
+                .starts_with("setting `adminAccess.namespaces.names[0]`")
+        );
+        assert!(refused::<Settings>(r#"{"adminAccess":{"user":["a"]}}"#).contains("unknown setting"));
+        let s = accepted::<Settings>(r#"{"adminAccess":{}}"#);
+        assert_eq!(s.admin_access, Some(AdminAccess::default()), "`{{}}`: admin access refused everywhere");
     }
 }

@@ -15,8 +15,9 @@ mod settings;
 use std::collections::BTreeMap;
 
 use aigov_sdk::base::glob;
+use aigov_sdk::cluster::gpu::{ClaimSpec, DRA_API_VERSION, DeviceCount, Pinned, PodClaim, pinned};
 use aigov_sdk::cluster::scale::ScaleChange;
-use aigov_sdk::model::listed::{list_pods, object_meta};
+use aigov_sdk::model::listed::{list_items, list_pods, object_meta};
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::GpuCounts;
@@ -71,13 +72,26 @@ fn check_at_full_scale<'w, 'a>(
     v: &mut Verdict,
 ) -> Result<Option<(Caps, Vec<(&'w PodTemplate<'a>, GpuCounts)>)>, Malformed> {
     let mut gpus: Vec<(&PodTemplate<'_>, GpuCounts)> = Vec::new();
+    let mut claimed = Claimed::default();
     for t in w.templates() {
-        let per_pod = t.gpus_per_pod(&s.gpu_resource_names)?;
+        let mut per_pod = t.gpus_per_pod(&s.gpu_resource_names)?;
+        if s.resource_claims.resolve && !t.spec.resource_claims.is_empty() {
+            let needed_for = (", so the GPUs they bring cannot be counted", "; admitted");
+            for c in t.claim_specs_or_report(namespace, cluster, s.on_lookup_error, needed_for, v)?.unwrap_or_default() {
+                let counts = claimed.add(t, &c, s, v);
+                if c.per_pod() {
+                    add_counts(&mut per_pod, &counts);
+                } else if !claimed.shared.iter().any(|(name, _)| *name == c.object) {
+                    claimed.shared.push((c.object.clone(), counts));
+                }
+            }
+        }
         if !per_pod.is_empty() {
             gpus.push((t, per_pod));
         }
     }
-    if gpus.is_empty() {
+    claimed.shared.retain(|(_, counts)| !counts.is_empty());
+    if gpus.is_empty() && claimed.shared.is_empty() && claimed.problems.is_empty() {
         return Ok(None);
     }
     let caps = match Caps::of(s, namespace, cluster) {
@@ -91,8 +105,141 @@ fn check_at_full_scale<'w, 'a>(
             return Ok(None);
         }
     };
-    check_workload(w, &gpus, &caps, namespace, v);
+    check_workload(w, &gpus, &claimed.shared, &caps, namespace, v);
+    claimed.report(&caps, namespace, v);
     Ok(Some((caps, gpus)))
+}
+
+fn add_counts(into: &mut GpuCounts, counts: &GpuCounts) {
+    for (name, n) in counts {
+        let e = into.entry(name.clone()).or_default();
+        *e = e.saturating_add(*n);
+    }
+}
+
+/// What the claims of a workload's templates bring.
+#[derive(Default)]
+struct Claimed {
+    /// ResourceClaims the pods share, by object name, with their GPUs:
+    /// one allocation, however many pods name it.
+    shared: Vec<(String, GpuCounts)>,
+    /// Requests whose GPUs cannot be counted, reported when a cap applies.
+    problems: Vec<Uncounted>,
+}
+
+/// A claim request whose GPUs cannot be counted.
+struct Uncounted {
+    /// `spec.resourceClaims[0]`.
+    field: Path,
+    /// `ResourceClaimTemplate `x``.
+    source: String,
+    class: String,
+    why: Why,
+}
+
+enum Why {
+    /// `allocationMode: All`, for these resource names.
+    Every(Vec<String>),
+    /// A MIG class whose selectors pin no single profile: the resource
+    /// name's prefix (`nvidia.com/mig-`).
+    Profile(String),
+}
+
+impl Claimed {
+    /// The GPUs one claim brings, per resource name; what cannot be counted
+    /// is kept for [`Claimed::report`], a GPU class no entry of
+    /// `deviceClassResources` maps is a warning.
+    fn add(&mut self, t: &PodTemplate<'_>, c: &PodClaim, s: &Settings, v: &mut Verdict) -> GpuCounts {
+        let field = t.spec_path().key("resourceClaims").index(c.index);
+        let (counts, problems, unmapped) = spec_gpus(&c.spec, s);
+        for (class, why) in problems {
+            self.problems.push(Uncounted { field: field.clone(), source: c.source(), class, why });
+        }
+        for class in unmapped {
+            v.warn(format!(
+                "`{field}` ({}) claims devices of class `{class}`, a GPU class `deviceClassResources` does not map to a GPU resource, so they are not counted against the GPU limits",
+                c.source()
+            ));
+        }
+        counts
+    }
+
+    /// Violations for requests that cannot be counted where a cap applies.
+    fn report(&self, caps: &Caps, ns: &str, v: &mut Verdict) {
+        for u in &self.problems {
+            match &u.why {
+                Why::Every(names) => {
+                    for name in names {
+                        let Some(limit) = cap(&caps.workload, name).or_else(|| cap(&caps.namespace, name)) else { continue };
+                        v.violation(format!(
+                            "`{}` ({}) claims every matching device of class `{}` on its node, so the `{name}` it holds has no upper bound, but at most {limit} `{name}` may be held in namespace `{ns}`: claim a number of devices with `count` instead of `allocationMode: All`",
+                            u.field, u.source, u.class
+                        ));
+                    }
+                }
+                Why::Profile(prefix) => {
+                    if !capped_family(&caps.workload, prefix) && !capped_family(&caps.namespace, prefix) {
+                        continue;
+                    }
+                    v.violation(format!(
+                        "`{}` ({}) claims devices of class `{}` without pinning their MIG profile in a selector, so which `{prefix}*` limit applies is unknown: select the profile with `device.attributes['gpu.nvidia.com'].profile == '<profile>'`",
+                        u.field, u.source, u.class
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a cap may apply to some resource named `prefix…`.
+fn capped_family(limits: &Limits, prefix: &str) -> bool {
+    limits.iter().any(|(k, v)| v.is_some() && (k.starts_with(prefix) || glob::matches(k, &format!("{prefix}x"))))
+}
+
+/// The GPUs a claim spec brings, per resource name (for each request the
+/// largest of its alternatives, any of which may be allocated); the
+/// requests that cannot be counted, by class; the GPU classes not mapped.
+fn spec_gpus(spec: &ClaimSpec, s: &Settings) -> (GpuCounts, Vec<(String, Why)>, Vec<String>) {
+    let mut total = GpuCounts::new();
+    let mut problems = Vec::new();
+    let mut unmapped: Vec<String> = Vec::new();
+    for r in &spec.requests {
+        let mut best = GpuCounts::new();
+        for c in &r.choices {
+            let class = c.device_class.as_str();
+            if !s.resource_claims.gpu_device_classes.iter().any(|g| g.matches(class)) {
+                continue;
+            }
+            let Some(resource) = s.device_class_resources.get(class) else {
+                if !unmapped.iter().any(|u| u == class) {
+                    unmapped.push(class.to_string());
+                }
+                continue;
+            };
+            let names: Vec<String> = match resource.split_once('*') {
+                None => vec![resource.clone()],
+                Some((prefix, suffix)) => match pinned(&c.selectors, "gpu.nvidia.com", "profile") {
+                    Pinned::OneOf(profiles) => profiles.iter().map(|p| format!("{prefix}{p}{suffix}")).collect(),
+                    Pinned::Open | Pinned::Unreadable => {
+                        problems.push((class.to_string(), Why::Profile(prefix.to_string())));
+                        continue;
+                    }
+                },
+            };
+            match c.count {
+                DeviceCount::Exactly(n) => {
+                    for name in names {
+                        let e = best.entry(name).or_default();
+                        *e = (*e).max(n);
+                    }
+                }
+                DeviceCount::All => problems.push((class.to_string(), Why::Every(names))),
+            }
+        }
+        add_counts(&mut total, &best);
+    }
+    total.retain(|_, n| *n > 0);
+    (total, problems, unmapped)
 }
 
 /// `kubectl scale` (or an autoscaler) raising a workload's replicas: the
@@ -186,17 +333,46 @@ fn lookup_failed(v: &mut Verdict, s: &Settings, what: String) {
     s.on_lookup_error.report(&what, "", "; admitted", v);
 }
 
-/// One template's share of a workload's GPUs of one resource name.
+/// One template's share of a workload's GPUs of one resource name, or a
+/// ResourceClaim its pods share.
 struct Part<'t, 'a> {
-    template: &'t PodTemplate<'a>,
+    template: Option<&'t PodTemplate<'a>>,
+    claim: Option<&'t str>,
     per_pod: u64,
     pods: u64,
 }
 
+impl Part<'_, '_> {
+    /// `` the pod template: 2 per pod × 4 pods (`spec.replicas`) ``, or
+    /// `` ResourceClaim `shared-gpus`, shared by its pods: 2 ``.
+    fn describe(&self) -> String {
+        match (self.template, self.claim) {
+            (Some(t), _) => format!("{}: {} per pod × {} ({})", t.describe(), self.per_pod, count(self.pods, "pod"), t.scale.why),
+            (None, Some(c)) => format!("ResourceClaim `{c}`, shared by its pods: {}", self.per_pod),
+            (None, None) => String::new(),
+        }
+    }
+}
+
 /// Per workload: GPUs per pod × pods at full scale, summed over the
-/// templates, within the workload cap of each resource name.
-fn check_workload<'a>(w: &Workload<'_>, gpus: &[(&PodTemplate<'a>, GpuCounts)], caps: &Caps, ns: &str, v: &mut Verdict) {
+/// templates, plus the ResourceClaims its pods share, within the workload
+/// cap of each resource name.
+fn check_workload<'a>(
+    w: &Workload<'_>,
+    gpus: &[(&PodTemplate<'a>, GpuCounts)],
+    shared: &[(String, GpuCounts)],
+    caps: &Caps,
+    ns: &str,
+    v: &mut Verdict,
+) {
     let mut totals: BTreeMap<&str, (u64, Vec<Part<'_, 'a>>)> = BTreeMap::new();
+    for (claim, counts) in shared {
+        for (name, n) in counts {
+            let e = totals.entry(name).or_default();
+            e.0 = e.0.saturating_add(*n);
+            e.1.push(Part { template: None, claim: Some(claim), per_pod: *n, pods: 1 });
+        }
+    }
     let mut unbounded: Vec<&str> = Vec::new();
     for (t, per_pod) in gpus {
         for (name, n) in per_pod {
@@ -215,7 +391,7 @@ fn check_workload<'a>(w: &Workload<'_>, gpus: &[(&PodTemplate<'a>, GpuCounts)], 
                 Some(pods) => {
                     let e = totals.entry(name).or_default();
                     e.0 = e.0.saturating_add(n.saturating_mul(pods));
-                    e.1.push(Part { template: t, per_pod: *n, pods });
+                    e.1.push(Part { template: Some(t), claim: None, per_pod: *n, pods });
                 }
             }
         }
@@ -231,10 +407,7 @@ fn check_workload<'a>(w: &Workload<'_>, gpus: &[(&PodTemplate<'a>, GpuCounts)], 
             ));
             continue;
         }
-        let shares: Vec<String> = parts
-            .iter()
-            .map(|p| format!("{}: {} per pod × {} ({})", p.template.describe(), p.per_pod, count(p.pods, "pod"), p.template.scale.why))
-            .collect();
+        let shares: Vec<String> = parts.iter().map(Part::describe).collect();
         v.violation(format!(
             "{} would hold {total} `{name}` at full scale, more than the {limit} one workload may hold in namespace `{ns}` ({}); lower the replicas or the GPUs per pod, or ask your cluster administrators to raise the limit",
             w.describe(),
@@ -280,6 +453,33 @@ fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<Str
     Ok(out)
 }
 
+/// GPUs the namespace's ResourceClaims hold, per resource name, with the
+/// claims that hold them (`ResourceClaim/<name>`), as ResourceQuota counts
+/// claims: every claim that exists (the ResourceClaim controller deletes
+/// the claims it made for a pod once the pod is done), those being deleted
+/// as `countTerminatingPods` says. A namespace where the API serves no
+/// ResourceClaims (a 404) holds none.
+fn held_by_claims(ns: &str, s: &Settings, cluster: &dyn Cluster) -> Result<BTreeMap<String, Vec<(String, u64)>>, String> {
+    let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    let list = match cluster.list_resources_by_namespace(DRA_API_VERSION, "ResourceClaim", ns, None, None) {
+        Ok(list) => list,
+        Err(LookupError::NotFound(_)) => return Ok(out),
+        Err(e) => return Err(e.first_line().to_string()),
+    };
+    for item in list_items(&list).map_err(|e| e.0)? {
+        let meta = object_meta(item, "a listed ResourceClaim").map_err(|e| e.0)?;
+        if meta.being_deleted && !s.count_terminating_pods {
+            continue;
+        }
+        let name = format!("ResourceClaim/{}", meta.display_name());
+        let spec = ClaimSpec::of_claim(item, &name).map_err(|e| e.0)?;
+        for (resource, n) in spec_gpus(&spec, s).0 {
+            out.entry(resource).or_default().push((name.clone(), n));
+        }
+    }
+    Ok(out)
+}
+
 /// `` `a`: 8, `b`: 4 and 3 more pods ``: the biggest holders first.
 fn holders(pods: &[(String, u64)]) -> String {
     let mut sorted: Vec<&(String, u64)> = pods.iter().collect();
@@ -310,11 +510,20 @@ fn check_namespace(
         return Ok(());
     }
     let name = w.metadata.name.as_deref().filter(|n| !n.is_empty());
+    // Whether a pod of the namespace, or this one, uses resource claims:
+    // only then can claims hold GPUs (a claim is allocated for a pod that
+    // uses it), and only then are they listed, so a cluster without DRA
+    // never sees the call. Read from the list's text: a false hit only
+    // costs the listing.
+    let mut claims_used = w.templates().any(|t| !t.spec.resource_claims.is_empty());
     let held = cluster
         .list_resources_by_namespace("v1", "Pod", ns, None, Some(NOT_FINISHED))
         .map_err(|e| e.first_line().to_string())
-        .and_then(|list| held_gpus(&list, name, s).map_err(|e| e.0));
-    let held = match held {
+        .and_then(|list| {
+            claims_used |= list.contains("\"resourceClaims\"");
+            held_gpus(&list, name, s).map_err(|e| e.0)
+        });
+    let mut held = match held {
         Ok(h) => h,
         Err(why) => {
             lookup_failed(
@@ -325,6 +534,26 @@ fn check_namespace(
             return Ok(());
         }
     };
+    let mut claims_hold = false;
+    if s.resource_claims.resolve && claims_used {
+        match held_by_claims(ns, s, cluster) {
+            Ok(by_claims) => {
+                for (name, holders) in by_claims {
+                    claims_hold = true;
+                    held.entry(name).or_default().extend(holders);
+                }
+            }
+            Err(why) => {
+                lookup_failed(
+                    v,
+                    s,
+                    format!("the ResourceClaims of namespace `{ns}` could not be listed ({why}), so the GPUs it already holds are unknown"),
+                );
+                return Ok(());
+            }
+        }
+    }
+    let holders_are = if claims_hold { "its unfinished pods and ResourceClaims" } else { "its unfinished pods" };
     for (resource, n, limit) in capped {
         let pods = held.get(resource).map(Vec::as_slice).unwrap_or_default();
         let used = pods.iter().fold(0u64, |a, (_, g)| a.saturating_add(*g));
@@ -339,7 +568,7 @@ fn check_namespace(
         }
         let left = limit.saturating_sub(used);
         v.violation(format!(
-            "the pod requests {n} `{resource}`, but the pods of namespace `{ns}` may hold at most {limit} together and its unfinished pods already hold {used} ({}), so {} left; wait for some of them to finish, delete pods you no longer need, or ask your cluster administrators to raise the limit",
+            "the pod requests {n} `{resource}`, but the pods of namespace `{ns}` may hold at most {limit} together and {holders_are} already hold {used} ({}), so {} left; wait for some of them to finish, delete pods you no longer need, or ask your cluster administrators to raise the limit",
             holders(pods),
             match left {
                 0 => "none is".to_string(),

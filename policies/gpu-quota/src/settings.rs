@@ -34,8 +34,21 @@ pub struct Settings {
     pub count_terminating_pods: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// What a failed lookup (the Namespace, the namespace's pods) does:
-    /// `deny` (default) or `allow`.
+    /// GPUs claimed through Dynamic Resource Allocation: the pods'
+    /// ResourceClaims and ResourceClaimTemplates, and the namespace's
+    /// ResourceClaims, are read (on by default, as the rule's other
+    /// lookups), and devices of `gpuDeviceClasses` count as the resource
+    /// `deviceClassResources` maps their class to.
+    pub resource_claims: ResolvedClaims,
+    /// The GPU resource name the devices of each DRA device class count as
+    /// (`gpu.nvidia.com: nvidia.com/gpu`); a `*` in the name stands for the
+    /// MIG profile the request's selector pins
+    /// (`device.attributes['gpu.nvidia.com'].profile`), so
+    /// `mig.nvidia.com: nvidia.com/mig-*` counts a `1g.10gb` slice as
+    /// `nvidia.com/mig-1g.10gb`.
+    pub device_class_resources: BTreeMap<String, String>,
+    /// What a failed lookup (the Namespace, the namespace's pods, a
+    /// resource claim) does: `deny` (default) or `allow`.
     pub on_lookup_error: OnLookupError,
 }
 
@@ -52,6 +65,8 @@ impl Default for Settings {
             overrides: Vec::new(),
             count_terminating_pods: true,
             gpu_resource_names: GpuResources::default(),
+            resource_claims: ResolvedClaims::default(),
+            device_class_resources: [("gpu.nvidia.com".to_string(), "nvidia.com/gpu".to_string())].into_iter().collect(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -151,6 +166,43 @@ impl RuleSettings for Settings {
                 catch_all = Some(i);
             }
         }
+        self.resource_claims.validate("resourceClaims")?;
+        for (class, resource) in &self.device_class_resources {
+            let at = format!("deviceClassResources.{class}");
+            if !self.resource_claims.gpu_device_classes.iter().any(|g| g.matches(class)) {
+                return Err(SettingsError::new(
+                    at,
+                    format!(
+                        "`{class}` is not a GPU device class under `resourceClaims.gpuDeviceClasses`, so its devices would never be counted: add it there, or remove this entry"
+                    ),
+                ));
+            }
+            if resource.matches('*').count() > 1 || resource.contains('?') || !resource.contains('/') {
+                return Err(SettingsError::new(
+                    at,
+                    format!("`{resource}` is not a GPU resource name (`vendor/name`, with at most one `*` for the MIG profile)"),
+                ));
+            }
+            if !self.gpu_resource_names.is_gpu(&resource.replace('*', "1g.10gb")) {
+                return Err(SettingsError::new(
+                    at,
+                    format!(
+                        "`{resource}` is not a GPU resource under `gpuResourceNames`, so no cap could count it: add it there, or map the class to a GPU resource"
+                    ),
+                ));
+            }
+        }
+        for (i, g) in self.resource_claims.gpu_device_classes.iter().enumerate() {
+            let literal = !g.as_str().contains(['*', '?']);
+            if literal && !self.device_class_resources.contains_key(g.as_str()) {
+                return Err(SettingsError::new(
+                    format!("resourceClaims.gpuDeviceClasses[{i}]"),
+                    format!(
+                        "`{g}` has no entry in `deviceClassResources`, so its devices would be found but never counted: map it to the GPU resource name its devices count as"
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -212,5 +264,24 @@ mod tests {
             refused::<Settings>(r#"{"overrides":[{"namespaces":["a"],"gpuLimits":{}}]}"#)
                 .starts_with("setting `overrides[0].gpuLimits`: unknown setting")
         );
+        assert!(
+            refused::<Settings>(r#"{"resourceClaims":{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com"]}}"#)
+                .starts_with("setting `resourceClaims.gpuDeviceClasses[1]`: `mig.nvidia.com` has no entry in `deviceClassResources`")
+        );
+        assert!(
+            refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"nvidia.com/gpu","tpu.example.com":"example.com/tpu"}}"#)
+                .starts_with("setting `deviceClassResources.tpu.example.com`: `tpu.example.com` is not a GPU device class")
+        );
+        assert!(
+            refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"gpus"}}"#)
+                .starts_with("setting `deviceClassResources.gpu.nvidia.com`: `gpus` is not a GPU resource name")
+        );
+        assert!(refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"example.com/fpga"}}"#).starts_with(
+            "setting `deviceClassResources.gpu.nvidia.com`: `example.com/fpga` is not a GPU resource under `gpuResourceNames`"
+        ));
+        let s = accepted::<Settings>(
+            r#"{"resourceClaims":{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com"]},"deviceClassResources":{"gpu.nvidia.com":"nvidia.com/gpu","mig.nvidia.com":"nvidia.com/mig-*"}}"#,
+        );
+        assert!(s.resource_claims.resolve, "writing only `gpuDeviceClasses` keeps resolving");
     }
 }

@@ -5,6 +5,10 @@
 //! Without the runtime class the container starts without the GPU driver
 //! hooks and the job dies at its first CUDA call; without the toleration it
 //! never schedules onto a GPU node. Both are cheaper to catch at admission.
+//!
+//! Optionally, every pod (GPU or not) runs only with the runtime classes
+//! `podRuntimeClasses` allows, and every container that holds GPUs mounts a
+//! memory-backed `/dev/shm` (`sharedMemory`).
 
 mod settings;
 
@@ -12,7 +16,7 @@ use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
 use aigov_sdk::model::scheduling::pod_tolerates;
 use aigov_sdk::prelude::*;
 
-pub use settings::{Requirement, Settings, Taint};
+pub use settings::{PodRuntimeClasses, Requirement, Settings, SharedMemory, Taint};
 
 /// The rule.
 pub struct GpuRuntimeClass;
@@ -29,23 +33,112 @@ impl Policy for GpuRuntimeClass {
         for template in workload.templates() {
             let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
             let claims = claims(template, namespace, cluster, settings, &mut verdict)?;
-            if gpus.is_empty() && claims.is_empty() {
-                continue;
-            }
             if template.is_partial() {
-                verdict.warn(format!(
-                    "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule does not see",
-                    template.path()
-                ));
+                if !gpus.is_empty() || !claims.is_empty() {
+                    verdict.warn(format!(
+                        "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule does not see",
+                        template.path()
+                    ));
+                }
                 continue;
             }
+            let mut runtime_class_refused = false;
             for (requirement, why) in gpu_runtime::applicable(&settings.requirements, &gpus, &claims) {
-                check_runtime_class(template, requirement, &why, &mut verdict);
+                runtime_class_refused |= check_runtime_class(template, requirement, &why, &mut verdict);
                 check_toleration(template, requirement, &mut verdict);
+            }
+            if let Some(p) = &settings.pod_runtime_classes
+                && !runtime_class_refused
+            {
+                check_pod_runtime_class(template, p, &mut verdict);
+            }
+            if let Some(m) = &settings.shared_memory
+                && (!gpus.is_empty() || !claims.is_empty())
+            {
+                check_shared_memory(template, &gpus, &claims, m, workload.ray.is_some(), &mut verdict)?;
             }
         }
         Ok(verdict)
     }
+}
+
+/// `podRuntimeClasses`: the runtime class any pod names is allowed, and one
+/// is named where `required`.
+fn check_pod_runtime_class(t: &PodTemplate<'_>, p: &PodRuntimeClasses, v: &mut Verdict) {
+    let field = t.spec_path().key("runtimeClassName");
+    let allowed: Vec<&str> = p.allowed.iter().map(|g| g.as_str()).collect();
+    let denied: Vec<&str> = p.denied.iter().map(|g| g.as_str()).collect();
+    let may = match (allowed.is_empty(), denied.is_empty()) {
+        (true, _) => format!("any runtime class but {}", quoted(&denied)),
+        (false, true) => one_of(&allowed),
+        (false, false) => format!("{} but not {}", one_of(&allowed), quoted(&denied)),
+    };
+    match t.spec.runtime_class_name.as_deref().filter(|rc| !rc.is_empty()) {
+        Some(rc) if !p.allows(rc) => v.violation(format!(
+            "`{field}` is `{rc}`, a runtime class pods may not use in this cluster; they may use {may}: set one of those, or ask your cluster administrators"
+        )),
+        Some(_) => {}
+        None if p.required => v.violation(format!(
+            "`{field}` is not set, so the pod would run with the node's default runtime handler, which pods may not use in this cluster; they may use {may}: set one of those"
+        )),
+        None => {}
+    }
+}
+
+/// `sharedMemory`: every regular or sidecar container that holds GPUs
+/// (resources, or a GPU claim it names) mounts a memory-backed `emptyDir`
+/// at `/dev/shm`, of at least `minSize` when it sets a `sizeLimit`. `ray`:
+/// KubeRay mounts one (sized to the memory limit) into a Ray pod's first
+/// container unless something is mounted there already.
+fn check_shared_memory(
+    t: &PodTemplate<'_>,
+    gpus: &[aigov_sdk::GpuRequest],
+    claims: &[(String, String)],
+    m: &SharedMemory,
+    ray: bool,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
+    let min = m.min_bytes();
+    for c in t.containers() {
+        if !(c.is_main() || c.is_sidecar()) {
+            continue;
+        }
+        let path = t.container_path(&c);
+        let by_resources = gpus.iter().any(|g| g.container_path == path);
+        let by_claims = c.container.resources.claims.iter().any(|cl| claims.iter().any(|(_, name)| *name == *cl.name));
+        if !by_resources && !by_claims {
+            continue;
+        }
+        let mount = c.container.volume_mounts.iter().find(|m| m.mount_path.trim_end_matches('/') == "/dev/shm");
+        let volume = mount.and_then(|m| t.spec.volumes.iter().enumerate().find(|(_, vol)| vol.name == m.name));
+        let memory = volume.and_then(|(i, vol)| vol.empty_dir.as_ref().filter(|e| e.medium.as_deref() == Some("Memory")).map(|e| (i, e)));
+        let Some((i, dir)) = memory else {
+            if ray && mount.is_none() && c.list == ContainerList::Containers && c.index == 0 {
+                continue;
+            }
+            v.violation(format!(
+                "{} holds GPUs but has no memory-backed `/dev/shm`, and the container runtime's default is 64 MiB: PyTorch's data loader workers and NCCL exchange data through it and fail with `Bus error` when it is full; mount an `emptyDir` with `medium: Memory` at `/dev/shm` (`{}`)",
+                c.describe(),
+                path.key("volumeMounts")
+            ));
+            continue;
+        };
+        if min > 0
+            && let Some(raw) = &dir.size_limit
+        {
+            let field: Path = t.spec_path().key("volumes").index(i).keys(&["emptyDir", "sizeLimit"]);
+            let bytes = raw.parse().map_err(|e| Malformed::new(format!("`{field}`: {e}")))?.ceil_units();
+            if bytes < min {
+                let want = m.min_size.as_deref().unwrap_or("");
+                v.violation(format!(
+                    "`{field}` is `{}`, below the {want} of shared memory {} needs: raise it to at least `{want}`",
+                    &*raw.0,
+                    c.describe()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the template's DRA claims bring: `(device class, claim)` pairs.
@@ -56,10 +149,11 @@ fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v:
     Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
 }
 
-fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>, v: &mut Verdict) {
+/// Whether the template's runtime class was refused.
+fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>, v: &mut Verdict) -> bool {
     let rc = t.spec.runtime_class_name.as_deref();
     if r.runtime_classes.is_empty() || rc.is_some_and(|rc| r.runtime_classes.iter().any(|a| a == rc)) {
-        return;
+        return false;
     }
     let field = t.spec_path().key("runtimeClassName");
     let need = match r.runtime_classes.as_slice() {
@@ -71,6 +165,7 @@ fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>
         Some(rc) => format!("`{field}` is `{rc}`, but pods with {vendor} GPUs need {need} ({why})"),
         None => format!("`{field}` is not set, but pods with {vendor} GPUs need {need} ({why})"),
     });
+    true
 }
 
 fn check_toleration(t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {

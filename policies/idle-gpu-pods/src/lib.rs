@@ -1,7 +1,8 @@
 //! `idle-gpu-pods`: a pod template that requests GPUs must not hold them
 //! with a command that only waits (`sleep infinity`, `tail -f /dev/null`,
 //! `while true; do sleep 60; done`, a shell waiting on a terminal), and a
-//! GPU Pod created on its own may be required to set a deadline.
+//! GPU Pod created on its own, or a GPU Job, may be required to set a
+//! deadline.
 //!
 //! Pods kept alive with `sleep infinity` and used over SSH or `kubectl exec`
 //! as personal machines hold their GPUs for days while doing nothing. The
@@ -52,8 +53,114 @@ impl Policy for IdleGpuPods {
             if bare_pod && let Some(max) = settings.max_active_deadline_seconds {
                 check_deadline(template, max, &mut verdict);
             }
+            if settings.require_job_deadline
+                && let Some(max) = settings.max_active_deadline_seconds
+                && let Some(job) = job_deadline(req, workload, template)?
+            {
+                check_job_deadline(template, &job, max, &mut verdict);
+            }
         }
         Ok(verdict)
+    }
+}
+
+/// The Job spec a template belongs to: where its `activeDeadlineSeconds`
+/// is, and its value.
+struct JobDeadline {
+    field: Path,
+    seconds: Option<i64>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct JobSpecWire {
+    #[serde(default)]
+    active_deadline_seconds: Option<i64>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct JobTemplateWire {
+    #[serde(default)]
+    spec: Option<JobSpecWire>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ReplicatedJobWire {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    template: Option<JobTemplateWire>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct SpecWire {
+    #[serde(default)]
+    active_deadline_seconds: Option<i64>,
+    #[serde(default)]
+    job_template: Option<JobTemplateWire>,
+    #[serde(default)]
+    replicated_jobs: Option<Vec<ReplicatedJobWire>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ObjectWire {
+    #[serde(default)]
+    spec: Option<SpecWire>,
+}
+
+/// The Job deadline that bounds a template's pods: a Job's
+/// `spec.activeDeadlineSeconds`, a CronJob's
+/// `spec.jobTemplate.spec.activeDeadlineSeconds`, a JobSet replicated
+/// job's `spec.replicatedJobs[i].template.spec.activeDeadlineSeconds`.
+/// `None` for other kinds.
+fn job_deadline(req: &Request<'_>, w: &Workload<'_>, t: &PodTemplate<'_>) -> Result<Option<JobDeadline>, Malformed> {
+    if !matches!(w.kind, WorkloadKind::Job | WorkloadKind::CronJob | WorkloadKind::JobSet) {
+        return Ok(None);
+    }
+    let spec = req.object_as::<ObjectWire>(&w.describe())?.and_then(|o| o.spec).unwrap_or_default();
+    let root = Path::root().key("spec");
+    Ok(match w.kind {
+        WorkloadKind::Job => Some(JobDeadline { field: root.key("activeDeadlineSeconds"), seconds: spec.active_deadline_seconds }),
+        WorkloadKind::CronJob => Some(JobDeadline {
+            field: root.keys(&["jobTemplate", "spec", "activeDeadlineSeconds"]),
+            seconds: spec.job_template.and_then(|j| j.spec).and_then(|s| s.active_deadline_seconds),
+        }),
+        _ => spec.replicated_jobs.unwrap_or_default().into_iter().enumerate().find(|(_, j)| j.name.as_deref() == t.name.as_deref()).map(
+            |(i, j)| JobDeadline {
+                field: root.key("replicatedJobs").index(i).keys(&["template", "spec", "activeDeadlineSeconds"]),
+                seconds: j.template.and_then(|t| t.spec).and_then(|s| s.active_deadline_seconds),
+            },
+        ),
+    })
+}
+
+/// A GPU Job is bounded when its own `activeDeadlineSeconds` (the whole
+/// Job, retries included) or its pod template's (each pod) is at most
+/// `max`.
+fn check_job_deadline(t: &PodTemplate<'_>, job: &JobDeadline, max: u64, v: &mut Verdict) {
+    let within = |n: Option<i64>| n.is_some_and(|n| u64::try_from(n).is_ok_and(|n| n <= max));
+    let pod = t.spec.active_deadline_seconds;
+    if within(job.seconds) || within(pod) {
+        return;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let limit = format!("{max} ({})", human(max as f64));
+    let pod_field = t.spec_path().key("activeDeadlineSeconds");
+    let over = |field: &Path, n: i64| {
+        #[allow(clippy::cast_precision_loss)]
+        let shown = human(n as f64);
+        format!("`{field}` is {n} ({shown}), above the {limit} a Job that requests GPUs may run: lower it to at most {max}")
+    };
+    match (job.seconds, pod) {
+        (Some(n), _) => v.violation(over(&job.field, n)),
+        (None, Some(n)) => v.violation(over(&pod_field, n)),
+        (None, None) => v.violation(format!(
+            "`{}` is not set, but a Job that requests GPUs must be bounded, to at most {limit}, so that its GPUs are released even if it never ends: set it (it bounds the whole Job, retries included), or set `{pod_field}` (each pod)",
+            job.field
+        )),
     }
 }
 

@@ -54,6 +54,11 @@ pub struct Settings {
     /// Pods that request GPUs and have no controller must set
     /// `activeDeadlineSeconds`, at most this. Default `null`: not required.
     pub max_active_deadline_seconds: Option<u64>,
+    /// With `maxActiveDeadlineSeconds`: Jobs that request GPUs (and the
+    /// Jobs of CronJobs and JobSets) must be bounded too, by the Job's
+    /// `activeDeadlineSeconds` or their pod template's, at most that.
+    /// Default `false`: bare Pods only.
+    pub require_job_deadline: bool,
     /// GPUs claimed through Dynamic Resource Allocation. Default off: the
     /// rule then reads nothing from the cluster.
     pub resource_claims: ResourceClaims,
@@ -70,6 +75,7 @@ impl Default for Settings {
             waiting_commands: Vec::new(),
             warn_wait_after_work: true,
             max_active_deadline_seconds: None,
+            require_job_deadline: false,
             resource_claims: ResourceClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
@@ -112,6 +118,12 @@ impl RuleSettings for Settings {
                 "must be 1 or more (the API server refuses `activeDeadlineSeconds: 0`), or `null` not to require a deadline",
             ));
         }
+        if self.require_job_deadline && self.max_active_deadline_seconds.is_none() {
+            return Err(SettingsError::new(
+                "requireJobDeadline",
+                "needs `maxActiveDeadlineSeconds`, the longest deadline a GPU Job may set (`9223372036854775807` for any deadline)",
+            ));
+        }
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.resource_claims.validate("resourceClaims")
     }
@@ -149,5 +161,11 @@ mod tests {
         );
         assert!(refused::<Settings>(r#"{"maxActiveDeadline":10}"#).starts_with("setting `maxActiveDeadline`: unknown setting"));
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`"));
+        assert!(
+            refused::<Settings>(r#"{"requireJobDeadline":true}"#)
+                .starts_with("setting `requireJobDeadline`: needs `maxActiveDeadlineSeconds`")
+        );
+        let s = accepted::<Settings>(r#"{"requireJobDeadline":true,"maxActiveDeadlineSeconds":9223372036854775807}"#);
+        assert!(s.require_job_deadline);
     }
 }

@@ -14,6 +14,7 @@ mod settings;
 use std::collections::BTreeMap;
 
 use aigov_sdk::base::glob;
+use aigov_sdk::cluster::gpu::{Pinned, PodClaim, pinned};
 use aigov_sdk::decode::explain::decode_model;
 use aigov_sdk::model::listed::list_items;
 use aigov_sdk::prelude::*;
@@ -48,34 +49,63 @@ impl Policy for MigProfiles {
         let mut quotas: Option<Result<Vec<Quota>, String>> = None;
         let mut lookup_reported = false;
         for t in workload.templates() {
+            let claims = if settings.resource_claims.resolve && !t.spec.resource_claims.is_empty() {
+                let needed_for = (", so the MIG profiles they bring cannot be checked", "; admitted");
+                t.claim_specs_or_report(namespace, cluster, settings.on_lookup_error, needed_for, &mut verdict)?.unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             for c in t.containers() {
                 let counts = t.container_gpus(&c, &gpus)?;
-                let migs: Vec<&str> = counts.iter().map(|(n, _)| n.as_str()).filter(|n| n.starts_with(MIG_PREFIX)).collect();
-                if migs.is_empty() {
+                let mut held = Held::default();
+                for (name, _) in &counts {
+                    match name.strip_prefix(MIG_PREFIX) {
+                        Some(profile) => held.migs.push(Mig {
+                            profile: profile.to_string(),
+                            resource: name.clone(),
+                            shown: format!("`{name}`"),
+                            alternative: false,
+                        }),
+                        None => held.wholes.push(format!("`{name}`")),
+                    }
+                }
+                held.add_claims(&c, &claims, settings);
+                let path = t.container_path(&c);
+                if !held.unpinned.is_empty() && !all_allowed(settings, namespace) {
+                    for u in &held.unpinned {
+                        verdict.violation(format!(
+                            "`{path}` uses {u}, whose selectors pin no single MIG profile, so any slice may be allocated, but namespace `{namespace}` may use only some profiles: select one with `device.attributes['gpu.nvidia.com'].profile == '<profile>'`"
+                        ));
+                    }
+                }
+                if held.migs.is_empty() {
                     continue;
                 }
-                let wholes: Vec<&str> = counts.iter().map(|(n, _)| n.as_str()).filter(|n| !n.starts_with(MIG_PREFIX)).collect();
-                let path = t.container_path(&c);
-                if !wholes.is_empty() {
+                // Alternatives of `firstAvailable` are never held together.
+                let migs: Vec<&str> = held.migs.iter().filter(|m| !m.alternative).map(|m| m.shown.as_str()).collect();
+                if !held.wholes.is_empty() && !migs.is_empty() {
                     verdict.violation(format!(
                         "`{path}` requests both whole GPUs ({}) and MIG slices ({}); a CUDA process uses either whole GPUs or one MIG slice, never both, so part of them would sit idle: request one kind per container, and give the other work a container of its own",
-                        quoted(&wholes),
-                        quoted(&migs)
+                        held.wholes.join(", "),
+                        migs.join(", ")
                     ));
                 }
-                if migs.len() > 1 && !settings.allow_multiple_profiles {
+                let mut profiles: Vec<&str> = held.migs.iter().filter(|m| !m.alternative).map(|m| m.profile.as_str()).collect();
+                profiles.sort_unstable();
+                profiles.dedup();
+                if profiles.len() > 1 && !settings.allow_multiple_profiles {
                     verdict.violation(format!(
                         "`{path}` requests {} ({}); a CUDA process sees a single MIG slice, so all but one would sit idle: request one profile per container, and split the work into one container per profile if it needs several",
-                        count(migs.len() as u64, "MIG profile"),
-                        quoted(&migs)
+                        count(profiles.len() as u64, "MIG profile"),
+                        migs.join(", ")
                     ));
                 }
                 match settings.profile_source {
                     ProfileSource::Settings => {
                         let allowed = allowed_in(settings, namespace);
-                        for resource in &migs {
-                            let profile = profile_of(resource);
-                            if allowed.iter().any(|g| g.matches(profile) || g.matches(resource)) {
+                        for m in &held.migs {
+                            let profile = m.profile.as_str();
+                            if allowed.iter().any(|g| g.matches(profile) || g.matches(&m.resource)) {
                                 continue;
                             }
                             let shown: Vec<&str> = allowed.iter().map(|g| profile_of(g.as_str())).collect();
@@ -85,7 +115,8 @@ impl Policy for MigProfiles {
                                 format!("allowed there: {}", quoted(&shown))
                             };
                             verdict.violation(format!(
-                                "`{path}` requests MIG profile `{profile}` (`{resource}`), which namespace `{namespace}` may not use ({there}); request an allowed profile, or ask your cluster administrators to allow this one"
+                                "`{path}` requests MIG profile `{profile}` ({}), which namespace `{namespace}` may not use ({there}); request an allowed profile, or ask your cluster administrators to allow this one",
+                                m.shown
                             ));
                         }
                     }
@@ -93,11 +124,11 @@ impl Policy for MigProfiles {
                         let listed = quotas.get_or_insert_with(|| list_quotas(namespace, cluster));
                         match listed {
                             Ok(qs) => {
-                                for resource in &migs {
-                                    if let Some(problem) = quota_problem(qs, t, resource, namespace) {
+                                for m in &held.migs {
+                                    if let Some(problem) = quota_problem(qs, t, &m.resource, namespace) {
                                         verdict.violation(format!(
-                                            "`{path}` requests MIG profile `{}` (`{resource}`), but {problem}; request a profile the namespace's quotas allow, or ask your cluster administrators for a quota of this one",
-                                            profile_of(resource)
+                                            "`{path}` requests MIG profile `{}` ({}), but {problem}; request a profile the namespace's quotas allow, or ask your cluster administrators for a quota of this one",
+                                            m.profile, m.shown
                                         ));
                                     }
                                 }
@@ -117,6 +148,89 @@ impl Policy for MigProfiles {
         }
         Ok(verdict)
     }
+}
+
+/// One MIG slice a container uses: its profile, the resource name it is
+/// (or stands for), how messages show where it comes from, and whether it
+/// is one alternative of a `firstAvailable` request (only one of which is
+/// allocated).
+struct Mig {
+    profile: String,
+    resource: String,
+    shown: String,
+    alternative: bool,
+}
+
+/// What one container holds: MIG slices, whole GPUs (as messages show
+/// them), and MIG claims whose profile cannot be told.
+#[derive(Default)]
+struct Held {
+    migs: Vec<Mig>,
+    wholes: Vec<String>,
+    unpinned: Vec<String>,
+}
+
+impl Held {
+    /// The devices of the pod claims the container names (`resources.claims`,
+    /// all of a claim's requests or the one it names): MIG classes by the
+    /// profile `deviceClassProfiles` gives their class or their selectors
+    /// pin, whole-GPU classes (`resourceClaims.gpuDeviceClasses`) as whole
+    /// GPUs.
+    fn add_claims(&mut self, c: &ContainerRef<'_, '_>, claims: &[PodClaim], s: &Settings) {
+        for used in &c.container.resources.claims {
+            let Some(claim) = claims.iter().find(|pc| pc.claim == *used.name) else { continue };
+            let from = format!("resource claim `{}` ({})", claim.claim, claim.source());
+            for r in &claim.spec.requests {
+                // `request` names a request, or `request/subrequest` one
+                // alternative of a `firstAvailable` request.
+                if used.request.as_deref().is_some_and(|want| want.split('/').next() != Some(r.name.as_str())) {
+                    continue;
+                }
+                let alternative = r.choices.len() > 1;
+                for choice in &r.choices {
+                    let class = choice.device_class.as_str();
+                    let known = s.device_class_profiles.get(class).map(|p| Pinned::OneOf(vec![p.clone()]));
+                    let pinned = match known {
+                        Some(p) => p,
+                        None if s.mig_device_classes.iter().any(|g| g.matches(class)) => {
+                            pinned(&choice.selectors, "gpu.nvidia.com", "profile")
+                        }
+                        None => {
+                            if !alternative && s.resource_claims.gpu_device_classes.iter().any(|g| g.matches(class)) {
+                                let whole = format!("devices of class `{class}` through {from}");
+                                if !self.wholes.contains(&whole) {
+                                    self.wholes.push(whole);
+                                }
+                            }
+                            continue;
+                        }
+                    };
+                    match pinned {
+                        Pinned::OneOf(profiles) => {
+                            for profile in profiles {
+                                let shown = format!("devices of class `{class}` through {from}");
+                                if !self.migs.iter().any(|m| m.profile == profile && m.shown == shown) {
+                                    self.migs.push(Mig { resource: format!("{MIG_PREFIX}{profile}"), profile, shown, alternative });
+                                }
+                            }
+                        }
+                        Pinned::Open | Pinned::Unreadable => {
+                            let u = format!("MIG devices of class `{class}` through {from}");
+                            if !self.unpinned.contains(&u) {
+                                self.unpinned.push(u);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether namespace `ns` may use every MIG profile (an entry `*`), so a
+/// slice of unknown profile is fine.
+fn all_allowed(s: &Settings, ns: &str) -> bool {
+    s.profile_source == ProfileSource::Settings && allowed_in(s, ns).iter().any(|g| g.as_str() == "*" || g.as_str() == "nvidia.com/mig-*")
 }
 
 /// The profile patterns namespace `ns` may use: those of every entry whose

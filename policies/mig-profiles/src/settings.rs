@@ -37,8 +37,22 @@ pub struct Settings {
     /// Whether one container may request slices of more than one MIG
     /// profile. Default off.
     pub allow_multiple_profiles: bool,
-    /// What a failed ResourceQuota lookup does (with `fromResourceQuota`):
-    /// `deny` (default) or `allow`.
+    /// MIG slices claimed through Dynamic Resource Allocation: with
+    /// `resolve`, the pods' ResourceClaims and ResourceClaimTemplates are
+    /// read, their MIG devices held to the same profiles, and devices of
+    /// `gpuDeviceClasses` count as whole GPUs. Default off: the rule then
+    /// reads nothing from the cluster (but ResourceQuotas with
+    /// `fromResourceQuota`).
+    pub resource_claims: ResourceClaims,
+    /// DRA device classes of MIG slices whose profile a request's selector
+    /// pins (`device.attributes['gpu.nvidia.com'].profile == '1g.10gb'`, as
+    /// NVIDIA's DRA driver publishes it). Default `mig.nvidia.com`.
+    pub mig_device_classes: Vec<Glob>,
+    /// DRA device classes that stand for one MIG profile each
+    /// (`mig-1g10gb.example.com: 1g.10gb`). Default none.
+    pub device_class_profiles: BTreeMap<String, String>,
+    /// What a failed lookup (ResourceQuotas with `fromResourceQuota`, a
+    /// resource claim) does: `deny` (default) or `allow`.
     pub on_lookup_error: OnLookupError,
 }
 
@@ -48,6 +62,9 @@ impl Default for Settings {
             profile_source: ProfileSource::Settings,
             allowed_profiles: default_profiles(),
             allow_multiple_profiles: false,
+            resource_claims: ResourceClaims::default(),
+            mig_device_classes: vec![Glob::new("mig.nvidia.com")],
+            device_class_profiles: BTreeMap::new(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -113,6 +130,24 @@ impl RuleSettings for Settings {
                 }
             }
         }
+        self.resource_claims.validate("resourceClaims")?;
+        non_empty_patterns(&"migDeviceClasses", &self.mig_device_classes)?;
+        for (class, profile) in &self.device_class_profiles {
+            if !is_profile(profile) {
+                return Err(SettingsError::new(
+                    format!("deviceClassProfiles.{class}"),
+                    format!("`{profile}` is not a MIG profile: write profiles as NVIDIA names them, such as `1g.10gb` or `3g.40gb`"),
+                ));
+            }
+        }
+        for (i, g) in self.mig_device_classes.iter().enumerate() {
+            if self.resource_claims.gpu_device_classes.iter().any(|w| w.as_str() == g.as_str()) {
+                return Err(SettingsError::new(
+                    format!("migDeviceClasses[{i}]"),
+                    format!("`{g}` is also a whole-GPU class (`resourceClaims.gpuDeviceClasses`): a class is one or the other"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -161,5 +196,16 @@ mod tests {
         );
         assert!(refused::<Settings>(r#"{"profileSource":"quota"}"#).starts_with("setting `profileSource`"));
         assert!(Full::<Settings>::parse_valid(r#"{"allowedProfiles":{"ml":["nvidia.com/mig-1g.10gb","2g.*"]}}"#).is_ok());
+        assert!(
+            refused::<Settings>(r#"{"deviceClassProfiles":{"small.example.com":"small"}}"#)
+                .starts_with("setting `deviceClassProfiles.small.example.com`: `small` is not a MIG profile")
+        );
+        assert!(
+            refused::<Settings>(r#"{"migDeviceClasses":["gpu.nvidia.com"]}"#)
+                .starts_with("setting `migDeviceClasses[0]`: `gpu.nvidia.com` is also a whole-GPU class")
+        );
+        assert!(refused::<Settings>(r#"{"migDeviceClasses":[""]}"#).starts_with("setting `migDeviceClasses[0]`"));
+        let s = accepted::<Settings>(r#"{"resourceClaims":{"resolve":true}}"#);
+        assert_eq!(s.mig_device_classes, [Glob::new("mig.nvidia.com")]);
     }
 }

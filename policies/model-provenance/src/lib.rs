@@ -17,11 +17,16 @@
 //! inventories and audit reports list it; a PyTorchJob's master and worker
 //! templates, or a Deployment's pods, would only repeat it. Pod templates
 //! that carry an annotation the workload lacks get a hint to copy it.
+//!
+//! Controls that belong to each pod (an AI workload's audit logging) are
+//! `requiredPodAnnotations`, read where the pods get their annotations:
+//! pod templates, a Pod's own (with `Pod` in `kinds`), an InferenceService
+//! component's or the InferenceService's.
 
 mod settings;
 
 use aigov_sdk::prelude::*;
-use aigov_sdk::{LabelScope, LabelSite, RequiredLabels, label_sets};
+use aigov_sdk::{AllowedValues, LabelScope, LabelSite, RequiredLabels, label_sets};
 
 pub use settings::{CLASSIFICATION_LABEL, CLASSIFICATIONS, DEFAULT_KINDS, Settings, governable};
 
@@ -59,9 +64,14 @@ impl Policy for ModelProvenance {
 const PODS_WHY: &str = "network policies and data tools select pods by their labels";
 
 /// Every problem, in document order, as `(identity, message)`: the
-/// annotations, then each label set.
+/// workload's annotations, then each label set, then the pods'
+/// annotations.
 pub fn check(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
-    let mut out = annotations(w, s);
+    // A Pod a controller made carries its template's labels and
+    // annotations; the provenance of the workload is its owner's, read when
+    // the owner was submitted.
+    let owned_pod = w.kind == WorkloadKind::Pod && w.metadata.controller().is_some();
+    let mut out = if owned_pod { Vec::new() } else { annotations(w, s) };
     let scope = LabelScope { object: true, pod_templates: s.require_on_pod_templates };
     // A JobSet's job templates label its Jobs, which nothing selects for
     // data handling: the pods' labels are what matters.
@@ -75,20 +85,49 @@ pub fn check(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
             );
         }
     }
+    out.extend(pod_annotations(w, s));
     out
 }
 
-/// `` `v*` ``, or `` any of `v*`, `release-*` ``.
-fn patterns(p: &[Glob]) -> String {
+/// `` `v*` ``, `` any of `v*`, `release-*` ``, or `` the regular
+/// expression `^v[0-9]+$` ``.
+fn patterns(p: &AllowedValues<Glob>) -> String {
     match p {
-        [one] => format!("`{one}`"),
-        many => format!("any of {}", quoted(&many.iter().map(Glob::as_str).collect::<Vec<_>>())),
+        AllowedValues::List(list) => match list.as_slice() {
+            [one] => format!("`{one}`"),
+            many => format!("any of {}", quoted(&many.iter().map(Glob::as_str).collect::<Vec<_>>())),
+        },
+        AllowedValues::Regex(re) => format!("the regular expression `{re}`"),
     }
 }
 
 /// What a value must look like: `a value matching `v*``, or `a value`.
-fn wanted(p: &[Glob]) -> String {
-    if p.is_empty() { "a value".into() } else { format!("a value matching {}", patterns(p)) }
+fn wanted(p: &AllowedValues<Glob>) -> String {
+    if p.any() { "a value".into() } else { format!("a value matching {}", patterns(p)) }
+}
+
+/// What is wrong with one annotation's value (`None`: nothing), at `at`.
+fn annotation_value(key: &str, value: &str, pats: &AllowedValues<Glob>, at: &dyn std::fmt::Display) -> Option<String> {
+    if value.trim().is_empty() {
+        Some(format!("annotation `{key}` in `{at}` is empty: set {}", wanted(pats)))
+    } else if !pats.allows(value) {
+        Some(format!("annotation `{key}` in `{at}` is `{value}`, which does not match {}: set {}", patterns(pats), wanted(pats)))
+    } else {
+        None
+    }
+}
+
+/// `` annotation `a` is missing from `at` `` or `` annotations `a`, `b` are
+/// missing from `at` ``, and what to add.
+fn missing_annotations(missing: &[(&String, &AllowedValues<Glob>)], at: &dyn std::fmt::Display) -> (String, String) {
+    let keys: Vec<&str> = missing.iter().map(|(k, _)| k.as_str()).collect();
+    let what = match keys.as_slice() {
+        [one] => format!("annotation `{one}` is missing from `{at}`"),
+        many => format!("annotations {} are missing from `{at}`", quoted(many)),
+    };
+    let add: Vec<String> = missing.iter().map(|(k, p)| format!("`{k}` with {}", wanted(p))).collect();
+    let message = format!("{what}: add {}", add.join(" and "));
+    (what, message)
 }
 
 /// The annotations on the workload's own metadata: one message for all
@@ -97,18 +136,15 @@ fn wanted(p: &[Glob]) -> String {
 fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
     let own = &w.metadata.annotations;
     let mut out = Vec::new();
-    let missing: Vec<(&String, &Vec<Glob>)> = s.required_annotations.iter().filter(|(k, _)| !own.contains_key(k.as_str())).collect();
+    let missing: Vec<(&String, &AllowedValues<Glob>)> =
+        s.required_annotations.iter().filter(|(k, _)| !own.contains_key(k.as_str())).collect();
     if !missing.is_empty() {
         let keys: Vec<&str> = missing.iter().map(|(k, _)| k.as_str()).collect();
-        let what = match keys.as_slice() {
-            [one] => format!("annotation `{one}` is missing from `metadata.annotations`"),
-            many => format!("annotations {} are missing from `metadata.annotations`", quoted(many)),
-        };
-        let add: Vec<String> = missing.iter().map(|(k, p)| format!("`{k}` with {}", wanted(p))).collect();
-        let mut message = format!("{what}: add {}", add.join(" and "));
+        let (what, mut message) = missing_annotations(&missing, &"metadata.annotations");
         // The usual slip: the chart put them on the pods (`podAnnotations`).
         let on_templates: Vec<String> = w
             .templates()
+            .filter(|t| t.role != Role::Pod)
             .filter_map(|t| {
                 let has: Vec<&str> =
                     keys.iter().copied().filter(|k| t.metadata.as_ref().is_some_and(|m| m.annotations.contains_key(*k))).collect();
@@ -125,18 +161,59 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
     }
     for (key, pats) in &s.required_annotations {
         let Some(value) = w.metadata.annotation(key) else { continue };
-        let m = if value.trim().is_empty() {
-            format!("annotation `{key}` in `metadata.annotations` is empty: set {}", wanted(pats))
-        } else if !pats.is_empty() && !pats.iter().any(|p| p.matches(&value)) {
-            format!(
-                "annotation `{key}` in `metadata.annotations` is `{value}`, which does not match {}: set {}",
-                patterns(pats),
-                wanted(pats)
-            )
-        } else {
-            continue;
+        if let Some(m) = annotation_value(key, &value, pats, &"metadata.annotations") {
+            out.push((m.clone(), m));
+        }
+    }
+    out
+}
+
+/// The annotations of `requiredPodAnnotations` on every pod the workload
+/// makes: each pod template's `metadata.annotations`, a Pod's own; an
+/// InferenceService component's `annotations` over the InferenceService's,
+/// which KServe gives its pods too. A TrainJob's trainer, whose pods'
+/// metadata comes from its training runtime, is not read.
+fn pod_annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if s.required_pod_annotations.is_empty() {
+        return out;
+    }
+    let empty = aigov_sdk::Annotations::default();
+    for t in w.templates().filter(|t| !t.is_partial()) {
+        let (own, inherited, at) = match t.role {
+            Role::Pod => (&w.metadata.annotations, None, Path::root().keys(&["metadata", "annotations"])),
+            Role::Predictor | Role::Transformer | Role::Explainer => (
+                t.metadata.as_ref().map_or(&empty, |m| &m.annotations),
+                Some(&w.metadata.annotations),
+                t.metadata_path().key("annotations"),
+            ),
+            _ => (t.metadata.as_ref().map_or(&empty, |m| &m.annotations), None, t.metadata_path().key("annotations")),
         };
-        out.push((m.clone(), m));
+        let value = |key: &str| own.get(key).or_else(|| inherited.and_then(|i| i.get(key))).map(|v| v.get());
+        let missing: Vec<(&String, &AllowedValues<Glob>)> = s.required_pod_annotations.iter().filter(|(k, _)| value(k).is_none()).collect();
+        if !missing.is_empty() {
+            let (what, mut message) = missing_annotations(&missing, &at);
+            // The other slip: on the workload, which does not reach its pods.
+            let on_workload: Vec<&str> = missing
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| t.role != Role::Pod && inherited.is_none() && w.metadata.annotations.contains_key(*k))
+                .collect();
+            if !on_workload.is_empty() {
+                message.push_str(&format!(
+                    " (`metadata.annotations` has {}, but the workload's own annotations do not reach its pods: copy {} to `{at}`)",
+                    quoted(&on_workload),
+                    if on_workload.len() == 1 { "it" } else { "them" }
+                ));
+            }
+            out.push((what, message));
+        }
+        for (key, pats) in &s.required_pod_annotations {
+            let Some(v) = value(key) else { continue };
+            if let Some(m) = annotation_value(key, &v, pats, &at) {
+                out.push((m.clone(), m));
+            }
+        }
     }
     out
 }
@@ -144,7 +221,7 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
 /// Labels a template carries with another allowed value than the workload:
 /// pods classified `public` in a workload classified `restricted`.
 fn disagreements(reqs: &RequiredLabels, labels: &aigov_sdk::Labels<'_>, own: &aigov_sdk::Labels<'_>, path: &str) -> Vec<String> {
-    let allowed = |key: &str, v: &str| !v.trim().is_empty() && reqs.0.get(key).is_some_and(|a| a.is_empty() || a.iter().any(|x| x == v));
+    let allowed = |key: &str, v: &str| reqs.allows(key, v);
     reqs.0
         .keys()
         .filter_map(|key| {

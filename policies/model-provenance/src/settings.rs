@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use aigov_sdk::base::glob::non_empty_patterns;
 use aigov_sdk::base::names::label_key;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{Exported, RequiredLabels};
+use aigov_sdk::{AllowedValues, Exported, RequiredLabels};
 use serde::{Deserialize, Serialize};
 
 /// The label that classifies the data a workload touches.
@@ -27,14 +27,15 @@ pub const DEFAULT_KINDS: [&str; 10] =
 pub struct Settings {
     /// The workload kinds that must document their model, by kind name.
     /// Default: `InferenceService`, `Deployment`, `StatefulSet` and the
-    /// training kinds. May also name `LeaderWorkerSet`, `RayService`,
-    /// `RayJob` and `JobSet` (the other kinds the webhook rules send).
+    /// training kinds. May also name `Pod`, `LeaderWorkerSet`,
+    /// `RayService`, `RayJob` and `JobSet` (the other kinds the webhook
+    /// rules send).
     pub kinds: Vec<String>,
     /// Annotations the workload's own `metadata.annotations` must carry,
     /// each with the wildcard patterns its value must match (`[]`: any
-    /// non-empty value). Default: the seed's `ai/version: v*` and
-    /// `ai/dataset: *-vault`.
-    pub required_annotations: BTreeMap<String, Vec<Glob>>,
+    /// non-empty value), or a regular expression (`{regex: ...}`). Default:
+    /// the seed's `ai/version: v*` and `ai/dataset: *-vault`.
+    pub required_annotations: BTreeMap<String, AllowedValues<Glob>>,
     /// Labels the workload (and, with `requireOnPodTemplates`, its pod
     /// templates) must carry, each with its allowed values (`[]`: any
     /// non-empty value). Default: `data-classification` in `public`,
@@ -44,6 +45,11 @@ pub struct Settings {
     /// value as the workload. Default `true`: network policies and data
     /// loss prevention tools select pods, not their controllers.
     pub require_on_pod_templates: bool,
+    /// Annotations every pod of a governed workload must carry (its pod
+    /// templates' `metadata.annotations`, a Pod's own), with values as in
+    /// `requiredAnnotations`: controls that belong to each pod, such as
+    /// audit logging. Default `{}`: none.
+    pub required_pod_annotations: BTreeMap<String, AllowedValues<Glob>>,
 }
 
 impl Default for Settings {
@@ -52,10 +58,11 @@ impl Default for Settings {
             kinds: DEFAULT_KINDS.iter().map(|k| k.to_string()).collect(),
             required_annotations: [("ai/version", "v*"), ("ai/dataset", "*-vault")]
                 .into_iter()
-                .map(|(k, p)| (k.to_string(), vec![Glob::new(p)]))
+                .map(|(k, p)| (k.to_string(), AllowedValues::List(vec![Glob::new(p)])))
                 .collect(),
             required_labels: RequiredLabels::new([(CLASSIFICATION_LABEL, &CLASSIFICATIONS[..])]),
             require_on_pod_templates: true,
+            required_pod_annotations: BTreeMap::new(),
         }
     }
 }
@@ -78,6 +85,26 @@ impl Settings {
     }
 }
 
+/// Annotation keys Kubernetes accepts, each with patterns or an expression
+/// that can be met.
+fn annotation_requirements(key: &str, map: &BTreeMap<String, AllowedValues<Glob>>) -> Result<(), SettingsError> {
+    for (name, values) in map {
+        if let Err(why) = label_key(name) {
+            return Err(SettingsError::new(key, format!("`{name}` is not a valid annotation key: {why}")));
+        }
+        match values {
+            // An empty value is reported as empty, so an empty pattern
+            // could never be met.
+            AllowedValues::List(patterns) => non_empty_patterns(&format_args!("{key}.{name}"), patterns)?,
+            AllowedValues::Regex(re) if re.as_str().is_empty() => {
+                return Err(SettingsError::new(format!("{key}.{name}.regex"), "must not be empty; use `[]` to allow any non-empty value"));
+            }
+            AllowedValues::Regex(_) => {}
+        }
+    }
+    Ok(())
+}
+
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         if self.kinds.is_empty() {
@@ -92,17 +119,14 @@ impl RuleSettings for Settings {
                 ));
             }
         }
-        if self.required_annotations.is_empty() && self.required_labels.0.is_empty() {
-            return Err(SettingsError::new("requiredAnnotations", "and `requiredLabels` are both empty, so the rule would check nothing"));
+        if self.required_annotations.is_empty() && self.required_labels.0.is_empty() && self.required_pod_annotations.is_empty() {
+            return Err(SettingsError::new(
+                "requiredAnnotations",
+                "and `requiredLabels` are both empty, so the rule would check nothing: require an annotation or a label, or set `requiredPodAnnotations`",
+            ));
         }
-        for (key, patterns) in &self.required_annotations {
-            if let Err(why) = label_key(key) {
-                return Err(SettingsError::new("requiredAnnotations", format!("`{key}` is not a valid annotation key: {why}")));
-            }
-            // An empty value is reported as empty, so an empty pattern
-            // could never be met.
-            non_empty_patterns(&format_args!("requiredAnnotations.{key}"), patterns)?;
-        }
+        annotation_requirements("requiredAnnotations", &self.required_annotations)?;
+        annotation_requirements("requiredPodAnnotations", &self.required_pod_annotations)?;
         self.required_labels.validate("requiredLabels")
     }
 }
@@ -135,7 +159,7 @@ mod tests {
         for k in DEFAULT_KINDS.iter().chain(&["LeaderWorkerSet", "RayService", "RayJob", "JobSet"]) {
             assert!(g.contains(k), "{k}");
         }
-        assert!(!g.contains(&"Pod") && !g.contains(&"Job") && !g.contains(&"Notebook"));
+        assert!(g.contains(&"Pod") && !g.contains(&"Job") && !g.contains(&"Notebook"));
         let s = ok(r#"{"kinds":["LeaderWorkerSet","RayService"]}"#);
         assert!(s.governs(WorkloadKind::LeaderWorkerSet) && !s.governs(WorkloadKind::Deployment));
     }
@@ -143,8 +167,8 @@ mod tests {
     #[test]
     fn settings_that_can_never_match_are_refused() {
         assert!(
-            refused::<Settings>(r#"{"kinds":["Deployment","Pod"]}"#)
-                .starts_with("setting `kinds[1]`: `Pod` is not a kind this rule receives; use `Deployment`")
+            refused::<Settings>(r#"{"kinds":["Deployment","Job"]}"#)
+                .starts_with("setting `kinds[1]`: `Job` is not a kind this rule receives; use `Pod`, `Deployment`")
         );
         assert!(refused::<Settings>(r#"{"kinds":["deployment"]}"#).starts_with("setting `kinds[0]`: `deployment` is not a kind"));
         assert!(refused::<Settings>(r#"{"kinds":[]}"#).starts_with("setting `kinds`: must list at least one kind"));
@@ -153,6 +177,19 @@ mod tests {
                 .starts_with("setting `requiredAnnotations`: and `requiredLabels` are both empty")
         );
         assert!(ok(r#"{"requiredLabels":{}}"#).required_labels.0.is_empty(), "annotations alone");
+        assert!(
+            ok(r#"{"requiredLabels":{},"requiredAnnotations":{},"requiredPodAnnotations":{"ai/audit":["on"]}}"#)
+                .governs(WorkloadKind::Deployment),
+            "pod annotations alone"
+        );
+        assert_eq!(
+            refused::<Settings>(r#"{"requiredPodAnnotations":{"ai/audit":{"regex":""}}}"#),
+            "setting `requiredPodAnnotations.ai/audit.regex`: must not be empty; use `[]` to allow any non-empty value"
+        );
+        assert!(
+            refused::<Settings>(r#"{"requiredAnnotations":{"ai/version":{"regex":"v(1"}}}"#)
+                .starts_with("setting `requiredAnnotations.ai/version`: `v(1` is not a regular expression aigov reads: missing `)`")
+        );
         assert!(
             refused::<Settings>(r#"{"requiredAnnotations":{"ai version":[]}}"#)
                 .starts_with("setting `requiredAnnotations`: `ai version` is not a valid annotation key")

@@ -31,8 +31,10 @@ fn missing_annotations_are_one_message_with_their_patterns() {
             "annotations `ai/dataset`, `ai/version` are missing from `metadata.annotations`: add `ai/dataset` with a value matching `*-vault` and `ai/version` with a value matching `v*`"
         ]
     );
-    let s =
-        Settings { required_annotations: [("example.com/model-card".to_string(), vec![])].into_iter().collect(), ..Settings::default() };
+    let s = Settings {
+        required_annotations: [("example.com/model-card".to_string(), AllowedValues::List(vec![]))].into_iter().collect(),
+        ..Settings::default()
+    };
     assert_eq!(
         problems_with(WorkloadKind::Deployment, &deployment("{}", LABELS, "{}", LABELS), &s),
         ["annotation `example.com/model-card` is missing from `metadata.annotations`: add `example.com/model-card` with a value"]
@@ -64,7 +66,9 @@ fn values_must_match_a_pattern() {
         ]
     );
     let s = Settings {
-        required_annotations: [("ai/version".to_string(), vec![Glob::new("v*"), Glob::new("release-*")])].into_iter().collect(),
+        required_annotations: [("ai/version".to_string(), AllowedValues::List(vec![Glob::new("v*"), Glob::new("release-*")]))]
+            .into_iter()
+            .collect(),
         ..Settings::default()
     };
     let found = problems_with(WorkloadKind::Deployment, &deployment(r#"{"ai/version":"2"}"#, LABELS, "{}", LABELS), &s);
@@ -161,7 +165,85 @@ fn metadata_lists_what_settings_may_name() {
         let kind = WorkloadKind::ALL.into_iter().find(|w| w.kind() == k).unwrap();
         assert!(m.governs(kind.group(), "v1", kind.resource(), None, "CREATE"), "{k}");
     }
-    assert!(!m.governs("", "v1", "pods", None, "CREATE"), "pods carry their controller's provenance");
+    // Pods are sent for `kinds: [Pod]` (`requiredPodAnnotations`), and
+    // admitted unread by default: pods carry their controller's provenance.
+    assert!(m.governs("", "v1", "pods", None, "CREATE") && !Settings::default().governs(WorkloadKind::Pod));
     assert!(!m.governs("batch", "v1", "jobs", None, "CREATE"));
     assert!(!m.governs("apps", "v1", "deployments", None, "DELETE"));
+}
+
+fn pod_settings() -> Settings {
+    aigov_sdk::testing::settings::accepted::<Settings>(
+        r#"{"requiredPodAnnotations":{"ai-controls/audit-logging":["enabled"],"example.com/runbook":{"regex":"^https://"}},"kinds":["Pod","Deployment","InferenceService","TrainJob"]}"#,
+    )
+}
+
+#[test]
+fn pod_annotations_are_read_where_the_pods_get_them() {
+    let s = pod_settings();
+    let pods = r#"{"ai-controls/audit-logging":"enabled","example.com/runbook":"https://runbooks.example.com/rag"}"#;
+    assert!(problems_with(WorkloadKind::Deployment, &deployment(ANN, LABELS, pods, LABELS), &s).is_empty());
+    // On the Deployment only: its annotations never reach its pods.
+    assert_eq!(
+        problems_with(
+            WorkloadKind::Deployment,
+            &deployment(
+                r#"{"ai/version":"v1","ai/dataset":"a-vault","ai-controls/audit-logging":"enabled"}"#,
+                LABELS,
+                r#"{"example.com/runbook":"http://wiki/rag"}"#,
+                LABELS
+            ),
+            &s
+        ),
+        [
+            "annotation `ai-controls/audit-logging` is missing from `spec.template.metadata.annotations`: add `ai-controls/audit-logging` with a value matching `enabled` \
+             (`metadata.annotations` has `ai-controls/audit-logging`, but the workload's own annotations do not reach its pods: copy it to `spec.template.metadata.annotations`)",
+            "annotation `example.com/runbook` in `spec.template.metadata.annotations` is `http://wiki/rag`, which does not match the regular expression `^https://`: \
+             set a value matching the regular expression `^https://`",
+        ]
+    );
+}
+
+#[test]
+fn pods_in_kinds_are_checked_and_a_controllers_pod_only_for_what_pods_carry() {
+    let s = pod_settings();
+    let pod = |meta: &str| format!(r#"{{"metadata":{meta},"spec":{{"containers":[{{"name":"c"}}]}}}}"#);
+    let bare = pod(&format!(r#"{{"name":"p","labels":{LABELS},"annotations":{ANN}}}"#));
+    assert_eq!(
+        problems_with(WorkloadKind::Pod, &bare, &s),
+        [
+            "annotations `ai-controls/audit-logging`, `example.com/runbook` are missing from `metadata.annotations`: add `ai-controls/audit-logging` with a value matching `enabled` \
+          and `example.com/runbook` with a value matching the regular expression `^https://`"
+        ]
+    );
+    // A ReplicaSet's pod: the Deployment's provenance is not asked of it,
+    // the pod annotations are.
+    let owned = pod(&format!(
+        r#"{{"name":"p","labels":{LABELS},"annotations":{{"ai-controls/audit-logging":"off","example.com/runbook":"https://x"}},
+            "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u","controller":true}}]}}"#
+    ));
+    assert_eq!(
+        problems_with(WorkloadKind::Pod, &owned, &s),
+        [
+            "annotation `ai-controls/audit-logging` in `metadata.annotations` is `off`, which does not match `enabled`: set a value matching `enabled`"
+        ]
+    );
+}
+
+#[test]
+fn inference_service_pods_get_the_services_annotations_and_trainers_are_not_read() {
+    let s = pod_settings();
+    let isvc = r#"{"metadata":{"name":"m","labels":{"data-classification":"internal"},
+        "annotations":{"ai/version":"v3","ai/dataset":"faq-vault","ai-controls/audit-logging":"enabled"}},
+        "spec":{"predictor":{"annotations":{"example.com/runbook":"https://r"},"model":{"storageUri":"s3://m/x"}},
+                "transformer":{"containers":[{"name":"t"}]}}}"#;
+    assert_eq!(
+        problems_with(WorkloadKind::InferenceService, isvc, &s),
+        [
+            "annotation `example.com/runbook` is missing from `spec.transformer.annotations`: add `example.com/runbook` with a value matching the regular expression `^https://`"
+        ]
+    );
+    let tj = r#"{"metadata":{"name":"j","labels":{"data-classification":"internal"},"annotations":{"ai/version":"v3","ai/dataset":"faq-vault"}},
+        "spec":{"trainer":{"image":"x"}}}"#;
+    assert!(problems_with(WorkloadKind::TrainJob, tj, &s).is_empty());
 }

@@ -17,7 +17,7 @@ mod settings;
 use aigov_sdk::LabelScope;
 use aigov_sdk::prelude::*;
 
-pub use settings::{CATEGORIES, CATEGORY_LABEL, Settings, TEAM_LABEL};
+pub use settings::{CATEGORY_LABEL, Settings, TEAM_LABEL};
 
 /// The rule.
 pub struct OpencostLabels;

@@ -1,6 +1,7 @@
 //! Settings of `opencost-labels`.
 
 use aigov_sdk::RequiredLabels;
+use aigov_sdk::model::classification::OPENCOST_CATEGORIES;
 use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -9,9 +10,6 @@ pub const TEAM_LABEL: &str = "opencost.io/team";
 
 /// OpenCost's workload-category label.
 pub const CATEGORY_LABEL: &str = "opencost.io/workload-category";
-
-/// The workload categories allowed by default.
-pub const CATEGORIES: [&str; 4] = ["training", "inference", "development", "data-processing"];
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +36,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            required_labels: RequiredLabels::new([(TEAM_LABEL, &[][..]), (CATEGORY_LABEL, &CATEGORIES[..])]),
+            required_labels: RequiredLabels::new([(TEAM_LABEL, &[][..]), (CATEGORY_LABEL, &OPENCOST_CATEGORIES[..])]),
             require_on_pod_templates: true,
             pod_templates_only: false,
         }
@@ -107,7 +105,7 @@ mod tests {
         );
         assert_eq!(
             refused::<Settings>(r#"{"requiredLabels":{"team":"ml"}}"#),
-            "setting `requiredLabels.team`: invalid type: string \"ml\", expected a list"
+            "setting `requiredLabels.team`: invalid type: string \"ml\", expected a list of allowed values, or `{regex: ...}`"
         );
     }
 

@@ -1,7 +1,8 @@
 //! Settings of `ray-cluster-limits`.
 
+use aigov_sdk::model::classification::classification_labels;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, MigWeights, RequiredLabels};
+use aigov_sdk::{MigWeights, RequiredLabels};
 use serde::{Deserialize, Serialize};
 
 /// The rule's own settings (the shared `mode` and exemptions come on top).
@@ -30,9 +31,9 @@ pub struct Settings {
     pub max_total_gpus: Option<i64>,
     /// Labels the RayCluster, RayJob or RayService must carry, each with its
     /// allowed values (`[]`: any non-empty value). Default: `team`,
-    /// `cost-center`, `workload-type` in `[training, inference,
-    /// development]`, `compute-type` in `[gpu, cpu, mixed]`. `{}` checks no
-    /// labels.
+    /// `cost-center`, `workload-type` one of the SDK's workload types (as
+    /// `workload-classification` requires), `compute-type` in `[gpu, cpu,
+    /// mixed]`. `{}` checks no labels.
     pub required_labels: RequiredLabels,
     /// Whether a `compute-type` label must agree with the GPUs the cluster
     /// requests (`cpu` only without GPUs; `gpu` and `mixed` only with).
@@ -54,12 +55,7 @@ impl Default for Settings {
             max_gpu_worker_replicas: 8,
             max_cpu_worker_replicas: 20,
             max_total_gpus: None,
-            required_labels: RequiredLabels::new([
-                ("team", &[][..]),
-                ("cost-center", &[][..]),
-                ("workload-type", &["training", "inference", "development"][..]),
-                (COMPUTE_TYPE_LABEL, &COMPUTE_TYPES[..]),
-            ]),
+            required_labels: classification_labels(),
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),
             mig_weights: MigWeights::default(),
@@ -132,7 +128,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_the_seed_limits() {
+    fn defaults_are_the_blog_posts_limits_and_the_shared_labels() {
         let s = ok("{}");
         assert_eq!(s, Settings::default());
         assert_eq!((s.max_gpus_per_worker, s.max_gpu_worker_replicas, s.max_cpu_worker_replicas), (4, 8, 20));
@@ -145,7 +141,7 @@ mod tests {
         assert_eq!(json["migWeights"].to_string(), "{}");
         assert_eq!(
             json["requiredLabels"].to_string(),
-            r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["training","inference","development"]}"#
+            r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["jupyter-notebook","ml-training","cpu-training","data-processing","model-inference","report-generation"]}"#
         );
         assert_eq!(json["checkComputeType"], true);
     }

@@ -1,8 +1,8 @@
 use super::*;
 use aigov_sdk::{NoCluster, ValidationResponse};
 
-const LABELS: &str = r#"{"team":"ml","cost-center":"cc-1","workload-type":"training","compute-type":"mixed"}"#;
-const CPU_LABELS: &str = r#"{"team":"ml","cost-center":"cc-1","workload-type":"training","compute-type":"cpu"}"#;
+const LABELS: &str = r#"{"team":"ml","cost-center":"cc-1","workload-type":"ml-training","compute-type":"mixed"}"#;
+const CPU_LABELS: &str = r#"{"team":"ml","cost-center":"cc-1","workload-type":"ml-training","compute-type":"cpu"}"#;
 
 /// A worker group: `extra` holds the replica fields, `containers` the
 /// worker's containers (and anything else of the pod spec after them).
@@ -520,7 +520,7 @@ fn huge_numbers_do_not_wrap() {
 
 #[test]
 fn compute_type_must_match_the_gpus() {
-    let labels = |ct: &str| format!(r#"{{"team":"ml","cost-center":"cc","workload-type":"training","compute-type":"{ct}"}}"#);
+    let labels = |ct: &str| format!(r#"{{"team":"ml","cost-center":"cc","workload-type":"ml-training","compute-type":"{ct}"}}"#);
     let gpu_cluster = |ct: &str| cluster(&labels(ct), CPU, &[group("g", r#""maxReplicas":2,"#, &gpu(1))]);
     let cpu_cluster = |ct: &str| cluster(&labels(ct), CPU, &[group("c", r#""maxReplicas":2,"#, CPU)]);
     assert!(problems(&gpu_cluster("gpu")).is_empty());

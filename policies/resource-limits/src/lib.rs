@@ -1,8 +1,11 @@
 //! `resource-limits`: every container of every pod template sets CPU and
 //! memory limits (which resources is a setting); GPUs are requested the way
 //! Kubernetes accepts them (a whole number, the request equal to the limit);
-//! optionally, the containers of GPU pods request as much memory as their
-//! limit, and no container or pod holds more GPUs than a cap.
+//! optionally, containers request what the settings list, limits and
+//! requests stay within bounds and within a ratio of each other (as a
+//! LimitRange's `maxLimitRequestRatio`), the containers of GPU pods request
+//! as much memory as their limit, and no container or pod holds more GPUs
+//! than a cap.
 //!
 //! A container without a memory limit can take a node's memory until the
 //! kernel kills something, often the training job next to it; without a CPU
@@ -44,7 +47,7 @@ impl Policy for ResourceLimits {
             return Ok(verdict);
         };
         for template in workload.templates() {
-            check_template(template, settings, &mut verdict)?;
+            check_template(template, settings, &|c| req.exempt_container(c), &mut verdict)?;
         }
         Ok(verdict)
     }
@@ -96,19 +99,26 @@ fn and_list(items: &[String]) -> String {
     }
 }
 
-fn check_template(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+/// Checks one pod template; `exempt` says which containers the shared
+/// `exemptImages` leaves out.
+fn check_template(t: &PodTemplate<'_>, s: &Settings, exempt: &dyn Fn(&Container<'_>) -> bool, v: &mut Verdict) -> Result<(), Malformed> {
     let names = &s.gpu_resource_names;
     let gpu_pod = t.requests_gpu(names)?;
     let pod_limits = t.spec.resources.as_ref().map(|r| &r.limits);
+    let pod_requests = t.spec.resources.as_ref().map(|r| &r.requests);
     for c in t.containers() {
         // Kubernetes refuses resources on ephemeral containers: they take
-        // whatever the pod has.
-        if c.list == ContainerList::EphemeralContainers {
+        // whatever the pod has. A container of an exempt image (the shared
+        // `exemptImages`) is left out.
+        if c.list == ContainerList::EphemeralContainers || exempt(c.container) {
             continue;
         }
         let limits_required = c.list != ContainerList::InitContainers || s.check_init_containers;
         if limits_required {
             required_limits(t, &c, s, pod_limits, v)?;
+            required_requests(t, &c, s, pod_requests, v)?;
+            bounds(t, &c, s, v)?;
+            ratios(t, &c, s, v)?;
         }
         gpu_quantities(t, &c, s, v)?;
         if gpu_pod && s.gpu_memory_request_equals_limit && limits_required {
@@ -186,7 +196,7 @@ fn required_limits(
                     ));
                 }
             }
-            None if pod_level_limit(t, pod_limits, name)? => {}
+            None if pod_level_limit(t, pod_limits, name, "limits")? => {}
             None => missing.push(name),
         }
     }
@@ -205,15 +215,138 @@ fn required_limits(
     Ok(())
 }
 
-/// Whether the pod as a whole limits `name` (pod-level resources support
-/// CPU and memory; a container without its own limit shares the pod's).
-fn pod_level_limit(t: &PodTemplate<'_>, pod_limits: Option<&ResourceList<'_>>, name: &str) -> Result<bool, Malformed> {
+/// Every resource of `requiredRequests` is requested, above zero, by the
+/// container (a limit alone counts: Kubernetes copies it to the request)
+/// or, for CPU and memory, by the pod as a whole.
+fn required_requests(
+    t: &PodTemplate<'_>,
+    c: &ContainerRef<'_, '_>,
+    s: &Settings,
+    pod_requests: Option<&ResourceList<'_>>,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
+    if s.required_requests.is_empty() {
+        return Ok(());
+    }
+    let res = &c.container.resources;
+    let rpath = resources_at(t, c);
+    let mut missing: Vec<&str> = Vec::new();
+    for name in &s.required_requests {
+        match (res.requests.get(name.as_str()), res.limits.get(name.as_str())) {
+            (Some(raw), _) => {
+                let at = field(&rpath, "requests", name);
+                if quantity(raw, &at)?.is_zero() {
+                    v.violation(format!("{} requests `{name}: {}`, which reserves nothing: set `{at}` above zero", who(c, t), raw.0));
+                }
+            }
+            (None, Some(_)) => {}
+            (None, None) if pod_level_limit(t, pod_requests, name, "requests")? => {}
+            (None, None) => missing.push(name),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let fields: Vec<String> = missing.iter().map(|n| field(&rpath, "requests", n).to_string()).collect();
+    let message = format!("{} has no {} request: set {}", who(c, t), or_list(&missing), and_list(&fields));
+    if t.is_partial() {
+        v.warn(format!("{message}, unless the training runtime sets them (this rule does not see it)"));
+    } else {
+        v.violation(message);
+    }
+    Ok(())
+}
+
+/// `maxLimits`, `minLimits`, `maxRequests` and `minRequests`: each limit
+/// and request set (a request left out being the limit) within its bounds.
+/// A missing one is `requiredLimits`' and `requiredRequests`' to report.
+fn bounds(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    let res = &c.container.resources;
+    let rpath = resources_at(t, c);
+    for (list, maxes, mins) in [("limits", &s.max_limits, &s.min_limits), ("requests", &s.max_requests, &s.min_requests)] {
+        for (name, bound, max) in maxes.iter().map(|(n, b)| (n, b, true)).chain(mins.iter().map(|(n, b)| (n, b, false))) {
+            let own = if list == "limits" { res.limits.get(name.as_str()) } else { res.requests.get(name.as_str()) };
+            // A request left out is the limit (Kubernetes copies it).
+            let (raw, from_limit) = match (own, list) {
+                (Some(raw), _) => (raw, false),
+                (None, "requests") => match res.limits.get(name.as_str()) {
+                    Some(raw) => (raw, true),
+                    None => continue,
+                },
+                (None, _) => continue,
+            };
+            let at = field(&rpath, list, name);
+            let value = quantity(raw, &at)?.ceil_millis();
+            let (out, word, fix) = if max {
+                (value > bound.millis(), "above the maximum", "or less")
+            } else {
+                (value < bound.millis(), "below the minimum", "or more")
+            };
+            if !out {
+                continue;
+            }
+            let kind = if list == "limits" { "limit" } else { "request" };
+            let what = if from_limit {
+                format!("has no `{name}` request, so it requests its limit `{}`, {word} request `{bound}`", raw.0)
+            } else {
+                format!("has `{name}` {kind} `{}`, {word} `{bound}`", raw.0)
+            };
+            v.violation(format!("{} {what}: set `{at}` to `{bound}` {fix}", who(c, t)));
+        }
+    }
+    Ok(())
+}
+
+/// `maxLimitRequestRatio`, as a LimitRange reads it: the limit and the
+/// request (a request left out being the limit) both set and above zero,
+/// the limit at most the ratio times the request.
+fn ratios(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    let res = &c.container.resources;
+    let rpath = resources_at(t, c);
+    for (name, ratio) in &s.max_limit_request_ratio {
+        let limit_at = field(&rpath, "limits", name);
+        let Some(limit) = res.limits.get(name.as_str()) else {
+            // Reported as missing by `requiredLimits` when it lists it.
+            if !s.required_limits.iter().any(|n| n == name) {
+                v.violation(format!(
+                    "{} has no `{name}` limit, which `maxLimitRequestRatio` needs: set `{limit_at}` to at most `{ratio}` times its request",
+                    who(c, t)
+                ));
+            }
+            continue;
+        };
+        let Some(request) = res.requests.get(name.as_str()) else { continue };
+        let request_at = field(&rpath, "requests", name);
+        let l = u128::from(quantity(limit, &limit_at)?.ceil_millis());
+        let r = u128::from(quantity(request, &request_at)?.ceil_millis());
+        if r == 0 {
+            v.violation(format!(
+                "{} requests `{name}: {}`, so no ratio of its limit to it can hold: set `{request_at}` above zero",
+                who(c, t),
+                request.0
+            ));
+        } else if l * 1000 > u128::from(ratio.millis()) * r {
+            v.violation(format!(
+                "{} has `{name}` limit `{}` and request `{}`, more than `{ratio}` times the request: raise `{request_at}` or lower `{limit_at}`",
+                who(c, t),
+                limit.0,
+                request.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the pod as a whole sets `name` in `list` (`limits`, `requests`;
+/// pod-level resources support CPU and memory; a container without its
+/// own shares the pod's).
+fn pod_level_limit(t: &PodTemplate<'_>, pod_limits: Option<&ResourceList<'_>>, name: &str, list: &str) -> Result<bool, Malformed> {
     if !matches!(name, "cpu" | "memory") {
         return Ok(false);
     }
     let Some(raw) = pod_limits.and_then(|l| l.get(name)) else { return Ok(false) };
     let resources = t.spec_path().key("resources");
-    Ok(quantity(raw, &field(&resources, "limits", name))?.is_positive())
+    Ok(quantity(raw, &field(&resources, list, name))?.is_positive())
 }
 
 /// GPUs as Kubernetes accepts them: whole numbers, and a request only with
@@ -303,7 +436,7 @@ fn memory_guaranteed(
         )),
         // Without a memory limit: reported as missing when `memory` is a
         // required limit; a pod-level limit bounds the pod as a whole.
-        (None, None) if !s.required_limits.iter().any(|n| n == "memory") && !pod_level_limit(t, pod_limits, "memory")? => {
+        (None, None) if !s.required_limits.iter().any(|n| n == "memory") && !pod_level_limit(t, pod_limits, "memory", "limits")? => {
             v.violation(format!(
                 "{} of a GPU pod has no `memory` limit: set `{limit_at}`, and leave the request out or equal to it, so that the node cannot overcommit the memory a GPU job needs",
                 who(c, t)

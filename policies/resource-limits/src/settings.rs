@@ -1,9 +1,12 @@
 //! Settings of `resource-limits`.
 
-use aigov_sdk::MigWeights;
+use std::collections::BTreeMap;
+use std::fmt;
+
 use aigov_sdk::base::names::label_key;
 use aigov_sdk::prelude::*;
-use serde::{Deserialize, Serialize};
+use aigov_sdk::{MigWeights, Quantity};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top).
@@ -13,6 +16,23 @@ pub struct Settings {
     /// Resources every container must set a limit for. Default `cpu` and
     /// `memory` (the seed's). `[]` checks no limits, only the GPU rules.
     pub required_limits: Vec<String>,
+    /// Resources every container must request (a limit alone counts:
+    /// Kubernetes copies it to the request). Default `[]`.
+    pub required_requests: Vec<String>,
+    /// The largest limit a container may set, per resource. Default `{}`.
+    pub max_limits: BTreeMap<String, Amount>,
+    /// The smallest limit a container may set, per resource. Default `{}`.
+    pub min_limits: BTreeMap<String, Amount>,
+    /// The largest request a container may make, per resource (a request
+    /// left out is the limit). Default `{}`.
+    pub max_requests: BTreeMap<String, Amount>,
+    /// The smallest request a container may make, per resource. Default
+    /// `{}`.
+    pub min_requests: BTreeMap<String, Amount>,
+    /// The largest ratio of a container's limit to its request, per
+    /// resource, as a LimitRange's `maxLimitRequestRatio`: both must be set
+    /// (a request left out is the limit) and above zero. Default `{}`.
+    pub max_limit_request_ratio: BTreeMap<String, Amount>,
     /// Whether init containers (those that run to completion, and sidecars)
     /// are held to `requiredLimits` too. Default `true`: an init container
     /// that downloads a model runs with the same node as everything else.
@@ -37,6 +57,12 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             required_limits: vec!["cpu".into(), "memory".into()],
+            required_requests: Vec::new(),
+            max_limits: BTreeMap::new(),
+            min_limits: BTreeMap::new(),
+            max_requests: BTreeMap::new(),
+            min_requests: BTreeMap::new(),
+            max_limit_request_ratio: BTreeMap::new(),
             check_init_containers: true,
             gpu_memory_request_equals_limit: false,
             max_gpus_per_container: None,
@@ -47,28 +73,148 @@ impl Default for Settings {
     }
 }
 
+/// A quantity in settings, as Kubernetes writes one (`"500m"`, `"4Gi"`) or
+/// as a number (`2`, `1.5`); kept as written, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Amount(pub String);
+
+impl Amount {
+    /// The quantity in thousandths, rounded up (settings were validated,
+    /// so it parses; 0 if not).
+    pub fn millis(&self) -> u64 {
+        Quantity::parse(&self.0).map_or(0, |q| q.ceil_millis())
+    }
+}
+
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Amount {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Amount;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a quantity, such as `\"500m\"`, `\"4Gi\"` or `2`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Amount, E> {
+                Ok(Amount(v.to_string()))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Amount, E> {
+                Ok(Amount(v.to_string()))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Amount, E> {
+                Ok(Amount(v.to_string()))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Amount, E> {
+                Ok(Amount(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// A list of resource names: valid, not GPUs (which would refuse every pod
+/// without GPUs), not repeated.
+fn resource_names(key: &str, names: &[String], gpus: &GpuResources) -> Result<(), SettingsError> {
+    for (i, name) in names.iter().enumerate() {
+        let key = format!("{key}[{i}]");
+        if name.trim().is_empty() {
+            return Err(SettingsError::new(key, "must not be empty"));
+        }
+        if let Err(why) = label_key(name) {
+            return Err(SettingsError::new(key, format!("`{name}` is not a resource name: {why}")));
+        }
+        if gpus.is_gpu(name) {
+            return Err(SettingsError::new(
+                key,
+                format!(
+                    "`{name}` is a GPU resource: requiring it of every container would refuse every pod without GPUs; GPU limits are checked whenever GPUs are requested"
+                ),
+            ));
+        }
+        if names.iter().take(i).any(|n| n == name) {
+            return Err(SettingsError::new(key, format!("`{name}` is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// Resource names mapped to quantities above zero.
+fn amounts(key: &str, map: &BTreeMap<String, Amount>) -> Result<(), SettingsError> {
+    for (name, amount) in map {
+        if let Err(why) = label_key(name) {
+            return Err(SettingsError::new(key, format!("`{name}` is not a resource name: {why}")));
+        }
+        let key = format!("{key}.{name}");
+        match Quantity::parse(&amount.0) {
+            Err(why) => return Err(SettingsError::new(key, why.to_string())),
+            Ok(q) if !q.is_positive() => {
+                return Err(SettingsError::new(key, format!("`{amount}` must be above zero; leave `{name}` out for no bound")));
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
 impl RuleSettings for Settings {
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         self.gpu_resource_names.validate("gpuResourceNames")?;
         self.mig_weights.validate("migWeights")?;
-        for (i, name) in self.required_limits.iter().enumerate() {
-            let key = format!("requiredLimits[{i}]");
-            if name.trim().is_empty() {
-                return Err(SettingsError::new(key, "must not be empty"));
+        resource_names("requiredLimits", &self.required_limits, &self.gpu_resource_names)?;
+        resource_names("requiredRequests", &self.required_requests, &self.gpu_resource_names)?;
+        for (key, map) in [
+            ("maxLimits", &self.max_limits),
+            ("minLimits", &self.min_limits),
+            ("maxRequests", &self.max_requests),
+            ("minRequests", &self.min_requests),
+            ("maxLimitRequestRatio", &self.max_limit_request_ratio),
+        ] {
+            amounts(key, map)?;
+        }
+        // Bounds nothing can meet: a minimum above a maximum, or a request
+        // above a limit, which Kubernetes refuses.
+        for (min_key, mins, max_key, maxes) in [
+            ("minLimits", &self.min_limits, "maxLimits", &self.max_limits),
+            ("minRequests", &self.min_requests, "maxRequests", &self.max_requests),
+            ("minRequests", &self.min_requests, "maxLimits", &self.max_limits),
+        ] {
+            for (name, min) in mins {
+                if let Some(max) = maxes.get(name)
+                    && min.millis() > max.millis()
+                {
+                    return Err(SettingsError::new(
+                        format!("{min_key}.{name}"),
+                        format!("`{min}` is above `{max_key}.{name}` (`{max}`), so no container could pass: lower one or raise the other"),
+                    ));
+                }
             }
-            if let Err(why) = label_key(name) {
-                return Err(SettingsError::new(key, format!("`{name}` is not a resource name: {why}")));
-            }
-            if self.gpu_resource_names.is_gpu(name) {
+        }
+        for (name, ratio) in &self.max_limit_request_ratio {
+            if ratio.millis() < 1000 {
                 return Err(SettingsError::new(
-                    key,
+                    format!("maxLimitRequestRatio.{name}"),
                     format!(
-                        "`{name}` is a GPU resource: requiring it of every container would refuse every pod without GPUs; GPU limits are checked whenever GPUs are requested"
+                        "`{ratio}` is below 1, which only a request above its limit could meet, and Kubernetes refuses those: use 1 or more"
                     ),
                 ));
-            }
-            if self.required_limits.iter().take(i).any(|n| n == name) {
-                return Err(SettingsError::new(key, format!("`{name}` is listed twice")));
             }
         }
         for (key, cap) in [("maxGpusPerContainer", self.max_gpus_per_container), ("maxGpusPerPod", self.max_gpus_per_pod)] {
@@ -152,6 +298,47 @@ mod tests {
             refused::<Settings>(r#"{"migWeights":{"nvidia.com/mig-1g.6gb":2}}"#).starts_with("setting `migWeights.nvidia.com/mig-1g.6gb`")
         );
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
+    }
+
+    #[test]
+    fn requests_bounds_and_ratios() {
+        let s = ok("{}");
+        assert!(
+            s.required_requests.is_empty() && s.max_limits.is_empty() && s.min_requests.is_empty() && s.max_limit_request_ratio.is_empty()
+        );
+        let s = ok(
+            r#"{"requiredRequests":["cpu","memory"],"maxLimits":{"cpu":2,"memory":"4Gi"},"minRequests":{"cpu":0.25},"maxLimitRequestRatio":{"cpu":"1.5"}}"#,
+        );
+        assert_eq!((s.max_limits["cpu"].millis(), s.max_limits["memory"].millis()), (2000, 4 * 1024 * 1024 * 1024 * 1000));
+        assert_eq!(s.min_requests["cpu"].millis(), 250, "numbers are quantities");
+        assert_eq!(Full::<Settings>::default().to_json()["maxLimits"].to_string(), "{}");
+        assert!(
+            refused::<Settings>(r#"{"requiredRequests":["cpu","cpu"]}"#)
+                .starts_with("setting `requiredRequests[1]`: `cpu` is listed twice")
+        );
+        assert_eq!(
+            refused::<Settings>(r#"{"maxRequests":{"cpu":"0"}}"#),
+            "setting `maxRequests.cpu`: `0` must be above zero; leave `cpu` out for no bound"
+        );
+        assert!(
+            refused::<Settings>(r#"{"maxLimits":{"cpu":"two"}}"#).starts_with("setting `maxLimits.cpu`: `two` is not a valid quantity")
+        );
+        assert!(
+            refused::<Settings>(r#"{"maxLimits":{"CPU limit":"2"}}"#)
+                .starts_with("setting `maxLimits`: `CPU limit` is not a resource name")
+        );
+        assert!(
+            refused::<Settings>(r#"{"minLimits":{"cpu":"4"},"maxLimits":{"cpu":"2"}}"#)
+                .starts_with("setting `minLimits.cpu`: `4` is above `maxLimits.cpu` (`2`)")
+        );
+        assert!(
+            refused::<Settings>(r#"{"maxLimitRequestRatio":{"memory":"0.9"}}"#)
+                .starts_with("setting `maxLimitRequestRatio.memory`: `0.9` is below 1")
+        );
+        assert!(
+            refused::<Settings>(r#"{"maxLimits":{"cpu":true}}"#)
+                .starts_with("setting `maxLimits.cpu`: invalid type: boolean `true`, expected a quantity")
+        );
     }
 
     #[test]

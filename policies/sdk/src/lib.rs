@@ -121,6 +121,7 @@ pub mod bindings {
 
 pub use base::error::Malformed;
 pub use base::glob::Glob;
+pub use base::regex::Regex;
 pub use base::rule_settings::{RuleSettings, SettingsError};
 pub use cluster::gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
 pub use cluster::namespaces::{Namespace, NamespaceSelector};
@@ -131,7 +132,7 @@ pub use decode::path::Path;
 pub use model::kind::WorkloadKind;
 pub use model::label_selector::LabelSelector;
 pub use model::labels::{
-    COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
+    AllowedValues, COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
 };
 pub use model::listed::{ListedContainer, ListedPod};
 pub use model::pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};
@@ -259,6 +260,22 @@ macro_rules! export_bundle {
                 let mut top = $crate::__private::serde_json::Map::new();
                 top.insert("rules".to_string(), $crate::__private::serde_json::Value::Object(rules));
                 $crate::__private::serde_json::Value::Object(top)
+            }
+            fn effective_settings(settings: &str) -> Result<$crate::__private::serde_json::Value, String> {
+                // Each rule's settings as that rule reads them; the rest
+                // (the bundle's own keys) as given.
+                let mut value: $crate::__private::serde_json::Value =
+                    $crate::__private::serde_json::from_str(settings).map_err(|e| e.to_string())?;
+                if let Some(rules) = value.get_mut("rules").and_then(|r| r.as_object_mut()) {
+                    $(
+                        let name = <$rule as $crate::Exported>::METADATA.name;
+                        if let Some(own) = rules.get_mut(name) {
+                            *own = <$crate::Single<$rule> as $crate::Handler>::effective_settings(&own.to_string())
+                                .map_err(|e| format!("{name}: {e}"))?;
+                        }
+                    )*
+                }
+                Ok(value)
             }
         }
 

@@ -2,15 +2,18 @@
 //! read with Docker's normalisation (`nginx` is
 //! `docker.io/library/nginx:latest`), optionally with a version tag or a
 //! digest (an image with a digest is judged by the digest, which is what is
-//! pulled); and every model a workload names (an InferenceService's
+//! pulled), and not from a registry, image or tag the deny lists refuse;
+//! and every model a workload names (an InferenceService's
 //! `storageUri`, `storageUris`, `storage` and `STORAGE_URI`, a TrainJob's
 //! model initializer, environment values and arguments that look like model
 //! locations) comes from an allowed location, optionally pinned to a commit
 //! or a digest.
 //!
 //! There is no safe default list: the rule refuses settings without
-//! `allowedImages` (and, while model sources are checked, without
-//! `allowedModelSources`), with a message saying what to add.
+//! `allowedImages` (unless images are checked another way: a deny list,
+//! `forbidLatestTag`, `requireDigest`) and, while model sources are
+//! checked, without `allowedModelSources`, with a message saying what to
+//! add.
 
 mod model;
 mod pattern;
@@ -40,7 +43,8 @@ impl Policy for TrustedSources {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        let mut check = Check { s: settings, v: &mut verdict, patterns: patterns(settings) };
+        let mut check =
+            Check { s: settings, v: &mut verdict, patterns: patterns(&settings.allowed_images), denied: patterns(&settings.denied_images) };
         for template in workload.templates() {
             check.template(template);
         }
@@ -49,10 +53,10 @@ impl Policy for TrustedSources {
     }
 }
 
-/// The image patterns, each with its text (settings were validated, so
-/// every one parses).
-fn patterns(s: &Settings) -> Vec<(&str, ImagePattern<'_>)> {
-    s.allowed_images.iter().filter_map(|p| Some((p.as_str(), ImagePattern::parse(p).ok()?))).collect()
+/// Image patterns, each with its text (settings were validated, so every
+/// one parses).
+fn patterns(list: &[String]) -> Vec<(&str, ImagePattern<'_>)> {
+    list.iter().filter_map(|p| Some((p.as_str(), ImagePattern::parse(p).ok()?))).collect()
 }
 
 /// KServe's name for a model location in a container's environment: the
@@ -69,6 +73,7 @@ struct Check<'c> {
     s: &'c Settings,
     v: &'c mut Verdict,
     patterns: Vec<(&'c str, ImagePattern<'c>)>,
+    denied: Vec<(&'c str, ImagePattern<'c>)>,
 }
 
 impl Check<'_> {
@@ -133,11 +138,18 @@ impl Check<'_> {
                 return;
             }
         };
-        let untrusted = !self.patterns.iter().any(|(_, p)| p.matches(&image));
+        // No allowed images (another check is on): every source is allowed.
+        let untrusted = !self.patterns.is_empty() && !self.patterns.iter().any(|(_, p)| p.matches(&image));
         // `None` with a digest: the digest is pulled, whatever the tag.
-        let latest = self.s.forbid_latest_tag && image.effective_tag() == Some("latest");
+        let tag = image.effective_tag();
+        let latest = self.s.forbid_latest_tag && tag == Some("latest");
         let unpinned = self.s.require_digest && image.digest.is_none();
-        if !(untrusted || latest || unpinned) {
+        let registry = self.denied_registry(&image);
+        // A refused image is refused by the tag written beside its digest
+        // too: that tag says what the digest is meant to be.
+        let denied = self.denied.iter().find(|(_, p)| p.matches(&image) || p.matches_ignored_tag(&image)).map(|(text, _)| *text);
+        let denied_tag = tag.filter(|t| !latest || *t != "latest").filter(|t| self.s.denied_tags.iter().any(|g| g.matches(t)));
+        if !(untrusted || latest || unpinned || registry.is_some() || denied.is_some() || denied_tag.is_some()) {
             return;
         }
         let who = c.describe();
@@ -161,6 +173,21 @@ impl Check<'_> {
                 quoted(&self.s.allowed_images)
             ));
         }
+        if let Some(host) = registry {
+            self.v.violation(format!(
+                "{who} uses image {shown} (`{field}`), from registry `{host}`, which is refused (`deniedRegistries`): use an image from another registry"
+            ));
+        }
+        if let Some(pattern) = denied {
+            self.v
+                .violation(format!("{who} uses image {shown} (`{field}`), which matches the refused image `{pattern}`: use another image"));
+        }
+        if let Some(t) = denied_tag {
+            let why = if image.tag.is_some() { format!("is tagged `{t}`") } else { "has no tag, so it means `latest`".into() };
+            self.v.violation(format!(
+                "{who} uses image {shown} (`{field}`), which {why}, a refused tag (`deniedTags`): name another version tag, or a digest"
+            ));
+        }
         if latest {
             let why = if image.tag.is_some() { "is tagged `latest`" } else { "has no tag, so it means `latest`" };
             self.v.violation(format!(
@@ -176,6 +203,24 @@ impl Check<'_> {
                 }
             ));
         }
+    }
+
+    /// The image's registry host, if `deniedRegistries` refuses it
+    /// (compared in lower case; `index.docker.io` is `docker.io`).
+    fn denied_registry(&self, image: &ImageRef<'_>) -> Option<String> {
+        if self.s.denied_registries.is_empty() {
+            return None;
+        }
+        let host = image.domain.to_ascii_lowercase();
+        self.s
+            .denied_registries
+            .iter()
+            .any(|g| {
+                let p = g.as_str().to_ascii_lowercase();
+                let p = if p == "index.docker.io" { aigov_sdk::cluster::image::DOCKER_HUB.to_string() } else { p };
+                aigov_sdk::base::glob::matches(&p, &host)
+            })
+            .then_some(host)
     }
 
     // ---------------------------------------------------------------- models
@@ -491,6 +536,47 @@ mod tests {
         let pinned = settings(&[&format!("docker.io/rayproject/ray@{D}")], &["s3://ml-models/*"]);
         assert!(violations("", "Pod", &pod(&format!("rayproject/ray:2.9.0@{D}")), &pinned).is_empty());
         assert!(violations("", "Pod", &pod(&format!("rayproject/ray:anything@{D}")), &pinned).is_empty());
+    }
+
+    #[test]
+    fn deny_lists() {
+        let mut s = settings(&[], &[]);
+        s.check_model_sources = false;
+        s.denied_registries = vec![Glob::new("docker.io"), Glob::new("*.Evil.example")];
+        s.denied_images = vec!["quay.io/ml/tokenizer:v1.*".into(), "ghcr.io/acme/*".into()];
+        s.denied_tags = vec![Glob::new("latest"), Glob::new("*-dev")];
+        let pod = |image: &str| format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"containers":[{{"name":"c","image":"{image}"}}]}}}}"#);
+        let v = |image: &str| violations("", "Pod", &pod(image), &s);
+        assert!(v("nvcr.io/nvidia/pytorch:24.05-py3").is_empty(), "no allowed list: every other source passes");
+        assert!(v("quay.io/ml/tokenizer:v2.0").is_empty());
+        assert_eq!(
+            v("python:3.12"),
+            [
+                "container `c` uses image `python:3.12` (that is, `docker.io/library/python:3.12`) (`spec.containers[0].image`), from registry `docker.io`, \
+              which is refused (`deniedRegistries`): use an image from another registry"
+            ]
+        );
+        assert_eq!(v("REGISTRY.evil.example/x:1").len(), 1, "hosts compare in any case");
+        assert_eq!(
+            v("quay.io/ml/tokenizer:v1.4"),
+            [
+                "container `c` uses image `quay.io/ml/tokenizer:v1.4` (`spec.containers[0].image`), which matches the refused image `quay.io/ml/tokenizer:v1.*`: use another image"
+            ]
+        );
+        assert_eq!(v(&format!("quay.io/ml/tokenizer:v1.4@{D}")).len(), 1, "the tag beside a digest says what it is meant to be");
+        assert_eq!(v(&format!("ghcr.io/acme/tool@{D}")).len(), 1);
+        assert_eq!(
+            v("quay.io/ml/trainer"),
+            [
+                "container `c` uses image `quay.io/ml/trainer` (that is, `quay.io/ml/trainer:latest`) (`spec.containers[0].image`), which has no tag, \
+                 so it means `latest`, a refused tag (`deniedTags`): name another version tag, or a digest"
+            ]
+        );
+        assert!(v("quay.io/ml/trainer:2.0-dev")[0].contains("which is tagged `2.0-dev`, a refused tag"));
+        assert!(v(&format!("quay.io/ml/trainer:latest@{D}")).is_empty(), "a digest is pulled, not the tag");
+        // With `forbidLatestTag` too, `latest` is said once.
+        s.forbid_latest_tag = true;
+        assert_eq!(violations("", "Pod", &pod("quay.io/ml/trainer:latest"), &s).len(), 1);
     }
 
     #[test]

@@ -9,14 +9,24 @@ use super::pattern::ImagePattern;
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top). There is no safe default list
-/// of images or model sources: settings without them are refused.
+/// of images or model sources: settings without them (or, for images,
+/// without another image check) are refused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
     /// Image patterns (`nvcr.io/nvidia/*`, `registry.example.com/ml/*:v*`)
     /// every container image must match, after Docker's normalisation.
-    /// Required.
+    /// Required, unless another image check is on (a deny list,
+    /// `forbidLatestTag`, `requireDigest`): then `[]` allows every source.
     pub allowed_images: Vec<String>,
+    /// Registry hosts (wildcards, any case) no image may come from, after
+    /// Docker's normalisation (`docker.io` for Docker Hub).
+    pub denied_registries: Vec<Glob>,
+    /// Image patterns, as in `allowedImages`, no image may match.
+    pub denied_images: Vec<String>,
+    /// Tags (wildcards) no image may be pulled by; an image without tag or
+    /// digest is `latest`, one with a digest is pulled by the digest.
+    pub denied_tags: Vec<Glob>,
     /// Refuse images tagged `latest`, or with no tag and no digest.
     pub forbid_latest_tag: bool,
     /// Every image carries a digest (`@sha256:...`).
@@ -44,6 +54,9 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             allowed_images: Vec::new(),
+            denied_registries: Vec::new(),
+            denied_images: Vec::new(),
+            denied_tags: Vec::new(),
             forbid_latest_tag: false,
             require_digest: false,
             check_model_sources: true,
@@ -98,14 +111,41 @@ impl RuleSettings for Settings {
     /// No registry is safe to trust by default.
     const REQUIRES_SETTINGS: bool = true;
 
+    const NO_EXEMPT_IMAGES_BECAUSE: &'static str = "the image is what this rule judges, and exempting it by name would let anyone use that name; list the images to allow in `allowedImages`";
+
     fn validate(&self) -> Result<(), SettingsError> {
-        if self.allowed_images.is_empty() {
+        let other_image_checks = !self.denied_registries.is_empty()
+            || !self.denied_images.is_empty()
+            || !self.denied_tags.is_empty()
+            || self.forbid_latest_tag
+            || self.require_digest;
+        if self.allowed_images.is_empty() && !other_image_checks {
             return Err(SettingsError::new(
                 "allowedImages",
                 "must list the images workloads may use; there is no safe default. Add your registries, for example \
-                 `allowedImages: [\"nvcr.io/nvidia/*\", \"registry.example.com/ml-platform/*\"]`",
+                 `allowedImages: [\"nvcr.io/nvidia/*\", \"registry.example.com/ml-platform/*\"]` (or check images another way: \
+                 refuse some with `deniedRegistries`, `deniedImages` or `deniedTags`, or set `forbidLatestTag` or `requireDigest`)",
             ));
         }
+        non_empty_patterns(&"deniedRegistries", &self.denied_registries)?;
+        for (i, host) in self.denied_registries.iter().enumerate() {
+            if let Some((first, _)) = host.as_str().split_once('/') {
+                return Err(SettingsError::new(
+                    format!("deniedRegistries[{i}]"),
+                    format!(
+                        "`{host}` names a repository, and `deniedRegistries` holds registry hosts: write `{first}`, or refuse the repository with \
+                         `deniedImages: [\"{host}/*\"]`",
+                        host = host.as_str().trim_end_matches(['/', '*'])
+                    ),
+                ));
+            }
+        }
+        for (i, p) in self.denied_images.iter().enumerate() {
+            if let Err(why) = ImagePattern::parse(p) {
+                return Err(SettingsError::new(format!("deniedImages[{i}]"), why));
+            }
+        }
+        non_empty_patterns(&"deniedTags", &self.denied_tags)?;
         for (i, p) in self.allowed_images.iter().enumerate() {
             match ImagePattern::parse(p) {
                 Err(why) => return Err(SettingsError::new(format!("allowedImages[{i}]"), why)),
@@ -184,6 +224,31 @@ mod tests {
         assert!(s.check_model_sources && s.model_args && !s.require_digest && !s.forbid_latest_tag);
         assert_eq!(s.model_uri_prefixes.len(), 6);
         Full::<Settings>::parse_valid(r#"{"allowedImages":["nvcr.io/nvidia/*"],"checkModelSources":false}"#).unwrap();
+    }
+
+    #[test]
+    fn deny_lists_and_other_image_checks_make_allowed_images_optional() {
+        for other in [
+            r#""deniedRegistries":["docker.io"]"#,
+            r#""deniedImages":["docker.io/library/*"]"#,
+            r#""deniedTags":["latest"]"#,
+            r#""forbidLatestTag":true"#,
+            r#""requireDigest":true"#,
+        ] {
+            Full::<Settings>::parse_valid(&format!(r#"{{{other},"checkModelSources":false}}"#)).unwrap_or_else(|e| panic!("{other}: {e}"));
+        }
+        assert!(refused::<Settings>(r#"{"checkModelSources":false}"#).contains("or check images another way"));
+        assert_eq!(
+            refused::<Settings>(r#"{"deniedRegistries":["docker.io/library/*"],"checkModelSources":false}"#),
+            "setting `deniedRegistries[0]`: `docker.io/library` names a repository, and `deniedRegistries` holds registry hosts: write `docker.io`, \
+             or refuse the repository with `deniedImages: [\"docker.io/library/*\"]`"
+        );
+        assert!(refused::<Settings>(r#"{"deniedRegistries":[""],"checkModelSources":false}"#).starts_with("setting `deniedRegistries[0]`"));
+        assert!(refused::<Settings>(r#"{"deniedTags":[""],"checkModelSources":false}"#).starts_with("setting `deniedTags[0]`"));
+        assert!(
+            refused::<Settings>(r#"{"deniedImages":["nginx"],"checkModelSources":false}"#)
+                .starts_with("setting `deniedImages[0]`: `nginx` names no registry host")
+        );
     }
 
     #[test]

@@ -5,6 +5,9 @@
 //! `compute-type` (`gpu`, `cpu`, `mixed`); and `compute-type` tells the
 //! truth about the GPUs requested.
 //!
+//! With `namespaceLabels`, Namespaces are held to labels of their own (the
+//! team and cost center that tenancy and quota rules select namespaces by).
+//!
 //! The labels are how a shared data platform attributes cost, schedules by
 //! kind of work, and reports who runs what. Cost tools read the labels of
 //! pods, which come from the pod templates, not from the Deployment or
@@ -15,10 +18,11 @@
 
 mod settings;
 
+use aigov_sdk::model::listed::object_meta;
 use aigov_sdk::prelude::*;
 use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, compute_type_conflict, label_sets};
 
-pub use settings::{Settings, WORKLOAD_TYPES};
+pub use settings::Settings;
 
 /// The rule.
 pub struct WorkloadClassification;
@@ -33,6 +37,12 @@ impl Policy for WorkloadClassification {
         if !matches!(req.operation(), Operation::Create | Operation::Update) {
             return Ok(verdict);
         }
+        if is_namespace(req) {
+            for message in namespace(req, settings)? {
+                verdict.violation(message);
+            }
+            return Ok(verdict);
+        }
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
@@ -41,6 +51,23 @@ impl Policy for WorkloadClassification {
         }
         Ok(verdict)
     }
+}
+
+/// Whether the request is for a Namespace (`namespaces` is in the rule's
+/// webhook rules for `namespaceLabels`).
+fn is_namespace(req: &Request<'_>) -> bool {
+    let kind = req.kind();
+    kind.group.is_empty() && &*kind.kind == "Namespace"
+}
+
+/// A Namespace's problems with `namespaceLabels` (none set: not read).
+fn namespace(req: &Request<'_>, s: &Settings) -> Result<Vec<String>, Malformed> {
+    if s.namespace_labels.0.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(text) = req.object_text() else { return Ok(Vec::new()) };
+    let meta = object_meta(text, "the Namespace")?;
+    Ok(s.namespace_labels.check(&meta.labels, "metadata.labels"))
 }
 
 /// Why pod labels matter here, for the hint on a template missing labels.

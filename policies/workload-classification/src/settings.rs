@@ -1,11 +1,9 @@
 //! Settings of `workload-classification`.
 
+use aigov_sdk::RequiredLabels;
+use aigov_sdk::model::classification::classification_labels;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{COMPUTE_TYPE_LABEL, COMPUTE_TYPES, RequiredLabels};
 use serde::{Deserialize, Serialize};
-
-/// The workload types of the seed's data platform.
-pub const WORKLOAD_TYPES: [&str; 5] = ["jupyter-notebook", "ml-training", "data-processing", "model-inference", "report-generation"];
 
 /// The rule's own settings (the shared `mode`, exemptions and
 /// `allowExistingViolations` come on top).
@@ -14,7 +12,7 @@ pub const WORKLOAD_TYPES: [&str; 5] = ["jupyter-notebook", "ml-training", "data-
 pub struct Settings {
     /// The labels every workload (and its templates) must carry, each with
     /// its allowed values (`[]`: any non-empty value). Default: `team`,
-    /// `cost-center`, `workload-type` in the seed's five types,
+    /// `cost-center`, `workload-type` in the SDK's workload types,
     /// `compute-type` in `gpu`, `cpu`, `mixed`. A value given here replaces
     /// the default as a whole.
     pub required_labels: RequiredLabels,
@@ -31,21 +29,21 @@ pub struct Settings {
     pub check_compute_type: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
+    /// The labels every Namespace must carry when it is created or
+    /// updated, each with its allowed values: what tenancy and quota rules
+    /// select namespaces by. Default `{}`: Namespaces are not checked.
+    pub namespace_labels: RequiredLabels,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            required_labels: RequiredLabels::new([
-                ("team", &[][..]),
-                ("cost-center", &[][..]),
-                ("workload-type", &WORKLOAD_TYPES[..]),
-                (COMPUTE_TYPE_LABEL, &COMPUTE_TYPES[..]),
-            ]),
+            required_labels: classification_labels(),
             require_on_pod_templates: true,
             pod_templates_only: false,
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),
+            namespace_labels: RequiredLabels::default(),
         }
     }
 }
@@ -53,7 +51,7 @@ impl Default for Settings {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         const KEY: &str = "requiredLabels";
-        if self.required_labels.0.is_empty() && !self.check_compute_type {
+        if self.required_labels.0.is_empty() && !self.check_compute_type && self.namespace_labels.0.is_empty() {
             return Err(SettingsError::new(
                 KEY,
                 "must list at least one label when `checkComputeType` is off, or the rule would check nothing",
@@ -66,6 +64,7 @@ impl RuleSettings for Settings {
             ));
         }
         self.required_labels.validate(KEY)?;
+        self.namespace_labels.validate("namespaceLabels")?;
         self.gpu_resource_names.validate("gpuResourceNames")
     }
 }
@@ -99,6 +98,16 @@ mod tests {
                 .starts_with("setting `requiredLabels`: must list at least one label")
         );
         assert!(Full::<Settings>::parse_valid(r#"{"requiredLabels":{}}"#).is_ok(), "the compute-type check alone");
+        assert!(
+            Full::<Settings>::parse_valid(r#"{"requiredLabels":{},"checkComputeType":false,"namespaceLabels":{"team":[]}}"#).is_ok(),
+            "Namespaces alone"
+        );
+        let e = refused::<Settings>(r#"{"namespaceLabels":{"owner":{"regex":"^(a"}}}"#);
+        assert!(e.starts_with("setting `namespaceLabels.owner`: `^(a` is not a regular expression aigov reads: missing `)`"));
+        assert!(
+            refused::<Settings>(r#"{"namespaceLabels":{"tier":["gold","silver lining"]}}"#)
+                .starts_with("setting `namespaceLabels.tier[1]`: `silver lining` is not a valid label value")
+        );
         assert!(
             refused::<Settings>(r#"{"requiredLabels":{"workload-type":["ml training"]}}"#)
                 .starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value")

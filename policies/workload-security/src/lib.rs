@@ -43,7 +43,7 @@ impl Policy for WorkloadSecurity {
             return Ok(verdict);
         };
         for template in workload.templates() {
-            Check { t: template, s: settings, v: &mut verdict }.run(workload);
+            Check { t: template, s: settings, v: &mut verdict, req }.run(workload);
         }
         Ok(verdict)
     }
@@ -54,6 +54,8 @@ struct Check<'c, 'a> {
     t: &'c PodTemplate<'a>,
     s: &'c Settings,
     v: &'c mut Verdict,
+    /// The request, for the shared `exemptImages`.
+    req: &'c Request<'a>,
 }
 
 /// What the pod-level `securityContext` settles for containers that leave
@@ -115,9 +117,13 @@ impl Check<'_, '_> {
     }
 
     /// Whether the settings leave this container out of the container
-    /// checks (`skipInitContainers`, `skipEphemeralContainers`). Sidecars
-    /// run beside the main containers for the pod's life: never skipped.
+    /// checks (`skipInitContainers`, `skipEphemeralContainers`, the shared
+    /// `exemptImages`). Sidecars run beside the main containers for the
+    /// pod's life: never skipped as init containers.
     fn skipped(&self, c: &ContainerRef<'_, '_>) -> bool {
+        if self.req.exempt_container(c.container) {
+            return true;
+        }
         match c.list {
             ContainerList::InitContainers => self.s.skip_init_containers && !c.is_sidecar(),
             ContainerList::EphemeralContainers => self.s.skip_ephemeral_containers,

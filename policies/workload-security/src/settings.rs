@@ -614,6 +614,8 @@ fn group_strategy(key: &str, g: &GroupStrategy) -> Result<(), SettingsError> {
 }
 
 impl RuleSettings for Settings {
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         if !self.checks_anything() {
             return Err(SettingsError::whole(

@@ -102,12 +102,44 @@ fn packaged(rule: &str) -> Packaged {
 }
 
 #[test]
+fn resources_a_rule_reads_only_under_some_settings_are_listed_only_then() {
+    let resources = |rule: &str, settings: &Value| -> Vec<String> {
+        let r = packaged(rule);
+        webhook_rules(&r.name, &r.metadata.rules, settings).0.into_iter().flat_map(|r| r.resources).collect()
+    };
+    let r = packaged("model-provenance");
+    let defaults = resources("model-provenance", &r.settings);
+    assert!(
+        !defaults.iter().any(|x| ["pods", "leaderworkersets", "rayjobs", "rayservices", "jobsets"].contains(&x.as_str())),
+        "{defaults:?}"
+    );
+    let mut with_pods = r.settings.clone();
+    with_pods["kinds"] = serde_json::json!(["Deployment", "Pod", "JobSet"]);
+    let listed = resources("model-provenance", &with_pods);
+    assert!(
+        listed.iter().any(|x| x == "pods") && listed.iter().any(|x| x == "jobsets") && !listed.iter().any(|x| x == "rayjobs"),
+        "{listed:?}"
+    );
+    let r = packaged("gpu-class-by-namespace");
+    assert!(!resources("gpu-class-by-namespace", &r.settings).iter().any(|x| x.starts_with("resourceclaim")));
+    let mut admin = r.settings.clone();
+    admin["adminAccess"] = serde_json::json!({"groups": ["platform-admins"]});
+    let listed = resources("gpu-class-by-namespace", &admin);
+    assert!(listed.iter().any(|x| x == "resourceclaims") && listed.iter().any(|x| x == "resourceclaimtemplates"), "{listed:?}");
+    let r = packaged("workload-classification");
+    assert!(!resources("workload-classification", &r.settings).iter().any(|x| x == "namespaces"));
+    let mut labelled = r.settings.clone();
+    labelled["namespaceLabels"] = serde_json::json!({"team": []});
+    assert!(resources("workload-classification", &labelled).iter().any(|x| x == "namespaces"));
+}
+
+#[test]
 fn exec_guard_lists_portforward_only_when_its_setting_guards_it() {
     let r = packaged("exec-guard");
     assert!(r.metadata.rules[0].resources.iter().any(|x| x == "pods/portforward"), "the metadata lists it");
     let (rules, dropped) = webhook_rules(&r.name, &r.metadata.rules, &r.settings);
     assert_eq!(rules[0].resources, ["pods/exec", "pods/attach"]);
-    assert_eq!(dropped, [Dropped { resource: "pods/portforward".into(), setting: "guardPortForward".into() }]);
+    assert_eq!(dropped, [Dropped { resource: "pods/portforward".into(), when: "`guardPortForward: true`".into() }]);
     let mut guarded = r.settings.clone();
     guarded["guardPortForward"] = Value::Bool(true);
     let (rules, dropped) = webhook_rules(&r.name, &r.metadata.rules, &guarded);

@@ -1,10 +1,12 @@
 //! Layer 1, below everything: how messages word lists and counts, wildcard
-//! patterns, the syntax of Kubernetes names, labels and DNS subdomains, and
-//! the errors a rule reports (malformed input, refused settings) and
-//! what a rule's settings type is. Imports nothing of the SDK.
+//! patterns, regular expressions in settings, the syntax of Kubernetes
+//! names, labels and DNS subdomains, and the errors a rule reports
+//! (malformed input, refused settings) and what a rule's settings type is.
+//! Imports nothing of the SDK.
 
 pub mod error;
 pub mod glob;
 pub mod names;
+pub mod regex;
 pub mod rule_settings;
 pub mod text;

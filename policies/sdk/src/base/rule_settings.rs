@@ -61,4 +61,8 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
     /// `Request::exempt_container`). A rule that counts what whole pods
     /// hold does not, and refuses the setting rather than ignore it.
     const EXEMPTS_IMAGES: bool = false;
+
+    /// Why a rule that does not exempt images refuses `exemptImages`.
+    const NO_EXEMPT_IMAGES_BECAUSE: &'static str =
+        "this rule judges whole pods, not containers one by one, so it cannot leave a container out by its image";
 }

@@ -526,6 +526,8 @@ impl fmt::Display for ClaimError {
 #[serde(rename_all = "camelCase")]
 struct DeviceRequestWire<'a> {
     #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(borrow, default)]
     exactly: Option<ExactWire<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     first_available: Vec<ExactWire<'a>>,
@@ -536,6 +538,10 @@ struct DeviceRequestWire<'a> {
     allocation_mode: Option<Str<'a>>,
     #[serde(default)]
     count: Option<i64>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    selectors: Vec<SelectorWire<'a>>,
+    #[serde(default)]
+    admin_access: Option<bool>,
 }
 
 #[derive(Deserialize, Default, Clone)]
@@ -547,6 +553,22 @@ struct ExactWire<'a> {
     allocation_mode: Option<Str<'a>>,
     #[serde(default)]
     count: Option<i64>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    selectors: Vec<SelectorWire<'a>>,
+    #[serde(default)]
+    admin_access: Option<bool>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+struct SelectorWire<'a> {
+    #[serde(borrow, default)]
+    cel: Option<CelWire<'a>>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+struct CelWire<'a> {
+    #[serde(borrow, default)]
+    expression: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -591,7 +613,13 @@ fn claim_gpus_and_classes(spec: Option<ClaimSpecWire<'_>>, classes: &[Glob]) -> 
     let mut seen: Vec<String> = Vec::new();
     let mut total = 0u64;
     for r in spec.and_then(|s| s.devices).map(|d| d.requests).unwrap_or_default() {
-        let flat = ExactWire { device_class_name: r.device_class_name, allocation_mode: r.allocation_mode, count: r.count };
+        let flat = ExactWire {
+            device_class_name: r.device_class_name,
+            allocation_mode: r.allocation_mode,
+            count: r.count,
+            selectors: Vec::new(),
+            admin_access: None,
+        };
         // One alternative of `firstAvailable` is allocated; count the
         // largest GPU alternative.
         let options: Vec<ExactWire<'_>> = match (r.exactly, r.first_available.is_empty()) {
@@ -624,6 +652,462 @@ fn claim_gpus_and_classes(spec: Option<ClaimSpecWire<'_>>, classes: &[Glob]) -> 
         }
     }
     (Some(total), seen)
+}
+
+// ------------------------------------------------------- DRA claim specs
+
+/// What a ResourceClaim or a ResourceClaimTemplate asks for, request by
+/// request, as written (`resource.k8s.io/v1`, and v1beta1's flat requests):
+/// for rules that judge the claim objects themselves (device classes,
+/// `adminAccess`) or read more of a pod's claims than their GPU count
+/// (the MIG profile a selector pins, devices per class).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimSpec {
+    /// `devices.requests`, in order.
+    pub requests: Vec<DeviceRequest>,
+}
+
+/// One entry of `devices.requests`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceRequest {
+    /// `name`.
+    pub name: String,
+    /// How the request is written, for paths.
+    pub form: RequestForm,
+    /// The devices it may be given: its one choice (`exactly`, or v1beta1's
+    /// fields on the request), or the alternatives of `firstAvailable`, in
+    /// order (one of them is allocated).
+    pub choices: Vec<DeviceChoice>,
+    /// `adminAccess: true`: access to devices in use by others, for
+    /// monitoring and management.
+    pub admin_access: bool,
+}
+
+/// How a [`DeviceRequest`] is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestForm {
+    /// `exactly: {deviceClassName, ...}` (v1).
+    Exactly,
+    /// `firstAvailable: [{name, deviceClassName, ...}, ...]`.
+    FirstAvailable,
+    /// `deviceClassName` and the rest on the request itself (v1beta1).
+    Flat,
+}
+
+/// One set of devices a request may be given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceChoice {
+    /// `deviceClassName` (empty when missing: the API server refuses that).
+    pub device_class: String,
+    /// How many devices.
+    pub count: DeviceCount,
+    /// The CEL expressions of `selectors`, all of which a device must meet.
+    pub selectors: Vec<String>,
+}
+
+/// How many devices a choice takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceCount {
+    /// `allocationMode: ExactCount` (the default) with `count` (default 1).
+    Exactly(u64),
+    /// `allocationMode: All`: every matching device of the node.
+    All,
+}
+
+impl fmt::Display for DeviceCount {
+    /// `1 device`, `4 devices`, `every matching device`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceCount::Exactly(1) => f.write_str("1 device"),
+            DeviceCount::Exactly(n) => write!(f, "{n} devices"),
+            DeviceCount::All => f.write_str("every matching device"),
+        }
+    }
+}
+
+impl DeviceRequest {
+    /// The path of field `field` of choice `j`, the request being at
+    /// `request` (`spec.devices.requests[0]`): `…exactly.deviceClassName`,
+    /// `…firstAvailable[1].deviceClassName`, or v1beta1's
+    /// `…deviceClassName`.
+    pub fn choice_path(&self, request: &Path, j: usize, field: &'static str) -> Path {
+        match self.form {
+            RequestForm::Exactly => request.keys(&["exactly", field]),
+            RequestForm::FirstAvailable => request.key("firstAvailable").index(j).key(field),
+            RequestForm::Flat => request.key(field),
+        }
+    }
+
+    /// The path of its `adminAccess`.
+    pub fn admin_access_path(&self, request: &Path) -> Path {
+        match self.form {
+            RequestForm::Flat => request.key("adminAccess"),
+            _ => request.keys(&["exactly", "adminAccess"]),
+        }
+    }
+}
+
+fn choice(w: ExactWire<'_>) -> DeviceChoice {
+    DeviceChoice {
+        device_class: w.device_class_name.as_deref().unwrap_or("").to_string(),
+        count: match w.allocation_mode.as_deref() {
+            Some("All") => DeviceCount::All,
+            _ => DeviceCount::Exactly(u64::try_from(w.count.unwrap_or(1)).unwrap_or(0)),
+        },
+        selectors: w.selectors.into_iter().filter_map(|s| s.cel.and_then(|c| c.expression)).map(|e| e.to_string()).collect(),
+    }
+}
+
+impl ClaimSpec {
+    /// The path of a ResourceClaim's claim spec.
+    pub const CLAIM: &'static [&'static str] = &["spec"];
+    /// The path of a ResourceClaimTemplate's claim spec.
+    pub const TEMPLATE: &'static [&'static str] = &["spec", "spec"];
+
+    fn of_wire(spec: Option<ClaimSpecWire<'_>>) -> ClaimSpec {
+        let mut requests = Vec::new();
+        for r in spec.and_then(|s| s.devices).map(|d| d.requests).unwrap_or_default() {
+            let name = r.name.as_deref().unwrap_or("").to_string();
+            let (form, choices, admin) = match (r.exactly, r.first_available.is_empty()) {
+                (Some(e), _) => {
+                    let admin = e.admin_access == Some(true);
+                    (RequestForm::Exactly, vec![choice(e)], admin)
+                }
+                (None, false) => (RequestForm::FirstAvailable, r.first_available.into_iter().map(choice).collect(), false),
+                (None, true) => {
+                    let flat = ExactWire {
+                        device_class_name: r.device_class_name,
+                        allocation_mode: r.allocation_mode,
+                        count: r.count,
+                        selectors: r.selectors,
+                        admin_access: None,
+                    };
+                    (RequestForm::Flat, vec![choice(flat)], r.admin_access == Some(true))
+                }
+            };
+            requests.push(DeviceRequest { name, form, choices, admin_access: admin });
+        }
+        ClaimSpec { requests }
+    }
+
+    /// The claim spec of a ResourceClaim object (its `spec`); `what` names
+    /// the object in an error.
+    pub fn of_claim(json: &str, what: &str) -> Result<ClaimSpec, Malformed> {
+        Ok(ClaimSpec::of_wire(crate::decode::explain::decode::<ClaimWire<'_>>(json, what)?.spec))
+    }
+
+    /// The claim spec of a ResourceClaimTemplate object (its
+    /// `spec.spec`); `what` names the object in an error.
+    pub fn of_template(json: &str, what: &str) -> Result<ClaimSpec, Malformed> {
+        Ok(ClaimSpec::of_wire(crate::decode::explain::decode::<TemplateWire<'_>>(json, what)?.spec.and_then(|s| s.spec)))
+    }
+}
+
+/// What a device's selectors pin one attribute to ([`pinned`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pinned {
+    /// Nothing: any value.
+    Open,
+    /// One of these values.
+    OneOf(Vec<String>),
+    /// A selector constrains the attribute in a way not read here (`!=`,
+    /// a function, a disjunction with other attributes): unknown.
+    Unreadable,
+}
+
+/// What CEL `selectors` (all of which a device must meet) pin attribute
+/// `attribute` of domain `domain` to, for the plain forms claims use:
+/// `device.attributes['gpu.nvidia.com'].profile == '1g.10gb'` (either
+/// side, either quote, `["profile"]` for `.profile`), `... in ['a', 'b']`,
+/// conjunctions of them with `&&` and disjunctions of them with `||`.
+/// Conditions on other attributes are ignored.
+pub fn pinned(selectors: &[String], domain: &str, attribute: &str) -> Pinned {
+    let mut out = Pinned::Open;
+    for s in selectors {
+        let compact = compact_cel(s);
+        out = match (out, pins(&compact, domain, attribute)) {
+            (Pinned::Unreadable, _) | (_, Pinned::Unreadable) => Pinned::Unreadable,
+            (Pinned::Open, x) | (x, Pinned::Open) => x,
+            (Pinned::OneOf(a), Pinned::OneOf(b)) => Pinned::OneOf(a.into_iter().filter(|v| b.contains(v)).collect()),
+        };
+    }
+    out
+}
+
+/// The expression without whitespace outside string literals (but for
+/// one space between two words: `profile in`), and with every literal in
+/// single quotes.
+fn compact_cel(e: &str) -> String {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(e.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut space = false;
+    for c in e.chars() {
+        if quote.is_none() && !c.is_whitespace() {
+            if space && word(c) && out.chars().last().is_some_and(word) {
+                out.push(' ');
+            }
+            space = false;
+        }
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                    out.push(c);
+                } else if c == '\\' {
+                    escaped = true;
+                    out.push(c);
+                } else if c == q {
+                    quote = None;
+                    out.push('\'');
+                } else {
+                    out.push(c);
+                }
+            }
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                out.push('\'');
+            }
+            None if c.is_whitespace() => space = true,
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// `e` split at the top-level occurrences of `op` (outside literals,
+/// brackets and parentheses).
+fn split_top<'e>(e: &'e str, op: &str) -> Vec<&'e str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut in_literal = false;
+    let mut start = 0;
+    let bytes = e.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes.get(i).copied().unwrap_or(0);
+        if in_literal {
+            if b == b'\\' {
+                i += 1;
+            } else if b == b'\'' {
+                in_literal = false;
+            }
+        } else {
+            match b {
+                b'\'' => in_literal = true,
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                _ if depth == 0 && e.get(i..).is_some_and(|r| r.starts_with(op)) => {
+                    parts.push(e.get(start..i).unwrap_or(""));
+                    i += op.len();
+                    start = i;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    parts.push(e.get(start..).unwrap_or(""));
+    parts
+}
+
+/// `a in b` split at its top-level `in` (a word of its own), if any.
+fn split_in(e: &str) -> Option<(&str, &str)> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = e.as_bytes();
+    let mut depth = 0i32;
+    let mut in_literal = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes.get(i).copied().unwrap_or(0);
+        if in_literal {
+            if b == b'\\' {
+                i += 1;
+            } else if b == b'\'' {
+                in_literal = false;
+            }
+        } else {
+            match b {
+                b'\'' => in_literal = true,
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b'i' if depth == 0
+                    && bytes.get(i + 1) == Some(&b'n')
+                    && !i.checked_sub(1).and_then(|j| bytes.get(j)).is_some_and(|p| word(*p))
+                    && !bytes.get(i + 2).is_some_and(|n| word(*n)) =>
+                {
+                    let before = e.get(..i)?.trim_end();
+                    let after = e.get(i + 2..)?.trim_start();
+                    return Some((before, after));
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `(x)` without its outer parentheses, when they wrap all of it (`(a)&&(b)`
+/// is not wrapped).
+fn unwrap_parens(e: &str) -> &str {
+    let mut e = e;
+    while e.starts_with('(') && e.ends_with(')') {
+        let mut depth = 0i32;
+        let mut in_literal = false;
+        let mut closes_at = None;
+        let mut chars = e.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' if in_literal => {
+                    chars.next();
+                }
+                '\'' => in_literal = !in_literal,
+                '(' if !in_literal => depth += 1,
+                ')' if !in_literal => {
+                    depth -= 1;
+                    if depth == 0 {
+                        closes_at = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match closes_at {
+            Some(i) if i + 1 == e.len() => e = e.get(1..i).unwrap_or(""),
+            _ => break,
+        }
+    }
+    e
+}
+
+/// A single-quoted literal's value (compact form), or `None`.
+fn literal(e: &str) -> Option<String> {
+    let inner = e.strip_prefix('\'')?.strip_suffix('\'')?;
+    if inner.contains('\'') && !inner.contains("\\'") {
+        return None;
+    }
+    Some(inner.replace("\\'", "'").replace("\\\\", "\\"))
+}
+
+/// What one selector expression pins the attribute to.
+fn pins(e: &str, domain: &str, attribute: &str) -> Pinned {
+    let forms = [format!("device.attributes['{domain}'].{attribute}"), format!("device.attributes['{domain}']['{attribute}']")];
+    let is_attr = |x: &str| forms.iter().any(|f| f == x);
+    let mentions = |x: &str| forms.iter().any(|f| x.contains(f.as_str()));
+    let e = unwrap_parens(e);
+    if !mentions(e) {
+        return Pinned::Open;
+    }
+    let any = split_top(e, "||");
+    if any.len() > 1 {
+        let mut values: Vec<String> = Vec::new();
+        for d in any {
+            match pins(d, domain, attribute) {
+                Pinned::OneOf(v) => values.extend(v),
+                _ => return Pinned::Unreadable,
+            }
+        }
+        return Pinned::OneOf(values);
+    }
+    let all = split_top(e, "&&");
+    if all.len() > 1 {
+        return pinned(&all.iter().map(|c| c.to_string()).collect::<Vec<_>>(), domain, attribute);
+    }
+    if let [a, b] = split_top(e, "==").as_slice() {
+        let (a, b) = (unwrap_parens(a), unwrap_parens(b));
+        return match (is_attr(a), is_attr(b), literal(a), literal(b)) {
+            (true, _, _, Some(v)) | (_, true, Some(v), _) => Pinned::OneOf(vec![v]),
+            _ => Pinned::Unreadable,
+        };
+    }
+    if let Some((a, list)) = split_in(e)
+        && is_attr(unwrap_parens(a))
+        && let Some(items) = list.strip_prefix('[').and_then(|l| l.strip_suffix(']'))
+    {
+        let values: Option<Vec<String>> = split_top(items, ",").into_iter().filter(|i| !i.is_empty()).map(literal).collect();
+        return values.map_or(Pinned::Unreadable, Pinned::OneOf);
+    }
+    Pinned::Unreadable
+}
+
+/// One `spec.resourceClaims` entry of a pod template, with the claim spec
+/// of the object it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodClaim {
+    /// Its index in `spec.resourceClaims`.
+    pub index: usize,
+    /// The name containers refer to it by.
+    pub claim: String,
+    /// `ResourceClaim` (one object, shared by every pod that names it) or
+    /// `ResourceClaimTemplate` (a claim made from it for each pod).
+    pub kind: &'static str,
+    /// The object's name.
+    pub object: String,
+    /// What it asks for.
+    pub spec: ClaimSpec,
+}
+
+impl PodClaim {
+    /// Whether every pod gets a claim of its own (a template).
+    pub fn per_pod(&self) -> bool {
+        self.kind == "ResourceClaimTemplate"
+    }
+
+    /// `` ResourceClaimTemplate `a100` ``.
+    pub fn source(&self) -> String {
+        format!("{} `{}`", self.kind, self.object)
+    }
+}
+
+impl PodTemplate<'_> {
+    /// Every `spec.resourceClaims` entry of this template with the spec of
+    /// the ResourceClaim or ResourceClaimTemplate it names, read in
+    /// `namespace` through the cluster interface (an entry naming neither
+    /// is left out).
+    pub fn claim_specs(&self, namespace: &str, cluster: &dyn Cluster) -> Result<Vec<PodClaim>, ClaimError> {
+        let mut out = Vec::new();
+        for (index, claim) in self.spec.resource_claims.iter().enumerate() {
+            let (kind, name) = match (&claim.resource_claim_name, &claim.resource_claim_template_name) {
+                (Some(n), _) => ("ResourceClaim", n),
+                (None, Some(n)) => ("ResourceClaimTemplate", n),
+                (None, None) => continue,
+            };
+            let json = cluster.get_resource(DRA_API_VERSION, kind, name, Some(namespace)).map_err(ClaimError::Lookup)?;
+            let what = format!("the {kind} `{name}`");
+            let spec = if kind == "ResourceClaim" { ClaimSpec::of_claim(&json, &what) } else { ClaimSpec::of_template(&json, &what) }
+                .map_err(ClaimError::Malformed)?;
+            out.push(PodClaim { index, claim: claim.name.to_string(), kind, object: name.to_string(), spec });
+        }
+        Ok(out)
+    }
+
+    /// [`PodTemplate::claim_specs`], with a failed lookup reported on
+    /// `verdict` as `on` says (worded as [`PodTemplate::claimed_gpus_or_report`]
+    /// words it) and `None` returned for it. Only a claim object that
+    /// cannot be read is an error.
+    pub fn claim_specs_or_report(
+        &self,
+        namespace: &str,
+        cluster: &dyn Cluster,
+        on: OnLookupError,
+        (deny, allow): (&str, &str),
+        verdict: &mut dyn Report,
+    ) -> Result<Option<Vec<PodClaim>>, Malformed> {
+        match self.claim_specs(namespace, cluster) {
+            Ok(c) => Ok(Some(c)),
+            Err(ClaimError::Malformed(e)) => Err(e),
+            Err(ClaimError::Lookup(e)) => {
+                let what =
+                    format!("the resource claims of `{}` could not be read ({})", self.spec_path().key("resourceClaims"), e.first_line());
+                on.report(&what, deny, allow, verdict);
+                Ok(None)
+            }
+        }
+    }
 }
 
 impl PodTemplate<'_> {
@@ -882,5 +1366,69 @@ mod tests {
             ),
             Some(2)
         );
+    }
+
+    #[test]
+    fn claim_specs_read_every_form() {
+        let claim = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","spec":{"devices":{"requests":[
+            {"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com","count":2,"adminAccess":true,
+              "selectors":[{"cel":{"expression":"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'"}}]}},
+            {"name":"m","firstAvailable":[{"name":"big","deviceClassName":"mig.nvidia.com"},{"name":"all","deviceClassName":"mig.nvidia.com","allocationMode":"All"}]}]}}}"#;
+        let spec = ClaimSpec::of_claim(claim, "the claim").unwrap();
+        let [g, m] = spec.requests.as_slice() else { panic!("two requests: {spec:?}") };
+        assert_eq!((g.name.as_str(), g.form, g.admin_access), ("g", RequestForm::Exactly, true));
+        assert_eq!(g.choices[0].count, DeviceCount::Exactly(2));
+        assert_eq!(g.choices[0].selectors.len(), 1);
+        assert_eq!(m.form, RequestForm::FirstAvailable);
+        assert_eq!(m.choices.iter().map(|c| c.count).collect::<Vec<_>>(), [DeviceCount::Exactly(1), DeviceCount::All]);
+        let at = Path::root().keys(ClaimSpec::CLAIM).keys(&["devices", "requests"]).index(1);
+        assert_eq!(m.choice_path(&at, 1, "deviceClassName").to_string(), "spec.devices.requests[1].firstAvailable[1].deviceClassName");
+        assert_eq!(g.admin_access_path(&at).to_string(), "spec.devices.requests[1].exactly.adminAccess");
+        let v1beta1 = r#"{"spec":{"spec":{"devices":{"requests":[{"name":"g","deviceClassName":"gpu.nvidia.com","adminAccess":true}]}}}}"#;
+        let t = ClaimSpec::of_template(v1beta1, "the template").unwrap();
+        assert_eq!((t.requests[0].form, t.requests[0].admin_access), (RequestForm::Flat, true));
+        assert_eq!(t.requests[0].choices[0].device_class, "gpu.nvidia.com");
+        assert!(ClaimSpec::of_claim(r#"{"spec":{"devices":{"requests":"x"}}}"#, "the claim").is_err());
+        assert_eq!(ClaimSpec::of_claim(r#"{"spec":null}"#, "the claim").unwrap(), ClaimSpec::default());
+    }
+
+    #[test]
+    fn selectors_pin_attributes() {
+        let p = |exprs: &[&str]| pinned(&exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>(), "gpu.nvidia.com", "profile");
+        let one = |v: &str| Pinned::OneOf(vec![v.to_string()]);
+        assert_eq!(p(&[]), Pinned::Open);
+        assert_eq!(p(&["device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"]), one("1g.10gb"));
+        assert_eq!(p(&["\"3g.40gb\" == device.attributes[\"gpu.nvidia.com\"][\"profile\"]"]), one("3g.40gb"));
+        assert_eq!(
+            p(&["device.attributes['gpu.nvidia.com'].type == 'mig' && device.attributes['gpu.nvidia.com'].profile == '2g.20gb'"]),
+            one("2g.20gb")
+        );
+        assert_eq!(
+            p(&["device.attributes['gpu.nvidia.com'].profile in ['1g.10gb', '2g.20gb']"]),
+            Pinned::OneOf(vec!["1g.10gb".into(), "2g.20gb".into()])
+        );
+        assert_eq!(
+            p(&[
+                "(device.attributes['gpu.nvidia.com'].profile == '1g.10gb') || (device.attributes['gpu.nvidia.com'].profile == '2g.20gb')"
+            ]),
+            Pinned::OneOf(vec!["1g.10gb".into(), "2g.20gb".into()])
+        );
+        assert_eq!(
+            p(&[
+                "device.attributes['gpu.nvidia.com'].profile in ['1g.10gb', '2g.20gb']",
+                "device.attributes['gpu.nvidia.com'].profile == '2g.20gb'"
+            ]),
+            one("2g.20gb"),
+            "selectors are ANDed"
+        );
+        assert_eq!(p(&["device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'"]), Pinned::Open);
+        assert_eq!(p(&["device.attributes['gpu.nvidia.com'].profile != '7g.80gb'"]), Pinned::Unreadable);
+        assert_eq!(p(&["device.attributes['gpu.nvidia.com'].profile.startsWith('1g')"]), Pinned::Unreadable);
+        assert_eq!(
+            p(&["device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || device.attributes['gpu.nvidia.com'].type == 'gpu'"]),
+            Pinned::Unreadable
+        );
+        assert_eq!(p(&["device.attributes['other.example.com'].profile == '1g.10gb'"]), Pinned::Open, "another domain");
+        assert_eq!(p(&["device.attributes['gpu.nvidia.com'].profileName == 'x'"]), Pinned::Unreadable, "read conservatively");
     }
 }

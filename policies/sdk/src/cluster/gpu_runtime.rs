@@ -33,6 +33,17 @@ pub struct Settings {
     pub resource_claims: ResourceClaims,
     /// What a failed claim lookup does: `deny` (default) or `allow`.
     pub on_lookup_error: OnLookupError,
+    /// The runtime classes every pod, GPU or not, may run with (Kyverno's
+    /// `restrict-runtimeclass`, Kubewarden's `pod-runtime-class-policy`).
+    /// Default `null`: not checked. `gpu-runtime-class` checks it;
+    /// `gpu-runtime-defaults` reads it only to know the classes it fills in
+    /// are allowed.
+    pub pod_runtime_classes: Option<PodRuntimeClasses>,
+    /// A memory-backed `/dev/shm` on every container that holds GPUs
+    /// (Gatekeeper's `K8sGpuSharedMemory`). Default `null`: not checked.
+    /// `gpu-runtime-class` checks it; `gpu-runtime-defaults` does not add
+    /// the volume.
+    pub shared_memory: Option<SharedMemory>,
 }
 
 impl Default for Settings {
@@ -42,6 +53,8 @@ impl Default for Settings {
             gpu_resource_names: GpuResources::default(),
             resource_claims: ResourceClaims::default(),
             on_lookup_error: OnLookupError::Deny,
+            pod_runtime_classes: None,
+            shared_memory: None,
         }
     }
 }
@@ -50,7 +63,107 @@ impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         validate("requirements", &self.requirements)?;
         self.gpu_resource_names.validate("gpuResourceNames")?;
-        self.resource_claims.validate("resourceClaims")
+        self.resource_claims.validate("resourceClaims")?;
+        if let Some(p) = &self.pod_runtime_classes {
+            p.validate("podRuntimeClasses", &self.requirements)?;
+        }
+        if let Some(m) = &self.shared_memory {
+            m.validate("sharedMemory")?;
+        }
+        Ok(())
+    }
+}
+
+/// The runtime classes every pod may run with.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodRuntimeClasses {
+    /// Runtime classes pods may name: exact names, or prefixes ending in
+    /// `*` (wildcards); empty or absent: any class not denied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<Glob>,
+    /// Runtime classes pods may not name, even when `allowed` matches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<Glob>,
+    /// Whether a pod must name a runtime class at all (default `false`: a
+    /// pod without `runtimeClassName` runs with the node's default handler
+    /// and passes, as Kyverno's policy lets it).
+    #[serde(default)]
+    pub required: bool,
+}
+
+impl PodRuntimeClasses {
+    /// Whether pods may name runtime class `rc`.
+    pub fn allows(&self, rc: &str) -> bool {
+        (self.allowed.is_empty() || self.allowed.iter().any(|g| g.matches(rc))) && !self.denied.iter().any(|g| g.matches(rc))
+    }
+
+    fn validate(&self, key: &str, requirements: &[Requirement]) -> Result<(), SettingsError> {
+        if self.allowed.is_empty() && self.denied.is_empty() && !self.required {
+            return Err(SettingsError::new(
+                key,
+                "allows, denies and requires nothing, so it would check nothing: give `allowed`, `denied` or `required: true`, or `null`",
+            ));
+        }
+        for (list, patterns) in [("allowed", &self.allowed), ("denied", &self.denied)] {
+            for (i, g) in patterns.iter().enumerate() {
+                let p = g.as_str();
+                if let Some(c) = p.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '*' | '?'))) {
+                    return Err(SettingsError::new(
+                        format!("{key}.{list}[{i}]"),
+                        format!(
+                            "`{p}` can never match a RuntimeClass: `{c}` never appears in a RuntimeClass name (lowercase letters, digits, `-` and `.`)"
+                        ),
+                    ));
+                }
+                if p.is_empty() {
+                    return Err(SettingsError::new(format!("{key}.{list}[{i}]"), "must not be empty"));
+                }
+            }
+        }
+        for (i, r) in requirements.iter().enumerate() {
+            if let Some(rc) = r.runtime_classes.iter().find(|rc| !self.allows(rc)) {
+                return Err(SettingsError::new(
+                    key,
+                    format!(
+                        "does not allow `{rc}`, which `requirements[{i}].runtimeClasses` gives {} GPU pods: allow it, or change the requirement",
+                        r.vendor
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The shared memory GPU containers need.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharedMemory {
+    /// The smallest `sizeLimit` the memory-backed volume may have, when it
+    /// sets one (without one it is bounded by the pod's memory limit).
+    /// Absent: any size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<String>,
+}
+
+impl SharedMemory {
+    /// `minSize` in bytes (0 for none); valid settings parse.
+    pub fn min_bytes(&self) -> u64 {
+        self.min_size.as_deref().and_then(|q| crate::model::quantity::Quantity::parse(q).ok()).map_or(0, |q| q.ceil_units())
+    }
+
+    fn validate(&self, key: &str) -> Result<(), SettingsError> {
+        if let Some(q) = &self.min_size {
+            match crate::model::quantity::Quantity::parse(q) {
+                Err(e) => return Err(SettingsError::new(format!("{key}.minSize"), format!("`{q}` is not a quantity: {e}"))),
+                Ok(v) if !v.is_positive() => {
+                    return Err(SettingsError::new(format!("{key}.minSize"), format!("`{q}` must be above zero, or absent for any size")));
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
     }
 }
 
@@ -345,5 +458,24 @@ mod tests {
                 .starts_with("setting `requirements[0].taint.operator`: unknown setting")
         );
         assert!(err(r#"{"requiredToleration":{"key":"a"}}"#).starts_with("setting `requiredToleration`: unknown setting"));
+        assert!(err(r#"{"podRuntimeClasses":{}}"#).starts_with("setting `podRuntimeClasses`: allows, denies and requires nothing"));
+        assert!(
+            err(r#"{"podRuntimeClasses":{"denied":["runC"]}}"#)
+                .starts_with("setting `podRuntimeClasses.denied[0]`: `runC` can never match")
+        );
+        assert!(err(r#"{"podRuntimeClasses":{"allowed":["kata*"]}}"#).starts_with(
+            "setting `podRuntimeClasses`: does not allow `nvidia`, which `requirements[0].runtimeClasses` gives NVIDIA GPU pods"
+        ));
+        assert!(err(r#"{"sharedMemory":{"minSize":"lots"}}"#).starts_with("setting `sharedMemory.minSize`: `lots` is not a quantity"));
+        assert!(err(r#"{"sharedMemory":{"minSize":"0"}}"#).starts_with("setting `sharedMemory.minSize`: `0` must be above zero"));
+        assert!(err(r#"{"sharedMemory":{"size":"1Gi"}}"#).starts_with("setting `sharedMemory.size`: unknown setting"));
+        let s = crate::runtime::settings::Settings::<Settings>::parse_valid(
+            r#"{"podRuntimeClasses":{"allowed":["nvidia","kata-*"],"required":true},"sharedMemory":{"minSize":"1Gi"}}"#,
+        )
+        .unwrap()
+        .rule;
+        let p = s.pod_runtime_classes.unwrap();
+        assert!(p.allows("kata-qemu") && p.allows("nvidia") && !p.allows("runc"));
+        assert_eq!(s.shared_memory.unwrap().min_bytes(), 1 << 30);
     }
 }

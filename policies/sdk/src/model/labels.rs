@@ -4,56 +4,192 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::base::glob::Glob;
 use crate::base::names::{label_key, name_part};
+use crate::base::regex::Regex;
 use crate::base::rule_settings::SettingsError;
 use crate::base::text::quoted;
 use crate::decode::path::Path;
 use crate::model::pod::Labels;
 use crate::model::workload::Workload;
 
-/// Label keys mapped to their allowed values; an empty list means any
-/// non-empty value. In settings:
+/// Label keys mapped to the values they may take. In settings:
 ///
 /// ```yaml
 /// requiredLabels:
-///   team: []
-///   workload-type: [training, inference, development]
+///   team: []                                   # any non-empty value
+///   workload-type: [training, inference]       # one of these
+///   owner: {regex: '^[a-z]+\.example\.com$'}   # a value the expression matches
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct RequiredLabels(pub BTreeMap<String, Vec<String>>);
+pub struct RequiredLabels(pub BTreeMap<String, AllowedValues>);
+
+/// The values a required label (or annotation) may take: a list of
+/// values `T` (exact values for labels; patterns such as [`Glob`] where a
+/// rule says so), or a regular expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllowedValues<T = String> {
+    /// One of these; an empty list allows any non-empty value.
+    List(Vec<T>),
+    /// A value the regular expression matches, as Gatekeeper's
+    /// `allowedRegex` matches: somewhere in the value, unless anchored
+    /// (`^...$`). Written `{regex: ...}`.
+    Regex(Regex),
+}
+
+/// An entry of an [`AllowedValues`] list.
+pub trait AllowedValue {
+    /// Whether the entry allows `value`.
+    fn allows(&self, value: &str) -> bool;
+    /// The entry as written.
+    fn text(&self) -> &str;
+}
+
+impl AllowedValue for String {
+    fn allows(&self, value: &str) -> bool {
+        self == value
+    }
+
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl AllowedValue for Glob {
+    fn allows(&self, value: &str) -> bool {
+        self.matches(value)
+    }
+
+    fn text(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl<T: AllowedValue> AllowedValues<T> {
+    /// Whether a non-empty `value` is allowed.
+    pub fn allows(&self, value: &str) -> bool {
+        match self {
+            AllowedValues::List(list) => list.is_empty() || list.iter().any(|a| a.allows(value)),
+            AllowedValues::Regex(re) => re.is_match(value),
+        }
+    }
+
+    /// Whether any non-empty value is allowed (`[]`).
+    pub fn any(&self) -> bool {
+        matches!(self, AllowedValues::List(list) if list.is_empty())
+    }
+
+    /// What is allowed, for messages: `` `a`, `b` ``, or `` a value matching
+    /// the regular expression `^v[0-9]+$` ``.
+    pub fn describe(&self) -> String {
+        match self {
+            AllowedValues::List(list) => quoted(&list.iter().map(AllowedValue::text).collect::<Vec<_>>()),
+            AllowedValues::Regex(re) => format!("a value matching the regular expression `{re}`"),
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for AllowedValues<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AllowedValues::List(list) => list.serialize(s),
+            AllowedValues::Regex(re) => {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("regex", re)?;
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for AllowedValues<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AllowedValues<T>, D::Error> {
+        struct Allowed<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Allowed<T> {
+            type Value = AllowedValues<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of allowed values, or `{regex: ...}`")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AllowedValues<T>, A::Error> {
+                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(v) = seq.next_element::<T>()? {
+                    list.push(v);
+                }
+                Ok(AllowedValues::List(list))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AllowedValues<T>, A::Error> {
+                let mut found = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "regex" {
+                        return Err(de::Error::unknown_field(&key, &["regex"]));
+                    }
+                    if found.is_some() {
+                        return Err(de::Error::duplicate_field("regex"));
+                    }
+                    found = Some(map.next_value::<Regex>()?);
+                }
+                found.map(AllowedValues::Regex).ok_or_else(|| de::Error::missing_field("regex"))
+            }
+        }
+        d.deserialize_any(Allowed(PhantomData))
+    }
+}
 
 impl RequiredLabels {
     /// Builds requirements from `(key, allowed values)` pairs.
     pub fn new<'a>(entries: impl IntoIterator<Item = (&'a str, &'a [&'a str])>) -> RequiredLabels {
-        RequiredLabels(entries.into_iter().map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect())).collect())
+        RequiredLabels(
+            entries.into_iter().map(|(k, vs)| (k.to_string(), AllowedValues::List(vs.iter().map(|v| v.to_string()).collect()))).collect(),
+        )
     }
 
     /// Checks the requirements under their settings key: label keys and
     /// allowed values must be non-empty and follow Kubernetes' syntax (a key
     /// no object can carry would reject every workload; a value no object
-    /// can carry is a typo that never matches).
+    /// can carry is a typo that never matches); a regular expression must
+    /// not be empty (`[]` says "any value").
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
         for (label, values) in &self.0 {
             if label.trim().is_empty() {
                 return Err(SettingsError::new(key, "a label key must not be empty"));
             }
-            if values.iter().any(|v| v.trim().is_empty()) {
-                return Err(SettingsError::new(
-                    format!("{key}.{label}"),
-                    "allowed values must not be empty; use `[]` to allow any non-empty value",
-                ));
-            }
             if let Err(why) = label_key(label) {
                 return Err(SettingsError::new(key, format!("`{label}` is not a valid label key: {why}")));
             }
-            for (i, value) in values.iter().enumerate() {
-                if let Err(why) = name_part(value) {
-                    return Err(SettingsError::new(format!("{key}.{label}[{i}]"), format!("`{value}` is not a valid label value: {why}")));
+            match values {
+                AllowedValues::List(values) => {
+                    if values.iter().any(|v| v.trim().is_empty()) {
+                        return Err(SettingsError::new(
+                            format!("{key}.{label}"),
+                            "allowed values must not be empty; use `[]` to allow any non-empty value",
+                        ));
+                    }
+                    for (i, value) in values.iter().enumerate() {
+                        if let Err(why) = name_part(value) {
+                            return Err(SettingsError::new(
+                                format!("{key}.{label}[{i}]"),
+                                format!("`{value}` is not a valid label value: {why}"),
+                            ));
+                        }
+                    }
                 }
+                AllowedValues::Regex(re) if re.as_str().is_empty() => {
+                    return Err(SettingsError::new(
+                        format!("{key}.{label}.regex"),
+                        "must not be empty; use `[]` to allow any non-empty value",
+                    ));
+                }
+                AllowedValues::Regex(_) => {}
             }
         }
         Ok(())
@@ -80,8 +216,8 @@ impl RequiredLabels {
             let Some(value) = labels.get(key.as_str()) else { continue };
             if value.trim().is_empty() {
                 problems.push(format!("label `{key}` in `{path}` is empty{}", self.hint(key)));
-            } else if !allowed.is_empty() && !allowed.iter().any(|a| a == &**value) {
-                problems.push(format!("label `{key}` in `{path}` is `{value}`; allowed: {}", quoted(allowed)));
+            } else if !allowed.allows(value) {
+                problems.push(format!("label `{key}` in `{path}` is `{value}`; allowed: {}", allowed.describe()));
             }
         }
         problems
@@ -89,11 +225,16 @@ impl RequiredLabels {
 
     fn hint(&self, key: &str) -> String {
         match self.0.get(key) {
-            Some(allowed) if !allowed.is_empty() => format!(" (allowed: {})", quoted(allowed)),
+            Some(allowed) if !allowed.any() => format!(" (allowed: {})", allowed.describe()),
             _ => String::new(),
         }
     }
 
+    /// Whether `value` is a value `key` may take: non-empty and allowed
+    /// (`false` for a key not required).
+    pub fn allows(&self, key: &str, value: &str) -> bool {
+        !value.trim().is_empty() && self.0.get(key).is_some_and(|a| a.allows(value))
+    }
     /// [`RequiredLabels::check`] on one label set of a workload. When
     /// labels are missing from a job or pod template and the object itself
     /// (`own`) carries them with an allowed value (the most common mistake:
@@ -137,8 +278,8 @@ impl RequiredLabels {
             let path = &set.path;
             let m = if value.trim().is_empty() {
                 format!("label `{key}` in `{path}` is empty{}", self.hint(key))
-            } else if !allowed.is_empty() && !allowed.iter().any(|a| a == &**value) {
-                format!("label `{key}` in `{path}` is `{value}`; allowed: {}", quoted(allowed))
+            } else if !allowed.allows(value) {
+                format!("label `{key}` in `{path}` is `{value}`; allowed: {}", allowed.describe())
             } else if let Some(theirs) = object.get(key.as_str()).filter(|o| *o != value) {
                 format!(
                     "label `{key}` in `{path}` is `{value}`, but `metadata.labels` has `{theirs}`: these pods get `{value}` and the rest of the workload `{theirs}`, so make them agree (or leave it out of `{path}`)"
@@ -166,7 +307,7 @@ impl RequiredLabels {
             .filter(|(key, _)| !set.labels.contains_key(key.as_str()))
             .filter_map(|(key, allowed)| {
                 let value = own.get(key.as_str())?;
-                let ok = !value.trim().is_empty() && (allowed.is_empty() || allowed.iter().any(|a| a == &**value));
+                let ok = !value.trim().is_empty() && allowed.allows(value);
                 ok.then(|| format!("{key}: {value}"))
             })
             .collect();
@@ -492,6 +633,46 @@ mod tests {
         assert_eq!(compute_type_conflict(&at, "gpu", None, true, none), None);
         assert_eq!(compute_type_conflict(&at, "tpu", user, true, none), None);
         assert_eq!(compute_type_conflict(&at, "tpu", None, false, none), None);
+    }
+
+    #[test]
+    fn values_by_regular_expression() {
+        let reqs: RequiredLabels =
+            serde_json::from_str(r#"{"owner":{"regex":"^[a-z]+\\.example\\.com$"},"env":{"regex":"prod|staging"},"team":[]}"#).unwrap();
+        assert!(reqs.validate("requiredLabels").is_ok());
+        assert!(reqs.check(&labels(&[("owner", "alice.example.com"), ("env", "prod-eu"), ("team", "ml")]), "metadata.labels").is_empty());
+        assert_eq!(
+            reqs.check(&labels(&[("owner", "alice.example.org"), ("env", "dev")]), "metadata.labels"),
+            [
+                "label `team` is missing from `metadata.labels`",
+                "label `env` in `metadata.labels` is `dev`; allowed: a value matching the regular expression `prod|staging`",
+                "label `owner` in `metadata.labels` is `alice.example.org`; allowed: a value matching the regular expression `^[a-z]+\\.example\\.com$`",
+            ]
+        );
+        assert_eq!(
+            reqs.check(&labels(&[("team", "ml"), ("env", "prod")]), "metadata.labels"),
+            [
+                "label `owner` is missing from `metadata.labels` (allowed: a value matching the regular expression `^[a-z]+\\.example\\.com$`)"
+            ]
+        );
+        assert!(reqs.allows("env", "staging") && !reqs.allows("env", " ") && !reqs.allows("other", "x"));
+        // Written back as read: a list stays a list, an expression an object.
+        assert_eq!(
+            serde_json::to_string(&reqs).unwrap(),
+            r#"{"env":{"regex":"prod|staging"},"owner":{"regex":"^[a-z]+\\.example\\.com$"},"team":[]}"#
+        );
+        let refused = |json: &str| serde_json::from_str::<RequiredLabels>(json).unwrap_err().to_string();
+        assert!(refused(r#"{"owner":{"regexp":"x"}}"#).starts_with("unknown field `regexp`, expected `regex`"));
+        assert!(refused(r#"{"owner":{}}"#).starts_with("missing field `regex`"));
+        assert!(
+            refused(r#"{"owner":"x"}"#).starts_with("invalid type: string \"x\", expected a list of allowed values, or `{regex: ...}`")
+        );
+        assert!(refused(r#"{"owner":{"regex":"(x"}}"#).starts_with("`(x` is not a regular expression aigov reads: missing `)`"));
+        let empty: RequiredLabels = serde_json::from_str(r#"{"owner":{"regex":""}}"#).unwrap();
+        assert_eq!(
+            empty.validate("requiredLabels").unwrap_err().to_string(),
+            "setting `requiredLabels.owner.regex`: must not be empty; use `[]` to allow any non-empty value"
+        );
     }
 
     #[test]

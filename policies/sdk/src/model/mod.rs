@@ -3,8 +3,10 @@
 //! kinds ([`kind`]) and every pod template inside them ([`workload`], one
 //! file per family), objects a lookup listed ([`listed`]), quantities,
 //! node selection as the scheduler reads it ([`scheduling`]), label
-//! selectors and required labels. Imports only the layers below.
+//! selectors, required labels and the classification vocabulary
+//! ([`classification`]). Imports only the layers below.
 
+pub mod classification;
 pub mod kind;
 pub mod label_selector;
 pub mod labels;

@@ -325,4 +325,7 @@ impl<P: Exported> Handler for Single<P> {
     fn default_settings() -> serde_json::Value {
         crate::runtime::settings::Settings::<P::Settings>::default().to_json()
     }
+    fn effective_settings(settings: &str) -> Result<serde_json::Value, String> {
+        crate::runtime::settings::Settings::<P::Settings>::parse(settings).map(|s| s.to_json()).map_err(|e| e.to_string())
+    }
 }

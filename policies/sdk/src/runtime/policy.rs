@@ -41,6 +41,12 @@ pub trait Handler {
     fn validate_settings(settings: &[u8]) -> SettingsResponse;
     /// The default settings, shared keys included, as JSON.
     fn default_settings() -> serde_json::Value;
+    /// Every setting as `settings` (JSON) decide it, keys left out at the
+    /// value they take, as JSON: two settings objects configure the same
+    /// policy exactly when these agree. A key's default may follow another
+    /// key (`workload-security`'s `level`), so comparing a key with the
+    /// defaults alone cannot tell whether leaving it out changes anything.
+    fn effective_settings(settings: &str) -> Result<serde_json::Value, String>;
 }
 
 /// An artifact's entry points as native functions, for the aigov harness.
@@ -56,6 +62,8 @@ pub struct NativePolicy {
     pub validate_settings: fn(&[u8]) -> SettingsResponse,
     /// The default settings, shared keys included, as JSON.
     pub default_settings: fn() -> serde_json::Value,
+    /// [`Handler::effective_settings`].
+    pub effective_settings: fn(&str) -> Result<serde_json::Value, String>,
 }
 
 impl NativePolicy {
@@ -67,6 +75,7 @@ impl NativePolicy {
             validate_request: H::validate_request,
             validate_settings: H::validate_settings,
             default_settings: H::default_settings,
+            effective_settings: H::effective_settings,
         }
     }
 }

@@ -272,7 +272,7 @@ impl<R: RuleSettings> Settings<R> {
 
     /// Checks the parsed settings: shared keys, then the rule's own checks.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        self.shared.validate(R::EXEMPTS_IMAGES)?;
+        self.shared.validate(if R::EXEMPTS_IMAGES { Ok(()) } else { Err(R::NO_EXEMPT_IMAGES_BECAUSE) })?;
         self.rule.validate()
     }
 

@@ -163,12 +163,14 @@ impl Shared {
 
     /// Checks the values: no empty pattern, selectors as the API server
     /// validates them, and `exemptImages` only for a rule that judges
-    /// containers one by one (`exempts_images`).
-    pub fn validate(&self, exempts_images: bool) -> Result<(), SettingsError> {
-        if !exempts_images && !self.exemptions.images.is_empty() {
+    /// containers one by one (`exempts_images`: `Ok`, or why not).
+    pub fn validate(&self, exempts_images: Result<(), &str>) -> Result<(), SettingsError> {
+        if let Err(why) = exempts_images
+            && !self.exemptions.images.is_empty()
+        {
             return Err(SettingsError::new(
                 "exemptImages",
-                "this rule judges whole pods, not containers one by one, so it cannot leave a container out by its image; exempt by namespace, user or group, or narrow the rule with `objectSelector` or `podSelector`",
+                format!("{why}; exempt by namespace, user or group, or narrow the rule with `objectSelector` or `podSelector`"),
             ));
         }
         for (key, list) in [
@@ -267,7 +269,7 @@ mod tests {
         for (k, v) in members {
             s.take(&k, v).unwrap();
         }
-        s.validate(true).unwrap();
+        s.validate(Ok(())).unwrap();
         s
     }
 
@@ -346,15 +348,18 @@ mod tests {
     fn bad_values_name_the_key() {
         let mut s = Shared::default();
         s.take("exemptImages", Value::from(vec![""])).unwrap();
-        assert_eq!(s.validate(true).unwrap_err().to_string(), "setting `exemptImages[0]`: must not be empty");
+        assert_eq!(s.validate(Ok(())).unwrap_err().to_string(), "setting `exemptImages[0]`: must not be empty");
         let mut s = Shared::default();
         s.take("exemptImages", Value::from(vec!["registry.example.com/*"])).unwrap();
-        assert!(s.validate(true).is_ok());
-        assert!(s.validate(false).unwrap_err().to_string().starts_with("setting `exemptImages`: this rule judges whole pods"));
+        assert!(s.validate(Ok(())).is_ok());
+        assert_eq!(
+            s.validate(Err("it judges pods")).unwrap_err().to_string(),
+            "setting `exemptImages`: it judges pods; exempt by namespace, user or group, or narrow the rule with `objectSelector` or `podSelector`"
+        );
         let mut s = Shared::default();
         s.take("podSelector", serde_json::json!({"matchExpressions": [{"key": "a", "operator": "In"}]})).unwrap();
         assert_eq!(
-            s.validate(true).unwrap_err().to_string(),
+            s.validate(Ok(())).unwrap_err().to_string(),
             "setting `podSelector.matchExpressions[0].values`: `In` needs at least one value"
         );
     }
