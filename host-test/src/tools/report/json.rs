@@ -48,6 +48,10 @@ fn document_json(rules: &[RuleInfo], d: &DocumentReport) -> Value {
                 if let Some(patch) = &r.patch {
                     map.insert("patch".into(), patch.clone());
                 }
+                // What it could not check without a cluster to ask.
+                if !r.unchecked.is_empty() {
+                    map.insert("notChecked".into(), json!(r.unchecked));
+                }
             }
             (rule.name.clone(), v)
         })

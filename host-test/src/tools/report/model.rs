@@ -5,6 +5,8 @@
 //! document order, for the report writers (`table`, `json`, `junit`,
 //! `sarif`, `policyreport`) to write as they arrive.
 
+use std::collections::BTreeMap;
+
 use aigov_metadata::annotations;
 use aigov_sdk::ValidationResponse;
 use aigov_sdk::runtime::metadata::PolicyMetadata;
@@ -224,19 +226,36 @@ pub struct RuleResult {
     /// What a mutating rule changed: the JSON Patch (RFC 6902) from the
     /// document's object to the patched one.
     pub patch: Option<Value>,
+    /// What the rule could not check for want of a cluster to ask (a scan
+    /// without `--cluster`): its warnings that begin
+    /// [`aigov_sdk::cluster::NOT_CHECKED`], taken out of the response
+    /// (without that beginning) so that they neither warn nor count.
+    pub unchecked: Vec<String>,
 }
 
 impl RuleResult {
     /// Not sent to the rule.
     pub fn not_governed() -> RuleResult {
-        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None, patch: None }
+        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None, patch: None, unchecked: Vec::new() }
     }
 
     /// From an evaluation.
     pub fn evaluated(result: Result<ValidationResponse>) -> RuleResult {
         match result {
-            Ok(r) => RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None, patch: None },
-            Err(e) => RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")), patch: None },
+            Ok(mut r) => {
+                let mut unchecked = Vec::new();
+                r.warnings.retain(|w| match w.strip_prefix(aigov_sdk::cluster::NOT_CHECKED) {
+                    Some(skipped) => {
+                        unchecked.push(skipped.to_string());
+                        false
+                    }
+                    None => true,
+                });
+                RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None, patch: None, unchecked }
+            }
+            Err(e) => {
+                RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")), patch: None, unchecked: Vec::new() }
+            }
         }
     }
 
@@ -445,6 +464,57 @@ impl Tally {
             Item::Error(_) => s.errors += 1,
             Item::Overridden(_) => {}
         }
+    }
+}
+
+/// What each rule could not check for want of a cluster to ask (a scan
+/// without `--cluster`), gathered as the documents arrive and said once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unchecked {
+    /// By rule name: the documents it could not fully check, and what it
+    /// skipped (distinct, in the order first met).
+    pub rules: BTreeMap<String, (usize, Vec<String>)>,
+}
+
+impl Unchecked {
+    /// Notes what `rules` (in the report's rule order) skipped in `item`.
+    pub fn add(&mut self, rules: &[RuleInfo], item: &Item) {
+        let Item::Document(d) = item else { return };
+        for (rule, r) in rules.iter().zip(&d.results).filter(|(_, r)| !r.unchecked.is_empty()) {
+            let (documents, skipped) = self.rules.entry(rule.name.clone()).or_default();
+            *documents += 1;
+            for s in &r.unchecked {
+                if !skipped.contains(s) {
+                    skipped.push(s.clone());
+                }
+            }
+        }
+    }
+
+    /// The one line that says it, or `None` when every rule checked
+    /// everything: each rule, on how many documents, and the first thing
+    /// it skipped (and how many others).
+    pub fn line(&self) -> Option<String> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let rules: Vec<String> = self
+            .rules
+            .iter()
+            .map(|(name, (documents, skipped))| {
+                let first = skipped.first().map(String::as_str).unwrap_or_default();
+                let more = match skipped.len() {
+                    0 | 1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                };
+                format!("{name} on {documents} document(s): {first}{more}")
+            })
+            .collect();
+        Some(format!(
+            "not fully checked without `--cluster` (no cluster to look objects up in), so not denied for it: {}; give `--cluster DIR` with the \
+             cluster's objects to check them",
+            rules.join("; ")
+        ))
     }
 }
 

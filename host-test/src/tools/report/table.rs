@@ -10,8 +10,8 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::model::{
-    DocumentReport, FailOn, Form, Item, Note, Outcome, Report, RuleInfo, RuleResult, Summary, Tally, fails, nothing_checked, replay,
-    violations,
+    DocumentReport, FailOn, Form, Item, Note, Outcome, Report, RuleInfo, RuleResult, Summary, Tally, Unchecked, fails, nothing_checked,
+    replay, violations,
 };
 use super::spill::Spill;
 
@@ -209,6 +209,7 @@ pub struct Writer {
     skipped: Vec<Note>,
     errors: Vec<Note>,
     tally: Tally,
+    unchecked: Unchecked,
 }
 
 impl Writer {
@@ -254,6 +255,7 @@ impl Writer {
             skipped: Vec::new(),
             errors: Vec::new(),
             tally: Tally::default(),
+            unchecked: Unchecked::default(),
         })
     }
 
@@ -279,6 +281,7 @@ impl Writer {
     /// Takes the next item of the scan.
     pub fn add(&mut self, item: &Item) -> Result<()> {
         self.tally.add(item);
+        self.unchecked.add(&self.rules, item);
         match item {
             Item::Document(d) => {
                 let i = self.tally.0.documents - 1;
@@ -400,6 +403,11 @@ Under each row, the rules that did more than admit it; --wide shows every rule i
             for n in &self.skipped {
                 bullet(&mut text, 0, &format!("skipped {}: {}", n.source, n.reason), self.width);
             }
+        }
+        // Said once, above the summary: what the rules skipped for want
+        // of a cluster to ask.
+        if let Some(line) = self.unchecked.line() {
+            text.push_str(&format!("\nNot {}\n", line.strip_prefix("not ").unwrap_or(&line)));
         }
         text.push_str(&summary_line(&s, self.fail_on));
         out.write_all(text.as_bytes())?;

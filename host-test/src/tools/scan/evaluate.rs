@@ -725,7 +725,7 @@ impl Scanner {
 pub fn scan(config: &Config) -> Result<Report> {
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
-        None => FixtureCluster::empty(),
+        None => FixtureCluster::offline(),
     });
     scan_with(config, cluster, &mut |_, _| {})
 }

@@ -43,7 +43,7 @@ use anyhow::{Context, Result};
 
 use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
-use crate::tools::report::model::{FailOn, Item, Note, Source, Summary, Tally, fails, nothing_checked};
+use crate::tools::report::model::{FailOn, Item, Note, Source, Summary, Tally, Unchecked, fails, nothing_checked};
 use crate::tools::report::spill::Spill;
 use crate::tools::report::table::{Layout, WRAP_WIDTH};
 use crate::tools::report::{json, junit, policyreport, sarif, table};
@@ -91,7 +91,8 @@ pub struct Args {
     #[command(flatten)]
     pub evaluator: EvaluatorArgs,
     /// Directory (or file) of YAML/JSON objects served to cluster lookups
-    /// (e.g. the pods `kubectl exec` targets). Not scanned itself.
+    /// (e.g. the pods `kubectl exec` targets). Not scanned itself. Without
+    /// it, what rules would look up is not checked, and the scan says what.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
     /// Output format.
@@ -129,7 +130,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     };
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
-        None => FixtureCluster::empty(),
+        // No cluster to ask: lookups are not checked (and said so), not
+        // answered as if nothing existed.
+        None => FixtureCluster::offline(),
     });
     let scanner = Scanner::new(&config, cluster)?;
     let layout = if args.wide { Layout::Wide } else { Layout::Compact };
@@ -152,6 +155,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
         for note in &written.unreadable {
             let _ = writeln!(err, "aigov scan: {} could not be read: {}", note.source.file, note.reason);
         }
+    }
+    // Said once: what the rules skipped for want of a cluster to ask (the
+    // table says it above its summary; the other formats go to a file or a
+    // tool, each rule's `notChecked` in JSON).
+    if let Some(line) = written.unchecked.line().filter(|_| args.format != Format::Table) {
+        let _ = writeln!(err, "aigov scan: {line}");
     }
     if nothing_checked(&written.summary) {
         let _ = writeln!(
@@ -176,6 +185,8 @@ pub struct Written {
     pub overridden: Vec<Source>,
     /// The files that could not be read or parsed.
     pub unreadable: Vec<Note>,
+    /// What rules could not check without a cluster to ask.
+    pub unchecked: Unchecked,
 }
 
 /// Runs a scan and writes its report in `format` (a table laid out as
@@ -183,20 +194,18 @@ pub struct Written {
 /// of documents (what must wait for the end waits in temporary files).
 pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, layout: Layout, out: &mut dyn Write) -> Result<Written> {
     let mut written = Written::default();
-    let overridden = &mut written.overridden;
-    let unreadable = &mut written.unreadable;
     let summary = match format {
         // Written as the documents are decided: memory does not grow with
         // their number.
         Format::Table => {
             let mut w = table::Writer::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, layout, fail_on, &Spill::file)?;
-            let s = stream(scanner, overridden, unreadable, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
         Format::Json => {
             let mut w = json::Writer::new(out, scanner.form(), scanner.rules(), scanner.files());
-            let s = stream(scanner, overridden, unreadable, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish()?;
             s
         }
@@ -205,19 +214,19 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, layout: 
         // as they arrive to spills, each group or the results whole at the end.
         Format::Junit => {
             let mut w = junit::Writer::new(scanner.rules(), &Spill::file)?;
-            let s = stream(scanner, overridden, unreadable, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
         Format::Sarif => {
             let mut w = sarif::Writer::new(scanner.rules(), &Spill::file)?;
-            let s = stream(scanner, overridden, unreadable, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
         Format::Policyreport => {
             let mut w = policyreport::Writer::new(scanner.rules(), chrono::Utc::now(), &Spill::file);
-            let s = stream(scanner, overridden, unreadable, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
@@ -226,21 +235,19 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, layout: 
     Ok(written)
 }
 
-/// Runs `scanner`, handing each item to `add`, noting the verbatim
-/// requests `--user`/`--group` replaced in `overridden` and the files that
-/// could not be read in `unreadable`; returns the counts.
-fn stream(
-    scanner: &Scanner,
-    overridden: &mut Vec<Source>,
-    unreadable: &mut Vec<Note>,
-    add: &mut dyn FnMut(&Item) -> Result<()>,
-) -> Result<Summary> {
+/// Runs `scanner`, handing each item to `add`, noting in `written` the
+/// verbatim requests `--user`/`--group` replaced, the files that could not
+/// be read and what rules could not check without a cluster; returns the
+/// counts.
+fn stream(scanner: &Scanner, written: &mut Written, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<Summary> {
     let mut tally = Tally::default();
+    let rules = scanner.rules();
     scanner.run(&mut |_, _| {}, &mut |item| {
         tally.add(&item);
+        written.unchecked.add(&rules, &item);
         match &item {
-            Item::Overridden(s) => overridden.push(s.clone()),
-            Item::Error(n) => unreadable.push(n.clone()),
+            Item::Overridden(s) => written.overridden.push(s.clone()),
+            Item::Error(n) => written.unreadable.push(n.clone()),
             Item::Document(_) | Item::Skipped(_) => {}
         }
         add(&item)

@@ -587,3 +587,40 @@ fn a_byte_order_mark_starts_no_document() {
         assert_eq!(docs[0].source.to_string(), "bom.yaml");
     }
 }
+
+/// A rule's warnings that say what it could not check without a cluster
+/// are taken out of its response: they neither warn nor count, and the
+/// report names them once per rule.
+#[test]
+fn what_rules_skip_without_a_cluster_is_said_once_and_warns_nothing() {
+    use crate::tools::report::model::{Item, Unchecked};
+    let mut resp = ValidationResponse::accept();
+    resp.warnings = vec![
+        format!("{}the labels of namespace `ml` could not be read, so its pool was not checked", aigov_sdk::cluster::NOT_CHECKED),
+        "a real warning".to_string(),
+    ];
+    let r = RuleResult::evaluated(Ok(resp.clone()));
+    assert_eq!(r.outcome, Outcome::Warn);
+    assert_eq!(r.response.as_ref().unwrap().warnings, ["a real warning"]);
+    assert_eq!(r.unchecked, ["the labels of namespace `ml` could not be read, so its pool was not checked"]);
+    resp.warnings.truncate(1);
+    let quiet = RuleResult::evaluated(Ok(resp));
+    assert_eq!(quiet.outcome, Outcome::Pass, "a rule that only skipped a lookup admits");
+
+    let mut report = report();
+    let mut unchecked = Unchecked::default();
+    assert_eq!(unchecked.line(), None);
+    for d in report.documents.iter_mut().take(2) {
+        d.results[0] = quiet.clone();
+        unchecked.add(&report.rules, &Item::Document(d.clone()));
+    }
+    let line = unchecked.line().unwrap();
+    assert!(line.starts_with("not fully checked without `--cluster`"), "{line}");
+    assert!(
+        line.contains(": pods-only on 2 document(s): the labels of namespace `ml` could not be read, so its pool was not checked;"),
+        "{line}"
+    );
+    let text = render_table(&report, 80, Layout::Compact, FailOn::Deny);
+    assert_eq!(text.matches("\nNot fully checked without `--cluster`").count(), 1, "{text}");
+    assert!(text.contains("\n1  pass "), "{text}");
+}
