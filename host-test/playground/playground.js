@@ -118,6 +118,9 @@ const editor = {
     ta.addEventListener("scroll", () => this.sync());
     ta.addEventListener("input", () => {
       state.manifest = ta.value;
+      // Once the text is no longer the sample's, its summary no longer
+      // describes it.
+      showSample();
       this.gutter();
       schedule();
     });
@@ -797,10 +800,16 @@ function start() {
   renderRules();
   for (const id of ["user", "groups", "namespace", "operation", "cluster"]) $(id).value = state[id];
   editor.set(state.manifest);
+  showSample();
+  schedule(0);
+}
+
+/** Names the sample in the editor and shows its summary, or neither once
+ *  the text is not the sample's (the user pasted or edited a manifest). */
+function showSample() {
   const sample = data.samples.find((s) => s.file === state.sample && s.text === state.manifest);
   $("samples").value = sample ? sample.file : "";
   $("sample-summary").textContent = sample ? sample.summary : "";
-  schedule(0);
 }
 
 async function main() {

@@ -32,6 +32,7 @@ pub mod run {
     pub mod component;
     pub mod engine;
     pub mod native;
+    pub mod nesting;
     pub mod settings;
     pub mod wapc;
 }

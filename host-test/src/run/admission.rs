@@ -19,6 +19,8 @@ pub const DEFAULT_GROUPS: [&str; 1] = ["system:authenticated"];
 /// value: JSON is YAML); anything else, or JSON the JSON parser refuses,
 /// goes to the YAML parser.
 pub fn parse_manifests(text: &str) -> Result<Vec<Value>> {
+    let text = without_bom(text);
+    crate::run::nesting::check(text)?;
     // `\uD83D\uDE00`: the JSON parser joins a surrogate pair, the YAML
     // parser refuses it.
     if text.trim_start().starts_with('{')
@@ -29,7 +31,7 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Value>> {
     {
         return Ok(vec![v]);
     }
-    parse_documents(text)
+    parse_yaml(text)
 }
 
 /// Whether a value holds a number that is not an integer. The two parsers
@@ -47,11 +49,37 @@ fn has_float(v: &Value) -> bool {
 }
 
 /// Parses YAML or JSON text holding one or more documents. Empty documents
-/// are skipped.
+/// are skipped, and a byte-order mark at the start (which some Windows
+/// editors write). Text nested too deep to parse in reasonable time is
+/// refused first ([`crate::run::nesting`]).
 pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
+    let text = without_bom(text);
+    crate::run::nesting::check(text)?;
+    parse_yaml(text)
+}
+
+/// The text without the UTF-8 byte-order mark it may start with (the YAML
+/// parser reads one there as the start of a second document).
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// The error of a document that does not parse: which one, counted from 1
+/// as the YAML parser reads them (empty ones too). The context of the
+/// parser's error, so that a caller can tell which document failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidDocument(pub usize);
+
+impl std::fmt::Display for InvalidDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "document {} is not valid YAML or JSON", self.0)
+    }
+}
+
+fn parse_yaml(text: &str) -> Result<Vec<Value>> {
     let mut docs = Vec::new();
     for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(de).with_context(|| format!("document {} is not valid YAML or JSON", i + 1))?;
+        let v = Value::deserialize(de).context(InvalidDocument(i + 1))?;
         if !v.is_null() {
             docs.push(v);
         }

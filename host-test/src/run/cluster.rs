@@ -57,6 +57,9 @@ pub struct FixtureCluster {
     /// Where each kind's objects are, so that a lookup in a dump of tens of
     /// thousands of objects (`aigov simulate`) reads only the ones it asks for.
     kinds: HashMap<(String, String), KindIndex>,
+    /// No cluster to ask (`aigov scan` without `--cluster`): every lookup
+    /// is answered [`LookupError::offline`].
+    offline: bool,
 }
 
 /// One kind's objects, as indexes into `objects`, in the order they were added.
@@ -76,6 +79,20 @@ impl FixtureCluster {
     /// A cluster with no objects.
     pub fn empty() -> FixtureCluster {
         FixtureCluster::default()
+    }
+
+    /// No cluster at all, as `aigov scan` without `--cluster` has: every
+    /// lookup is answered `unavailable` in [`aigov_sdk::cluster::OFFLINE`]'s
+    /// words, which the rules report as not checked rather than as a
+    /// cluster's failure (an empty cluster would answer that nothing
+    /// exists, which a rule must refuse).
+    pub fn offline() -> FixtureCluster {
+        FixtureCluster { offline: true, ..FixtureCluster::default() }
+    }
+
+    /// Whether this is [`FixtureCluster::offline`].
+    pub fn is_offline(&self) -> bool {
+        self.offline
     }
 
     /// A cluster holding these objects (`List`s are flattened).
@@ -210,6 +227,9 @@ impl FixtureCluster {
             }
             (_, ns) => ns,
         };
+        if self.offline {
+            return Err(LookupError::offline());
+        }
         if let Some(e) = self.failure(api_version, kind, Some(name), namespace) {
             return Err(e);
         }
@@ -234,6 +254,9 @@ impl FixtureCluster {
     ) -> Result<String, LookupError> {
         if namespace.is_some() && scope::of(api_version, kind) == scope::Scope::Cluster {
             return Err(LookupError::Invalid(format!("resource {api_version}/{kind}{CLUSTER_WIDE}")));
+        }
+        if self.offline {
+            return Err(LookupError::offline());
         }
         if let Some(e) = self.failure(api_version, kind, None, namespace) {
             return Err(e);

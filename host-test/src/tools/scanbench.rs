@@ -139,6 +139,7 @@ pub struct ScanBench {
 /// core and with one worker.
 pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
     use crate::tools::report::model::{FailOn, Form};
+    use crate::tools::report::table::Layout;
     use crate::tools::scan::evaluate::{Config, Scanner, Strategy};
     use crate::tools::scan::{self, Format};
     use std::time::Instant;
@@ -182,7 +183,7 @@ pub fn bench_scan(artifacts: &Path, count: usize) -> Result<ScanBench> {
             let scanner = Scanner::new(&config, std::sync::Arc::new(crate::run::cluster::FixtureCluster::empty()))?;
             let startup = start.elapsed();
             let start = Instant::now();
-            let (summary, _) = scan::write_report(&scanner, Format::Json, FailOn::None, &mut std::io::sink())?;
+            let summary = scan::write_report(&scanner, Format::Json, FailOn::None, Layout::Compact, &mut std::io::sink())?.summary;
             let elapsed = start.elapsed();
             let (one, guest) =
                 if jobs == cpus { scanner.time_document(&manifest, 300)? } else { (std::time::Duration::ZERO, std::time::Duration::ZERO) };

@@ -20,9 +20,13 @@ if [ ! -d "$TOOLS/node/node_modules/@kubernetes-models/kyverno" ] || [ ! -d "$TO
   (cd "$TOOLS/node" && npm install --silent --no-audit --no-fund --prefix . @kubernetes-models/kyverno@2.0.0 js-yaml@4.1.0 >/dev/null)
 fi
 
+# And a file that does not parse: a JUnit `<error>` and a PolicyReport
+# `error` result, valid too.
+printf 'apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n' > "$OUT/unparsable.yaml"
 for f in sarif junit policyreport; do
   "$AIGOV" scan --native --cluster host-test/samples/cluster --settings trusted-sources=host-test/settings/trusted-sources.yaml \
-    --fail-on none --format "$f" host-test/samples > "$OUT/samples.$f"
+    --fail-on none --format "$f" host-test/samples "$OUT/unparsable.yaml" > "$OUT/samples.$f" 2> "$OUT/samples.$f.stderr"
+  grep -q 'unparsable.yaml could not be read' "$OUT/samples.$f.stderr"
 done
 
 "$TOOLS/py/bin/python" - "$OUT" "$SCHEMAS" <<'PY'
@@ -41,6 +45,7 @@ xsd = xmlschema.XMLSchema(f"{schemas}/junit-10.xsd")
 xsd.validate(f"{out}/samples.junit")
 suites = xsd.to_dict(f"{out}/samples.junit")["testsuite"]
 assert suites and any(int(s["@failures"]) > 0 for s in suites), "the samples produce JUnit failures"
+assert any(s["@name"] == "aigov-scan" and int(s["@errors"]) == 1 for s in suites), "the unparsable file is a JUnit error"
 print(f"junit: valid against junit-10.xsd ({len(suites)} suites)")
 bad = open(f"{out}/samples.junit").read().replace(' tests="', ' count="', 2)
 assert not xsd.is_valid(bad), "a JUnit suite without `tests` passed"
@@ -61,6 +66,7 @@ for (const d of docs) {
   results += d.results.length;
 }
 if (!docs.some(d => d.results.some(r => r.result === 'fail'))) throw new Error('the samples produce failing results');
+if (!docs.some(d => d.results.some(r => r.result === 'error' && r.policy === 'aigov-scan'))) throw new Error('the unparsable file is an error result');
 let refused = false;
 try { const d = structuredClone(docs[0]); d.results[0].result = 'bogus'; new PolicyReport(d).validate(); } catch (e) { refused = true; }
 if (!refused) throw new Error('a PolicyReport result of `bogus` passed validation');

@@ -1,7 +1,14 @@
 //! The SARIF report locates each violation at the field it names, in the
-//! sample files as they are written: checked against the files' real lines.
+//! sample files as they are written: checked against the files' real lines
+//! (keys in brackets, `limits[nvidia.com/gpu]`, and `List` items too).
 //! And the reports `aigov scan` streams (through temporary files) are the
 //! reports rendered from a finished scan, byte for byte.
+//!
+//! And what CI meets, through the binary: a file that does not parse fails
+//! every report and is named on stderr, as a JUnit `<error>` and a
+//! PolicyReport `error` result too; standard input is `<stdin>` in every
+//! format; a path without manifests fails; a byte-order mark is read; a
+//! file nested 100,000 brackets deep is refused at once.
 
 use std::path::PathBuf;
 
@@ -10,6 +17,7 @@ use std::sync::Arc;
 use aigov::run::admission::Identity;
 use aigov::run::cluster::FixtureCluster;
 use aigov::tools::report::model::{FailOn, Form, Outcome};
+use aigov::tools::report::table::Layout;
 use aigov::tools::report::{junit, policyreport, sarif};
 use aigov::tools::scan::evaluate::{self, Config, Scanner};
 use aigov::tools::scan::{self, Format};
@@ -39,7 +47,7 @@ fn streamed(config: &Config, format: Format) -> String {
     let cluster = Arc::new(FixtureCluster::from_dir(config.cluster.as_ref().unwrap()).unwrap());
     let scanner = Scanner::new(config, cluster).unwrap();
     let mut out = Vec::new();
-    scan::write_report(&scanner, format, FailOn::None, &mut out).unwrap();
+    scan::write_report(&scanner, format, FailOn::None, Layout::Compact, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -68,12 +76,17 @@ fn streamed_reports_are_the_reports_of_the_finished_scan() {
         .sum();
     assert!(denied > 5 && governed > denied);
 
+    // A test case per document and rule, and one per file that could not
+    // be parsed.
+    let errors = report.errors.len();
     let junit = streamed(&config, Format::Junit);
     assert!(junit == junit::render(&report).unwrap(), "the streamed JUnit report is not the rendered one");
-    let header = format!("<testsuites name=\"aigov scan\" tests=\"{}\" failures=\"{denied}\"", report.documents.len() * report.rules.len());
+    let header =
+        format!("<testsuites name=\"aigov scan\" tests=\"{}\" failures=\"{denied}\"", report.documents.len() * report.rules.len() + errors);
     assert!(junit.contains(&header), "{header} in {}", &junit[..300]);
-    assert_eq!(junit.matches("<testcase ").count(), report.documents.len() * report.rules.len());
+    assert_eq!(junit.matches("<testcase ").count(), report.documents.len() * report.rules.len() + errors);
     assert_eq!(junit.matches("<failure ").count(), denied);
+    assert_eq!(junit.matches("<error type=\"unreadable\"").count(), errors);
 
     let sarif_streamed: Value = serde_json::from_str(&streamed(&config, Format::Sarif)).unwrap();
     let sarif_rendered = sarif::render(&report).unwrap();
@@ -89,7 +102,8 @@ fn streamed_reports_are_the_reports_of_the_finished_scan() {
     assert!(rendered.matches("kind: PolicyReport").count() >= 3, "one report per namespace");
     let policyreport = streamed(&config, Format::Policyreport);
     assert!(now(&policyreport) == now(&rendered), "the streamed PolicyReports are not the rendered ones");
-    assert_eq!(policyreport.lines().filter(|l| l.starts_with("  result: ")).count(), governed);
+    assert_eq!(policyreport.lines().filter(|l| l.starts_with("  result: ")).count(), governed + errors);
+    assert_eq!(policyreport.matches("  result: error\n").count(), errors);
     let failed: usize = policyreport.lines().filter_map(|l| l.strip_prefix("  fail: ")).map(|n| n.parse::<usize>().unwrap()).sum();
     assert_eq!(failed, denied);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -173,4 +187,217 @@ fn every_result_has_a_region_inside_its_file() {
             "{file}:{line}:{column} is {rest:?} for {message}"
         );
     }
+}
+
+/// A violation naming a key in brackets (`limits[nvidia.com/gpu]`) points at
+/// that key, in a plain manifest and in a `List` item.
+#[test]
+fn keys_in_brackets_are_located() {
+    let dir = std::env::temp_dir().join(format!("aigov-brackets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pod = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: four
+  namespace: ml
+spec:
+  containers:
+    - name: main
+      image: nvcr.io/nvidia/pytorch:24.05-py3
+      resources:
+        limits:
+          cpu: 1
+          nvidia.com/gpu: four
+";
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{}",
+        pod.lines().map(|l| format!("  {l}\n")).collect::<String>().replacen("  apiVersion", "- apiVersion", 1)
+    );
+    std::fs::write(dir.join("pod.yaml"), pod).unwrap();
+    std::fs::write(dir.join("list.yaml"), &list).unwrap();
+    let config = Config { paths: vec![dir.clone()], artifacts: PathBuf::from("artifacts"), form: Form::Native, ..Config::default() };
+    let results = located(&sarif::render(&evaluate::scan(&config).unwrap()).unwrap());
+    for (file, text) in [("pod.yaml", pod), ("list.yaml", list.as_str())] {
+        let line = text.lines().position(|l| l.trim_start() == "nvidia.com/gpu: four").unwrap() + 1;
+        let column = text.lines().nth(line - 1).unwrap().find("nvidia.com").unwrap() + 1;
+        let named: Vec<_> = results.iter().filter(|r| r.0 == file && r.3.contains("limits[nvidia.com/gpu]")).collect();
+        assert!(!named.is_empty(), "no result in {file} names the GPU limit: {results:#?}");
+        for r in named {
+            assert_eq!((r.1, r.2), (line, column), "{file}: {}", r.3);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `aigov scan` run as CI runs it; stdin from `input`.
+fn aigov(args: &[&str], input: &str) -> (i32, String, String) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\nspec: {containers: [{name: c, image: busybox}]}\n";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("aigov-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_file_that_does_not_parse_fails_every_report_and_is_named_on_stderr() {
+    let dir = temp_dir("unparsable");
+    std::fs::write(dir.join("good.yaml"), POD).unwrap();
+    std::fs::write(dir.join("broken.yaml"), format!("{POD}---\nkind: Pod\nmetadata: [unclosed\n")).unwrap();
+    let broken = dir.join("broken.yaml").display().to_string();
+    for format in ["table", "json", "sarif", "junit", "policyreport"] {
+        let (code, out, err) = aigov(&["scan", "--native", "--format", format, dir.to_str().unwrap()], "");
+        assert_eq!(code, 1, "{format}: {err}");
+        let said = format!("aigov scan: {broken} could not be read: document 2 is not valid YAML or JSON: ");
+        match format {
+            // The table says it on stdout, where it is read.
+            "table" => assert!(out.contains(&format!("ERROR {broken}: document 2 is not valid YAML or JSON")), "{out}"),
+            _ => assert!(err.contains(&said), "{format}: stderr does not name the file: {err:?}"),
+        }
+        match format {
+            "json" => {
+                let v: Value = serde_json::from_str(&out).unwrap();
+                assert_eq!(v["errors"][0]["source"], serde_json::json!({"file": broken, "document": 2}));
+            }
+            "sarif" => {
+                let v: Value = serde_json::from_str(&out).unwrap();
+                let run = &v["runs"][0]["invocations"][0];
+                assert_eq!(run["executionSuccessful"], false);
+                assert!(run["toolExecutionNotifications"][0]["message"]["text"].as_str().unwrap().starts_with("document 2 is not valid"));
+            }
+            "junit" => {
+                // 20 rules on the good file (some deny it), and the broken one.
+                let head = out.lines().nth(1).unwrap();
+                assert!(
+                    head.starts_with("<testsuites name=\"aigov scan\" tests=\"21\" failures=\"") && head.contains(" errors=\"1\""),
+                    "{out}"
+                );
+                assert!(out.contains("<testsuite name=\"aigov-scan\" tests=\"1\" failures=\"0\" errors=\"1\""), "{out}");
+                assert!(
+                    out.contains(&format!(
+                        "<testcase name=\"{broken} #2\" classname=\"aigov.read\" time=\"0\">\n      <error type=\"unreadable\" message=\"document 2 is not valid YAML or JSON: "
+                    )),
+                    "{out}"
+                );
+            }
+            "policyreport" => {
+                let reports: Vec<Value> =
+                    serde_norway::Deserializer::from_str(&out).map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap()).collect();
+                let cluster = reports.iter().find(|r| r["kind"] == "ClusterPolicyReport").unwrap();
+                let result = &cluster["results"][0];
+                assert_eq!((result["policy"].as_str(), result["result"].as_str()), (Some("aigov-scan"), Some("error")));
+                assert_eq!(result["properties"], serde_json::json!({"file": broken, "document": "2"}));
+                assert!(result["message"].as_str().unwrap().starts_with("document 2 is not valid YAML or JSON"));
+                assert_eq!(cluster["summary"]["error"], 1);
+            }
+            _ => {}
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn standard_input_is_named_stdin_in_every_format() {
+    let broken = "kind: Pod\nmetadata: [unclosed\n";
+    for format in ["table", "json", "sarif", "junit", "policyreport"] {
+        // The pod is denied (by trusted-sources, among others): named in
+        // every report's results.
+        for input in [POD, broken] {
+            let (code, out, err) = aigov(&["scan", "--native", "--format", format, "-"], input);
+            assert_eq!(code, 1, "{format}: {err}");
+            let named = match format {
+                "sarif" => out.contains("\"uri\": \"%3Cstdin%3E\""),
+                "junit" => out.contains("name=\"&lt;stdin&gt;"),
+                "policyreport" => out.contains("file: <stdin>"),
+                _ => out.contains("<stdin>"),
+            };
+            assert!(named, "{format} does not name standard input `<stdin>`:\n{out}");
+            assert!(!out.contains("\"-\"") && !out.contains("file: '-'") && !err.contains(" - could not"), "{format}: {out}{err}");
+        }
+    }
+}
+
+#[test]
+fn a_path_without_manifests_fails_and_says_what_was_searched() {
+    let dir = temp_dir("no-manifests");
+    std::fs::create_dir_all(dir.join("empty/.git")).unwrap();
+    std::fs::write(dir.join("empty/.git/config.yaml"), POD).unwrap();
+    std::fs::write(dir.join("empty/README.md"), "").unwrap();
+    let empty = dir.join("empty");
+    let (code, _, err) = aigov(&["scan", "--native", empty.to_str().unwrap()], "");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("no manifests in {}: no .yaml, .yml or .json file in it or below it", empty.display())), "{err}");
+    // Files, but nothing Kubernetes would take: nothing was checked.
+    std::fs::create_dir_all(dir.join("ci")).unwrap();
+    std::fs::write(dir.join("ci/workflow.yaml"), "on: push\njobs: {}\n").unwrap();
+    std::fs::write(dir.join("ci/empty.yaml"), "# nothing\n").unwrap();
+    for format in ["table", "json"] {
+        let (code, out, err) = aigov(&["scan", "--native", "--format", format, dir.join("ci").to_str().unwrap()], "");
+        assert_eq!(code, 1, "{format}: {out}");
+        assert!(err.contains("aigov scan: no Kubernetes object to check in "), "{err}");
+        assert!(
+            err.contains("(2 file(s) read, 1 document(s) skipped as not Kubernetes objects): point the scan at the manifests"),
+            "{err}"
+        );
+    }
+    let (code, _, err) = aigov(&["scan", "--native", "--fail-on", "none", dir.join("ci").to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    // An empty rendering on stdin is nothing to check too.
+    let (code, _, err) = aigov(&["scan", "--native", "-"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no Kubernetes object to check in <stdin>"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_byte_order_mark_is_read() {
+    let dir = temp_dir("bom");
+    std::fs::write(dir.join("pod.yaml"), format!("\u{feff}{POD}")).unwrap();
+    let (_, out, err) = aigov(&["scan", "--native", "--format", "json", dir.join("pod.yaml").to_str().unwrap()], "");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["summary"]["documents"].as_u64(), v["summary"]["errors"].as_u64()), (Some(1), Some(0)), "{out}{err}");
+    assert_eq!(v["documents"][0]["name"], "p");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Files of 1 MB nested all the way down (100,000 brackets, 200 KB, took
+/// the parser half a minute to refuse, growing with the square of the
+/// depth): refused before the parser sees them, YAML and JSON alike.
+#[test]
+fn a_file_nested_too_deep_is_refused() {
+    let dir = temp_dir("deep");
+    let n = 600_000;
+    let yaml = format!("{POD}data: {}{}\n", "[".repeat(n), "]".repeat(n));
+    let json = format!("{}1{}", "{\"a\": ".repeat(n / 3), "}".repeat(n / 3));
+    assert!(yaml.len() > 1 << 20 && json.len() > 1 << 20);
+    std::fs::write(dir.join("deep.yaml"), yaml).unwrap();
+    std::fs::write(dir.join("deep.json"), json).unwrap();
+    let (code, out, err) = aigov(&["scan", "--native", "--format", "json", dir.to_str().unwrap()], "");
+    assert_eq!(code, 1, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let reasons: Vec<&str> = v["errors"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
+    assert_eq!(
+        reasons,
+        [
+            "brackets (`[`, `{`) nest more than 128 levels deep at line 1, column 769; the YAML and JSON parsers allow 128: flatten the document",
+            "brackets (`[`, `{`) nest more than 128 levels deep at line 5, column 135; the YAML and JSON parsers allow 128: flatten the document",
+        ]
+    );
+    assert!(err.contains("deep.json could not be read: brackets (`[`, `{`) nest more than 128 levels deep"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

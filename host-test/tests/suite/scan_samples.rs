@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use aigov::run::admission::Identity;
 use aigov::tools::report::model::{FailOn, Form, Outcome, Report, exit_status};
-use aigov::tools::report::table::{WRAP_WIDTH, render_table};
+use aigov::tools::report::table::{Layout, WRAP_WIDTH, render_table};
 use aigov::tools::scan::evaluate::{Config, scan};
 
 /// The samples, and which rules deny or change each document: every rule
@@ -180,13 +180,43 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     ("56-tenant-raycluster-own-pool.yaml", 1, &["workload-classification", "workload-security"], &["gpu-node-avoidance", "owner-label"]),
 ];
 
+/// What only the cluster decides: the rules that deny these samples by
+/// what they look up (the pod an exec targets, the GPUs a namespace's pods
+/// hold, a namespace's tenant label). Scanned without `--cluster`, they
+/// cannot decide, say so, and do not deny.
+const DECIDED_BY_THE_CLUSTER: &[(&str, &str)] = &[
+    ("07-exec-into-gpu-pod.yaml", "exec-guard"),
+    ("40-gpu-quota-pod-namespace-full.yaml", "gpu-quota"),
+    ("42-prov-etl-cronjob-gpu-labelled.yaml", "tenant-node-pools"),
+    ("55-tenant-deployment-other-pool.yaml", "tenant-node-pools"),
+];
+
 fn run(form: Form) -> Report {
+    run_with(form, true)
+}
+
+/// The sample files alone, without the cluster fixtures beside them
+/// (state, not submissions: a newcomer's folder of manifests has none).
+fn sample_files() -> Vec<PathBuf> {
+    let samples = root().join("host-test/samples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The samples scanned with their cluster fixtures, or without a cluster
+/// (no `--cluster`: the sample files alone).
+fn run_with(form: Form, with_cluster: bool) -> Report {
     let artifacts = artifacts();
     let samples = root().join("host-test/samples");
     let config = Config {
-        paths: vec![samples.clone()],
+        paths: if with_cluster { vec![samples.clone()] } else { sample_files() },
         artifacts,
-        cluster: Some(samples.join("cluster")),
+        cluster: with_cluster.then(|| samples.join("cluster")),
         settings: BTreeMap::new(),
         form,
         identity: Identity::default(),
@@ -196,7 +226,12 @@ fn run(form: Form) -> Report {
 }
 
 fn check(form: Form) {
-    let report = run(form);
+    check_report(&run(form), form, &[]);
+}
+
+/// Checks `report` against [`EXPECTED`], but for the rules `admitted` that
+/// admit where they deny with the cluster.
+fn check_report(report: &Report, form: Form, admitted: &[(&str, &str)]) {
     assert!(report.errors.is_empty(), "unreadable samples: {:?}", report.errors);
     assert!(report.skipped.is_empty(), "skipped samples: {:?}", report.skipped);
     for (_, _, denied, changed) in EXPECTED {
@@ -214,7 +249,9 @@ fn check(form: Form) {
             continue;
         };
         for (rule, r) in report.rules.iter().zip(&d.results) {
-            let want = if denied.contains(&rule.name.as_str()) {
+            let want = if admitted.contains(&(file.as_str(), rule.name.as_str())) {
+                "pass, warn or -"
+            } else if denied.contains(&rule.name.as_str()) {
                 "DENY"
             } else if changed.contains(&rule.name.as_str()) {
                 "mutate"
@@ -241,6 +278,69 @@ fn check(form: Form) {
     assert!(problems.is_empty(), "scan of the samples with the {}s:\n  {}", form.name(), problems.join("\n  "));
 }
 
+/// `aigov scan host-test/samples` without `--cluster`, as a newcomer runs
+/// it: no rule denies for a lookup it had no cluster for (a rule every
+/// sample admits, tenant-node-pools, used to deny every namespaced
+/// workload for a namespace "not found"); everything else is as with the
+/// cluster, and the rules that could not check everything are named once.
+#[test]
+fn samples_without_a_cluster_deny_only_what_needs_none() {
+    let report = run_with(Form::Native, false);
+    check_report(&report, Form::Native, DECIDED_BY_THE_CLUSTER);
+    // What the cluster decides is noted, rule by rule; nothing else.
+    let mut unchecked = std::collections::BTreeSet::new();
+    for d in &report.documents {
+        let file = PathBuf::from(&d.source.file).file_name().unwrap().to_string_lossy().into_owned();
+        for (rule, r) in report.rules.iter().zip(&d.results) {
+            if !r.unchecked.is_empty() {
+                unchecked.insert(rule.name.as_str());
+                assert!(r.response.as_ref().is_some_and(|x| x.accepted && x.warnings.iter().all(|w| !w.starts_with("not checked"))));
+            }
+            if DECIDED_BY_THE_CLUSTER.contains(&(file.as_str(), rule.name.as_str())) {
+                assert!(!r.unchecked.is_empty(), "{file}: {} says nothing of what it skipped", rule.name);
+            }
+        }
+    }
+    assert_eq!(unchecked.into_iter().collect::<Vec<_>>(), ["exec-guard", "gpu-quota", "tenant-node-pools"]);
+    assert!(
+        run(Form::Native).documents.iter().all(|d| d.results.iter().all(|r| r.unchecked.is_empty())),
+        "with the cluster, all is checked"
+    );
+
+    // Said once: on stderr (JSON, whose results carry `notChecked`), and
+    // above the table's summary.
+    let scan = |format: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_aigov"))
+            .args(["scan", "--native", "--format", format])
+            .args(sample_files())
+            .output()
+            .unwrap()
+    };
+    let json = scan("json");
+    assert_eq!(json.status.code(), Some(1), "some samples are meant to be denied");
+    let stderr = String::from_utf8(json.stderr).unwrap();
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("without `--cluster`")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].starts_with("aigov scan: not fully checked without `--cluster`"), "{stderr}");
+    for rule in ["exec-guard on 2 document(s): ", "; gpu-quota on ", "; tenant-node-pools on "] {
+        assert!(said[0].contains(rule), "{rule} in {stderr}");
+    }
+    assert!(said[0].ends_with("give `--cluster DIR` with the cluster's objects to check them"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let exec = v["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["source"]["file"].as_str().unwrap().ends_with("07-exec-into-gpu-pod.yaml"))
+        .unwrap();
+    assert_eq!(exec["results"]["exec-guard"]["verdict"], "pass");
+    assert!(!exec["results"]["exec-guard"]["notChecked"][0].as_str().unwrap().is_empty());
+    let table = scan("table");
+    let stdout = String::from_utf8(table.stdout).unwrap();
+    assert_eq!(stdout.matches("Not fully checked without `--cluster`").count(), 1, "{stdout}");
+    assert!(table.stderr.is_empty(), "the table says it itself: {}", String::from_utf8_lossy(&table.stderr));
+}
+
 #[test]
 fn samples_with_modules() {
     check(Form::Module);
@@ -260,9 +360,10 @@ fn samples_natively() {
 fn cluster_fixtures_are_not_scanned_and_output_is_stable() {
     let a = run(Form::Native);
     assert!(a.documents.iter().all(|d| !d.source.file.contains("/cluster/")));
-    let text = render_table(&a, WRAP_WIDTH, FailOn::Deny);
     let b = run(Form::Native);
-    assert_eq!(text, render_table(&b, WRAP_WIDTH, FailOn::Deny));
+    for layout in [Layout::Compact, Layout::Wide] {
+        assert_eq!(render_table(&a, WRAP_WIDTH, layout, FailOn::Deny), render_table(&b, WRAP_WIDTH, layout, FailOn::Deny));
+    }
     assert_eq!(exit_status(&a, FailOn::Deny), 1, "some samples are meant to be denied");
     assert_eq!(exit_status(&a, FailOn::None), 0);
 }
@@ -293,7 +394,7 @@ fn violation_counts_agree_in_every_output_form() {
         .sum();
     assert_eq!(listed, summary.violations, "the JSON lists as many violations as it counts");
 
-    let table = render_table(&report, WRAP_WIDTH, FailOn::Deny);
+    let table = render_table(&report, WRAP_WIDTH, Layout::Compact, FailOn::Deny);
     assert!(table.contains(&format!("({} violation", summary.violations)), "{table}");
     let details = table.split("What the rules said").nth(1).unwrap().split("\nSummary:").next().unwrap();
     let bullets = details

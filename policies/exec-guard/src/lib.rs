@@ -58,8 +58,15 @@ impl Policy for ExecGuard {
         let mut verdict = Verdict::accept();
         verdict.annotate(AUDIT_KEY, audit_record(&target, &finding));
         if let Finding::LookupAllowed { why } = &finding {
-            verdict
-                .warn(format!("the pod could not be checked for GPUs ({why}); the session is allowed because `onLookupError` is `allow`"));
+            if why == aigov_sdk::cluster::OFFLINE {
+                // No cluster to ask (a scan without one): not checked.
+                let what = format!("the pod could not be looked up ({why})");
+                settings.on_lookup_error.report(&what, "", ", so whether it holds GPUs was not checked", &mut verdict);
+            } else {
+                verdict.warn(format!(
+                    "the pod could not be checked for GPUs ({why}); the session is allowed because `onLookupError` is `allow`"
+                ));
+            }
         }
         if let Some(message) = denial(&target, &finding, settings) {
             verdict.violation(message);
@@ -203,7 +210,9 @@ fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings
 /// other than "not found" admits.
 fn lookup_failed<'s>(e: &LookupError, s: &Settings) -> Finding<'s> {
     let not_found = matches!(e, LookupError::NotFound(_));
-    if !not_found && s.on_lookup_error == OnLookupError::Allow {
+    // Without a cluster to ask, the pod is not checked, whatever the
+    // setting (and said so: see `OnLookupError::report`).
+    if e.is_offline() || (!not_found && s.on_lookup_error == OnLookupError::Allow) {
         return Finding::LookupAllowed { why: e.first_line().to_string() };
     }
     Finding::Unchecked { why: e.first_line().to_string(), not_found }

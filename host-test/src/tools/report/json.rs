@@ -48,6 +48,10 @@ fn document_json(rules: &[RuleInfo], d: &DocumentReport) -> Value {
                 if let Some(patch) = &r.patch {
                     map.insert("patch".into(), patch.clone());
                 }
+                // What it could not check without a cluster to ask.
+                if !r.unchecked.is_empty() {
+                    map.insert("notChecked".into(), json!(r.unchecked));
+                }
             }
             (rule.name.clone(), v)
         })
@@ -76,8 +80,17 @@ fn report_tail(
     errors: &[Note],
     s: &Summary,
 ) -> serde_json::Map<String, Value> {
-    let notes =
-        |notes: &[Note]| -> Vec<Value> { notes.iter().map(|n| json!({"source": source_json(&n.source), "reason": n.reason})).collect() };
+    // A file that cannot be read or parsed names the document the parser
+    // stopped at, counted from 1 as the reason says; none for the whole
+    // file.
+    let source = |s: &Source| {
+        let mut v = source_json(s);
+        if let (0, Some(map)) = (s.document, v.as_object_mut()) {
+            map.remove("document");
+        }
+        v
+    };
+    let notes = |notes: &[Note]| -> Vec<Value> { notes.iter().map(|n| json!({"source": source(&n.source), "reason": n.reason})).collect() };
     let mut m = serde_json::Map::new();
     m.insert("form".into(), json!(form.name()));
     m.insert(

@@ -1,15 +1,17 @@
 //! JUnit XML: a test suite per rule, a test case per document the rule
 //! governs (documents it does not govern are listed as skipped), a rejection
 //! a `<failure>` carrying every violation, a rule that could not run an
-//! `<error>`, warnings in `<system-out>`. Valid against the Jenkins/Surefire
-//! `junit-10.xsd` that CI systems read.
+//! `<error>`, warnings in `<system-out>`; and, when a file could not be read
+//! or parsed, a suite `aigov-scan` with an `<error>` test case per such
+//! file, so that a CI system shows why the job failed. Valid against the
+//! Jenkins/Surefire `junit-10.xsd` that CI systems read.
 
 use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::Result;
 
-use super::model::{Item, Outcome, Report, RuleInfo};
+use super::model::{Item, Note, Outcome, Report, RuleInfo};
 use super::spill::Spill;
 
 /// Escapes text for an XML attribute or element.
@@ -46,7 +48,12 @@ struct Suite {
 pub struct Writer {
     rules: Vec<RuleInfo>,
     suites: Vec<Suite>,
+    /// Files that could not be read or parsed.
+    errors: Vec<Note>,
 }
+
+/// The suite of the files that could not be read or parsed.
+pub const READ_SUITE: &str = "aigov-scan";
 
 impl Writer {
     /// A writer for a report on `rules`, spilling each suite with `spill`.
@@ -55,12 +62,20 @@ impl Writer {
             .iter()
             .map(|r| Ok(Suite { cases: spill(&format!("junit-{}", r.name))?, tests: 0, failures: 0, errors: 0, skipped: 0 }))
             .collect::<Result<_>>()?;
-        Ok(Writer { rules, suites })
+        Ok(Writer { rules, suites, errors: Vec::new() })
     }
 
-    /// Adds what the scan yielded (only documents make test cases).
+    /// Adds what the scan yielded: documents make a test case per rule, a
+    /// file that could not be read or parsed one in [`READ_SUITE`].
     pub fn add(&mut self, item: &Item) -> Result<()> {
-        let Item::Document(doc) = item else { return Ok(()) };
+        let doc = match item {
+            Item::Document(doc) => doc,
+            Item::Error(note) => {
+                self.errors.push(note.clone());
+                return Ok(());
+            }
+            Item::Skipped(_) | Item::Overridden(_) => return Ok(()),
+        };
         let name = esc(&format!("{}: {} {}", doc.source, doc.target.what(), doc.target.object()));
         for ((rule, suite), result) in self.rules.iter().zip(&mut self.suites).zip(&doc.results) {
             suite.tests += 1;
@@ -102,6 +117,7 @@ impl Writer {
     /// Writes the whole report.
     pub fn finish(mut self, out: &mut dyn Write) -> Result<()> {
         let (tests, failures, errors) = self.suites.iter().fold((0, 0, 0), |(t, f, e), s| (t + s.tests, f + s.failures, e + s.errors));
+        let (tests, errors) = (tests + self.errors.len(), errors + self.errors.len());
         write!(
             out,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"aigov scan\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"0\">\n"
@@ -118,6 +134,30 @@ impl Writer {
                 esc(&rule.version)
             )?;
             suite.cases.copy_to(out)?;
+            out.write_all(b"  </testsuite>\n")?;
+        }
+        if !self.errors.is_empty() {
+            let n = self.errors.len();
+            writeln!(
+                out,
+                "  <testsuite name=\"{READ_SUITE}\" tests=\"{n}\" failures=\"0\" errors=\"{n}\" skipped=\"0\" time=\"0\" version=\"{}\">",
+                env!("CARGO_PKG_VERSION")
+            )?;
+            for note in &self.errors {
+                // Named after the file and, when the parser said, the
+                // document that does not parse.
+                let mut name = note.source.file.clone();
+                if note.source.document > 0 {
+                    let _ = write!(name, " #{}", note.source.document);
+                }
+                writeln!(
+                    out,
+                    "    <testcase name=\"{}\" classname=\"aigov.read\" time=\"0\">\n      <error type=\"unreadable\" message=\"{}\">{}</error>\n    </testcase>",
+                    esc(&name),
+                    esc(&note.reason),
+                    esc(&note.reason)
+                )?;
+            }
             out.write_all(b"  </testsuite>\n")?;
         }
         out.write_all(b"</testsuites>\n")?;

@@ -5,6 +5,8 @@
 //! document order, for the report writers (`table`, `json`, `junit`,
 //! `sarif`, `policyreport`) to write as they arrive.
 
+use std::collections::BTreeMap;
+
 use aigov_metadata::annotations;
 use aigov_sdk::ValidationResponse;
 use aigov_sdk::runtime::metadata::PolicyMetadata;
@@ -39,7 +41,8 @@ impl Form {
 /// When `aigov scan` exits with status 1.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailOn {
-    /// A rule denied a document, could not evaluate it, or a file could not be read.
+    /// A rule denied a document, could not evaluate it, a file could not be
+    /// read, or there was no Kubernetes object to check.
     #[default]
     Deny,
     /// As `deny`, and also when a rule admitted a document with warnings.
@@ -223,19 +226,36 @@ pub struct RuleResult {
     /// What a mutating rule changed: the JSON Patch (RFC 6902) from the
     /// document's object to the patched one.
     pub patch: Option<Value>,
+    /// What the rule could not check for want of a cluster to ask (a scan
+    /// without `--cluster`): its warnings that begin
+    /// [`aigov_sdk::cluster::NOT_CHECKED`], taken out of the response
+    /// (without that beginning) so that they neither warn nor count.
+    pub unchecked: Vec<String>,
 }
 
 impl RuleResult {
     /// Not sent to the rule.
     pub fn not_governed() -> RuleResult {
-        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None, patch: None }
+        RuleResult { outcome: Outcome::NotGoverned, response: None, error: None, patch: None, unchecked: Vec::new() }
     }
 
     /// From an evaluation.
     pub fn evaluated(result: Result<ValidationResponse>) -> RuleResult {
         match result {
-            Ok(r) => RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None, patch: None },
-            Err(e) => RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")), patch: None },
+            Ok(mut r) => {
+                let mut unchecked = Vec::new();
+                r.warnings.retain(|w| match w.strip_prefix(aigov_sdk::cluster::NOT_CHECKED) {
+                    Some(skipped) => {
+                        unchecked.push(skipped.to_string());
+                        false
+                    }
+                    None => true,
+                });
+                RuleResult { outcome: Outcome::of(&r), response: Some(r), error: None, patch: None, unchecked }
+            }
+            Err(e) => {
+                RuleResult { outcome: Outcome::Error, response: None, error: Some(format!("{e:#}")), patch: None, unchecked: Vec::new() }
+            }
         }
     }
 
@@ -280,9 +300,11 @@ impl RuleResult {
 /// Where a document came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Source {
-    /// The file (`-` for stdin).
+    /// The file (`<stdin>` for standard input).
     pub file: String,
-    /// 1-based document number in the file.
+    /// 1-based document number in the file (for a file that could not be
+    /// parsed, the document the parser stopped at, as its message counts;
+    /// 0 when the error is about the whole file).
     pub document: usize,
     /// 1-based item number, for items of a `List`.
     pub item: Option<usize>,
@@ -445,13 +467,72 @@ impl Tally {
     }
 }
 
-/// Whether a summary fails the scan by `fail_on`.
+/// What each rule could not check for want of a cluster to ask (a scan
+/// without `--cluster`), gathered as the documents arrive and said once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unchecked {
+    /// By rule name: the documents it could not fully check, and what it
+    /// skipped (distinct, in the order first met).
+    pub rules: BTreeMap<String, (usize, Vec<String>)>,
+}
+
+impl Unchecked {
+    /// Notes what `rules` (in the report's rule order) skipped in `item`.
+    pub fn add(&mut self, rules: &[RuleInfo], item: &Item) {
+        let Item::Document(d) = item else { return };
+        for (rule, r) in rules.iter().zip(&d.results).filter(|(_, r)| !r.unchecked.is_empty()) {
+            let (documents, skipped) = self.rules.entry(rule.name.clone()).or_default();
+            *documents += 1;
+            for s in &r.unchecked {
+                if !skipped.contains(s) {
+                    skipped.push(s.clone());
+                }
+            }
+        }
+    }
+
+    /// The one line that says it, or `None` when every rule checked
+    /// everything: each rule, on how many documents, and the first thing
+    /// it skipped (and how many others).
+    pub fn line(&self) -> Option<String> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let rules: Vec<String> = self
+            .rules
+            .iter()
+            .map(|(name, (documents, skipped))| {
+                let first = skipped.first().map(String::as_str).unwrap_or_default();
+                let more = match skipped.len() {
+                    0 | 1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                };
+                format!("{name} on {documents} document(s): {first}{more}")
+            })
+            .collect();
+        Some(format!(
+            "not fully checked without `--cluster` (no cluster to look objects up in), so not denied for it: {}; give `--cluster DIR` with the \
+             cluster's objects to check them",
+            rules.join("; ")
+        ))
+    }
+}
+
+/// Whether a summary fails the scan by `fail_on`. A scan that found no
+/// Kubernetes object to check fails too (unless `--fail-on none`): a CI job
+/// pointed at the wrong folder, or at an empty rendering, must not pass.
 pub fn fails(s: &Summary, fail_on: FailOn) -> bool {
     match fail_on {
         FailOn::None => false,
-        FailOn::Deny => s.denied + s.errors > 0,
-        FailOn::Warn => s.denied + s.errors + s.warned > 0,
+        FailOn::Deny => s.denied + s.errors > 0 || nothing_checked(s),
+        FailOn::Warn => s.denied + s.errors + s.warned > 0 || nothing_checked(s),
     }
+}
+
+/// Whether a scan found no Kubernetes object to check (and no file it
+/// could not read, which says why on its own).
+pub fn nothing_checked(s: &Summary) -> bool {
+    s.documents == 0 && s.errors == 0
 }
 
 /// The exit status for a report: 1 when it fails by `fail_on`, else 0.

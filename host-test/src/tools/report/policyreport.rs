@@ -2,17 +2,19 @@
 //! Kyverno write them: a `PolicyReport` per namespace and a
 //! `ClusterPolicyReport` for cluster-scoped objects, each with one result per
 //! rule and object the rule governs (`pass`, `fail`, `warn`, `error`), so
-//! dashboards built on the Policy Reports API read ours. Printed as a YAML
+//! dashboards built on the Policy Reports API read ours; a file that could
+//! not be read or parsed is an `error` result of the policy `aigov-scan` in
+//! the ClusterPolicyReport (no namespace is known for it). Printed as a YAML
 //! stream, ready for `kubectl apply -f -`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::model::{DocumentReport, Item, Outcome, Report, RuleInfo, RuleResult};
+use super::model::{DocumentReport, Item, Note, Outcome, Report, RuleInfo, RuleResult};
 use super::spill::Spill;
 
 /// The severities the CRD allows.
@@ -63,6 +65,41 @@ fn result(doc: &DocumentReport, rule: &RuleInfo, r: &RuleResult, now: &DateTime<
     Some((verdict, out))
 }
 
+/// The result of a file that could not be read or parsed.
+fn unreadable(note: &Note, now: &DateTime<Utc>) -> Value {
+    let mut properties = json!({"file": note.source.file});
+    if let (true, Some(o)) = (note.source.document > 0, properties.as_object_mut()) {
+        o.insert("document".into(), json!(note.source.document.to_string()));
+    }
+    json!({
+        "source": "aigov",
+        "policy": READ_POLICY,
+        "rule": "read",
+        "result": "error",
+        "scored": true,
+        "timestamp": {"seconds": now.timestamp(), "nanos": 0},
+        "message": note.reason,
+        "properties": properties,
+    })
+}
+
+/// The policy a file that could not be read or parsed fails.
+pub const READ_POLICY: &str = "aigov-scan";
+
+/// The results in `namespace` (`None`: the cluster's), started with
+/// `spill` when there are none yet.
+fn group<'g>(
+    groups: &'g mut BTreeMap<Option<String>, Group>,
+    spill: &dyn Fn(&str) -> Result<Spill>,
+    namespace: &Option<String>,
+) -> Result<&'g mut Group> {
+    if !groups.contains_key(namespace) {
+        let results = spill(&format!("policyreport-{}", groups.len()))?;
+        groups.insert(namespace.clone(), Group { results, counts: BTreeMap::new() });
+    }
+    groups.get_mut(namespace).context("a report's results were lost")
+}
+
 /// One report's results so far: their YAML (each a one-item sequence, so
 /// the items concatenated are the sequence), and their count per verdict.
 struct Group {
@@ -87,14 +124,21 @@ impl<'s> Writer<'s> {
         Writer { rules, now, spill, groups: BTreeMap::new() }
     }
 
-    /// Adds what the scan yielded (only documents make results).
+    /// Adds what the scan yielded: a result per rule of a document, one
+    /// for a file that could not be read or parsed.
     pub fn add(&mut self, item: &Item) -> Result<()> {
-        let Item::Document(doc) = item else { return Ok(()) };
-        if !self.groups.contains_key(&doc.target.namespace) {
-            let results = (self.spill)(&format!("policyreport-{}", self.groups.len()))?;
-            self.groups.insert(doc.target.namespace.clone(), Group { results, counts: BTreeMap::new() });
-        }
-        let Some(group) = self.groups.get_mut(&doc.target.namespace) else { return Ok(()) };
+        let doc = match item {
+            Item::Document(doc) => doc,
+            Item::Error(note) => {
+                let result = unreadable(note, &self.now);
+                let group = group(&mut self.groups, self.spill, &None)?;
+                *group.counts.entry("error").or_default() += 1;
+                group.results.write(serde_norway::to_string(&[result])?.as_bytes())?;
+                return Ok(());
+            }
+            Item::Skipped(_) | Item::Overridden(_) => return Ok(()),
+        };
+        let group = group(&mut self.groups, self.spill, &doc.target.namespace)?;
         for (rule, r) in self.rules.iter().zip(&doc.results) {
             let Some((verdict, result)) = result(doc, rule, r, &self.now) else { continue };
             *group.counts.entry(verdict).or_default() += 1;

@@ -69,6 +69,8 @@ impl Located {
     /// Reads a file's text. `None` when it is not YAML the parser reads (the
     /// report then names the file without a region).
     pub fn parse(text: &str) -> Option<Located> {
+        // A byte-order mark is no column.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut events = Vec::new();
         for e in Parser::new_from_str(text) {
             let (event, span) = e.ok()?;
@@ -160,9 +162,10 @@ fn build(events: &[(Event<'_>, Position)], i: &mut usize) -> Option<Node> {
 }
 
 /// The field path a violation names: the first backquoted span that reads as
-/// one (`spec.containers[0].image`, `metadata.labels`), rooted at
-/// `metadata`, `spec`, `data` or `status`. `None` when the message names no
-/// field.
+/// one (`spec.containers[0].image`, `metadata.labels`,
+/// `spec.containers[0].resources.limits[nvidia.com/gpu]`: a key that holds
+/// dots or slashes in brackets), rooted at `metadata`, `spec`, `data` or
+/// `status`. `None` when the message names no field.
 pub fn field_path(message: &str) -> Option<Vec<Step>> {
     message.split('`').skip(1).step_by(2).find_map(parse_path)
 }
@@ -173,19 +176,32 @@ fn parse_path(text: &str) -> Option<Vec<Step>> {
         return None;
     }
     let mut steps = Vec::new();
-    for part in text.split('.') {
-        let (name, rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+    let mut rest = text;
+    loop {
+        // A name, then any number of `[index]` or `[key]`.
+        let (name, after) = rest.split_at_checked(rest.find(['.', '[']).unwrap_or(rest.len()))?;
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
             return None;
         }
         steps.push(Step::Key(name.to_string()));
-        if !rest.is_empty() {
-            for index in format!("[{rest}").split('[').skip(1) {
-                steps.push(Step::Index(index.strip_suffix(']')?.parse().ok()?));
+        rest = after;
+        while let Some(open) = rest.strip_prefix('[') {
+            let (inside, after) = open.split_once(']')?;
+            let key = inside.trim_matches(|c| c == '"' || c == '\'');
+            if key.is_empty() {
+                return None;
             }
+            steps.push(match key.parse() {
+                Ok(i) if key.bytes().all(|b| b.is_ascii_digit()) => Step::Index(i),
+                _ => Step::Key(key.to_string()),
+            });
+            rest = after;
         }
+        if rest.is_empty() {
+            return Some(steps);
+        }
+        rest = rest.strip_prefix('.')?;
     }
-    Some(steps)
 }
 
 #[cfg(test)]
@@ -246,11 +262,56 @@ items:
             vec![Step::Key("metadata".into()), Step::Key("labels".into())]
         );
         assert_eq!(field_path("image `nvcr.io/x:1` is not allowed"), None);
-        assert_eq!(field_path("`spec.a[x]`"), None);
+        assert_eq!(field_path("`spec.a[]`"), None);
+        assert_eq!(field_path("`spec.a[0`"), None);
+        assert_eq!(field_path("`spec..a`"), None);
         assert_eq!(
             field_path("`spec.workerGroupSpecs[1].template`").unwrap(),
             vec![Step::Key("spec".into()), Step::Key("workerGroupSpecs".into()), Step::Index(1), Step::Key("template".into())]
         );
+    }
+
+    #[test]
+    fn keys_in_brackets_are_keys() {
+        assert_eq!(
+            field_path("`spec.containers[0].resources.limits[nvidia.com/gpu]`: `four` is not a valid quantity").unwrap(),
+            vec![
+                Step::Key("spec".into()),
+                Step::Key("containers".into()),
+                Step::Index(0),
+                Step::Key("resources".into()),
+                Step::Key("limits".into()),
+                Step::Key("nvidia.com/gpu".into()),
+            ]
+        );
+        assert_eq!(
+            field_path("`metadata.annotations[\"ai/version\"].x`").unwrap(),
+            vec![Step::Key("metadata".into()), Step::Key("annotations".into()), Step::Key("ai/version".into()), Step::Key("x".into())]
+        );
+        assert_eq!(
+            field_path("`spec.a[x][2]`").unwrap(),
+            vec![Step::Key("spec".into()), Step::Key("a".into()), Step::Key("x".into()), Step::Index(2)]
+        );
+        let text = "\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Pod
+    spec:
+      containers:
+        - name: main
+          resources:
+            limits: {cpu: 1, nvidia.com/gpu: four}
+";
+        let l = Located::parse(text).unwrap();
+        let p = field_path("`spec.containers[0].resources.limits[nvidia.com/gpu]`: `four` is not a valid quantity").unwrap();
+        assert_eq!(l.locate(1, Some(1), &p), at(10, 30));
+        let one = Located::parse("kind: Pod\nspec:\n  containers:\n  - resources:\n      limits:\n        nvidia.com/gpu: x\n").unwrap();
+        assert_eq!(one.locate(1, None, &p), at(6, 9));
+        // A key that is not there: its parent.
+        let p = field_path("`spec.containers[0].resources.limits[amd.com/gpu]`").unwrap();
+        assert_eq!(one.locate(1, None, &p), at(5, 7));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::run::cluster::FixtureCluster;
 use crate::run::settings::{self, Given, Scope, SettingsArgs};
 use crate::run::{engine, native};
 use crate::tools::report::model::{DocumentReport, Form, Item, Note, Report, RuleInfo, RuleResult, Source, Target};
-use crate::tools::scan::read::{Input, collect_files, documents, not_an_object, read_file};
+use crate::tools::scan::read::{Input, collect_files, documents, failed_document, not_an_object, read_file, shown};
 
 /// The flags that choose the rules' form and settings, shared by `aigov
 /// scan` and `aigov simulate`.
@@ -448,18 +448,19 @@ const WINDOW_PER_WORKER: usize = 4;
 enum Work {
     Input(Input),
     Error(Note),
-    /// A small file's text, parsed by the worker: its name as documents
-    /// name it, as errors name it, and the text.
-    File(String, String, String),
+    /// A small file's text, parsed by the worker: its name as the reports
+    /// show it, and the text.
+    File(String, String),
 }
 
 /// Files up to this size are parsed by the workers, in parallel; larger
 /// ones by the reader, which cuts their documents into chunks.
 const SMALL_FILE: usize = 256 << 10;
 
-/// The notes of a file that cannot be read or parsed.
-fn unreadable(shown: String, e: &anyhow::Error) -> Work {
-    Work::Error(Note { source: Source { file: shown, ..Source::default() }, reason: format!("{e:#}") })
+/// The note of a file that cannot be read or parsed (naming the document
+/// that does not parse, when the parser said which).
+fn unreadable(shown: String, e: &anyhow::Error) -> Note {
+    Note { source: Source { file: shown, document: failed_document(e), ..Source::default() }, reason: format!("{e:#}") }
 }
 
 /// A scan ready to run: rules loaded, files listed.
@@ -544,10 +545,9 @@ impl Scanner {
                 // documents cut into chunks.
                 let mut small: Vec<Work> = Vec::new();
                 for f in &self.files {
-                    let shown = if f.as_os_str() == "-" { "-".to_string() } else { f.display().to_string() };
                     let entries: Vec<Work> = match read_file(f) {
                         Ok((name, text)) if text.len() <= SMALL_FILE => {
-                            small.push(Work::File(name, shown, text));
+                            small.push(Work::File(name, text));
                             if small.len() >= CHUNK && !send(std::mem::take(&mut small)) {
                                 return;
                             }
@@ -555,9 +555,9 @@ impl Scanner {
                         }
                         Ok((name, text)) => match documents(&name, &text) {
                             Ok(docs) => docs.into_iter().map(Work::Input).collect(),
-                            Err(e) => vec![unreadable(shown, &e)],
+                            Err(e) => vec![Work::Error(unreadable(name, &e))],
                         },
-                        Err(e) => vec![unreadable(shown, &e)],
+                        Err(e) => vec![Work::Error(unreadable(shown(f), &e))],
                     };
                     if !small.is_empty() && !send(std::mem::take(&mut small)) {
                         return;
@@ -608,7 +608,7 @@ impl Scanner {
                             match work {
                                 Work::Error(note) => items.push(Item::Error(note)),
                                 Work::Input(input) => evaluate(input, &mut items),
-                                Work::File(name, shown, text) => match documents(&name, &text) {
+                                Work::File(name, text) => match documents(&name, &text) {
                                     Ok(docs) => {
                                         found.fetch_add(docs.len(), std::sync::atomic::Ordering::Relaxed);
                                         for input in docs {
@@ -617,9 +617,7 @@ impl Scanner {
                                     }
                                     Err(e) => {
                                         found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                        if let Work::Error(note) = unreadable(shown, &e) {
-                                            items.push(Item::Error(note));
-                                        }
+                                        items.push(Item::Error(unreadable(name, &e)));
                                     }
                                 },
                             }
@@ -710,7 +708,7 @@ impl Scanner {
 pub fn scan(config: &Config) -> Result<Report> {
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
-        None => FixtureCluster::empty(),
+        None => FixtureCluster::offline(),
     });
     scan_with(config, cluster, &mut |_, _| {})
 }

@@ -16,9 +16,13 @@
 //! object, one line per operation); `mutate` in the table.
 //!
 //! Exit status, for CI pipelines: 0 when nothing was denied, 1 when a rule
-//! denied a document, failed to evaluate it, or a file could not be read
-//! (`--fail-on warn` also fails on warnings, `--fail-on none` never fails),
-//! 2 when the scan itself could not run (missing artifacts, bad settings).
+//! denied a document, failed to evaluate it, a file could not be read, or
+//! there was no Kubernetes object to check (`--fail-on warn` also fails on
+//! warnings, `--fail-on none` never fails), 2 when the scan itself could
+//! not run (missing artifacts, bad settings, a path that does not exist or
+//! a directory without manifests). Files that could not be read are named
+//! on stderr too, whatever the format, so a CI log says why a report
+//! written to a file failed the job.
 //!
 //! In three parts: [`read`] reads the documents, [`evaluate`] evaluates
 //! them, and the report model and writers in [`crate::tools::report`] write
@@ -39,9 +43,9 @@ use anyhow::{Context, Result};
 
 use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
-use crate::tools::report::model::{FailOn, Item, Source, Summary, Tally, fails};
+use crate::tools::report::model::{FailOn, Item, Note, Source, Summary, Tally, Unchecked, fails, nothing_checked};
 use crate::tools::report::spill::Spill;
-use crate::tools::report::table::WRAP_WIDTH;
+use crate::tools::report::table::{Layout, WRAP_WIDTH};
 use crate::tools::report::{json, junit, policyreport, sarif, table};
 use evaluate::{Config, EvaluatorArgs, Scanner};
 
@@ -73,8 +77,9 @@ default user; AdmissionRequest and AdmissionReview documents are used as they ar
 A rejection's message holds one violation per line; the table shows each as a bullet and counts \
 them, and the JSON report lists them under `violations` (and totals them in `summary`).
 
-Exit status: 0 if nothing was denied; 1 if a rule denied a document, could not evaluate it, or a \
-file could not be parsed (see --fail-on); 2 if the scan could not run. In CI:
+Exit status: 0 if nothing was denied; 1 if a rule denied a document, could not evaluate it, a \
+file could not be parsed, or no Kubernetes object was found (see --fail-on); 2 if the scan could \
+not run (a directory without manifests among them). In CI:
 
     aigov scan k8s/ --artifacts artifacts        # fails the job when a manifest would be rejected
     helm template chart | aigov scan -           # rendered charts, from stdin")]
@@ -86,7 +91,8 @@ pub struct Args {
     #[command(flatten)]
     pub evaluator: EvaluatorArgs,
     /// Directory (or file) of YAML/JSON objects served to cluster lookups
-    /// (e.g. the pods `kubectl exec` targets). Not scanned itself.
+    /// (e.g. the pods `kubectl exec` targets). Not scanned itself. Without
+    /// it, what rules would look up is not checked, and the scan says what.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
     /// Output format.
@@ -95,6 +101,10 @@ pub struct Args {
     /// What makes the exit status 1.
     #[arg(long, value_enum, default_value_t = FailOn::Deny)]
     pub fail_on: FailOn,
+    /// The table with a column per rule (as wide as twenty rule names),
+    /// instead of the rules that act on each document under its row.
+    #[arg(long)]
+    pub wide: bool,
     /// Submit as this user (plain objects; replaces `userInfo.username` of
     /// AdmissionRequests and AdmissionReviews).
     #[arg(long)]
@@ -120,42 +130,82 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     };
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
-        None => FixtureCluster::empty(),
+        // No cluster to ask: lookups are not checked (and said so), not
+        // answered as if nothing existed.
+        None => FixtureCluster::offline(),
     });
     let scanner = Scanner::new(&config, cluster)?;
+    let layout = if args.wide { Layout::Wide } else { Layout::Compact };
     let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
-    let (summary, overridden) = write_report(&scanner, args.format, args.fail_on, &mut out)?;
+    let written = write_report(&scanner, args.format, args.fail_on, layout, &mut out)?;
     out.flush()?;
-    if !overridden.is_empty() {
+    let mut err = std::io::stderr().lock();
+    if !written.overridden.is_empty() {
         let _ = writeln!(
-            std::io::stderr().lock(),
+            err,
             "aigov scan: {} applied to {} AdmissionRequest/AdmissionReview document(s) used verbatim: {}",
             config.identity.flags(),
-            overridden.len(),
-            overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            written.overridden.len(),
+            written.overridden.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         );
     }
-    Ok(ExitCode::from(u8::from(fails(&summary, args.fail_on))))
+    // The table lists them itself; the other formats go to a file or a
+    // tool, and the job's log must still say why it failed.
+    if args.format != Format::Table {
+        for note in &written.unreadable {
+            let _ = writeln!(err, "aigov scan: {} could not be read: {}", note.source.file, note.reason);
+        }
+    }
+    // Said once: what the rules skipped for want of a cluster to ask (the
+    // table says it above its summary; the other formats go to a file or a
+    // tool, each rule's `notChecked` in JSON).
+    if let Some(line) = written.unchecked.line().filter(|_| args.format != Format::Table) {
+        let _ = writeln!(err, "aigov scan: {line}");
+    }
+    if nothing_checked(&written.summary) {
+        let _ = writeln!(
+            err,
+            "aigov scan: no Kubernetes object to check in {} ({} file(s) read, {} document(s) skipped as not Kubernetes objects): \
+             point the scan at the manifests{}",
+            args.paths.iter().map(|p| read::shown(p)).collect::<Vec<_>>().join(", "),
+            scanner.files(),
+            written.summary.skipped,
+            if args.fail_on == FailOn::None { " (exit status 0: `--fail-on none`)" } else { "" }
+        );
+    }
+    Ok(ExitCode::from(u8::from(fails(&written.summary, args.fail_on))))
 }
 
-/// Runs a scan and writes its report in `format` to `out` as it goes:
-/// memory does not grow with the number of documents (what must wait for
-/// the end waits in temporary files). Returns the summary and the verbatim requests
-/// whose `userInfo` `--user`/`--group` replaced.
-pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mut dyn Write) -> Result<(Summary, Vec<Source>)> {
-    let mut overridden = Vec::new();
+/// What a scan wrote a report of, beside the report.
+#[derive(Clone, Debug, Default)]
+pub struct Written {
+    /// The counts.
+    pub summary: Summary,
+    /// The verbatim requests whose `userInfo` `--user`/`--group` replaced.
+    pub overridden: Vec<Source>,
+    /// The files that could not be read or parsed.
+    pub unreadable: Vec<Note>,
+    /// What rules could not check without a cluster to ask.
+    pub unchecked: Unchecked,
+}
+
+/// Runs a scan and writes its report in `format` (a table laid out as
+/// `layout` says) to `out` as it goes: memory does not grow with the number
+/// of documents (what must wait for the end waits in temporary files).
+pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, layout: Layout, out: &mut dyn Write) -> Result<Written> {
+    let mut written = Written::default();
     let summary = match format {
         // Written as the documents are decided: memory does not grow with
         // their number.
         Format::Table => {
-            let mut w = table::Writer::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, fail_on, &Spill::file)?;
-            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            let mut w = table::Writer::new(scanner.form(), scanner.rules(), scanner.files(), WRAP_WIDTH, layout, fail_on, &Spill::file)?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
         Format::Json => {
             let mut w = json::Writer::new(out, scanner.form(), scanner.rules(), scanner.files());
-            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish()?;
             s
         }
@@ -164,34 +214,41 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, out: &mu
         // as they arrive to spills, each group or the results whole at the end.
         Format::Junit => {
             let mut w = junit::Writer::new(scanner.rules(), &Spill::file)?;
-            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
         Format::Sarif => {
             let mut w = sarif::Writer::new(scanner.rules(), &Spill::file)?;
-            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
         Format::Policyreport => {
             let mut w = policyreport::Writer::new(scanner.rules(), chrono::Utc::now(), &Spill::file);
-            let s = stream(scanner, &mut overridden, &mut |item| w.add(item))?;
+            let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s
         }
     };
-    Ok((summary, overridden))
+    written.summary = summary;
+    Ok(written)
 }
 
-/// Runs `scanner`, handing each item to `add`, noting the verbatim
-/// requests `--user`/`--group` replaced in `overridden`; returns the counts.
-fn stream(scanner: &Scanner, overridden: &mut Vec<Source>, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<Summary> {
+/// Runs `scanner`, handing each item to `add`, noting in `written` the
+/// verbatim requests `--user`/`--group` replaced, the files that could not
+/// be read and what rules could not check without a cluster; returns the
+/// counts.
+fn stream(scanner: &Scanner, written: &mut Written, add: &mut dyn FnMut(&Item) -> Result<()>) -> Result<Summary> {
     let mut tally = Tally::default();
+    let rules = scanner.rules();
     scanner.run(&mut |_, _| {}, &mut |item| {
         tally.add(&item);
-        if let Item::Overridden(s) = &item {
-            overridden.push(s.clone());
+        written.unchecked.add(&rules, &item);
+        match &item {
+            Item::Overridden(s) => written.overridden.push(s.clone()),
+            Item::Error(n) => written.unreadable.push(n.clone()),
+            Item::Document(_) | Item::Skipped(_) => {}
         }
         add(&item)
     })?;

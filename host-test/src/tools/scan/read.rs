@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::run::admission::parse_manifests;
+use crate::run::admission::{InvalidDocument, parse_manifests};
 use crate::tools::report::model::Source;
 
 /// A document read from a file.
@@ -25,15 +25,28 @@ pub struct Input {
 /// given, directories walked in name order. Files named explicitly are
 /// taken whatever their extension; in directories, `.yaml`, `.yml` and
 /// `.json` files, skipping hidden entries and `exclude` (the cluster
-/// fixtures).
+/// fixtures). A directory without any is an error: a CI job pointed at the
+/// wrong folder must not pass for having found nothing to refuse.
 pub fn collect_files(paths: &[PathBuf], exclude: Option<&Path>) -> Result<Vec<PathBuf>> {
-    let exclude = exclude.and_then(|p| p.canonicalize().ok());
+    let excluded = exclude.and_then(|p| p.canonicalize().ok());
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" || p.is_file() {
             out.push(p.clone());
         } else if p.is_dir() {
-            walk(p, exclude.as_deref(), &mut out)?;
+            let before = out.len();
+            walk(p, excluded.as_deref(), &mut out)?;
+            if out.len() == before {
+                let also = match exclude {
+                    Some(x) => format!(", nor in the cluster fixtures ({}), which are not scanned", x.display()),
+                    None => String::new(),
+                };
+                bail!(
+                    "no manifests in {}: no .yaml, .yml or .json file in it or below it (hidden files and directories are skipped{also}); \
+                     give the directory that holds the manifests, or name the files",
+                    p.display()
+                );
+            }
         } else {
             bail!("{} does not exist", p.display());
         }
@@ -68,6 +81,8 @@ fn walk(dir: &Path, exclude: Option<&Path>, out: &mut Vec<PathBuf>) -> Result<()
 }
 
 /// The documents of one file's text; `List`s are expanded into their items.
+/// A file that does not parse is refused whole, its error naming the
+/// document ([`failed_document`]).
 pub fn documents(file: &str, text: &str) -> Result<Vec<Input>> {
     let docs = parse_manifests(text)?;
     let multi = docs.len() > 1;
@@ -92,16 +107,32 @@ pub fn documents(file: &str, text: &str) -> Result<Vec<Input>> {
     Ok(out)
 }
 
+/// Which document of a file a parse error of [`documents`] is about,
+/// counted from 1 as its message counts; 0 when it is about the whole
+/// file.
+pub fn failed_document(e: &anyhow::Error) -> usize {
+    e.downcast_ref::<InvalidDocument>().map_or(0, |d| d.0)
+}
+
+/// How standard input (`-`) is named in every report.
+pub const STDIN: &str = "<stdin>";
+
+/// How a path is named in the reports: as given, standard input as
+/// [`STDIN`].
+pub fn shown(path: &Path) -> String {
+    if path.as_os_str() == "-" { STDIN.to_string() } else { path.display().to_string() }
+}
+
 /// The text of a file, or of standard input for `-`, and the name its
-/// documents are shown by (`<stdin>`).
+/// documents are shown by ([`shown`]).
 pub fn read_file(path: &Path) -> Result<(String, String)> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
-        return Ok(("<stdin>".into(), text));
+        return Ok((STDIN.into(), text));
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok((path.display().to_string(), text))
+    Ok((shown(path), text))
 }
 
 /// Why a document is not a Kubernetes object, or `None` if it is one (or an

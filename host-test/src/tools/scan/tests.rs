@@ -6,14 +6,15 @@ use aigov_sdk::runtime::metadata::{PolicyMetadata, Rule};
 use serde_json::{Value, json};
 
 use super::evaluate::{evaluate_inputs, split_bundle_answer};
-use super::read::{Input, collect_files, documents, not_an_object};
+use super::read::{Input, collect_files, documents, failed_document, not_an_object};
 use crate::run::admission::{Identity, Submission, admission_request, is_verbatim, to_admission_request};
 use crate::run::native;
 use crate::tools::report::json::to_json;
 use crate::tools::report::model::{
-    DocumentReport, FailOn, Form, Note, Outcome, Report, RuleInfo, RuleResult, Source, Target, change_line, dotted, exit_status, violations,
+    DocumentReport, FailOn, Form, Note, Outcome, Report, RuleInfo, RuleResult, Source, Summary, Target, change_line, dotted, exit_status,
+    fails, violations,
 };
-use crate::tools::report::table::{render_table, wrap};
+use crate::tools::report::table::{Layout, render_table, wrap};
 
 const POD_RULE: PolicyMetadata = PolicyMetadata {
     name: "pods-only",
@@ -143,7 +144,7 @@ fn report() -> Report {
         documents: evaluated.documents,
         skipped: evaluated.skipped,
         errors: vec![Note {
-            source: Source { file: "broken.yaml".into(), ..Source::default() },
+            source: Source { file: "broken.yaml".into(), document: 1, ..Source::default() },
             reason: "document 1 is not valid YAML".into(),
         }],
         overridden: Vec::new(),
@@ -180,13 +181,24 @@ fn outcomes_and_exit_status() {
 
 #[test]
 fn table_rendering() {
-    let text = render_table(&report(), 80, FailOn::Deny);
+    let text = render_table(&report(), 80, Layout::Compact, FailOn::Deny);
     let lines: Vec<&str> = text.lines().collect();
-    let header = lines.iter().position(|l| l.starts_with("#  KIND")).unwrap();
-    assert_eq!(lines[header], "#  KIND               NAMESPACE/NAME  pods-only  exec-only  SOURCE");
-    assert_eq!(lines[header + 1], "1  Pod                ml/good         warn       -          a.yaml");
-    assert_eq!(lines[header + 2], "2  Pod                ml/bad          DENY       -          b.yaml #1");
-    assert_eq!(lines[header + 3], "3  CONNECT pods/exec  ml/trainer-0    -          DENY       c.yaml");
+    // A row per document with its verdict, and under it the rules that did
+    // more than admit it.
+    let header = lines.iter().position(|l| l.starts_with("#  VERDICT")).unwrap();
+    assert_eq!(
+        lines[header..header + 7],
+        [
+            "#  VERDICT  KIND               NAMESPACE/NAME  SOURCE",
+            "1  warn     Pod                ml/good         a.yaml",
+            "    warn    pods-only",
+            "2  DENY     Pod                ml/bad          b.yaml #1",
+            "    DENY    pods-only",
+            "3  DENY     CONNECT pods/exec  ml/trainer-0    c.yaml",
+            "    DENY    exec-only",
+        ]
+    );
+    assert!(text.contains("--wide shows every rule in a column"), "{text}");
     // Messages: one bullet per violation (per line, never per `; `),
     // under the rule that said it, with the count.
     let details = text.split("What the rules said").nth(1).unwrap();
@@ -202,8 +214,68 @@ fn table_rendering() {
     for line in details.lines().filter(|l| !l.starts_with("Summary:")) {
         assert!(line.chars().count() <= 80, "wrapped: {line}");
     }
-    assert_eq!(text, render_table(&report(), 80, FailOn::Deny), "deterministic");
-    assert!(render_table(&report(), 80, FailOn::None).ends_with("Exit status 0 (`--fail-on none`).\n"));
+    assert_eq!(text, render_table(&report(), 80, Layout::Compact, FailOn::Deny), "deterministic");
+    assert!(render_table(&report(), 80, Layout::Compact, FailOn::None).ends_with("Exit status 0 (`--fail-on none`).\n"));
+
+    // `--wide`: a column per rule.
+    let text = render_table(&report(), 80, Layout::Wide, FailOn::Deny);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("#  KIND")).unwrap();
+    assert_eq!(
+        lines[header..header + 4],
+        [
+            "#  KIND               NAMESPACE/NAME  pods-only  exec-only  SOURCE",
+            "1  Pod                ml/good         warn       -          a.yaml",
+            "2  Pod                ml/bad          DENY       -          b.yaml #1",
+            "3  CONNECT pods/exec  ml/trainer-0    -          DENY       c.yaml",
+        ]
+    );
+    assert!(text.contains("-: the rule does not govern this kind or operation"));
+}
+
+/// Twenty rules with long names, all acting on a document in a deep
+/// directory: the compact table stays within the width, naming the
+/// directory once; `--wide` is as wide as the rules' names.
+#[test]
+fn the_compact_table_fits_a_terminal_whatever_the_rules() {
+    let rules: Vec<RuleInfo> = (0..20)
+        .map(|i| RuleInfo {
+            name: format!("a-rather-long-rule-name-{i:02}"),
+            version: "0.1.0".into(),
+            description: "a description that is long enough to need wrapping when it heads the messages of the rule".into(),
+            docs: None,
+            severity: None,
+            category: None,
+        })
+        .collect();
+    let results: Vec<RuleResult> = (0..20)
+        .map(|i| match i % 4 {
+            0 => RuleResult::evaluated(Ok(deny("`spec.x` is wrong"))),
+            1 => RuleResult::evaluated(Err(anyhow::anyhow!("the rule trapped"))),
+            2 => RuleResult::evaluated(Ok(ValidationResponse::accept())),
+            _ => RuleResult::not_governed(),
+        })
+        .collect();
+    let documents = ["one.yaml", "two.yaml"]
+        .iter()
+        .map(|f| DocumentReport {
+            source: Source { file: format!("clusters/production/team-a/{f}"), document: 1, item: None, multi: false },
+            target: Target::of(&request(pod("a-pod-with-a-name-of-some-length"))),
+            results: results.clone(),
+        })
+        .collect();
+    let report = Report { form: Form::Native, rules, files: 2, documents, skipped: Vec::new(), errors: Vec::new(), overridden: Vec::new() };
+    let text = render_table(&report, 100, Layout::Compact, FailOn::Deny);
+    for line in text.lines().filter(|l| !l.starts_with("Summary:")) {
+        assert!(line.chars().count() <= 100, "wider than 100 columns: {line}");
+    }
+    assert!(text.contains("#  VERDICT  KIND  NAMESPACE/NAME                       SOURCE (in clusters/production/team-a/)\n"), "{text}");
+    assert!(text.contains("\n1  ERROR    Pod   ml/a-pod-with-a-name-of-some-length  one.yaml\n"), "{text}");
+    assert!(text.contains("\n    ERROR   a-rather-long-rule-name-01, a-rather-long-rule-name-05,"), "{text}");
+    assert!(text.contains("\n    DENY    a-rather-long-rule-name-00, a-rather-long-rule-name-04,"), "{text}");
+    assert!(!text.contains("a-rather-long-rule-name-02,"), "rules that admit are not listed: {text}");
+    let wide = render_table(&report, 100, Layout::Wide, FailOn::Deny);
+    assert!(wide.lines().any(|l| l.chars().count() > 500), "{wide}");
 }
 
 #[test]
@@ -232,7 +304,7 @@ fn mutations_show_as_a_diff() {
         r.changes(),
         ["+ metadata.labels: {\"owner\":\"jane\"}", "+ spec: {\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}"]
     );
-    let text = render_table(&report, 100, FailOn::Deny);
+    let text = render_table(&report, 100, Layout::Compact, FailOn::Deny);
     assert!(text.contains("1  Pod   ml/p            mutate     p.yaml") || text.contains(" mutate "), "{text}");
     assert!(text.contains("  mutate pods-only (Pods are checked): 2 changes\n    + metadata.labels: {\"owner\":\"jane\"}\n"), "{text}");
     assert!(text.contains("mutate: admitted with changes"), "{text}");
@@ -303,7 +375,7 @@ fn audit_annotations_show_one_violation_per_line() {
         errors: Vec::new(),
         overridden: Vec::new(),
     };
-    let text = render_table(&report, 100, FailOn::Deny);
+    let text = render_table(&report, 100, Layout::Compact, FailOn::Deny);
     assert!(text.contains("    - audit annotation `violations`: a; b\n    - audit annotation `violations`: c\n"), "{text}");
     assert_eq!(report.summary().violations, 0, "an admission in audit mode has no violations");
 }
@@ -387,7 +459,7 @@ fn json_report_shape() {
     assert_eq!(docs[2]["subResource"], "exec");
     assert_eq!(docs[2]["kind"], "PodExecOptions");
     assert_eq!(v["skipped"][0]["source"]["document"], 2);
-    assert_eq!(v["errors"][0]["source"]["file"], "broken.yaml");
+    assert_eq!(v["errors"][0]["source"], json!({"file": "broken.yaml", "document": 1}));
     assert_eq!(
         v["summary"],
         json!({"files": 3, "documents": 3, "denied": 2, "warned": 1, "mutated": 0, "passed": 0, "errors": 1, "skipped": 1, "violations": 3})
@@ -442,5 +514,101 @@ fn collects_files_in_order_without_the_cluster_dir() {
     let explicit = collect_files(&[root.join("notes.md"), root.join("cluster/pod.yaml")], Some(&root.join("cluster"))).unwrap();
     assert_eq!(explicit.len(), 2, "files named explicitly are always scanned");
     assert!(collect_files(&[root.join("missing")], None).is_err());
+    // A directory without manifests (a CI job pointed at the wrong one) is
+    // an error that says what was searched.
+    std::fs::create_dir_all(root.join("empty/.hidden")).unwrap();
+    std::fs::write(root.join("empty/.hidden/x.yaml"), "{}").unwrap();
+    std::fs::write(root.join("empty/README.md"), "").unwrap();
+    let e = collect_files(&[root.clone(), root.join("empty")], None).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("no manifests in {}: no .yaml, .yml or .json file in it or below it", root.join("empty").display())),
+        "{e}"
+    );
+    assert!(e.contains("hidden files and directories are skipped"), "{e}");
+    let e = collect_files(&[root.join("cluster")], Some(&root.join("cluster"))).unwrap_err().to_string();
+    assert!(e.contains("nor in the cluster fixtures"), "{e}");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn nothing_to_check_fails_the_scan() {
+    let none = Summary { skipped: 2, ..Summary::default() };
+    assert!(fails(&none, FailOn::Deny) && fails(&none, FailOn::Warn) && !fails(&none, FailOn::None));
+    let empty = Report {
+        form: Form::Native,
+        rules: Vec::new(),
+        files: 1,
+        documents: Vec::new(),
+        skipped: Vec::new(),
+        errors: Vec::new(),
+        overridden: Vec::new(),
+    };
+    assert_eq!(exit_status(&empty, FailOn::Deny), 1);
+    let text = render_table(&empty, 80, Layout::Compact, FailOn::Deny);
+    assert!(text.ends_with("No Kubernetes object to check: exit status 1 (point the scan at the manifests).\n"), "{text}");
+}
+
+#[test]
+fn files_that_do_not_parse_name_the_document_as_the_message_does() {
+    // The parser counts the empty document between the two markers.
+    let e = documents("f.yaml", "a: 1\n---\n---\nb: [\n").unwrap_err();
+    assert_eq!(failed_document(&e), 3);
+    assert!(format!("{e:#}").starts_with("document 3 is not valid YAML or JSON: "), "{e:#}");
+    // Refused whole, before any document is parsed.
+    let deep = documents("f.yaml", &format!("a: 1\n---\nb: {}", "[".repeat(200))).unwrap_err();
+    assert_eq!(failed_document(&deep), 0);
+    assert!(format!("{deep:#}").starts_with("brackets (`[`, `{`) nest more than 128 levels deep at line 3, column 132;"), "{deep:#}");
+    let mut r = report();
+    r.errors[0].source.document = 0;
+    assert_eq!(to_json(&r)["errors"][0]["source"], json!({"file": "broken.yaml"}), "no document: the whole file");
+}
+
+#[test]
+fn a_byte_order_mark_starts_no_document() {
+    for text in [
+        "\u{feff}apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n",
+        "\u{feff}{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"}}",
+    ] {
+        let docs = documents("bom.yaml", text).unwrap();
+        assert_eq!(docs.len(), 1, "{text:?}");
+        assert_eq!(docs[0].value["metadata"]["name"], "a");
+        assert_eq!(docs[0].source.to_string(), "bom.yaml");
+    }
+}
+
+/// A rule's warnings that say what it could not check without a cluster
+/// are taken out of its response: they neither warn nor count, and the
+/// report names them once per rule.
+#[test]
+fn what_rules_skip_without_a_cluster_is_said_once_and_warns_nothing() {
+    use crate::tools::report::model::{Item, Unchecked};
+    let mut resp = ValidationResponse::accept();
+    resp.warnings = vec![
+        format!("{}the labels of namespace `ml` could not be read, so its pool was not checked", aigov_sdk::cluster::NOT_CHECKED),
+        "a real warning".to_string(),
+    ];
+    let r = RuleResult::evaluated(Ok(resp.clone()));
+    assert_eq!(r.outcome, Outcome::Warn);
+    assert_eq!(r.response.as_ref().unwrap().warnings, ["a real warning"]);
+    assert_eq!(r.unchecked, ["the labels of namespace `ml` could not be read, so its pool was not checked"]);
+    resp.warnings.truncate(1);
+    let quiet = RuleResult::evaluated(Ok(resp));
+    assert_eq!(quiet.outcome, Outcome::Pass, "a rule that only skipped a lookup admits");
+
+    let mut report = report();
+    let mut unchecked = Unchecked::default();
+    assert_eq!(unchecked.line(), None);
+    for d in report.documents.iter_mut().take(2) {
+        d.results[0] = quiet.clone();
+        unchecked.add(&report.rules, &Item::Document(d.clone()));
+    }
+    let line = unchecked.line().unwrap();
+    assert!(line.starts_with("not fully checked without `--cluster`"), "{line}");
+    assert!(
+        line.contains(": pods-only on 2 document(s): the labels of namespace `ml` could not be read, so its pool was not checked;"),
+        "{line}"
+    );
+    let text = render_table(&report, 80, Layout::Compact, FailOn::Deny);
+    assert_eq!(text.matches("\nNot fully checked without `--cluster`").count(), 1, "{text}");
+    assert!(text.contains("\n1  pass "), "{text}");
 }

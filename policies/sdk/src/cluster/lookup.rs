@@ -104,6 +104,22 @@ impl LookupError {
         LookupError::Unavailable(text.to_string())
     }
 
+    /// The answer to every lookup where there is no cluster to ask (`aigov
+    /// scan` without `--cluster`): unavailable, saying so in [`OFFLINE`]'s
+    /// words. A rule reports it as part of the request not checked
+    /// ([`OnLookupError::report`]), never as a denial: no Kubewarden host
+    /// gives it.
+    pub fn offline() -> LookupError {
+        LookupError::Unavailable(OFFLINE.to_string())
+    }
+
+    /// Whether this is the answer of a host with no cluster to ask
+    /// ([`LookupError::offline`]), from whichever host it came (a module
+    /// reads it after `Callback evaluation failure: `).
+    pub fn is_offline(&self) -> bool {
+        matches!(self, LookupError::Unavailable(m) if first_line(m) == OFFLINE)
+    }
+
     /// The first line of the explanation: hosts may return long texts,
     /// stack traces included, which a person reading a denial does not need.
     pub fn first_line(&self) -> &str {
@@ -186,6 +202,17 @@ pub fn first_line(text: &str) -> &str {
     text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
 }
 
+/// What a host with no cluster to ask (`aigov scan` without `--cluster`)
+/// answers every lookup, as [`LookupError::Unavailable`]: a rule quotes it
+/// in what it could not read, which is how [`OnLookupError::report`] knows
+/// the lookup was not a cluster's failure.
+pub const OFFLINE: &str = "no cluster to ask: scanned without `--cluster`";
+
+/// How a rule's warning begins when a lookup without a cluster
+/// ([`OFFLINE`]) left part of the request unchecked: the scan takes such
+/// warnings out of the verdict and names what each rule skipped once.
+pub const NOT_CHECKED: &str = "not checked without a cluster: ";
+
 /// What a context-aware rule does when a lookup fails (forbidden,
 /// unavailable): the `onLookupError` setting of every such rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,7 +232,18 @@ impl OnLookupError {
     /// or ask your cluster administrators" (`deny`: `, so … cannot be
     /// decided`), with `allow` a warning, `what` + `allow` + " because
     /// `onLookupError` is `allow`" (`allow`: `; admitted`).
+    ///
+    /// Where there was no cluster to ask (`what` quotes [`OFFLINE`]), the
+    /// lookup is no failure of the cluster and `onLookupError` does not
+    /// apply: a warning [`NOT_CHECKED`] + what was not read (and, after
+    /// `allow`, what it was needed for), whatever the setting.
     pub fn report(self, what: &str, deny: &str, allow: &str, verdict: &mut dyn Report) {
+        if what.contains(OFFLINE) {
+            let skipped = format!("{what}{allow}").replace(&format!(" ({OFFLINE})"), "").replace(OFFLINE, "");
+            let skipped = skipped.strip_suffix("; admitted").unwrap_or(&skipped);
+            verdict.warning(format!("{NOT_CHECKED}{skipped}"));
+            return;
+        }
         match self {
             OnLookupError::Deny => verdict.violation(format!("{what}{deny}; try again, or ask your cluster administrators")),
             OnLookupError::Allow => verdict.warning(format!("{what}{allow} because `onLookupError` is `allow`")),
@@ -465,6 +503,48 @@ mod tests {
         let e = list_pods(r#"{"items":[{"spec":{"containers":7}}]}"#).err().unwrap().0;
         assert!(e.contains("the cluster's list of Pods"), "{e}");
         assert!(list_pods(r#"{"kind":"List"}"#).unwrap().is_empty());
+    }
+
+    /// A lookup without a cluster is neither denied nor allowed by
+    /// `onLookupError`: what it skipped is a warning the scan recognises.
+    #[test]
+    fn offline_lookups_are_not_checked_whatever_on_lookup_error_says() {
+        struct Said(Vec<String>, Vec<String>);
+        impl Report for Said {
+            fn violation(&mut self, m: String) {
+                self.0.push(m);
+            }
+            fn warning(&mut self, m: String) {
+                self.1.push(m);
+            }
+        }
+        let offline = LookupError::offline();
+        assert!(offline.is_offline());
+        assert_eq!(offline.tag(), "unavailable");
+        // A module reads it as Kubewarden words a failed callback.
+        let asked = Asked { api_version: "v1", kind: "Namespace", name: Some("ml"), namespace: None };
+        assert!(LookupError::from_kubewarden(&format!("{CALLBACK_FAILED}{OFFLINE}"), &asked).is_offline());
+        assert!(!LookupError::Unavailable("dial tcp: i/o timeout".into()).is_offline());
+        assert!(!LookupError::NotFound(OFFLINE.into()).is_offline());
+        for on in [OnLookupError::Deny, OnLookupError::Allow] {
+            let mut said = Said(Vec::new(), Vec::new());
+            let what = format!("the labels of namespace `ml` could not be read ({})", offline.first_line());
+            on.report(&what, ", so its pool cannot be decided", ", so its pool was not checked; admitted", &mut said);
+            assert!(said.0.is_empty(), "{on:?} denied: {:?}", said.0);
+            assert_eq!(
+                said.1,
+                ["not checked without a cluster: the labels of namespace `ml` could not be read, so its pool was not checked"]
+            );
+        }
+        // A real failure is still `onLookupError`'s to decide.
+        let mut said = Said(Vec::new(), Vec::new());
+        OnLookupError::Deny.report(
+            "the labels of namespace `ml` could not be read (timeout)",
+            ", so x cannot be decided",
+            "; admitted",
+            &mut said,
+        );
+        assert_eq!(said.0.len(), 1);
     }
 
     #[test]
