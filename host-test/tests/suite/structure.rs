@@ -357,3 +357,234 @@ fn the_layer_check_names_what_goes_up_and_what_closes_a_circle() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every rule's README says how to carry upstream policies over, under
+/// `## Coming from Kyverno, Gatekeeper or Kubewarden`; every case path it
+/// names (`tests/cases/...`, a `*` allowed in the file name) exists; and a
+/// ```` ```yaml ```` block followed by a `Case:` or `Cases:` paragraph is
+/// what those cases run: the rule reads the block and each named case's
+/// `settings` the same, every setting, defaults included (the rule's
+/// `effective_settings`, as `aigov` links it natively), so a block may
+/// spell out a default the case leaves out, or leave out one the case
+/// spells, but neither may give a key a value the other does not (under
+/// `workload-security`'s `level`, a key's default is the level's). In that
+/// paragraph a bare file name is one under `tests/cases/`. A block of
+/// several YAML documents (`---`) shows several settings: each case must
+/// then run one of them. A block the rule refuses is a problem, naming the
+/// README, the block's line and the block. A block with no `Cases`
+/// paragraph after it is not checked. That paragraph ends at a blank line
+/// or at the next list item.
+#[test]
+fn every_readme_carries_upstream_policies_over_with_the_settings_its_cases_run() {
+    use serde::Deserialize;
+
+    const SECTION: &str = "## Coming from Kyverno, Gatekeeper or Kubewarden";
+    fn wildcard(pattern: &str, name: &str) -> bool {
+        match pattern.split_once('*') {
+            None => pattern == name,
+            Some((head, tail)) => {
+                name.starts_with(head)
+                    && (0..=name.len() - head.len())
+                        .any(|i| name.is_char_boundary(head.len() + i) && wildcard(tail, &name[head.len() + i..]))
+            }
+        }
+    }
+    fn spans(prose: &str) -> Vec<String> {
+        prose.split('`').skip(1).step_by(2).map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+    }
+
+    let policies = root().join("policies");
+    let mut problems = Vec::new();
+    let mut rules: Vec<_> = std::fs::read_dir(&policies)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|name| name != "sdk" && name != "bundle")
+        .collect();
+    rules.sort();
+    for rule in rules {
+        let dir = policies.join(&rule);
+        let cases_dir = dir.join("tests").join("cases");
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+        let Some(start) = readme.lines().position(|l| l.trim_end() == SECTION) else {
+            problems.push(format!("{rule}: README.md has no `{SECTION}` section"));
+            continue;
+        };
+        // The section's prose and its YAML blocks, in order; other fenced
+        // blocks are skipped.
+        enum Part {
+            Prose(String),
+            /// The block, and the line its fence opens on.
+            Yaml(String, usize),
+        }
+        let mut parts = vec![Part::Prose(String::new())];
+        // An open fence: whether it is YAML, its text, its indentation
+        // (taken off each of its lines, as Markdown does in a list item, so
+        // that an indented `---` still separates documents), and the line
+        // it opens on.
+        let mut fence: Option<(bool, String, usize, usize)> = None;
+        for (number, line) in readme.lines().enumerate().skip(start + 1) {
+            match &mut fence {
+                None if line.starts_with("## ") => break,
+                None if line.trim_start().starts_with("```") => {
+                    fence = Some((line.trim() == "```yaml", String::new(), line.len() - line.trim_start_matches(' ').len(), number + 1));
+                }
+                None => {
+                    if let Some(Part::Prose(text)) = parts.last_mut() {
+                        text.push_str(line);
+                        text.push('\n');
+                    }
+                }
+                Some((yaml, text, _, opens)) if line.trim() == "```" => {
+                    if *yaml {
+                        parts.push(Part::Yaml(std::mem::take(text), *opens));
+                        parts.push(Part::Prose(String::new()));
+                    }
+                    fence = None;
+                }
+                Some((_, text, indent, _)) => {
+                    let margin = line.len() - line.trim_start_matches(' ').len();
+                    text.push_str(&line[margin.min(*indent)..]);
+                    text.push('\n');
+                }
+            }
+        }
+        // Case files a path names, checking it names at least one.
+        fn named(rule: &str, cases_dir: &Path, path: &str, problems: &mut Vec<String>) -> Vec<PathBuf> {
+            let pattern = path.strip_prefix("tests/cases/").unwrap_or(path);
+            let mut files: Vec<PathBuf> = std::fs::read_dir(cases_dir)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .filter(|e| !pattern.contains('/') && wildcard(pattern, &e.file_name().to_string_lossy()))
+                        .map(|e| e.path())
+                        .collect()
+                })
+                .unwrap_or_default();
+            files.sort();
+            if files.is_empty() {
+                problems.push(format!("{rule}: the README names `{path}`, which matches no case file"));
+            }
+            files
+        }
+        for (i, part) in parts.iter().enumerate() {
+            match part {
+                Part::Prose(text) => {
+                    // A path to a case (`tests/cases/` itself names the folder).
+                    for span in spans(text).iter().filter(|s| s.starts_with("tests/cases/") && !s.ends_with('/')) {
+                        named(&rule, &cases_dir, span, &mut problems);
+                    }
+                }
+                Part::Yaml(block, line) => {
+                    let Some(Part::Prose(after)) = parts.get(i + 1) else { continue };
+                    // The paragraph right after the block, ending at a blank line
+                    // or at the next list item.
+                    let paragraph = after
+                        .trim_start_matches('\n')
+                        .lines()
+                        .map(str::trim)
+                        .enumerate()
+                        .take_while(|(n, l)| {
+                            !l.is_empty() && (*n == 0 || !(l.starts_with("- ") || l.starts_with("* ") || l.starts_with('#')))
+                        })
+                        .map(|(_, l)| l)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if !(paragraph.starts_with("Case:") || paragraph.starts_with("Cases:")) {
+                        continue;
+                    }
+                    let Some(native) = aigov::run::native::rule(&rule) else {
+                        problems.push(format!("{rule}: aigov links no rule of that name"));
+                        continue;
+                    };
+                    let effective = |settings: &serde_json::Value| (native.effective_settings)(&settings.to_string());
+                    // Each document of the block, with every setting as the
+                    // rule reads it.
+                    let (mut documents, mut refused) = (Vec::new(), false);
+                    for de in serde_norway::Deserializer::from_str(block) {
+                        match serde_json::Value::deserialize(de) {
+                            Ok(serde_json::Value::Null) => {}
+                            Ok(document @ serde_json::Value::Object(_)) => match effective(&document) {
+                                Ok(read) => documents.push(read),
+                                Err(e) => {
+                                    refused = true;
+                                    problems.push(format!(
+                                        "{rule}: README.md line {line}, a settings block the rule refuses ({e}):\n{}",
+                                        serde_norway::to_string(&document).unwrap_or_default()
+                                    ));
+                                }
+                            },
+                            Ok(other) => {
+                                refused = true;
+                                problems.push(format!("{rule}: README.md line {line}, a settings block is not a map: {other}"));
+                            }
+                            Err(e) => {
+                                refused = true;
+                                problems.push(format!("{rule}: README.md line {line}, a settings block is not valid YAML: {e}\n{block}"));
+                            }
+                        }
+                    }
+                    if refused {
+                        continue;
+                    }
+                    if documents.is_empty() {
+                        problems
+                            .push(format!("{rule}: README.md line {line}, a settings block before a `Cases` line sets nothing:\n{block}"));
+                        continue;
+                    }
+                    let cases = spans(&paragraph).into_iter().filter(|s| s.ends_with(".yaml")).collect::<Vec<_>>();
+                    if cases.is_empty() {
+                        problems.push(format!("{rule}: `{}` names no case file", paragraph.lines().next().unwrap_or_default()));
+                    }
+                    for path in cases {
+                        for file in named(&rule, &cases_dir, &path, &mut problems) {
+                            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+                            let case: serde_json::Value = std::fs::read_to_string(&file)
+                                .map_err(|e| e.to_string())
+                                .and_then(|t| serde_norway::from_str(&t).map_err(|e| e.to_string()))
+                                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                            let settings = match &case["settings"] {
+                                serde_json::Value::Null => serde_json::json!({}),
+                                given => given.clone(),
+                            };
+                            let runs = match effective(&settings) {
+                                Ok(runs) => runs,
+                                Err(e) => {
+                                    problems.push(format!(
+                                        "{rule}: README.md line {line} names {name} after a settings block, but the rule refuses its settings: {e}"
+                                    ));
+                                    continue;
+                                }
+                            };
+                            if documents.contains(&runs) {
+                                continue;
+                            }
+                            // What the closest document sets otherwise than the case.
+                            let differ = |read: &serde_json::Value| -> Vec<String> {
+                                let (read, runs) = (read.as_object().unwrap(), runs.as_object().unwrap());
+                                let show = |v: Option<&serde_json::Value>| v.map_or("absent".into(), ToString::to_string);
+                                let mut keys: Vec<&String> = read.keys().chain(runs.keys()).collect();
+                                keys.sort();
+                                keys.dedup();
+                                keys.into_iter()
+                                    .filter(|key| read.get(*key) != runs.get(*key))
+                                    .map(|key| {
+                                        format!("`{key}` is {} in the block, {} in the case", show(read.get(key)), show(runs.get(key)))
+                                    })
+                                    .collect()
+                            };
+                            let closest = documents.iter().map(differ).min_by_key(Vec::len).unwrap_or_default();
+                            let which =
+                                if documents.len() > 1 { "the closest document of the settings block" } else { "the settings block" };
+                            problems.push(format!(
+                                "{rule}: {name} does not run {which} before it (README.md line {line}), as the rule reads them: {}",
+                                closest.join(", ")
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the upstream sections of the rules' READMEs:\n  {}", problems.join("\n  "));
+}
