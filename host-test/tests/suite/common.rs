@@ -11,3 +11,9 @@ pub fn root() -> PathBuf {
 pub fn artifacts() -> PathBuf {
     std::env::var_os("AIGOV_ARTIFACTS").map_or_else(|| root().join("artifacts"), PathBuf::from)
 }
+
+/// `--settings` for trusted-sources, which has no safe default: its
+/// example settings, as `make demo` passes them.
+pub fn trusted_sources_settings() -> String {
+    format!("trusted-sources={}", root().join("host-test/settings/trusted-sources.yaml").display())
+}

@@ -60,7 +60,7 @@ fn sample(name: &str) -> String {
 }
 
 fn trusted_settings() -> String {
-    format!("trusted-sources={}", root().join("host-test/settings/trusted-sources.yaml").display())
+    crate::common::trusted_sources_settings()
 }
 
 /// A scratch directory of this test's own.

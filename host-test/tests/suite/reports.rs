@@ -233,8 +233,13 @@ spec:
 /// `aigov scan` run as CI runs it; stdin from `input`.
 fn aigov(args: &[&str], input: &str) -> (i32, String, String) {
     use std::io::Write as _;
+    // Every scan here runs every rule: trusted-sources with its example
+    // settings, as `make demo` gives them.
+    let settings = crate::common::trusted_sources_settings();
+    let extra: &[&str] = if args.first() == Some(&"scan") { &["--settings", &settings] } else { &[] };
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aigov"))
         .args(args)
+        .args(extra)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

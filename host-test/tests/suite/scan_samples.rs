@@ -37,7 +37,7 @@ const EXPECTED: &[(&str, usize, &[&str], &[&str])] = &[
     ),
     ("03-inference-deployment-unlabelled.yaml", 2, &[], &[]),
     (
-        "04-raycluster-seed-mixed-compute.yaml",
+        "04-raycluster-mixed-compute.yaml",
         1,
         &["gpu-access", "gpu-runtime-class", "opencost-labels", "ray-cluster-limits", "workload-classification", "workload-security"],
         &["gpu-node-avoidance", "gpu-runtime-defaults", "owner-label"],
@@ -311,7 +311,7 @@ fn samples_without_a_cluster_deny_only_what_needs_none() {
     // above the table's summary.
     let scan = |format: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_aigov"))
-            .args(["scan", "--native", "--format", format])
+            .args(["scan", "--native", "--format", format, "--settings", &crate::common::trusted_sources_settings()])
             .args(sample_files())
             .output()
             .unwrap()
