@@ -271,7 +271,16 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
     } else {
         args.enable.clone()
     };
-    let (rules, bundle) = load_all(&args.artifacts)?;
+    let (mut rules, bundle) = load_all(&args.artifacts)?;
+    let carried = edited::carry(&args.output, &mut rules)?;
+    if !carried.is_empty() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "aigov: keeping the settings edited in {}: {}",
+            args.output.join(edited::policy_path("<rule>")).display(),
+            carried.join(", ")
+        );
+    }
     let files = manifests(&rules, &bundle, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
     let report = write_protected(&args.output, &files, args.force)?;
     for r in rules.iter().chain([&bundle]) {
@@ -378,7 +387,7 @@ pub fn manifests(
 ) -> Result<Vec<(String, String)>> {
     let mut files = Vec::new();
     for r in rules {
-        files.push((format!("{}/cluster-admission-policy.yaml", r.name), cluster_admission_policy(r, registry, excluded)?));
+        files.push((edited::policy_path(&r.name), cluster_admission_policy(r, registry, excluded)?));
         files.push((format!("{}/kustomization.yaml", r.name), base_kustomization(&r.name)));
         files.push((format!("{}/artifacthub-pkg.yml", r.name), artifacthub(r, registry, created_at)?));
     }
@@ -781,9 +790,9 @@ pub fn bundle_cluster_admission_policy(
     let _ = writeln!(out, "{line}");
     let _ = writeln!(out, "# One webhook call and one parse per request for all of them. Apply this directory OR");
     let _ = writeln!(out, "# ../overlay (the same rules as separate policies), not both: a rule deployed both ways");
-    let _ = writeln!(out, "# runs twice. Each rule's settings (under settings.rules) are those of its own policy:");
-    let _ = writeln!(out, "# only what differs from its defaults, which ../<rule>/cluster-admission-policy.yaml");
-    let _ = writeln!(out, "# lists and its README documents. To turn rules on or off, regenerate with --enable:");
+    let _ = writeln!(out, "# runs twice. Each rule's settings (under settings.rules) are those of its own policy,");
+    let _ = writeln!(out, "# ../<rule>/cluster-admission-policy.yaml, as edited there when this was regenerated:");
+    let _ = writeln!(out, "# only what differs from its defaults. To turn rules on or off, regenerate with --enable:");
     let _ = writeln!(out, "# the webhook rules below are the union of the enabled rules' and must follow the list.");
     for r in on.iter().filter(|r| native::example_settings(&r.name).is_some()) {
         let _ = writeln!(
@@ -1105,6 +1114,8 @@ pub fn checksums(artifacts: &Path, rules: &[Packaged]) -> String {
     }
     out
 }
+
+mod edited;
 
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 use super::*;
 use crate::dist::oci::{Blob, media_types};
 use crate::run::artifact::ArtifactKind;
+use serde_json::json;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("aigov-package-{name}-{}", std::process::id()));
@@ -114,7 +115,7 @@ fn resources_a_rule_reads_only_under_some_settings_are_listed_only_then() {
         "{defaults:?}"
     );
     let mut with_pods = r.settings.clone();
-    with_pods["kinds"] = serde_json::json!(["Deployment", "Pod", "JobSet"]);
+    with_pods["kinds"] = json!(["Deployment", "Pod", "JobSet"]);
     let listed = resources("model-provenance", &with_pods);
     assert!(
         listed.iter().any(|x| x == "pods") && listed.iter().any(|x| x == "jobsets") && !listed.iter().any(|x| x == "rayjobs"),
@@ -123,13 +124,13 @@ fn resources_a_rule_reads_only_under_some_settings_are_listed_only_then() {
     let r = packaged("gpu-class-by-namespace");
     assert!(!resources("gpu-class-by-namespace", &r.settings).iter().any(|x| x.starts_with("resourceclaim")));
     let mut admin = r.settings.clone();
-    admin["adminAccess"] = serde_json::json!({"groups": ["platform-admins"]});
+    admin["adminAccess"] = json!({"groups": ["platform-admins"]});
     let listed = resources("gpu-class-by-namespace", &admin);
     assert!(listed.iter().any(|x| x == "resourceclaims") && listed.iter().any(|x| x == "resourceclaimtemplates"), "{listed:?}");
     let r = packaged("workload-classification");
     assert!(!resources("workload-classification", &r.settings).iter().any(|x| x == "namespaces"));
     let mut labelled = r.settings.clone();
-    labelled["namespaceLabels"] = serde_json::json!({"team": []});
+    labelled["namespaceLabels"] = json!({"team": []});
     assert!(resources("workload-classification", &labelled).iter().any(|x| x == "namespaces"));
 }
 
@@ -152,8 +153,8 @@ fn exec_guard_lists_portforward_only_when_its_setting_guards_it() {
         "{text}"
     );
     let policy: Value = serde_norway::from_str(&text).unwrap();
-    assert_eq!(policy["spec"]["rules"][0]["resources"], serde_json::json!(["pods/exec", "pods/attach"]));
-    assert_eq!(policy["spec"]["settings"], serde_json::json!({}), "the defaults are not written");
+    assert_eq!(policy["spec"]["rules"][0]["resources"], json!(["pods/exec", "pods/attach"]));
+    assert_eq!(policy["spec"]["settings"], json!({}), "the defaults are not written");
     assert!(text.contains("\n  #   guardPortForward: false\n"), "the default is listed: {text}");
 
     // A rule a setting would leave with no resource disappears, and
@@ -308,7 +309,7 @@ fn the_bundle_policy_runs_the_enabled_rules_and_receives_exactly_their_requests(
         for r in &on {
             assert_eq!(settings[&r.name], r.written_settings(), "{}", r.name);
             let example = native::example_settings(&r.name).is_some();
-            assert_eq!(settings[&r.name] == serde_json::json!({}), !example, "{}: only example lists are written", r.name);
+            assert_eq!(settings[&r.name] == json!({}), !example, "{}: only example lists are written", r.name);
         }
         let accepted = (native::BUNDLE.validate_settings)(&serde_json::to_vec(&spec["settings"]).unwrap());
         assert!(accepted.valid, "the bundle refuses its generated settings: {:?}", accepted.message);
@@ -418,4 +419,28 @@ fn namespace_exclusions() {
     let policy: Value = serde_norway::from_str(&none).unwrap();
     assert!(policy["spec"].get("namespaceSelector").is_none());
     assert!(none.contains("# namespaceSelector: none"));
+}
+
+#[test]
+fn the_bundle_carries_the_settings_a_team_edited_in_a_rules_own_policy() {
+    let dir = temp_dir("edited");
+    let mut rules = vec![packaged("gpu-runtime-class"), packaged("exec-guard")];
+    // gpu-runtime-class's policy as aigov wrote it, then edited; exec-guard's untouched.
+    let written = |r: &Packaged| cluster_admission_policy(r, "r.example.com", &[]).unwrap();
+    let edited = written(&rules[0]).replace("settings: {}", "settings:\n    exemptNamespaces: [research]\n    mode: audit");
+    assert_ne!(edited, written(&rules[0]), "the edit took");
+    write(&dir.join(edited::policy_path("gpu-runtime-class")), &edited).unwrap();
+    write(&dir.join(edited::policy_path("exec-guard")), &written(&rules[1])).unwrap();
+    assert_eq!(edited::carry(&dir, &mut rules).unwrap(), ["gpu-runtime-class"]);
+    assert_eq!(rules[0].written_settings(), json!({"exemptNamespaces": ["research"], "mode": "audit"}));
+    assert_eq!(rules[1].written_settings(), json!({}));
+    let bundle = bundle_cluster_admission_policy(&packaged_bundle(), &rules, &["gpu-runtime-class".into()], "r.example.com", &[]).unwrap();
+    let policy: Value = serde_norway::from_str(&bundle).unwrap();
+    assert_eq!(policy["spec"]["settings"]["rules"]["gpu-runtime-class"], json!({"exemptNamespaces": ["research"], "mode": "audit"}));
+
+    // Settings the rule refuses stop the regeneration, naming the file.
+    write(&dir.join(edited::policy_path("gpu-runtime-class")), &edited.replace("mode: audit", "mode: monitor")).unwrap();
+    let e = format!("{:#}", edited::carry(&dir, &mut rules).unwrap_err());
+    assert!(e.contains("gpu-runtime-class/cluster-admission-policy.yaml: `gpu-runtime-class` refuses its spec.settings"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
