@@ -13,6 +13,7 @@ mod layers;
 
 mod bench_smoke;
 mod cli;
+mod docs;
 mod export_cases;
 mod forms_fuzz;
 mod limits;
