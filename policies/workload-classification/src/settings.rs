@@ -76,13 +76,13 @@ mod tests {
     use aigov_sdk::testing::settings::{accepted, refused};
 
     #[test]
-    fn defaults_are_the_seeds() {
+    fn defaults_are_the_shared_vocabulary() {
         let s = accepted::<Settings>("{}");
         assert_eq!(s, Settings::default());
         let json = Full::<Settings>::default().to_json();
         assert_eq!(
             json["requiredLabels"].to_string(),
-            r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["jupyter-notebook","ml-training","data-processing","model-inference","report-generation"]}"#
+            r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["jupyter-notebook","ml-training","cpu-training","data-processing","model-inference","report-generation"]}"#
         );
         assert_eq!((json["requireOnPodTemplates"].as_bool(), json["podTemplatesOnly"].as_bool()), (Some(true), Some(false)));
     }

@@ -38,7 +38,7 @@ fn missing_labels_name_the_place_and_what_to_copy() {
             r#"{"metadata":{"labels":{"team":"fraud","cost-center":"cc-42","workload-type":"training","compute-type":"cpu"}},"spec":{}}"#
         ),
         [
-            "label `workload-type` in `metadata.labels` is `training`; allowed: `jupyter-notebook`, `ml-training`, `data-processing`, `model-inference`, `report-generation`"
+            "label `workload-type` in `metadata.labels` is `training`; allowed: `jupyter-notebook`, `ml-training`, `cpu-training`, `data-processing`, `model-inference`, `report-generation`"
         ]
     );
 }
