@@ -334,42 +334,27 @@ fn check_nccl_contradictions(x: &Worker<'_, '_>, v: &mut Verdict) {
     }
 }
 
-/// `ray`: KubeRay mounts a memory-backed `/dev/shm` (sized to the memory
-/// limit) into a Ray pod's first container unless something is mounted
-/// there already.
+/// Every GPU container of a worker mounts a memory-backed `/dev/shm` of at
+/// least `minSharedMemory` ([`PodTemplate::dev_shm_shortfall`]).
 fn check_shm(t: &PodTemplate<'_>, ray: bool, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
     let min = s.min_shm_bytes();
     for c in t.containers() {
         if !(c.is_main() || c.is_sidecar()) || t.container_gpus(&c, &s.gpu_resource_names)?.is_empty() {
             continue;
         }
-        let mount = c.container.volume_mounts.iter().find(|m| m.mount_path.trim_end_matches('/') == "/dev/shm");
-        let volume = mount.and_then(|m| t.spec.volumes.iter().enumerate().find(|(_, vol)| vol.name == m.name));
-        let memory = volume.and_then(|(i, vol)| vol.empty_dir.as_ref().filter(|e| e.medium.as_deref() == Some("Memory")).map(|e| (i, e)));
-        let Some((i, dir)) = memory else {
-            if ray && mount.is_none() && c.list == ContainerList::Containers && c.index == 0 {
-                continue;
-            }
-            v.violation(format!(
+        match t.dev_shm_shortfall(&c, ray, min)? {
+            None => {}
+            Some(ShmShortfall::NotInMemory) => v.violation(format!(
                 "{} of {} has no memory-backed `/dev/shm`, and the container runtime's default is 64 MiB: PyTorch's data loader workers and NCCL exchange data through it and fail with `Bus error` when it is full; mount an `emptyDir` with `medium: Memory` at `/dev/shm` (`{}`)",
                 c.describe(),
                 t.describe(),
                 t.container_path(&c).key("volumeMounts")
-            ));
-            continue;
-        };
-        if min > 0
-            && let Some(raw) = &dir.size_limit
-        {
-            let path: Path = t.spec_path().key("volumes").index(i).keys(&["emptyDir", "sizeLimit"]);
-            let bytes = raw.parse().map_err(|e| Malformed::new(format!("`{path}`: {e}")))?.ceil_units();
-            if bytes < min {
+            )),
+            Some(ShmShortfall::Below { field, size }) => {
+                let want = s.min_shared_memory.as_deref().unwrap_or("");
                 v.violation(format!(
-                    "`{path}` is `{}`, below the {} of shared memory {} needs: raise it to at least `{}`",
-                    &*raw.0,
-                    s.min_shared_memory.as_deref().unwrap_or(""),
-                    c.describe(),
-                    s.min_shared_memory.as_deref().unwrap_or("")
+                    "`{field}` is `{size}`, below the {want} of shared memory {} needs: raise it to at least `{want}`",
+                    c.describe()
                 ));
             }
         }

@@ -109,30 +109,17 @@ fn check_shared_memory(
         if !by_resources && !by_claims {
             continue;
         }
-        let mount = c.container.volume_mounts.iter().find(|m| m.mount_path.trim_end_matches('/') == "/dev/shm");
-        let volume = mount.and_then(|m| t.spec.volumes.iter().enumerate().find(|(_, vol)| vol.name == m.name));
-        let memory = volume.and_then(|(i, vol)| vol.empty_dir.as_ref().filter(|e| e.medium.as_deref() == Some("Memory")).map(|e| (i, e)));
-        let Some((i, dir)) = memory else {
-            if ray && mount.is_none() && c.list == ContainerList::Containers && c.index == 0 {
-                continue;
-            }
-            v.violation(format!(
+        match t.dev_shm_shortfall(&c, ray, min)? {
+            None => {}
+            Some(ShmShortfall::NotInMemory) => v.violation(format!(
                 "{} holds GPUs but has no memory-backed `/dev/shm`, and the container runtime's default is 64 MiB: PyTorch's data loader workers and NCCL exchange data through it and fail with `Bus error` when it is full; mount an `emptyDir` with `medium: Memory` at `/dev/shm` (`{}`)",
                 c.describe(),
                 path.key("volumeMounts")
-            ));
-            continue;
-        };
-        if min > 0
-            && let Some(raw) = &dir.size_limit
-        {
-            let field: Path = t.spec_path().key("volumes").index(i).keys(&["emptyDir", "sizeLimit"]);
-            let bytes = raw.parse().map_err(|e| Malformed::new(format!("`{field}`: {e}")))?.ceil_units();
-            if bytes < min {
+            )),
+            Some(ShmShortfall::Below { field, size }) => {
                 let want = m.min_size.as_deref().unwrap_or("");
                 v.violation(format!(
-                    "`{field}` is `{}`, below the {want} of shared memory {} needs: raise it to at least `{want}`",
-                    &*raw.0,
+                    "`{field}` is `{size}`, below the {want} of shared memory {} needs: raise it to at least `{want}`",
                     c.describe()
                 ));
             }

@@ -12,6 +12,6 @@ pub use crate::decode::path::Path;
 pub use crate::model::kind::WorkloadKind;
 pub use crate::model::pod::{Container, Labels, ObjectMeta, PodSpec};
 pub use crate::model::request::{Operation, Request};
-pub use crate::model::workload::{ContainerList, ContainerRef, PodTemplate, Role, Workload};
+pub use crate::model::workload::{ContainerList, ContainerRef, PodTemplate, Role, ShmShortfall, Workload};
 pub use crate::runtime::policy::Policy;
 pub use crate::runtime::verdict::Verdict;

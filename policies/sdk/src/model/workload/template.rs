@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use crate::base::error::Malformed;
 use crate::decode::dec::Str;
 use crate::decode::path::Path;
 use crate::model::kind::WorkloadKind;
@@ -401,6 +402,26 @@ impl<'a> PodTemplate<'a> {
         }
     }
 
+    /// What falls short in container `c`'s shared memory, as the kubelet
+    /// would mount it: `/dev/shm` must be a memory-backed `emptyDir`, and,
+    /// where it sets a `sizeLimit` and `min_bytes` is above 0, at least that
+    /// large. `ray`: the template is a Ray pod's, and KubeRay mounts a
+    /// memory-backed `/dev/shm` (sized to the memory limit) into its first
+    /// container unless something is mounted there already.
+    pub fn dev_shm_shortfall(&self, c: &ContainerRef<'_, 'a>, ray: bool, min_bytes: u64) -> Result<Option<ShmShortfall<'_>>, Malformed> {
+        let mount = c.container.volume_mounts.iter().find(|m| m.mount_path.trim_end_matches('/') == "/dev/shm");
+        let volume = mount.and_then(|m| self.spec.volumes.iter().enumerate().find(|(_, vol)| vol.name == m.name));
+        let memory = volume.and_then(|(i, vol)| vol.empty_dir.as_ref().filter(|e| e.medium.as_deref() == Some("Memory")).map(|e| (i, e)));
+        let Some((i, dir)) = memory else {
+            let kuberay = ray && mount.is_none() && c.list == ContainerList::Containers && c.index == 0;
+            return Ok((!kuberay).then_some(ShmShortfall::NotInMemory));
+        };
+        let Some(raw) = dir.size_limit.as_ref().filter(|_| min_bytes > 0) else { return Ok(None) };
+        let field = self.spec_path().key("volumes").index(i).keys(&["emptyDir", "sizeLimit"]);
+        let bytes = raw.parse().map_err(|e| Malformed::new(format!("`{field}`: {e}")))?.ceil_units();
+        Ok((bytes < min_bytes).then_some(ShmShortfall::Below { field, size: &raw.0 }))
+    }
+
     /// A short name for messages: `` worker group `gpu` ``,
     /// `` replica type `Worker` ``, or the template's path.
     pub fn describe(&self) -> String {
@@ -420,5 +441,65 @@ impl<'a> PodTemplate<'a> {
             (Role::Pod, _) => "the pod".into(),
             _ => format!("`{}`", self.path),
         }
+    }
+}
+
+/// What [`PodTemplate::dev_shm_shortfall`] finds.
+#[derive(Debug, PartialEq)]
+pub enum ShmShortfall<'t> {
+    /// Nothing memory-backed at `/dev/shm`: the container runtime's 64 MiB.
+    NotInMemory,
+    /// A memory-backed `/dev/shm` whose `sizeLimit` (at `field`) is `size`,
+    /// below the minimum.
+    Below {
+        /// Path of the `sizeLimit`.
+        field: Path,
+        /// The `sizeLimit` as written.
+        size: &'t str,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::workload::Workload;
+
+    /// What the first container of a Deployment whose pod spec is `spec`
+    /// lacks in shared memory, at least `min` bytes wanted.
+    fn shortfall(spec: &str, ray: bool, min: u64) -> Result<Option<String>, Malformed> {
+        let json = format!(r#"{{"spec":{{"template":{{"spec":{spec}}}}}}}"#);
+        let w = Workload::parse(WorkloadKind::Deployment, &json).unwrap();
+        let t = w.templates().next().unwrap();
+        let c = t.containers().next().unwrap();
+        Ok(t.dev_shm_shortfall(&c, ray, min)?.map(|s| match s {
+            ShmShortfall::NotInMemory => "not in memory".to_string(),
+            ShmShortfall::Below { field, size } => format!("`{field}` is `{size}`"),
+        }))
+    }
+
+    #[test]
+    fn dev_shm_is_a_memory_backed_empty_dir_of_at_least_the_minimum() {
+        let mounted = |volume: &str| {
+            format!(
+                r#"{{"volumes":[{{"name":"dshm",{volume}}}],"containers":[{{"name":"c","volumeMounts":[{{"name":"dshm","mountPath":"/dev/shm/"}}]}}]}}"#
+            )
+        };
+        let memory = mounted(r#""emptyDir":{"medium":"Memory"}"#);
+        assert_eq!(shortfall(&memory, false, 1 << 30).unwrap(), None, "no sizeLimit: bounded by the memory limit");
+        let small = mounted(r#""emptyDir":{"medium":"Memory","sizeLimit":"512Mi"}"#);
+        assert_eq!(
+            shortfall(&small, false, 1 << 30).unwrap().as_deref(),
+            Some("`spec.template.spec.volumes[0].emptyDir.sizeLimit` is `512Mi`")
+        );
+        assert_eq!(shortfall(&small, false, 0).unwrap(), None, "no minimum");
+        assert_eq!(shortfall(&small, false, 512 << 20).unwrap(), None);
+        let disk = mounted(r#""emptyDir":{}"#);
+        assert_eq!(shortfall(&disk, false, 0).unwrap().as_deref(), Some("not in memory"));
+        assert_eq!(shortfall(&disk, true, 0).unwrap().as_deref(), Some("not in memory"), "KubeRay adds none over a mount");
+        let bare = r#"{"containers":[{"name":"c"}]}"#;
+        assert_eq!(shortfall(bare, false, 0).unwrap().as_deref(), Some("not in memory"));
+        assert_eq!(shortfall(bare, true, 0).unwrap(), None, "KubeRay mounts one in the first container");
+        let bad = mounted(r#""emptyDir":{"medium":"Memory","sizeLimit":"lots"}"#);
+        assert!(shortfall(&bad, false, 1).is_err());
     }
 }
