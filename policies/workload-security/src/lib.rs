@@ -13,13 +13,17 @@
 //! Linux-only checks (seccomp, capabilities, privilege escalation); pods in
 //! a user namespace (`hostUsers: false`) from the non-root checks.
 
+mod profiles;
 mod settings;
+mod volumes;
+
+use profiles::{ProfileKind, not_allowed_profile, se_linux_entry, shown, use_allowed_profile, valid_app_armor, valid_seccomp};
+use volumes::HostPaths;
 
 use std::cell::OnceCell;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use aigov_sdk::model::pod::{Handler, Profile, SeLinuxOptions, SecurityContext};
+use aigov_sdk::model::pod::{Handler, SecurityContext};
 use aigov_sdk::prelude::*;
 
 pub use settings::{
@@ -250,7 +254,7 @@ impl Check<'_, '_> {
                     shown(profile.kind.as_deref())
                 ));
             }
-            self.seccomp_localhost(profile, &at, None);
+            self.localhost_profile(ProfileKind::Seccomp, profile, &at, None);
         }
         if let Some(profile) = &sc.app_armor_profile {
             if self.s.forbid_unconfined_app_armor && !valid_app_armor(profile) {
@@ -260,7 +264,7 @@ impl Check<'_, '_> {
                     shown(profile.kind.as_deref())
                 ));
             }
-            self.app_armor_localhost(profile, &at, None);
+            self.localhost_profile(ProfileKind::AppArmor, profile, &at, None);
         }
         if let Some(options) = &sc.se_linux_options {
             self.se_linux_allowed(options, &at, None);
@@ -412,7 +416,7 @@ impl Check<'_, '_> {
                 )),
             }
             if let Some(p) = profile {
-                self.seccomp_localhost(p, place.at(), Some(&place));
+                self.localhost_profile(ProfileKind::Seccomp, p, place.at(), Some(&place));
             }
         }
 
@@ -424,7 +428,7 @@ impl Check<'_, '_> {
                     shown(p.kind.as_deref())
                 ));
             }
-            self.app_armor_localhost(p, place.at(), Some(&place));
+            self.localhost_profile(ProfileKind::AppArmor, p, place.at(), Some(&place));
         }
 
         match sc.and_then(|s| s.se_linux_options.as_ref()) {
@@ -617,68 +621,6 @@ impl Check<'_, '_> {
         }
     }
 
-    /// A `Localhost` seccomp profile from `allowedSeccompLocalhostProfiles`.
-    fn seccomp_localhost(&mut self, profile: &Profile<'_>, at: &Path, place: Option<&Place<'_, '_, '_>>) {
-        let allowed = &self.s.allowed_seccomp_localhost_profiles;
-        if profile.kind.as_deref() != Some("Localhost") || is_wildcard(allowed) {
-            return;
-        }
-        let name = profile.localhost_profile.as_deref().unwrap_or_default();
-        if aigov_sdk::base::glob::any_match(allowed, name) {
-            return;
-        }
-        self.v.violation(format!(
-            "`{}` is `{name}`{}, {}: {}",
-            at.keys(&["seccompProfile", "localhostProfile"]),
-            for_whom(place),
-            not_allowed_profile("seccomp", allowed),
-            use_allowed_profile("RuntimeDefault", "", allowed)
-        ));
-    }
-
-    /// A `Localhost` AppArmor profile from `allowedAppArmorLocalhostProfiles`.
-    fn app_armor_localhost(&mut self, profile: &Profile<'_>, at: &Path, place: Option<&Place<'_, '_, '_>>) {
-        let allowed = &self.s.allowed_app_armor_localhost_profiles;
-        if profile.kind.as_deref() != Some("Localhost") || is_wildcard(allowed) {
-            return;
-        }
-        let name = profile.localhost_profile.as_deref().unwrap_or_default();
-        if aigov_sdk::base::glob::any_match(allowed, name) {
-            return;
-        }
-        self.v.violation(format!(
-            "`{}` is `{name}`{}, {}: {}",
-            at.keys(&["appArmorProfile", "localhostProfile"]),
-            for_whom(place),
-            not_allowed_profile("AppArmor", allowed),
-            use_allowed_profile("RuntimeDefault", "", allowed)
-        ));
-    }
-
-    /// SELinux options, where written, against `seLinux.allowedOptions`.
-    fn se_linux_allowed(&mut self, options: &SeLinuxOptions<'_>, at: &Path, place: Option<&Place<'_, '_, '_>>) {
-        let strategy = &self.s.se_linux;
-        if strategy.rule == SeLinuxRule::RunAsAny || strategy.allowed_options.iter().any(|e| se_linux_matches(e, options)) {
-            return;
-        }
-        let set = se_linux_set(options);
-        let fix = match (strategy.rule, strategy.allowed_options.is_empty()) {
-            (_, true) => "remove it (the container runtime then gives it a confined context of its own)".to_string(),
-            (SeLinuxRule::MustRunAs, false) => {
-                format!("use {}", one_of(&strategy.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>()))
-            }
-            _ => format!(
-                "remove it (the container runtime then gives it a confined context of its own), or use {}",
-                one_of(&strategy.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>())
-            ),
-        };
-        self.v.violation(format!(
-            "`{}` sets {set}{}, which is not an allowed SELinux context: {fix}",
-            at.key("seLinuxOptions"),
-            for_whom(place)
-        ));
-    }
-
     fn proc_mount(&mut self, sc: Option<&SecurityContext<'_>>, place: &Place<'_, '_, '_>) {
         let Some(mount) = sc.and_then(|s| s.proc_mount.as_deref()) else { return };
         let checked = match self.s.proc_mount {
@@ -797,150 +739,6 @@ impl Check<'_, '_> {
     }
 
     // ------------------------------------------------------------ volumes
-
-    /// The volumes only skipped containers mount (`skipInitContainers`,
-    /// `skipEphemeralContainers`): left out of the volume checks. A volume
-    /// no container mounts is checked.
-    fn skipped_volumes(&self) -> BTreeSet<String> {
-        if !self.s.skip_init_containers && !self.s.skip_ephemeral_containers {
-            return BTreeSet::new();
-        }
-        let mut checked = BTreeSet::new();
-        let mut skipped = BTreeSet::new();
-        for c in self.t.containers() {
-            let into = if self.skipped(&c) { &mut skipped } else { &mut checked };
-            into.extend(c.container.volume_mounts.iter().map(|m| m.name.to_string()));
-        }
-        skipped.retain(|v| !checked.contains(v));
-        skipped
-    }
-
-    /// The template's `hostPath` volumes and what the allowlist says of each.
-    fn host_path_volumes(&self) -> HostPaths {
-        let mut out = HostPaths::new();
-        if !self.s.restrict_host_path {
-            return out;
-        }
-        let skipped = self.skipped_volumes();
-        for (i, vol) in self.t.spec.volumes.iter().enumerate() {
-            let Some(hp) = &vol.host_path else { continue };
-            if skipped.contains(&*vol.name) {
-                continue;
-            }
-            let allowance = allowance(&self.s.allowed_host_paths, self.s.host_path_precedence, &hp.path);
-            out.insert(vol.name.to_string(), HostPathVolume { index: i, path: hp.path.to_string(), allowance });
-        }
-        out
-    }
-
-    fn read_only_mounts(&mut self, c: &ContainerRef<'_, '_>, host_paths: &HostPaths) {
-        for (i, m) in c.container.volume_mounts.iter().enumerate() {
-            let Some(vol) = host_paths.get(&*m.name) else { continue };
-            let Allowance::ReadOnly(prefix) = &vol.allowance else { continue };
-            if m.read_only == Some(true) {
-                continue;
-            }
-            self.v.violation(format!(
-                "`{}` mounts hostPath volume `{}` (`{}`) writable in {}, but host paths under `{prefix}` may only be mounted read-only: add `readOnly: true`",
-                self.t.container_path(c).key("volumeMounts").index(i),
-                m.name,
-                vol.path,
-                c.describe()
-            ));
-        }
-    }
-
-    /// Each volume in order: its host path, its type, its flexVolume driver.
-    fn volumes(&mut self, host_paths: &HostPaths) {
-        let restrict_types = self.s.restrict_volume_types;
-        let flex_listed = !is_wildcard(&self.s.allowed_flex_volume_drivers);
-        if !self.s.restrict_host_path && !restrict_types && !flex_listed {
-            return;
-        }
-        let skipped = self.skipped_volumes();
-        let t = self.t;
-        for (i, vol) in t.spec.volumes.iter().enumerate() {
-            let at = self.spec_path().key("volumes").index(i);
-            let denied_host_path = host_paths.get(&*vol.name).filter(|v| v.index == i && v.allowance == Allowance::Denied);
-            if let Some(hp) = denied_host_path {
-                self.host_path_violation(&vol.name, hp);
-            }
-            if skipped.contains(&*vol.name) {
-                continue;
-            }
-            if restrict_types {
-                let allowed = &self.s.allowed_volume_types;
-                let instead = if allowed.iter().any(|a| a == "persistentVolumeClaim") {
-                    "use a PersistentVolumeClaim instead".to_string()
-                } else if allowed.is_empty() {
-                    "remove it".to_string()
-                } else {
-                    "use a volume of one of those types instead".to_string()
-                };
-                let only = if allowed.is_empty() {
-                    "no volumes are allowed".to_string()
-                } else {
-                    format!("only {} volumes are allowed", quoted(allowed))
-                };
-                if vol.sources.is_empty() {
-                    self.v.violation(format!("volume `{}` (`{at}`) has no source, and {only}: {instead}", vol.name));
-                }
-                for source in &vol.sources {
-                    // A refused host path already has its message.
-                    let said = &**source == "hostPath" && denied_host_path.is_some();
-                    if said || allowed.iter().any(|a| a == &**source) {
-                        continue;
-                    }
-                    self.v.violation(format!(
-                        "volume `{}` is of type `{source}` (`{}`), and {only}: {instead}",
-                        vol.name,
-                        at.key(source.to_string())
-                    ));
-                }
-            }
-            if flex_listed && let Some(flex) = &vol.flex_volume {
-                let allowed = &self.s.allowed_flex_volume_drivers;
-                if !aigov_sdk::base::glob::any_match(allowed, &flex.driver) {
-                    let why = if allowed.is_empty() {
-                        "and flexVolume volumes are not allowed: use a CSI driver instead".to_string()
-                    } else {
-                        let drivers: Vec<&str> = allowed.iter().map(Glob::as_str).collect();
-                        format!("which is not an allowed driver: use {}", one_of(&drivers))
-                    };
-                    self.v.violation(format!(
-                        "volume `{}` uses the flexVolume driver `{}` (`{}`), {why}",
-                        vol.name,
-                        flex.driver,
-                        at.keys(&["flexVolume", "driver"])
-                    ));
-                }
-            }
-        }
-    }
-
-    fn host_path_violation(&mut self, name: &str, vol: &HostPathVolume) {
-        let field = self.spec_path().key("volumes").index(vol.index).keys(&["hostPath", "path"]);
-        let cleaned = clean(&vol.path);
-        let why = if self.s.allowed_host_paths.is_empty() {
-            "and hostPath volumes are not allowed".to_string()
-        } else {
-            let prefixes: Vec<&str> = self.s.allowed_host_paths.iter().map(|p| p.path_prefix.as_str()).collect();
-            format!("outside the allowed host paths {}", quoted(&prefixes))
-        };
-        let message = if cleaned == "/dev" || cleaned.starts_with("/dev/") {
-            format!(
-                "volume `{name}` mounts the node's device path `{}` (`{field}`), {why}: request the device as a resource \
-                 (GPUs as `nvidia.com/gpu`) and let its device plugin mount it",
-                vol.path
-            )
-        } else {
-            format!(
-                "volume `{name}` mounts the node's `{}` (`{field}`), {why}: use a PersistentVolumeClaim, an `emptyDir` or a `configMap` instead",
-                vol.path
-            )
-        };
-        self.v.violation(message);
-    }
 }
 
 /// A container's `securityContext` path and its description, each written
@@ -972,53 +770,6 @@ fn for_whom(place: Option<&Place<'_, '_, '_>>) -> String {
 /// Whether a pattern list is `["*"]`, which allows everything.
 fn is_wildcard(list: &[Glob]) -> bool {
     matches!(list, [only] if only.as_str() == "*")
-}
-
-fn not_allowed_profile(what: &str, allowed: &[Glob]) -> String {
-    if allowed.is_empty() {
-        format!("and `Localhost` {what} profiles are not allowed")
-    } else {
-        format!("which is not an allowed `Localhost` {what} profile")
-    }
-}
-
-fn use_allowed_profile(default: &str, prefix: &str, allowed: &[Glob]) -> String {
-    if allowed.is_empty() {
-        format!("use `{default}`")
-    } else {
-        let names: Vec<String> = allowed.iter().map(|g| format!("{prefix}{}", g.as_str())).collect();
-        format!("use `{default}`, or {}", one_of(&names))
-    }
-}
-
-/// Whether an entry allows the options: every field they set matches the
-/// entry's pattern for it (an entry without the field allows only options
-/// without it).
-fn se_linux_matches(entry: &SeLinuxEntry, options: &SeLinuxOptions<'_>) -> bool {
-    [(&entry.user, &options.user), (&entry.role, &options.role), (&entry.kind, &options.kind), (&entry.level, &options.level)]
-        .into_iter()
-        .all(|(pattern, value)| match value.as_deref().filter(|v| !v.is_empty()) {
-            None => true,
-            Some(v) => pattern.as_ref().is_some_and(|p| p.matches(v)),
-        })
-}
-
-/// `` `user: system_u`, `type: spc_t` `` (the fields set), or `nothing`.
-fn se_linux_set(options: &SeLinuxOptions<'_>) -> String {
-    let set: Vec<String> = [("user", &options.user), ("role", &options.role), ("type", &options.kind), ("level", &options.level)]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| format!("`{k}: {v}`")))
-        .collect();
-    if set.is_empty() { "nothing".into() } else { set.join(", ") }
-}
-
-/// An allowed SELinux entry as YAML: `{type: container_t, level: *}`.
-fn se_linux_entry(entry: &SeLinuxEntry) -> String {
-    let set: Vec<String> = [("user", &entry.user), ("role", &entry.role), ("type", &entry.kind), ("level", &entry.level)]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {}", v.as_str())))
-        .collect();
-    format!("{{{}}}", set.join(", "))
 }
 
 fn in_ranges(id: i64, allowed: &[IdRange]) -> bool {
@@ -1067,127 +818,8 @@ fn prefixed_drop(field: &Path, d: &str, who: &dyn fmt::Display, cap: &str) -> St
     )
 }
 
-/// What the allowlist says of one host path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Allowance {
-    /// Under no allowed prefix.
-    Denied,
-    /// Under an allowed prefix, mounted however.
-    Allowed,
-    /// Only under read-only prefixes (the first named).
-    ReadOnly(String),
-}
-
-struct HostPathVolume {
-    index: usize,
-    path: String,
-    allowance: Allowance,
-}
-
-type HostPaths = BTreeMap<String, HostPathVolume>;
-
-/// PodSecurityPolicy's `allowedHostPaths` semantics: the path is allowed
-/// when some prefix covers it; it must be read-only only if every prefix
-/// that covers it says so (`anyWritable`), or if the longest one does
-/// (`longestPrefix`).
-fn allowance(allowed: &[AllowedHostPath], precedence: HostPathPrecedence, path: &str) -> Allowance {
-    let covering = allowed.iter().filter(|a| covers(a, path));
-    let decides: Option<&AllowedHostPath> = match precedence {
-        HostPathPrecedence::AnyWritable => {
-            let mut first = None;
-            for a in covering {
-                if !a.read_only {
-                    return Allowance::Allowed;
-                }
-                first.get_or_insert(a);
-            }
-            first
-        }
-        HostPathPrecedence::LongestPrefix => {
-            // The longest prefix, and of equal ones a writable one.
-            covering.max_by_key(|a| (prefix_length(a), !a.read_only))
-        }
-    };
-    match decides {
-        None => Allowance::Denied,
-        Some(a) if a.read_only => Allowance::ReadOnly(a.path_prefix.clone()),
-        Some(_) => Allowance::Allowed,
-    }
-}
-
-fn prefix_length(a: &AllowedHostPath) -> usize {
-    match a.matching {
-        PathMatch::Components => clean(&a.path_prefix).len(),
-        PathMatch::String => a.path_prefix.len(),
-    }
-}
-
-/// Whether an allowed prefix covers a path (cleaned first, so that
-/// `/data/../etc` is not under `/data`).
-fn covers(allowed: &AllowedHostPath, path: &str) -> bool {
-    match allowed.matching {
-        PathMatch::Components => has_path_prefix(path, &allowed.path_prefix),
-        PathMatch::String => {
-            let path = clean(path);
-            path.starts_with('/') && path.starts_with(allowed.path_prefix.as_str())
-        }
-    }
-}
-
-/// Whether `path` is `prefix` or under it, both cleaned first (so
-/// `/data/../etc` is not under `/data`, and `/database` is not under
-/// `/data`).
-fn has_path_prefix(path: &str, prefix: &str) -> bool {
-    let (path, prefix) = (clean(path), clean(prefix));
-    if !path.starts_with('/') || !prefix.starts_with('/') {
-        return false;
-    }
-    prefix == "/" || path == prefix || path.strip_prefix(&prefix).is_some_and(|rest| rest.starts_with('/'))
-}
-
-/// Go's `path.Clean`: one `/` between components, no `.`, `..` resolved
-/// lexically (never above the root).
-fn clean(path: &str) -> String {
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            c => parts.push(c),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
-}
-
 fn host_process(sc: &SecurityContext<'_>) -> bool {
     sc.windows_options.as_ref().and_then(|w| w.host_process) == Some(true)
-}
-
-fn valid_seccomp(p: &Profile<'_>) -> bool {
-    matches!(p.kind.as_deref(), Some("RuntimeDefault" | "Localhost"))
-}
-
-fn valid_app_armor(p: &Profile<'_>) -> bool {
-    matches!(p.kind.as_deref(), Some("RuntimeDefault" | "Localhost"))
-}
-
-fn shown(kind: Option<&str>) -> String {
-    match kind {
-        Some(k) => format!("`{k}`"),
-        None => "not set".into(),
-    }
 }
 
 /// Whether a value is only a reference to an earlier variable of the same
@@ -1205,58 +837,6 @@ aigov_sdk::export_policy!(WorkloadSecurity);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clean_paths_like_go() {
-        for (input, want) in [
-            ("/", "/"),
-            ("/data", "/data"),
-            ("/data/", "/data"),
-            ("//data//x/", "/data/x"),
-            ("/data/./x", "/data/x"),
-            ("/data/../etc", "/etc"),
-            ("/../..", "/"),
-            ("a/../../b", "../b"),
-            ("", "."),
-        ] {
-            assert_eq!(clean(input), want, "{input}");
-        }
-    }
-
-    #[test]
-    fn host_path_prefixes_by_whole_components() {
-        assert!(has_path_prefix("/data", "/data"));
-        assert!(has_path_prefix("/data/x", "/data/"));
-        assert!(!has_path_prefix("/database", "/data"));
-        assert!(!has_path_prefix("/data/../etc", "/data"));
-        assert!(has_path_prefix("/anything", "/"));
-        assert!(!has_path_prefix("data/x", "/data"));
-        let allowed = [
-            AllowedHostPath { path_prefix: "/mnt".into(), read_only: true, matching: PathMatch::Components },
-            AllowedHostPath { path_prefix: "/mnt/scratch".into(), read_only: false, matching: PathMatch::Components },
-        ];
-        let any = HostPathPrecedence::AnyWritable;
-        assert_eq!(allowance(&allowed, any, "/mnt/models"), Allowance::ReadOnly("/mnt".into()));
-        assert_eq!(allowance(&allowed, any, "/mnt/scratch/x"), Allowance::Allowed, "a writable prefix wins");
-        assert_eq!(allowance(&allowed, any, "/etc"), Allowance::Denied);
-        // The longest prefix decides, read-only or not.
-        let allowed = [
-            AllowedHostPath { path_prefix: "/foo".into(), read_only: false, matching: PathMatch::Components },
-            AllowedHostPath { path_prefix: "/foo/bar/".into(), read_only: true, matching: PathMatch::Components },
-        ];
-        let longest = HostPathPrecedence::LongestPrefix;
-        assert_eq!(allowance(&allowed, longest, "/foo/bar/x"), Allowance::ReadOnly("/foo/bar/".into()));
-        assert_eq!(allowance(&allowed, longest, "/foo/baz"), Allowance::Allowed);
-        assert_eq!(allowance(&allowed, any, "/foo/bar/x"), Allowance::Allowed);
-        // By characters: the device files of one family.
-        let nvidia = [AllowedHostPath { path_prefix: "/dev/nvidia".into(), read_only: false, matching: PathMatch::String }];
-        for path in ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia"] {
-            assert_eq!(allowance(&nvidia, any, path), Allowance::Allowed, "{path}");
-        }
-        for path in ["/dev/nvidi", "/dev/nvidia0/../sda", "/dev/dri", "dev/nvidia0"] {
-            assert_eq!(allowance(&nvidia, any, path), Allowance::Denied, "{path}");
-        }
-    }
 
     fn violations(object: &str, settings: &Settings) -> Vec<String> {
         let request = format!(r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Pod"}},"operation":"CREATE","object":{object}}}"#);
@@ -1312,22 +892,5 @@ mod tests {
         assert_eq!(dropped(&all, "NET_RAW"), Dropped::Yes);
         assert_eq!(dropped(&all, "ALL"), Dropped::Yes);
         assert_eq!(dropped(&drop, "ALL"), Dropped::No, "only `ALL` drops `ALL`");
-    }
-
-    #[test]
-    fn se_linux_entries_match_the_fields_set() {
-        let entry = SeLinuxEntry { user: None, role: None, kind: Some(Glob::new("container_t")), level: Some(Glob::new("*")) };
-        let options = |user: Option<&'static str>, kind: Option<&'static str>, level: Option<&'static str>| SeLinuxOptions {
-            user: user.map(Into::into),
-            role: None,
-            kind: kind.map(Into::into),
-            level: level.map(Into::into),
-        };
-        assert!(se_linux_matches(&entry, &options(None, Some("container_t"), Some("s0:c1,c2"))));
-        assert!(se_linux_matches(&entry, &options(Some(""), None, None)), "empty is unset");
-        assert!(!se_linux_matches(&entry, &options(Some("system_u"), Some("container_t"), None)));
-        assert!(!se_linux_matches(&entry, &options(None, Some("spc_t"), None)));
-        assert_eq!(se_linux_set(&options(Some("system_u"), Some("spc_t"), None)), "`user: system_u`, `type: spc_t`");
-        assert_eq!(se_linux_entry(&entry), "{type: container_t, level: *}");
     }
 }
