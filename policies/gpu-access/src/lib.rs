@@ -3,8 +3,8 @@
 //!
 //! - A pod template that requests GPUs runs as a service account allowed in
 //!   its namespace (`serviceAccounts`) and selects GPU nodes the way the
-//!   cluster labels them (`requiredNodeSelector`, the seed's `accelerator:
-//!   nvidia-gpu`).
+//!   cluster labels them (`requiredNodeSelector`, by default the Kyverno
+//!   example's `accelerator: nvidia-gpu`).
 //! - A pod template that requests no GPU does not aim at GPU nodes (node
 //!   selector or affinity on a GPU node label) and does not tolerate their
 //!   taint: CPU batch jobs parked on GPU nodes take the CPUs and memory GPU
@@ -29,7 +29,7 @@ use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
 
-pub use settings::{CpuTraining, SEED_NODE_LABEL, ServiceAccounts, Settings, VISIBLE_DEVICES, VisibleDevices};
+pub use settings::{CpuTraining, DEFAULT_NODE_LABEL, ServiceAccounts, Settings, VISIBLE_DEVICES, VisibleDevices};
 
 /// The rule.
 pub struct GpuAccess;

@@ -18,11 +18,11 @@ pub struct Settings {
     /// The service accounts pods that request GPUs may run as, per
     /// namespace: the first entry whose `namespaces` selects the pod's
     /// namespace applies; in a namespace no entry selects, any service
-    /// account may. Default: `gpu-training` everywhere (the seed's).
+    /// account may. Default: `gpu-training` everywhere, as in the Kyverno example.
     pub service_accounts: Vec<ServiceAccounts>,
     /// Node labels pods that request GPUs must pin, with `nodeSelector` or
-    /// required node affinity, to these values. Default the seed's
-    /// `accelerator: nvidia-gpu`. These labels mark GPU nodes too.
+    /// required node affinity, to these values. Default the Kyverno
+    /// example's `accelerator: nvidia-gpu`. These labels mark GPU nodes too.
     pub required_node_selector: BTreeMap<String, String>,
     /// Node label keys (wildcards allowed) that only GPU nodes carry: pod
     /// templates that request no GPU must not aim at them.
@@ -55,14 +55,14 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-/// The seed's GPU node label.
-pub const SEED_NODE_LABEL: (&str, &str) = ("accelerator", "nvidia-gpu");
+/// The GPU node label of the Kyverno example this rule comes from.
+pub const DEFAULT_NODE_LABEL: (&str, &str) = ("accelerator", "nvidia-gpu");
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             service_accounts: vec![ServiceAccounts { namespaces: NamespaceSelector::default(), allowed: vec![Glob::new("gpu-training")] }],
-            required_node_selector: [(SEED_NODE_LABEL.0.to_string(), SEED_NODE_LABEL.1.to_string())].into_iter().collect(),
+            required_node_selector: [(DEFAULT_NODE_LABEL.0.to_string(), DEFAULT_NODE_LABEL.1.to_string())].into_iter().collect(),
             gpu_node_labels: [
                 "nvidia.com/*",
                 "amd.com/*",

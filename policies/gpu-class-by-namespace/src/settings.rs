@@ -17,8 +17,8 @@ pub const GFD_PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 pub struct Settings {
     /// Which GPU products pods in which namespaces may use, in order: the
     /// first entry whose `namespaces` selects the pod's namespace applies;
-    /// a namespace no entry selects is not checked. Default: the seed's "no
-    /// H100 GPUs in dev namespaces".
+    /// a namespace no entry selects is not checked. Default: "no H100 GPUs in
+    /// dev namespaces", as NVIDIA's Kyverno guide writes it.
     pub products: Vec<Products>,
     /// The node label that names a node's GPU product. Default
     /// `nvidia.com/gpu.product` (NVIDIA GPU feature discovery).

@@ -52,8 +52,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-/// The seed's figure: 16 GPUs, the GPU capacity of a team's Volcano queue
-/// and Kueue ClusterQueue in the source documents.
+/// 16 GPUs: the GPU capacity of a team's Volcano queue and Kueue
+/// ClusterQueue in the Kyverno blog's examples.
 pub const DEFAULT_LIMIT: u64 = 16;
 
 impl Default for Settings {

@@ -1,6 +1,6 @@
 //! `model-provenance`: serving and training workloads say which model
 //! version they are and what data it came from, in annotations on the
-//! workload itself (by default the seed's `ai/version: v*` and
+//! workload itself (by default the Kyverno example's `ai/version: v*` and
 //! `ai/dataset: *-vault`), and carry a data classification label
 //! (`data-classification`: `public`, `internal`, `confidential` or
 //! `restricted`) on the workload and on its pod templates.
@@ -12,7 +12,7 @@
 //! such.
 //!
 //! Annotations are read on the workload's own `metadata.annotations`, as the
-//! seed's pattern reads them: provenance describes the workload (which model
+//! Kyverno example's pattern reads them: provenance describes the workload (which model
 //! an InferenceService serves, what a PyTorchJob trains on), once, where
 //! inventories and audit reports list it; a PyTorchJob's master and worker
 //! templates, or a Deployment's pods, would only repeat it. Pod templates

@@ -34,7 +34,7 @@ pub struct Settings {
     /// Annotations the workload's own `metadata.annotations` must carry,
     /// each with the wildcard patterns its value must match (`[]`: any
     /// non-empty value), or a regular expression (`{regex: ...}`). Default:
-    /// the seed's `ai/version: v*` and `ai/dataset: *-vault`.
+    /// the Kyverno example's `ai/version: v*` and `ai/dataset: *-vault`.
     pub required_annotations: BTreeMap<String, AllowedValues<Glob>>,
     /// Labels the workload (and, with `requireOnPodTemplates`, its pod
     /// templates) must carry, each with its allowed values (`[]`: any

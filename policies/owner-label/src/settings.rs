@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
-    /// The label that names the owner. Default `owner` (the seed's).
+    /// The label that names the owner. Default `owner`, as
+    /// the Kyverno example this rule comes from names it.
     pub owner_label: String,
     /// The annotation that keeps the owner's user name exactly as
     /// Kubernetes authenticated it. Default `aigov.dev/owner`.
     pub owner_annotation: String,
-    /// Fixed labels added beside the owner (the seed's
-    /// `use-case: customer-support-llm`). Default none.
+    /// Fixed labels added beside the owner (the Kyverno
+    /// example adds `use-case: customer-support-llm`). Default none.
     pub labels: BTreeMap<String, String>,
     /// Whether the rule's values replace values the object already has.
     /// Default `false`: an existing value is left alone.

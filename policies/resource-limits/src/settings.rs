@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
     /// Resources every container must set a limit for. Default `cpu` and
-    /// `memory` (the seed's). `[]` checks no limits, only the GPU rules.
+    /// `memory`, as the Kyverno example requires. `[]` checks no limits, only the GPU rules.
     pub required_limits: Vec<String>,
     /// Resources every container must request (a limit alone counts:
     /// Kubernetes copies it to the request). Default `[]`.

@@ -1,5 +1,5 @@
 //! `workload-classification`: every workload, and every pod template inside
-//! it, carries the seed's data platform classification: `team`,
+//! it, carries the Kyverno blog's data platform classification: `team`,
 //! `cost-center`, `workload-type` (`jupyter-notebook`, `ml-training`,
 //! `data-processing`, `model-inference`, `report-generation`) and
 //! `compute-type` (`gpu`, `cpu`, `mixed`); and `compute-type` tells the

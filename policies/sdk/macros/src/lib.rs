@@ -4,7 +4,7 @@
 //! finds the rule from where its type is written (`Rule`'s source file,
 //! `policies/<rule>/src/lib.rs`: the same whether the rule is built as its
 //! own crate or compiled into the bundle as a module), reads
-//! `policies/<rule>/metadata.yml`, validates it exactly as `aigov annotate`
+//! `policies/<rule>/metadata.yml`, validates it exactly as `aigov build annotate`
 //! will (so a metadata file Kubewarden would refuse fails the build, naming
 //! the file and field), and expands to an
 //! `aigov_sdk::runtime::metadata::PolicyMetadata` value. The rule's name and version

@@ -218,7 +218,7 @@ pub const KUBERNETES_CAPABILITIES: [&str; 4] =
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Metadata {
-    /// `v1`; not written in `metadata.yml`: `aigov annotate` asks the module.
+    /// `v1`; not written in `metadata.yml`: `aigov build annotate` asks the module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
     /// The requests the policy receives. Required. `metadata.yml` may write

@@ -443,7 +443,7 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at);
 }
 
-/// Every rule of the bundle with the settings `aigov fuzz-corpus` wrote
+/// Every rule of the bundle with the settings `aigov build fuzz-corpus` wrote
 /// (`$AIGOV_FUZZ_DIR/settings.json`, default `target/fuzz`; each rule's
 /// defaults without it): what the fuzz targets test.
 pub fn subjects_from_env(rules: &'static [NativePolicy], bundle: &'static NativePolicy) -> Subjects {
