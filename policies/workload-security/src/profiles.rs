@@ -5,8 +5,8 @@
 use aigov_sdk::model::pod::{Profile, SeLinuxOptions};
 use aigov_sdk::prelude::*;
 
-use crate::settings::{SeLinuxEntry, SeLinuxRule};
-use crate::{Check, Place, for_whom, is_wildcard};
+use super::settings::{SeLinuxEntry, SeLinuxRule};
+use super::{Check, Place, for_whom, is_wildcard};
 
 /// The kind of profile a `Localhost` profile name is for.
 #[derive(Clone, Copy)]

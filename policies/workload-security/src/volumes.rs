@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aigov_sdk::prelude::*;
 
-use crate::settings::{AllowedHostPath, HostPathPrecedence, PathMatch};
-use crate::{Check, is_wildcard};
+use super::settings::{AllowedHostPath, HostPathPrecedence, PathMatch};
+use super::{Check, is_wildcard};
 
 impl Check<'_, '_> {
     /// The volumes only skipped containers mount (`skipInitContainers`,
