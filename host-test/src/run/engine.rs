@@ -155,9 +155,8 @@ fn build(fuel: bool) -> Result<Engine> {
         .table_keep_resident(64 << 10)
         // Reset only the pages an instance dirtied when its slot is reused
         // (Linux 6.7's PAGEMAP_SCAN; elsewhere the memset of everything kept
-        // resident, as before): instantiation 9.8 -> 5.8 µs (module) and
-        // 8.7 -> 4.9 µs (component), a fresh-instance request a tenth
-        // cheaper (BENCHMARKS.md).
+        // resident, as before): it makes instantiation cheaper
+        // (BENCHMARKS.md, "Fresh and warm instances").
         .pagemap_scan(wasmtime::Enabled::Auto);
     let mut config = Config::new();
     config

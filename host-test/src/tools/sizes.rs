@@ -1,9 +1,8 @@
 //! The guests' code sizes against a recorded baseline.
 //!
-//! LLVM's inlining moves with small source changes: one field's type
-//! (04bac5c) made every rule 19 KB larger, because `into_template` was
-//! inlined at six more call sites, and only a reader of the sizes table would
-//! have seen it. `aigov build sizes` compares the bytes of code in every artifact
+//! LLVM's inlining moves with small source changes: one field's type can
+//! make every rule tens of kilobytes larger (BENCHMARKS.md, "Sizes, and an
+//! inlining surprise"), and only a reader of the sizes table would see it. `aigov build sizes` compares the bytes of code in every artifact
 //! (the code sections of a module, or of every core module in a component)
 //! with the ones recorded in `host-test/code-sizes.json`, and `make test`
 //! fails when one grew by more than the tolerance. Code, not the file:
