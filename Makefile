@@ -63,7 +63,7 @@ KEY        ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
+.PHONY: wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check kubewarden-bench playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -77,6 +77,7 @@ help:
 	@echo "make jco-check     every component under Node.js (jco transpile) answers every case as the harness does"
 	@echo "make wasmtime-check  every import-free component under the wasmtime CLI (run --invoke) answers every case as the harness does"
 	@echo "make kubewarden-check KWCTL=path POLICY_SERVER=path  every case through Kubewarden's kwctl and policy-server (not built here)"
+	@echo "make kubewarden-bench POLICY_SERVER=path [POD_PRIVILEGED=module]  the bundle against a null policy through policy-server"
 	@echo "make playground    the browser playground (artifacts/playground); serve it with target/release/aigov playground"
 	@echo "make playground-check  the playground in headless Chromium: verdicts, highlighting, diffs, the whole case corpus"
 
@@ -213,7 +214,7 @@ push: artifacts
 lint: setup | aigov wasm
 	$(CARGO) fmt --all -- --check
 	+$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
-	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -p rule-template -- -D warnings
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-wasip1 $(RULES:%=-p %) -p rule-template -p null-policy -- -D warnings
 	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) clippy --locked --profile wasm --target wasm32-unknown-unknown $(RULES:%=-p %) -p rule-template -- -D warnings
 
 ## Native unit tests of every crate, and every case file as a named test
@@ -368,6 +369,32 @@ kubewarden-check: case-records e2e-deps
 	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pyyaml jsonpatch
 	python3 host-test/tests/kubewarden/check.py kwctl $(KWCTL) $(CASE_RECORDS) $(ARTIFACTS)
 	host-test/tests/kubewarden/served.sh $(KWCTL) $(POLICY_SERVER) $(AIGOV) $(ARTIFACTS) $(CASE_RECORDS) $(KUBEWARDEN_OUT)
+
+## What the catalogue costs behind Kubewarden's own policy-server
+## (BENCHMARKS.md, "Through policy-server"): a null policy that accepts
+## without reading (host-test/bench/null-policy), Kubewarden's pod-privileged
+## if POD_PRIVILEGED names its annotated module (as `kwctl pull` fetches it,
+## or built and `kwctl annotate`d), one rule, and the bundle with the
+## lookup-free rules and with all of them, each timed by wrk on loopback
+## at 1 and 16 connections in interleaved rounds (bench.py);
+## BENCH_ARGS=--perf also splits each policy's CPU per request by where it
+## ran (needs `perf`). Not in `make test`: it times, and this project does
+## not build policy-server. About 5 minutes, after the artifacts.
+KUBEWARDEN_BENCH_OUT := $(CURDIR)/target/kubewarden-bench
+NULL_POLICY := $(KUBEWARDEN_BENCH_OUT)/null-policy.wasm
+kubewarden-bench: artifacts
+	@test -x "$(POLICY_SERVER)" || \
+	  { echo "kubewarden-bench: set POLICY_SERVER=<policy-server binary> [POD_PRIVILEGED=<module>]" >&2; exit 2; }
+	@command -v wrk >/dev/null || { \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	  echo "installing wrk (apt)"; $$sudo $(APT_INSTALL) wrk; }
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pyyaml
+	+RUSTFLAGS="$(WASM_RUSTFLAGS)" $(CARGO) build --locked --profile wasm --target wasm32-wasip1 -p null-policy
+	mkdir -p $(KUBEWARDEN_BENCH_OUT)
+	$(AIGOV) build annotate target/wasm32-wasip1/wasm/null_policy.wasm \
+	  --metadata host-test/bench/null-policy/metadata.yml -o $(NULL_POLICY)
+	python3 host-test/tests/kubewarden/bench.py $(POLICY_SERVER) $(AIGOV) $(ARTIFACTS) $(NULL_POLICY) $(KUBEWARDEN_BENCH_OUT) \
+	  $(if $(POD_PRIVILEGED),--pod-privileged $(POD_PRIVILEGED)) $(BENCH_ARGS)
 
 ## The plainest host: the wasmtime CLI, the version the harness links,
 ## installed once into target/tools (about 4 minutes here). Only what
