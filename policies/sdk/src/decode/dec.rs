@@ -636,6 +636,15 @@ impl<'a, T: Decode<'a>> Decode<'a> for Option<T> {
     }
 }
 
+/// A large value kept on the heap, so that the frames of the decoders that
+/// hold it stay small: a fresh instance pays a page fault for every page of
+/// shadow stack it reaches.
+impl<'a, T: Decode<'a>> Decode<'a> for Box<T> {
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        T::decode(d).map(Box::new)
+    }
+}
+
 impl<'a, T: Decode<'a>> Decode<'a> for Vec<T> {
     fn decode(d: &mut Dec<'a>) -> R<Self> {
         let mut out = Vec::new();

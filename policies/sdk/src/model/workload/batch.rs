@@ -11,6 +11,7 @@ use super::template::{Role, Scale, ScaleWhy};
 use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
 
 /// Decodes an object of one of this family's kinds.
+#[inline(never)] // Its locals kept out of `decode_workload`'s frame (see there).
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
     use WorkloadKind::*;
     let root = Path::root();

@@ -12,59 +12,69 @@ use super::template::{PodTemplate, Role, Scale, ScaleWhy};
 use super::{JobTemplate, Obj, PodTemplateSpec, Workload};
 
 /// Decodes an object of one of this family's kinds.
+///
+/// One function per kind, each out of line: inlined together, every
+/// kind's object sat in one stack frame, and a fresh instance pays a page
+/// fault for each page of shadow stack a request reaches.
+#[inline(never)] // Its locals kept out of `decode_workload`'s frame (see there).
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
     use WorkloadKind::*;
-    let root = Path::root();
-    let spec_path = root.key("spec");
-    Ok(match kind {
-        Pod => {
-            let o = Obj::<PodSpec<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            w.others.push(PodTemplate::bare_pod(o.spec));
-            w
-        }
-        Deployment | StatefulSet | ReplicaSet | ReplicationController => {
-            let o = Obj::<Replicated<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            let scale = Scale::field(spec_path.key("replicas"), o.spec.replicas, 1, "1 replica");
-            w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
-            w
-        }
-        DaemonSet => {
-            let o = Obj::<Replicated<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            let scale = Scale { pods: None, why: ScaleWhy::Words("a DaemonSet runs one pod on every matching node") };
-            w.others.extend(o.spec.template.into_template(spec_path.key("template"), Role::Template, scale));
-            w
-        }
-        Job => {
-            let o = Obj::<JobSpec<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            w.suspend = o.spec.suspend;
-            w.others.extend(o.spec.into_template(&spec_path));
-            w
-        }
-        CronJob => {
-            let o = Obj::<CronJobSpec<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            let jt = spec_path.key("jobTemplate");
-            w.suspend = o.spec.suspend;
-            w.job_templates.push(JobTemplate { path: jt.clone(), metadata: o.spec.job_template.metadata.unwrap_or_default() });
-            w.others.extend(o.spec.job_template.spec.into_template(&jt.key("spec")));
-            w
-        }
-        Notebook => {
-            let o = Obj::<Replicated<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            w.others.extend(o.spec.template.into_template(
-                spec_path.key("template"),
-                Role::Template,
-                Scale::one("a Notebook runs one pod"),
-            ));
-            w
-        }
-        _ => return Err(d.invalid_type("a workload of this family")),
-    })
+    match kind {
+        Pod => pod(d),
+        Deployment | StatefulSet | ReplicaSet | ReplicationController | DaemonSet | Notebook => replicated(kind, d),
+        Job => job(d),
+        CronJob => cron_job(d),
+        _ => Err(d.invalid_type("a workload of this family")),
+    }
+}
+
+/// `spec`, where each kind of this family keeps its template.
+fn spec_path() -> Path {
+    Path::root().key("spec")
+}
+
+#[inline(never)]
+fn pod<'a>(d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let o = Obj::<PodSpec<'a>>::decode(d)?;
+    let mut w = Workload::empty(WorkloadKind::Pod, o.metadata);
+    w.others.push(PodTemplate::bare_pod(o.spec));
+    Ok(w)
+}
+
+/// Deployment, StatefulSet, ReplicaSet, ReplicationController, DaemonSet,
+/// Notebook: a template, and how many pods it makes.
+#[inline(never)]
+fn replicated<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let o = Obj::<Replicated<'a>>::decode(d)?;
+    let mut w = Workload::empty(kind, o.metadata);
+    let spec = spec_path();
+    let scale = match kind {
+        WorkloadKind::DaemonSet => Scale { pods: None, why: ScaleWhy::Words("a DaemonSet runs one pod on every matching node") },
+        WorkloadKind::Notebook => Scale::one("a Notebook runs one pod"),
+        _ => Scale::field(spec.key("replicas"), o.spec.replicas, 1, "1 replica"),
+    };
+    w.others.extend(o.spec.template.into_template(spec.key("template"), Role::Template, scale));
+    Ok(w)
+}
+
+#[inline(never)]
+fn job<'a>(d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let o = Obj::<JobSpec<'a>>::decode(d)?;
+    let mut w = Workload::empty(WorkloadKind::Job, o.metadata);
+    w.suspend = o.spec.suspend;
+    w.others.extend(o.spec.into_template(&spec_path()));
+    Ok(w)
+}
+
+#[inline(never)]
+fn cron_job<'a>(d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let o = Obj::<CronJobSpec<'a>>::decode(d)?;
+    let mut w = Workload::empty(WorkloadKind::CronJob, o.metadata);
+    let jt = spec_path().key("jobTemplate");
+    w.suspend = o.spec.suspend;
+    w.job_templates.push(JobTemplate { path: jt.clone(), metadata: o.spec.job_template.metadata.unwrap_or_default() });
+    w.others.extend(o.spec.job_template.spec.into_template(&jt.key("spec")));
+    Ok(w)
 }
 
 /// Deployment, StatefulSet, ReplicaSet, ReplicationController, DaemonSet,

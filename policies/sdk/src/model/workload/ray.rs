@@ -10,41 +10,46 @@ use crate::model::pod::{ObjectMeta, PodSpec};
 use super::template::{PodTemplate, Role, Scale, Shape};
 use super::{Obj, PodTemplateSpec, RayCluster, WorkerGroup, Workload};
 
-/// Decodes an object of one of this family's kinds.
+/// Decodes an object of one of this family's kinds, one function per kind
+/// (as `core::decode`).
+#[inline(never)] // Its locals kept out of `decode_workload`'s frame (see there).
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
-    use WorkloadKind::*;
-    let root = Path::root();
-    let spec_path = root.key("spec");
-    Ok(match kind {
-        RayCluster => {
-            let o = Obj::<RayClusterSpec<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            w.suspend = o.spec.suspend;
-            w.ray = Some(o.spec.into_view(spec_path));
-            w
-        }
-        RayJob => {
-            let o = Obj::<RayJobSpec<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            w.suspend = o.spec.suspend;
-            w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view(spec_path.key("rayClusterSpec")));
-            if let Some(t) = o.spec.submitter_pod_template {
-                w.others.extend(t.into_template(
-                    spec_path.key("submitterPodTemplate"),
-                    Role::RaySubmitter,
-                    Scale::one("one submitter pod"),
-                ));
-            }
-            w
-        }
-        RayService => {
-            let o = Obj::<RayServiceSpec<'a>>::decode(d)?;
-            let mut w = Workload::empty(kind, o.metadata);
-            w.ray = o.spec.ray_cluster_config.map(|s| s.into_view(spec_path.key("rayClusterConfig")));
-            w
-        }
-        _ => return Err(d.invalid_type("a workload of this family")),
-    })
+    match kind {
+        WorkloadKind::RayCluster => ray_cluster(d),
+        WorkloadKind::RayJob => ray_job(d),
+        WorkloadKind::RayService => ray_service(d),
+        _ => Err(d.invalid_type("a workload of this family")),
+    }
+}
+
+#[inline(never)]
+fn ray_cluster<'a>(d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let o = Obj::<RayClusterSpec<'a>>::decode(d)?;
+    let mut w = Workload::empty(WorkloadKind::RayCluster, o.metadata);
+    w.suspend = o.spec.suspend;
+    w.ray = Some(o.spec.into_view(Path::root().key("spec")));
+    Ok(w)
+}
+
+#[inline(never)]
+fn ray_job<'a>(d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let spec_path = Path::root().key("spec");
+    let o = Obj::<RayJobSpec<'a>>::decode(d)?;
+    let mut w = Workload::empty(WorkloadKind::RayJob, o.metadata);
+    w.suspend = o.spec.suspend;
+    w.ray = o.spec.ray_cluster_spec.map(|s| s.into_view(spec_path.key("rayClusterSpec")));
+    if let Some(t) = o.spec.submitter_pod_template {
+        w.others.extend(t.into_template(spec_path.key("submitterPodTemplate"), Role::RaySubmitter, Scale::one("one submitter pod")));
+    }
+    Ok(w)
+}
+
+#[inline(never)]
+fn ray_service<'a>(d: &mut Dec<'a>) -> R<Workload<'a>> {
+    let o = Obj::<RayServiceSpec<'a>>::decode(d)?;
+    let mut w = Workload::empty(WorkloadKind::RayService, o.metadata);
+    w.ray = o.spec.ray_cluster_config.map(|s| s.into_view(Path::root().key("spec").key("rayClusterConfig")));
+    Ok(w)
 }
 
 #[derive(Default)]

@@ -11,6 +11,7 @@ use super::template::{ModelSpec, ModelStorage, PodTemplate, Role, Scale, Shape, 
 use super::{Obj, Workload};
 
 /// Decodes an object of one of this family's kinds.
+#[inline(never)] // Its locals kept out of `decode_workload`'s frame (see there).
 pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>> {
     use WorkloadKind::*;
     let root = Path::root();
@@ -34,11 +35,13 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
     })
 }
 
+/// Components and models boxed: each holds a pod spec or a container, and
+/// held inline they made this family's decoder a 100 KiB stack frame.
 #[derive(Default)]
 struct IsvcSpec<'a> {
-    predictor: Option<IsvcComponent<'a>>,
-    transformer: Option<IsvcComponent<'a>>,
-    explainer: Option<IsvcComponent<'a>>,
+    predictor: Option<Box<IsvcComponent<'a>>>,
+    transformer: Option<Box<IsvcComponent<'a>>>,
+    explainer: Option<Box<IsvcComponent<'a>>>,
 }
 
 /// A KServe model container: a container plus where the model comes from.
@@ -79,24 +82,24 @@ struct IsvcComponent<'a> {
     max_replicas: Option<i64>,
     labels: StrMap<'a>,
     annotations: Annotations<'a>,
-    model: Option<IsvcModel<'a>>,
-    sklearn: Option<IsvcModel<'a>>,
-    xgboost: Option<IsvcModel<'a>>,
-    tensorflow: Option<IsvcModel<'a>>,
-    pytorch: Option<IsvcModel<'a>>,
-    triton: Option<IsvcModel<'a>>,
-    onnx: Option<IsvcModel<'a>>,
-    pmml: Option<IsvcModel<'a>>,
-    lightgbm: Option<IsvcModel<'a>>,
-    paddle: Option<IsvcModel<'a>>,
-    huggingface: Option<IsvcModel<'a>>,
+    model: Option<Box<IsvcModel<'a>>>,
+    sklearn: Option<Box<IsvcModel<'a>>>,
+    xgboost: Option<Box<IsvcModel<'a>>>,
+    tensorflow: Option<Box<IsvcModel<'a>>>,
+    pytorch: Option<Box<IsvcModel<'a>>>,
+    triton: Option<Box<IsvcModel<'a>>>,
+    onnx: Option<Box<IsvcModel<'a>>>,
+    pmml: Option<Box<IsvcModel<'a>>>,
+    lightgbm: Option<Box<IsvcModel<'a>>>,
+    paddle: Option<Box<IsvcModel<'a>>>,
+    huggingface: Option<Box<IsvcModel<'a>>>,
     /// The explainer's ART server.
-    art: Option<IsvcModel<'a>>,
+    art: Option<Box<IsvcModel<'a>>>,
     storage_uris: Vec<StorageUri<'a>>,
 }
 
 impl<'a> IsvcComponent<'a> {
-    fn into_template(self, path: Path, role: Role) -> PodTemplate<'a> {
+    fn into_template(self: Box<Self>, path: Path, role: Role) -> PodTemplate<'a> {
         let min = self.min_replicas;
         let scale = match self.max_replicas {
             Some(n) if n > 0 => Scale::field(path.key("maxReplicas"), Some(n), 1, ""),
