@@ -53,6 +53,7 @@ pub struct WapcModule {
 pub struct WapcInstance {
     store: Store<WapcState>,
     guest_call: TypedFunc<(i32, i32), i32>,
+    memory: wasmtime::Memory,
 }
 
 /// What a guest call can end in besides a response.
@@ -323,7 +324,8 @@ impl WapcModule {
             }
         }
         let guest_call = instance.get_typed_func::<(i32, i32), i32>(&mut store, "__guest_call")?;
-        Ok(WapcInstance { store, guest_call })
+        let memory = instance.get_memory(&mut store, "memory").context("the module exports no `memory`")?;
+        Ok(WapcInstance { store, guest_call, memory })
     }
 }
 
@@ -360,6 +362,11 @@ impl WapcInstance {
     /// Lines the guest logged.
     pub fn log(&self) -> &[String] {
         &self.store.data().log
+    }
+
+    /// The guest's linear memory as it is now.
+    pub fn memory(&self) -> &[u8] {
+        self.memory.data(&self.store)
     }
 
     /// How many times the guest grew its memory since it was instantiated.

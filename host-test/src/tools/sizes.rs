@@ -13,12 +13,15 @@
 //! burns answering each benchmark request in a fresh instance ([`fuel`]),
 //! which machine noise does not move, so a change that makes a rule slower
 //! fails `make test` the day it lands, as a larger one does, instead of
-//! waiting for someone to rerun the benchmark.
+//! waiting for someone to rerun the benchmark. With `--split` it says
+//! instead where the bundle's work goes, rule by rule, and which of it a
+//! fresh instance repeats ([`split`]).
 //!
 //! The record names the compiler that built it; another compiler inlines
 //! differently, so under another one the sizes are shown but not held to it.
 
 pub mod fuel;
+pub mod split;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -45,6 +48,11 @@ pub struct Args {
     /// `rustc -V`: the one `make` used).
     #[arg(long)]
     pub compiler: Option<String>,
+    /// Instead: where the bundle's work goes, rule by rule, on a warm
+    /// instance and only in a fresh one, and the pages a fresh instance
+    /// writes (Markdown, for BENCHMARKS.md)
+    #[arg(long, conflicts_with = "write")]
+    pub split: bool,
 }
 
 /// Growth of code allowed before the check fails, in percent.
@@ -308,6 +316,10 @@ pub fn report(record: &Record, record_path: &Path, now: &Record) -> (String, boo
 
 /// `aigov build sizes`: compare, or with `--write` record.
 pub fn run(args: &Args, out: &mut dyn std::io::Write) -> Result<std::process::ExitCode> {
+    if args.split {
+        write!(out, "{}", split::report(&args.artifacts)?)?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let compiler = match &args.compiler {
         Some(c) => c.clone(),
         None => compiler_version()?,
