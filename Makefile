@@ -376,7 +376,9 @@ kubewarden-check: case-records e2e-deps
 ## if POD_PRIVILEGED names its annotated module (as `kwctl pull` fetches it,
 ## or built and `kwctl annotate`d), one rule, and the bundle with the
 ## lookup-free rules and with all of them, each timed by wrk on loopback
-## at 1 and 16 connections in interleaved rounds (bench.py);
+## at 1 and 16 connections in interleaved rounds (bench.py), with the
+## benchmark cluster served to policy-server by a fixture API server
+## (apiserver.py; BENCH_ARGS=--no-cluster for none);
 ## BENCH_ARGS=--perf also splits each policy's CPU per request by where it
 ## ran (needs `perf`). Not in `make test`: it times, and this project does
 ## not build policy-server. About 5 minutes, after the artifacts.

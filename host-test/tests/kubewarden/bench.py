@@ -4,10 +4,9 @@
 `make kubewarden-bench POLICY_SERVER=… [POD_PRIVILEGED=…]` runs it:
 
     bench.py POLICY_SERVER AIGOV ARTIFACTS NULL_WASM OUT [--pod-privileged WASM]
-             [--rounds N] [--seconds S] [--rule RULE]
+             [--rounds N] [--seconds S] [--rule RULE] [--perf] [--no-cluster]
 
-One standalone policy-server (two workers, no cluster) serves, from local
-files:
+One standalone policy-server (two workers) serves, from local files:
 
 - `null`: a waPC module that accepts without reading (host-test/bench/null-policy),
   the floor every other figure is divided by;
@@ -16,10 +15,28 @@ files:
   `aigov manifests` writes for it;
 - `bundle-lookup-free`: aigov-bundle running every rule that reads nothing
   from the cluster;
-- `bundle-all`: aigov-bundle running all twenty rules. policy-server runs
-  without a cluster here, so the rules that look something up get
-  policy-server's lookup error at once and follow `onLookupError`: their
-  lookups cost a host call that fails, not a round trip to an API server.
+- `bundle-all`: aigov-bundle running all twenty rules, several of which
+  look the cluster up.
+
+The cluster is the harness's benchmark cluster (`bench_cluster` in
+host-test/src/tools/bench.rs, written to OUT/cluster): the benchmark Pod as
+`llm-finetune-worker-0` in `ml-training`, and the Namespaces `ml-training`
+and `ml-platform`, labelled `team: ml`. A fixture API server on loopback
+(apiserver.py, in a thread of this script) serves it over plain HTTP, and
+policy-server finds it through the kubeconfig OUT/kubeconfig (`KUBECONFIG`;
+kube-rs infers its client from it, no flag needed). policy-server keeps a
+reflector (a list, then a watch that stays open) for each list a rule
+makes and caches each get for 5 s, so that once warm `bundle-all`'s
+lookups are mostly answered from policy-server's memory, as in a cluster.
+Before timing, `bundle-all`'s answer to each request must be the one
+`aigov eval aigov-bundle --cluster OUT/cluster` gives with the same
+settings (allowed, message, warnings, whether it mutates), and
+policy-server must have logged no ERROR; the API server's requests are
+shown (OUT/apiserver.log has them all). With `--no-cluster` there is
+none: the lookups get policy-server's error at once, logged at ERROR
+level, and the rules follow `onLookupError` (gpu-quota and
+tenant-node-pools then refuse the admitted Pod): the failing-lookup path
+that runs before the API server measured.
 
 Each is sent the benchmark Pods' AdmissionReviews by wrk on loopback: `pod`
 (host-test/bench/pod-request.json, a GPU training Pod as the job
@@ -54,6 +71,10 @@ import time
 import urllib.request
 
 import yaml
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree for apiserver.py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import apiserver  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench")
@@ -103,14 +124,73 @@ def wait_ready(url, log, proc):
 
 
 def answer(url, body):
+    """policy-server's AdmissionResponse to `body`."""
     req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
-        response = json.load(r)["response"]
+        return json.load(r)["response"]
+
+
+def verdict(response):
     message = (response.get("status") or {}).get("message", "")
     verdict = "accepted" if response.get("allowed") else "rejected"
     if response.get("patch"):
         verdict += ", mutated"
     return verdict + (": " + message.split("\n")[0][:110] + "…" if message else "")
+
+
+def bench_cluster(out):
+    """The harness's benchmark cluster (`bench_cluster` in
+    host-test/src/tools/bench.rs, without its crowd of CPU pods), written to
+    OUT/cluster as `aigov eval --cluster` reads it: the benchmark Pod as
+    `llm-finetune-worker-0` in `ml-training`, and the Namespaces
+    `ml-training` and `ml-platform`, each labelled `team: ml`."""
+    with open(os.path.join(BENCH, REQUESTS["pod"])) as f:
+        pod = json.load(f)["object"]
+    pod["metadata"]["name"] = "llm-finetune-worker-0"
+    pod["metadata"]["namespace"] = "ml-training"
+    objects = [pod] + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": "ml"}}}
+                       for name in ("ml-training", "ml-platform")]
+    directory = os.path.join(out, "cluster")
+    os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):
+        os.remove(os.path.join(directory, stale))
+    with open(os.path.join(directory, "bench-cluster.yaml"), "w") as f:
+        yaml.safe_dump_all(objects, f, sort_keys=False)
+    return directory
+
+
+def essentials(allowed, message, warnings, mutated):
+    return {"allowed": bool(allowed), "message": message or "", "warnings": list(warnings or []), "mutated": bool(mutated)}
+
+
+def harness_answer(aigov, artifacts, review, cluster, settings):
+    """What aigov's own harness answers for aigov-bundle with these
+    settings and this cluster (`aigov eval --format json`)."""
+    run = subprocess.run([aigov, "eval", "aigov-bundle", review, "--cluster", cluster, "--settings", settings,
+                          "--artifacts", artifacts, "--format", "json"], capture_output=True, text=True)
+    if run.returncode not in (0, 1):
+        sys.stderr.write("aigov eval failed (%d):\n%s" % (run.returncode, run.stderr))
+        sys.exit(1)
+    r = json.loads(run.stdout)
+    return essentials(r.get("accepted"), r.get("message"), r.get("warnings"), r.get("mutated_object"))
+
+
+def error_lines(log):
+    """policy-server's ERROR lines (its colours taken out: it writes them
+    even with --log-no-color)."""
+    with open(log, errors="replace") as f:
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in f]
+    return [line for line in lines if re.search(r"\bERROR\b", line)]
+
+
+def requests_made(log, since=0):
+    """The API server's requests from line `since` of its log, counted."""
+    with open(log) as f:
+        lines = [line.split(" ", 1)[1].rstrip() for line in f][since:]
+    counts = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    return len(lines), counts
 
 
 def to_ms(text):
@@ -180,6 +260,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--perf", action="store_true", help="split CPU time by where it ran (perf record)")
+    ap.add_argument("--no-cluster", action="store_true",
+                    help="no API server: bundle-all's lookups fail (the failing-lookup path)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     out = os.path.abspath(args.out)
@@ -216,11 +298,27 @@ def main():
 
     port, ready = free_port(), free_port()
     log = os.path.join(out, "policy-server.log")
-    # No backtraces: anyhow would capture one for every failed lookup.
-    env = dict(os.environ, RUST_BACKTRACE="0", RUST_LIB_BACKTRACE="0")
+    # No backtraces: anyhow would capture one for every failed lookup. No
+    # proxy: kube-rs would send the API server's requests through it. No
+    # in-cluster service: kube-rs's only other source of a cluster.
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("https_proxy", "http_proxy", "all_proxy") and not k.startswith("KUBERNETES_SERVICE_")}
+    env.update(RUST_BACKTRACE="0", RUST_LIB_BACKTRACE="0", KUBECONFIG=os.path.join(out, "kubeconfig"))
+    flags = []
+    cluster, api = bench_cluster(out), None
+    api_log = os.path.join(out, "apiserver.log")
+    if args.no_cluster:
+        # A kubeconfig that is not there: kube-rs finds no cluster, and
+        # policy-server starts without one when told to.
+        if os.path.exists(env["KUBECONFIG"]):
+            os.remove(env["KUBECONFIG"])
+        flags.append("--ignore-kubernetes-connection-failure")
+    else:
+        api = apiserver.serve(cluster, log=open(api_log, "w"))
+        apiserver.write_kubeconfig(api.url, env["KUBECONFIG"])
     with open(log, "w") as logf:
         server = subprocess.Popen(
-            [args.server, "--policies", config, "--workers", "2", "--ignore-kubernetes-connection-failure",
+            [args.server, "--policies", config, "--workers", "2", *flags,
              "--policies-download-dir", os.path.join(out, "downloads"), "--addr", "127.0.0.1", "--port", str(port),
              "--readiness-probe-port", str(ready), "--log-level", "warn", "--log-no-color"],
             stdout=logf, stderr=subprocess.STDOUT, env=env)
@@ -228,12 +326,43 @@ def main():
         wait_ready("http://127.0.0.1:%d/readiness" % ready, log, server)
         base = "http://127.0.0.1:%d/validate/" % port
         print("%d rules in bundle-all; %d in bundle-lookup-free (%s)" % (len(rules), len(lookup_free), ", ".join(lookup_free)))
-        print("policy-server --workers 2, no cluster")
+        if api:
+            print("policy-server --workers 2, the benchmark cluster served by a fixture API server (%s)" % api.url)
+        else:
+            print("policy-server --workers 2, no cluster")
+        answers = {}
         for label, (_, body) in bodies.items():
             print("%s (%d bytes):" % (label, len(body)))
             for name in policies:
-                print("  %-20s %s" % (name, answer(base + name, body)))
+                answers[(label, name)] = answer(base + name, body)
+                print("  %-20s %s" % (name, verdict(answers[(label, name)])))
         sys.stdout.flush()
+        if api:
+            # bundle-all must answer as aigov's harness does with the same
+            # cluster, and its lookups must all have been answered.
+            settings = os.path.join(out, "bundle-all-settings.json")
+            with open(settings, "w") as f:
+                json.dump(policies["bundle-all"].get("settings") or {}, f)
+            for label, (body_file, _) in bodies.items():
+                got = answers[(label, "bundle-all")]
+                got = essentials(got.get("allowed"), (got.get("status") or {}).get("message"), got.get("warnings"),
+                                 got.get("patch"))
+                want = harness_answer(args.aigov, args.artifacts, body_file, cluster, settings)
+                if got != want:
+                    sys.stderr.write("bundle-all on %s: policy-server answers\n%s\nbut aigov eval --cluster answers\n%s\n" % (
+                        label, json.dumps(got, indent=1), json.dumps(want, indent=1)))
+                    sys.exit(1)
+            errors = error_lines(log)
+            if errors:
+                sys.stderr.write("policy-server logged errors with a cluster to ask:\n%s\n" % "\n".join(errors[:20]))
+                sys.exit(1)
+            asked, counts = requests_made(api_log)
+            print("bundle-all answers as `aigov eval --cluster` does on every request; no lookup errors")
+            print("policy-server asked the API server (%d requests):" % asked)
+            for line, n in counts.items():
+                print("  %3d x %s" % (n, line))
+            sys.stdout.flush()
+            asked_before = asked
         # Warm each policy's workers before the first timed round.
         for name in policies:
             wrk(base + name, 2, 1, lua, bodies["pod"][0], server.pid)
@@ -250,6 +379,18 @@ def main():
     finally:
         server.terminate()
         server.wait()
+        if api:
+            api.stop()
+    if not api:
+        print("policy-server logged %d ERROR lines (failed lookups)" % len(error_lines(log)), file=sys.stderr)
+    else:
+        errors = error_lines(log)
+        asked, counts = requests_made(api_log, asked_before)
+        print("while timed, policy-server asked the API server %d more times: %s" % (
+            asked, ", ".join("%d x %s" % (n, line) for line, n in counts.items()) or "nothing"), file=sys.stderr)
+        if errors:
+            sys.stderr.write("policy-server logged errors with a cluster to ask:\n%s\n" % "\n".join(errors[:20]))
+            sys.exit(1)
 
     def median(label, name, c, i):
         return statistics.median(s[i] for s in samples[(label, name, c)])
