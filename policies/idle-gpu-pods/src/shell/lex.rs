@@ -282,7 +282,7 @@ impl Lexer {
             }
             Some('(') => {
                 self.i += 2;
-                self.skip_command_substitution()?;
+                self.skip_balanced('(', ')', true, "$(")?;
                 w.parts.push(Part::Unknown);
                 Ok(())
             }
@@ -357,26 +357,28 @@ impl Lexer {
         }
     }
 
-    /// Skips `$(...)` (the cursor is past `$(`), minding quotes and nested
-    /// parentheses.
-    fn skip_command_substitution(&mut self) -> Result<(), ParseError> {
+    /// Skips to the `close` that balances an `open` the cursor is past
+    /// (`$(` or `${`, named `what` in the error), minding backslashes,
+    /// nested pairs and, with `quotes`, quoted strings.
+    fn skip_balanced(&mut self, open: char, close: char, quotes: bool, what: &str) -> Result<(), ParseError> {
+        let unclosed = || err(format!("`{what}` is not closed"));
         let mut depth = 0usize;
         loop {
             match self.peek() {
-                None => return err("`$(` is not closed"),
+                None => return unclosed(),
                 Some('\\') => self.i += 2,
-                Some('\'') => {
+                Some('\'') if quotes => {
                     self.i += 1;
                     while self.peek().is_some_and(|c| c != '\'') {
                         self.i += 1;
                     }
                     self.i += 1;
                 }
-                Some('"') => {
+                Some('"') if quotes => {
                     self.i += 1;
                     loop {
                         match self.peek() {
-                            None => return err("`$(` is not closed"),
+                            None => return unclosed(),
                             Some('\\') => self.i += 2,
                             Some('"') => {
                                 self.i += 1;
@@ -386,17 +388,16 @@ impl Lexer {
                         }
                     }
                 }
-                Some('(') => {
+                Some(c) if c == open => {
                     depth += 1;
                     self.i += 1;
                 }
-                Some(')') if depth == 0 => {
+                Some(c) if c == close => {
                     self.i += 1;
-                    return Ok(());
-                }
-                Some(')') => {
-                    depth -= 1;
-                    self.i += 1;
+                    match depth.checked_sub(1) {
+                        Some(d) => depth = d,
+                        None => return Ok(()),
+                    }
                 }
                 Some(_) => self.i += 1,
             }
@@ -435,7 +436,7 @@ impl Lexer {
             return Ok(());
         }
         // Any other form: skip to the matching brace.
-        self.skip_braced()?;
+        self.skip_balanced('{', '}', false, "${")?;
         w.parts.push(Part::Unknown);
         Ok(())
     }
@@ -486,29 +487,6 @@ impl Lexer {
                     w.push_lit(c, quoted);
                     self.i += 1;
                 }
-            }
-        }
-    }
-
-    fn skip_braced(&mut self) -> Result<(), ParseError> {
-        let mut depth = 0usize;
-        loop {
-            match self.peek() {
-                None => return err("`${` is not closed"),
-                Some('\\') => self.i += 2,
-                Some('{') => {
-                    depth += 1;
-                    self.i += 1;
-                }
-                Some('}') if depth == 0 => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                Some('}') => {
-                    depth -= 1;
-                    self.i += 1;
-                }
-                Some(_) => self.i += 1,
             }
         }
     }
