@@ -41,8 +41,22 @@ struct Calls {
     first: u64,
     /// Fuel of the second `validate`, on the same instance.
     warm: u64,
-    /// Pages changed after the first call: stack, data, heap.
-    pages: [usize; 3],
+    /// Pages changed after the first call.
+    pages: Pages,
+}
+
+/// 4 KiB pages of linear memory, by region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Pages {
+    stack: usize,
+    data: usize,
+    heap: usize,
+}
+
+impl Pages {
+    fn total(&self) -> usize {
+        self.stack + self.data + self.heap
+    }
 }
 
 impl Calls {
@@ -86,8 +100,8 @@ impl Image {
     }
 
     /// Pages of `now` that differ from the image, by region.
-    fn changed(&self, now: &[u8]) -> [usize; 3] {
-        let mut out = [0; 3];
+    fn changed(&self, now: &[u8]) -> Pages {
+        let mut out = Pages::default();
         for (i, page) in now.chunks(PAGE).enumerate() {
             let at = i * PAGE;
             let was = self.bytes.get(at..(at + page.len()).min(self.bytes.len())).unwrap_or_default();
@@ -96,13 +110,13 @@ impl Image {
                 continue;
             }
             let region = if at < self.stack_top {
-                0
+                &mut out.stack
             } else if at < self.data_end {
-                1
+                &mut out.data
             } else {
-                2
+                &mut out.heap
             };
-            out[region] += 1;
+            *region += 1;
         }
         out
     }
@@ -127,7 +141,7 @@ fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -201,7 +215,7 @@ pub fn report(dir: &std::path::Path) -> Result<String> {
             rule => format!("`{rule}` alone"),
         };
         let cells: Vec<String> =
-            m.iter().map(|c| format!("{} ({}, {}, {})", c.pages.iter().sum::<usize>(), c.pages[0], c.pages[1], c.pages[2])).collect();
+            m.iter().map(|c| format!("{} ({}, {}, {})", c.pages.total(), c.pages.stack, c.pages.data, c.pages.heap)).collect();
         let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
     }
     Ok(out)
@@ -223,13 +237,14 @@ mod tests {
     fn pages_are_counted_where_they_changed() {
         let image = Image { bytes: vec![0; 4 * PAGE], stack_top: PAGE, data_end: 2 * PAGE + 10 };
         let mut now = image.bytes.clone();
-        assert_eq!(image.changed(&now), [0, 0, 0]);
+        let pages = |stack, data, heap| Pages { stack, data, heap };
+        assert_eq!(image.changed(&now), pages(0, 0, 0));
         now[PAGE - 1] = 1; // the stack's top byte
         now[2 * PAGE + 5] = 1; // data, on the page the data ends in
         now[3 * PAGE] = 1; // heap
         now.extend([0u8; PAGE]); // grown, untouched
-        assert_eq!(image.changed(&now), [1, 1, 1]);
+        assert_eq!(image.changed(&now), pages(1, 1, 1));
         now[4 * PAGE + 1] = 7; // grown and written
-        assert_eq!(image.changed(&now), [1, 1, 2]);
+        assert_eq!(image.changed(&now), pages(1, 1, 2));
     }
 }
