@@ -71,6 +71,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Directory (or file) of YAML/JSON objects served to cluster lookups.
+    /// Without it, what a rule would look up is not checked, and the
+    /// verdict says what was not (as `aigov scan` does).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
     /// With a rule name: use its component.
@@ -111,9 +113,11 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let evaluator = resolve(&engine, &args.artifact, &args.artifacts, args.component, args.native)?;
     let settings = settings_of(&evaluator, &args.settings)?;
     let inputs = read_inputs(&args.request, args.document)?;
+    // No cluster to ask: lookups are not checked (and said so), not
+    // answered as if nothing existed, which a rule must refuse.
     let cluster = Arc::new(match &args.cluster {
         Some(dir) => FixtureCluster::from_dir(dir)?,
-        None => FixtureCluster::empty(),
+        None => FixtureCluster::offline(),
     });
     let mut evaluated = Vec::new();
     for input in inputs {

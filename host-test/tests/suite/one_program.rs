@@ -447,11 +447,16 @@ fn settings_check_reads_the_policies_a_team_edited() {
         text(&out.stderr)
     );
     edit(&bundle, "exec-guard: {guardPortForward: maybe}", "exec-guard: {}");
-    let out = aigov(&["eval", "aigov-bundle", &pod, "--native", "--settings", &paths[1]]);
+    let cluster = root().join("host-test/samples/cluster");
+    let out = aigov(&["eval", "aigov-bundle", &pod, "--native", "--settings", &paths[1], "--cluster", cluster.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "jane may not exec: {}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("  exec-guard: denied, 1 violation\n"), "{}", text(&out.stdout));
+    // Without a cluster, the pod is not looked up: not checked, and said so
+    // (as `aigov scan` says it), not refused as if it did not exist.
+    let out = aigov(&["eval", "aigov-bundle", &pod, "--native", "--settings", &paths[1]]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("not checked without a cluster: the pod could not be looked up"), "{}", text(&out.stdout));
     edit(&exec, "allowedUser:", "allowedUsers:");
-    let cluster = root().join("host-test/samples/cluster");
     let out = aigov(&[
         "eval",
         "exec-guard",
