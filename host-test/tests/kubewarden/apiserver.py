@@ -49,8 +49,6 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import yaml
-
 RESOURCE_VERSION = "1"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 ALL_VERBS = ["get", "list", "watch"]
@@ -155,6 +153,11 @@ def load_objects(path):
 
     for f in sorted(files):
         with open(f) as fh:
+            if f.endswith(".json"):
+                add(json.load(fh))
+                continue
+            import yaml  # only for YAML fixtures: JSON ones need the standard library alone
+
             for doc in yaml.safe_load_all(fh):
                 add(doc)
     return objects
@@ -513,8 +516,9 @@ def kubeconfig(url):
 
 
 def write_kubeconfig(url, path):
+    """As JSON, which kubeconfig readers take as the YAML it is."""
     with open(path, "w") as f:
-        yaml.safe_dump(kubeconfig(url), f, sort_keys=False)
+        json.dump(kubeconfig(url), f, indent=2)
 
 
 def serve(cluster_path, port=0, log=None, bookmark_seconds=60.0):
