@@ -72,6 +72,12 @@ struct StorageParameters<'a> {
     bucket: Option<Str<'a>>,
 }
 
+/// The keys an InferenceService component names its model container
+/// under, in the order they are looked at: `model`, then each framework's,
+/// then the explainer's ART server.
+const MODEL_KEYS: [&str; 12] =
+    ["model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "pmml", "lightgbm", "paddle", "huggingface", "art"];
+
 /// An InferenceService component: a pod spec inline, autoscaling bounds,
 /// pod labels and annotations, and a model container under `model` or a
 /// framework's name.
@@ -82,19 +88,8 @@ struct IsvcComponent<'a> {
     max_replicas: Option<i64>,
     labels: StrMap<'a>,
     annotations: Annotations<'a>,
-    model: Option<Box<IsvcModel<'a>>>,
-    sklearn: Option<Box<IsvcModel<'a>>>,
-    xgboost: Option<Box<IsvcModel<'a>>>,
-    tensorflow: Option<Box<IsvcModel<'a>>>,
-    pytorch: Option<Box<IsvcModel<'a>>>,
-    triton: Option<Box<IsvcModel<'a>>>,
-    onnx: Option<Box<IsvcModel<'a>>>,
-    pmml: Option<Box<IsvcModel<'a>>>,
-    lightgbm: Option<Box<IsvcModel<'a>>>,
-    paddle: Option<Box<IsvcModel<'a>>>,
-    huggingface: Option<Box<IsvcModel<'a>>>,
-    /// The explainer's ART server.
-    art: Option<Box<IsvcModel<'a>>>,
+    /// The model container under each of [`MODEL_KEYS`].
+    models: [Option<Box<IsvcModel<'a>>>; MODEL_KEYS.len()],
     storage_uris: Vec<StorageUri<'a>>,
 }
 
@@ -105,23 +100,7 @@ impl<'a> IsvcComponent<'a> {
             Some(n) if n > 0 => Scale::field(path.key("maxReplicas"), Some(n), 1, ""),
             _ => Scale::unbounded(path.key("maxReplicas"), "is not set, so the autoscaler has no upper bound"),
         };
-        let model = [
-            ("model", self.model),
-            ("sklearn", self.sklearn),
-            ("xgboost", self.xgboost),
-            ("tensorflow", self.tensorflow),
-            ("pytorch", self.pytorch),
-            ("triton", self.triton),
-            ("onnx", self.onnx),
-            ("pmml", self.pmml),
-            ("lightgbm", self.lightgbm),
-            ("paddle", self.paddle),
-            ("huggingface", self.huggingface),
-            ("art", self.art),
-        ]
-        .into_iter()
-        .find_map(|(field, m)| m.map(|m| (field, m)))
-        .map(|(field, m)| {
+        let model = MODEL_KEYS.into_iter().zip(self.models).find_map(|(field, m)| m.map(|m| (field, m))).map(|(field, m)| {
             let spec = ModelSpec {
                 field,
                 storage_uri: m.storage_uri,
@@ -180,22 +159,13 @@ impl<'a> Decode<'a> for IsvcComponent<'a> {
                 "maxReplicas" => out.max_replicas = Decode::decode(d)?,
                 "labels" => out.labels = Decode::decode(d)?,
                 "annotations" => out.annotations = Decode::decode(d)?,
-                "model" => out.model = Decode::decode(d)?,
-                "sklearn" => out.sklearn = Decode::decode(d)?,
-                "xgboost" => out.xgboost = Decode::decode(d)?,
-                "tensorflow" => out.tensorflow = Decode::decode(d)?,
-                "pytorch" => out.pytorch = Decode::decode(d)?,
-                "triton" => out.triton = Decode::decode(d)?,
-                "onnx" => out.onnx = Decode::decode(d)?,
-                "pmml" => out.pmml = Decode::decode(d)?,
-                "lightgbm" => out.lightgbm = Decode::decode(d)?,
-                "paddle" => out.paddle = Decode::decode(d)?,
-                "huggingface" => out.huggingface = Decode::decode(d)?,
-                "art" => out.art = Decode::decode(d)?,
                 "storageUris" => out.storage_uris = Decode::decode(d)?,
-                // The component is a pod spec too (containers, tolerations...).
                 k => {
-                    if !out.pod.decode_field(k, d)? {
+                    // A model container, or else a field of the pod spec the
+                    // component is too (containers, tolerations...).
+                    if let Some(slot) = MODEL_KEYS.iter().position(|m| *m == k).and_then(|i| out.models.get_mut(i)) {
+                        *slot = Decode::decode(d)?;
+                    } else if !out.pod.decode_field(k, d)? {
                         d.skip()?;
                     }
                 }
