@@ -43,7 +43,7 @@ impl Policy for GpuAccess {
             return Ok(verdict);
         };
         let namespace = Namespace::of_request(req, cluster);
-        let node_agent = is_node_agent(workload) && !settings.check_daemon_sets;
+        let node_agent = is_node_agent(req, workload) && !settings.check_daemon_sets;
         // The service-account entry that applies: found when the first GPU
         // template needs it; `Err(Reported)` once a failed lookup is reported.
         let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
@@ -142,10 +142,10 @@ fn check_visible_devices(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, node_
 
 /// A DaemonSet, or a Pod a DaemonSet created: an agent that runs on every
 /// node by design.
-fn is_node_agent(w: &Workload<'_>) -> bool {
+fn is_node_agent(req: &Request<'_>, w: &Workload<'_>) -> bool {
     match w.kind {
         WorkloadKind::DaemonSet => true,
-        WorkloadKind::Pod => w.metadata.controller().is_some_and(|o| &*o.kind == "DaemonSet"),
+        WorkloadKind::Pod => req.controller().is_some_and(|o| &*o.kind == "DaemonSet"),
         _ => false,
     }
 }

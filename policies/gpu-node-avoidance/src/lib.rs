@@ -30,7 +30,7 @@ impl Policy for GpuNodeAvoidance {
         // a DaemonSet's pods belong on their node (as a node's mirror pods
         // do, which are bound to it by `nodeName`, below). A Node named as
         // controller by anyone but its kubelet proves nothing.
-        if mutate::controlled_copy(w) || w.metadata.controller().is_some_and(|c| &*c.kind == "DaemonSet") {
+        if mutate::controlled_copy(req) || req.controller().is_some_and(|c| &*c.kind == "DaemonSet") {
             return Ok(v);
         }
         for t in w.templates() {

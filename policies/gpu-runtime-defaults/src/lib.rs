@@ -30,7 +30,7 @@ impl Policy for GpuRuntimeDefaults {
             return Ok(v);
         };
         // A controller's copy (a Deployment's ReplicaSet) follows its owner.
-        if mutate::controlled_copy(w) {
+        if mutate::controlled_copy(req) {
             return Ok(v);
         }
         let namespace = req.object_namespace();

@@ -49,7 +49,7 @@ impl Policy for IdleGpuPods {
             for (c, gpus) in holders.iter().filter(|(c, _)| !req.exempt_container(c.container)) {
                 check_container(template, c, gpus.as_ref(), settings, &mut verdict);
             }
-            let bare_pod = workload.kind == WorkloadKind::Pod && template.role == Role::Pod && workload.metadata.controller().is_none();
+            let bare_pod = workload.kind == WorkloadKind::Pod && template.role == Role::Pod && req.controller().is_none();
             if bare_pod && let Some(max) = settings.max_active_deadline_seconds {
                 check_deadline(template, max, &mut verdict);
             }

@@ -50,10 +50,10 @@ impl Policy for ModelProvenance {
         // builds, the Deployment KServe builds for an InferenceService)
         // carries what its owner declared, checked when the owner was
         // submitted; its own metadata is the controller's.
-        if !settings.governs(workload.kind) || aigov_sdk::runtime::mutate::controlled_copy(workload) {
+        if !settings.governs(workload.kind) || aigov_sdk::runtime::mutate::controlled_copy(req) {
             return Ok(verdict);
         }
-        for (key, message) in check(workload, settings) {
+        for (key, message) in check(workload, req.controller().is_some(), settings) {
             verdict.violation_keyed(key, message);
         }
         Ok(verdict)
@@ -65,17 +65,18 @@ const PODS_WHY: &str = "network policies and data tools select pods by their lab
 
 /// Every problem, in document order, as `(identity, message)`: the
 /// workload's annotations, then each label set, then the pods'
-/// annotations.
-pub fn check(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
+/// annotations. `by_controller`: the object is a trusted controller's
+/// ([`Request::controller`]).
+pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Vec<(String, String)> {
     // A Pod a controller made carries its template's labels and
     // annotations; the provenance of the workload is its owner's, read when
     // the owner was submitted.
-    let owned_pod = w.kind == WorkloadKind::Pod && w.metadata.controller().is_some();
+    let owned_pod = w.kind == WorkloadKind::Pod && by_controller;
     let mut out = if owned_pod { Vec::new() } else { annotations(w, s) };
     let scope = LabelScope { object: true, pod_templates: s.require_on_pod_templates };
     // A JobSet's job templates label its Jobs, which nothing selects for
     // data handling: the pods' labels are what matters.
-    for set in label_sets(w, scope).into_iter().filter(|s| s.site != LabelSite::JobTemplate) {
+    for set in label_sets(w, scope, by_controller).into_iter().filter(|s| s.site != LabelSite::JobTemplate) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
         if set.site != LabelSite::Object && set.inherits.is_none() {
             out.extend(

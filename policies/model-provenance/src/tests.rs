@@ -4,8 +4,14 @@ const ANN: &str = r#"{"ai/version":"v2.1.0","ai/dataset":"support-tickets-vault"
 const LABELS: &str = r#"{"data-classification":"confidential"}"#;
 
 fn problems_with(kind: WorkloadKind, json: &str, s: &Settings) -> Vec<String> {
+    problems_by(kind, json, false, s)
+}
+
+/// The problems with an object a trusted controller made (`by_controller`),
+/// or its author.
+fn problems_by(kind: WorkloadKind, json: &str, by_controller: bool, s: &Settings) -> Vec<String> {
     let w = Workload::parse(kind, json).unwrap();
-    check(&w, s).into_iter().map(|(_, m)| m).collect()
+    check(&w, by_controller, s).into_iter().map(|(_, m)| m).collect()
 }
 
 fn problems(kind: WorkloadKind, json: &str) -> Vec<String> {
@@ -216,14 +222,14 @@ fn pods_in_kinds_are_checked_and_a_controllers_pod_only_for_what_pods_carry() {
           and `example.com/runbook` with a value matching the regular expression `^https://`"
         ]
     );
-    // A ReplicaSet's pod: the Deployment's provenance is not asked of it,
-    // the pod annotations are.
+    // A ReplicaSet's pod, created by the ReplicaSet controller: the
+    // Deployment's provenance is not asked of it, the pod annotations are.
     let owned = pod(&format!(
         r#"{{"name":"p","labels":{LABELS},"annotations":{{"ai-controls/audit-logging":"off","example.com/runbook":"https://x"}},
             "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u","controller":true}}]}}"#
     ));
     assert_eq!(
-        problems_with(WorkloadKind::Pod, &owned, &s),
+        problems_by(WorkloadKind::Pod, &owned, true, &s),
         [
             "annotation `ai-controls/audit-logging` in `metadata.annotations` is `off`, which does not match `enabled`: set a value matching `enabled`"
         ]

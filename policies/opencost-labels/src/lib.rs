@@ -35,7 +35,7 @@ impl Policy for OpencostLabels {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        for (key, message) in check(workload, settings) {
+        for (key, message) in check(workload, req.controller().is_some(), settings) {
             verdict.violation_keyed(key, message);
         }
         Ok(verdict)
@@ -50,9 +50,9 @@ const PODS_WHY: &str = "OpenCost attributes cost by the labels of the pods";
 /// UPDATE's old object had it), and the message with its hint. The label
 /// sets (the object, CronJob and JobSet job templates, pod templates) and
 /// the copy hints are the SDK's, shared with `workload-classification`.
-fn check(workload: &Workload<'_>, settings: &Settings) -> Vec<(String, String)> {
+fn check(workload: &Workload<'_>, by_controller: bool, settings: &Settings) -> Vec<(String, String)> {
     let scope = LabelScope { object: !settings.pod_templates_only, pod_templates: settings.require_on_pod_templates };
-    settings.required_labels.check_workload(workload, scope, PODS_WHY)
+    settings.required_labels.check_workload(workload, scope, by_controller, PODS_WHY)
 }
 
 aigov_sdk::export_policy!(OpencostLabels);

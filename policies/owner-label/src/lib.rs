@@ -42,7 +42,7 @@ impl Policy for OwnerLabel {
         // Made by a controller (a ReplicaSet, a Job of a CronJob, a pod):
         // its requester is the controller, and its labels come from the
         // templates the rule labelled when the owner was submitted.
-        if w.metadata.controller().is_some() {
+        if req.controller().is_some() {
             return Ok(v);
         }
         // The owner the object declares at the top wins, unless `overwrite`:

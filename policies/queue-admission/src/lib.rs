@@ -32,7 +32,7 @@ impl Policy for QueueAdmission {
         }
         // A Job made by a CronJob or a JobSet, a RayCluster made by a
         // RayJob: Kueue queues the parent, which carries the label.
-        if w.metadata.controller().is_some() {
+        if req.controller().is_some() {
             return Ok(v);
         }
         let gpu = requests_gpu(w, s)?;

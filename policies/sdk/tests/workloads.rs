@@ -473,35 +473,47 @@ fn training_workers_per_kind() {
     assert!(training_workers("", "Pod", T).is_empty());
 }
 
+/// A Pod with these owner references, created by `user`, as an AdmissionRequest.
+fn pod_request(owners: &str, user: &str) -> String {
+    format!(
+        r#"{{"uid":"1","kind":{{"group":"","version":"v1","kind":"Pod"}},"operation":"CREATE","userInfo":{{"username":"{user}"}},"object":{{"metadata":{{"ownerReferences":{owners}}},"spec":{{"containers":[]}}}}}}"#
+    )
+}
+
 #[test]
-fn the_controller_owner_reference() {
-    let pod = r#"{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x"},{"apiVersion":"batch/v1","kind":"Job","name":"train","controller":true}]},"spec":{"containers":[]}}"#;
-    workload_of("", "Pod", pod, |w| {
-        let c = w.metadata.controller().unwrap();
-        assert_eq!((&*c.kind, &*c.name), ("Job", "train"));
-    });
-    let bare = r#"{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","controller":false}]},"spec":{"containers":[]}}"#;
-    workload_of("", "Pod", bare, |w| assert!(w.metadata.controller().is_none(), "an owner that is not the controller"));
-    for (api_version, kind) in
-        [("v1", "ConfigMap"), ("argoproj.io/v1alpha1", "Workflow"), ("v1", "Node"), ("v1", "Pod"), ("batch/v1", "Deployment")]
-    {
-        let forged = format!(
-            r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#
-        );
-        workload_of("", "Pod", &forged, |w| assert!(w.metadata.controller().is_none(), "{api_version} {kind} hands no check down"));
-    }
-    for (api_version, kind) in [
-        ("apps/v1", "ReplicaSet"),
-        ("v1", "ReplicationController"),
-        ("kubeflow.org/v1", "Notebook"),
-        ("ray.io/v1", "RayJob"),
-        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
-        ("kueue.x-k8s.io/v1beta1", "Workload"),
+fn the_controller_is_the_owner_that_sent_the_request() {
+    use aigov_sdk::model::trust::TrustedControllers;
+    let controller = |owners: &str, user: &str| {
+        let text = pod_request(owners, user);
+        let req = aigov_sdk::Request::parse(&text).unwrap();
+        req.set_trusted_controllers(TrustedControllers::Defaults);
+        req.controller().map(|c| (c.kind.to_string(), c.name.to_string()))
+    };
+    let job =
+        r#"[{"apiVersion":"v1","kind":"ConfigMap","name":"x"},{"apiVersion":"batch/v1","kind":"Job","name":"train","controller":true}]"#;
+    let job_controller = "system:serviceaccount:kube-system:job-controller";
+    assert_eq!(controller(job, job_controller), Some(("Job".into(), "train".into())));
+    assert_eq!(controller(job, "system:kube-controller-manager"), Some(("Job".into(), "train".into())));
+    assert_eq!(controller(job, "jane@example.com"), None, "a user's owner reference proves nothing");
+    assert_eq!(controller(job, "system:serviceaccount:kube-system:replicaset-controller"), None, "another controller's");
+    let not_controller = r#"[{"apiVersion":"batch/v1","kind":"Job","name":"x","controller":false}]"#;
+    assert_eq!(controller(not_controller, job_controller), None, "an owner that is not the controller");
+    for (api_version, kind, user) in [
+        ("apps/v1", "ReplicaSet", "system:serviceaccount:kube-system:replicaset-controller"),
+        ("v1", "ReplicationController", "system:serviceaccount:kube-system:replication-controller"),
+        ("kubeflow.org/v1", "Notebook", "system:serviceaccount:kubeflow:notebook-controller-service-account"),
+        ("ray.io/v1", "RayCluster", "system:serviceaccount:ray-system:kuberay-operator"),
+        ("v1", "Pod", "system:serviceaccount:lws-system:lws-controller-manager"),
     ] {
-        let made = format!(
-            r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]}},"spec":{{"containers":[]}}}}"#
-        );
-        workload_of("", "Pod", &made, |w| assert!(w.metadata.controller().is_some(), "{api_version} {kind}"));
+        let owners = format!(r#"[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]"#);
+        assert!(controller(&owners, user).is_some(), "{kind} by {user}");
+        assert!(controller(&owners, "jane@example.com").is_none(), "{kind} by a user");
+    }
+    for (api_version, kind) in
+        [("v1", "ConfigMap"), ("argoproj.io/v1alpha1", "Workflow"), ("v1", "Node"), ("kueue.x-k8s.io/v1beta1", "Workload")]
+    {
+        let owners = format!(r#"[{{"apiVersion":"{api_version}","kind":"{kind}","name":"x","controller":true}}]"#);
+        assert!(controller(&owners, "system:kube-controller-manager").is_none(), "{api_version} {kind}: no controller the defaults trust");
     }
 }
 

@@ -46,7 +46,7 @@ impl Policy for WorkloadClassification {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        for (key, message) in check(workload, settings)? {
+        for (key, message) in check(workload, req.controller().is_some(), settings)? {
             verdict.violation_keyed(key, message);
         }
         Ok(verdict)
@@ -102,11 +102,13 @@ fn compute<'t, 'a>(w: &'t Workload<'a>, s: &Settings) -> Result<Vec<Compute<'t, 
 
 /// Every problem, in document order, as `(identity, message)`: for each
 /// label set, its labels, then its `compute-type` against the GPUs.
-pub fn check(w: &Workload<'_>, s: &Settings) -> Result<Vec<(String, String)>, Malformed> {
+/// `by_controller`: the object is a trusted controller's
+/// ([`Request::controller`]).
+pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<(String, String)>, Malformed> {
     let scope = LabelScope { object: !s.pod_templates_only, pod_templates: s.require_on_pod_templates };
     let pods = if s.check_compute_type { compute(w, s)? } else { Vec::new() };
     let mut out = Vec::new();
-    for set in label_sets(w, scope) {
+    for set in label_sets(w, scope, by_controller) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
         if s.check_compute_type
             && let Some(m) = compute_type(w, &set, &pods)

@@ -262,8 +262,8 @@ impl RequiredLabels {
     /// Every label problem of a workload, in document order, as
     /// `(identity, message)`: each label set [`label_sets`] finds for
     /// `scope`, checked with [`RequiredLabels::check_set`].
-    pub fn check_workload(&self, workload: &Workload<'_>, scope: LabelScope, pods_why: &str) -> Vec<(String, String)> {
-        label_sets(workload, scope).iter().flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why)).collect()
+    pub fn check_workload(&self, workload: &Workload<'_>, scope: LabelScope, by_controller: bool, pods_why: &str) -> Vec<(String, String)> {
+        label_sets(workload, scope, by_controller).iter().flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why)).collect()
     }
 
     /// A set that adds to the object's labels (an InferenceService
@@ -393,16 +393,19 @@ impl LabelSet<'_, '_> {
 ///   every component's pods the InferenceService's labels, the
 ///   component's own `labels` added over them: see [`LabelSet::inherits`]);
 ///   these are checked whatever `scope.object` says;
-/// - an object a trusted controller made ([`crate::model::pod::ObjectMeta::controller`]:
-///   a Notebook's StatefulSet, a Deployment's ReplicaSet) has its own labels
-///   from that controller, not from its author, so only what reaches its
-///   pods is checked.
-pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope) -> Vec<LabelSet<'w, 'a>> {
+/// - an object a trusted controller made (`by_controller`, from
+///   [`crate::model::request::Request::controller`]: a Notebook's
+///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod) has its
+///   own labels from that controller, not from its author, so only what
+///   reaches its pods is checked: a controller's Pod only where
+///   `scope.pod_templates` asks for pod labels, since its labels are its
+///   template's.
+pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_controller: bool) -> Vec<LabelSet<'w, 'a>> {
     use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
     let kind = workload.kind;
     let owns = kind.owns_templates();
-    let object_labels_pods = !owns || matches!(kind, Notebook | InferenceService);
-    let controller_made = owns && workload.metadata.controller().is_some();
+    let object_labels_pods = (!owns && (!by_controller || scope.pod_templates)) || matches!(kind, Notebook | InferenceService);
+    let controller_made = owns && by_controller;
     let mut sets = Vec::new();
     if (scope.object && !controller_made) || object_labels_pods {
         sets.push(LabelSet {
@@ -547,7 +550,7 @@ mod tests {
         let pod = workload(WorkloadKind::Pod, r#"{"metadata":{"labels":{"a":"b"}},"spec":{}}"#);
         for scope in [LabelScope::ALL, LabelScope::POD_TEMPLATES_ONLY, LabelScope { object: true, pod_templates: false }] {
             assert_eq!(
-                paths(&label_sets(&pod, scope)),
+                paths(&label_sets(&pod, scope, false)),
                 [("metadata.labels".into(), LabelSite::Object, String::new())],
                 "a Pod's labels are its pod labels"
             );
@@ -556,7 +559,7 @@ mod tests {
             WorkloadKind::JobSet,
             r#"{"spec":{"replicatedJobs":[{"name":"a","template":{"spec":{"template":{"spec":{}}}}},{"name":"b","template":{"metadata":{},"spec":{}}}]}}"#,
         );
-        let all = label_sets(&js, LabelScope::ALL);
+        let all = label_sets(&js, LabelScope::ALL, false);
         assert_eq!(
             paths(&all),
             [
@@ -580,11 +583,11 @@ mod tests {
         );
         let t = js.templates().next().unwrap();
         assert!(all[0].covers(t.path()) && all[1].covers(t.path()) && all[2].covers(t.path()) && !all[3].covers(t.path()));
-        assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY)).len(), 1, "no job templates with pod templates only");
-        assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false })).len(), 3);
+        assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY, false)).len(), 1, "no job templates with pod templates only");
+        assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false }, false)).len(), 3);
         let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
-        assert_eq!(paths(&label_sets(&tj, LabelScope::ALL)).len(), 1, "a trainer has no labels of its own");
-        assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY).is_empty());
+        assert_eq!(paths(&label_sets(&tj, LabelScope::ALL, false)).len(), 1, "a trainer has no labels of its own");
+        assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY, false).is_empty());
     }
 
     #[test]
@@ -594,7 +597,7 @@ mod tests {
             WorkloadKind::Deployment,
             r#"{"metadata":{"labels":{"team":"ml","workload-type":"batch"}},"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{}}}}"#,
         );
-        let found = reqs().check_workload(&d, LabelScope::ALL, "cost tools read pod labels");
+        let found = reqs().check_workload(&d, LabelScope::ALL, false, "cost tools read pod labels");
         assert_eq!(
             found,
             [

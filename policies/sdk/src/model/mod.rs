@@ -4,7 +4,7 @@
 //! file per family), objects a lookup listed ([`listed`]), quantities,
 //! node selection as the scheduler reads it ([`scheduling`]), label
 //! selectors, required labels and the classification vocabulary
-//! ([`classification`]). Imports only the layers below.
+//! ([`classification`]), and which requests are a controller's ([`trust`]). Imports only the layers below.
 
 pub mod classification;
 pub mod kind;
@@ -15,4 +15,5 @@ pub mod pod;
 pub mod quantity;
 pub mod request;
 pub mod scheduling;
+pub mod trust;
 pub mod workload;

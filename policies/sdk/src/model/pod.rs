@@ -34,15 +34,6 @@ pub struct OwnerReference<'a> {
     pub controller: Option<bool>,
 }
 
-/// Whether an owner of this `apiVersion` and `kind` hands the checks of
-/// what it makes down (see [`ObjectMeta::controller`]): a workload kind
-/// aigov governs but a Pod (which owns nothing), or a kind of Kueue's.
-pub fn is_trusted_owner(api_version: &str, kind: &str) -> bool {
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    group == "kueue.x-k8s.io"
-        || crate::model::kind::WorkloadKind::of(group, kind).is_some_and(|k| k != crate::model::kind::WorkloadKind::Pod)
-}
-
 /// The parts of `metadata` rules read.
 #[derive(Clone, Debug, Default)]
 pub struct ObjectMeta<'a> {
@@ -73,25 +64,6 @@ impl<'a> ObjectMeta<'a> {
     /// The annotation's value, if set.
     pub fn annotation(&self, key: &str) -> Option<Str<'a>> {
         self.annotations.get(key).map(RawStr::get)
-    }
-
-    /// The controller that made the object, when it is one rules can
-    /// trust to hand their checks down: the owner reference with
-    /// `controller: true`, if its kind is a workload kind aigov governs
-    /// itself (a pod's ReplicaSet, Job or Notebook, a ReplicaSet's
-    /// Deployment, a Job's CronJob or JobSet, a RayCluster's RayJob, a
-    /// StatefulSet's LeaderWorkerSet or Notebook, the Kubeflow, Ray,
-    /// KServe, Volcano, JobSet and TrainJob kinds) or one of Kueue's
-    /// (`kueue.x-k8s.io`).
-    ///
-    /// Any user may write owner references, to any object they can name (a
-    /// ConfigMap of their own, say), so a controller of another kind proves
-    /// nothing: the object is judged as its author's. An owner of a trusted
-    /// kind must exist (the garbage collector deletes an object whose owner
-    /// does not) and its own templates passed the same rules when it was
-    /// submitted. See [`is_trusted_owner`].
-    pub fn controller(&self) -> Option<&OwnerReference<'_>> {
-        self.owner_references.iter().find(|o| o.controller == Some(true) && is_trusted_owner(&o.api_version, &o.kind))
     }
 
     /// `name`, else `generateName`, else `(unnamed)`.

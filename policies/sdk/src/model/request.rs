@@ -8,7 +8,7 @@
 //! the error names the field ([`explain`]), found by walking the text to
 //! where serde stopped, so the happy path carries no path tracking.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use serde::Deserialize;
@@ -21,6 +21,8 @@ use crate::decode::json;
 use crate::decode::path::Path;
 use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
+use crate::model::pod::OwnerReference;
+use crate::model::trust::TrustedControllers;
 use crate::model::workload::{Workload, decode_workload};
 
 /// The admission operation.
@@ -259,6 +261,12 @@ pub struct Request<'a> {
     /// The shared `exemptImages` of the rule evaluating the request (set
     /// by the runtime before the rule runs).
     exempt_images: RefCell<Option<Rc<[Glob]>>>,
+    /// The shared `trustedControllers` of the rule evaluating the request
+    /// (set by the runtime before the rule runs).
+    trusted: RefCell<TrustedControllers>,
+    /// [`Request::controller`] for those, once asked: the owner
+    /// reference's index.
+    controller: Cell<Option<Option<usize>>>,
 }
 
 impl<'a> Request<'a> {
@@ -286,7 +294,7 @@ impl<'a> Request<'a> {
                 None => Object::Raw(raw),
             };
         }
-        Ok(Request { header, exempt_images: RefCell::default() })
+        Ok(Request { header, exempt_images: RefCell::default(), trusted: RefCell::default(), controller: Cell::default() })
     }
 
     /// The same request with another object (an old object, or a mutated
@@ -319,13 +327,43 @@ impl<'a> Request<'a> {
                 Err(e) => return Err(explain(object, &e, "the object")),
             },
         };
-        Ok(Request { header, exempt_images: self.exempt_images.clone() })
+        Ok(Request { header, exempt_images: self.exempt_images.clone(), trusted: self.trusted.clone(), controller: Cell::default() })
     }
 
     /// Sets the images whose containers the rule about to run leaves alone
     /// (the shared `exemptImages`).
     pub fn set_exempt_images(&self, images: Option<Rc<[Glob]>>) {
         *self.exempt_images.borrow_mut() = images;
+    }
+
+    /// Sets whom the rule about to run trusts as controllers (the shared
+    /// `trustedControllers`).
+    pub fn set_trusted_controllers(&self, trusted: TrustedControllers) {
+        *self.trusted.borrow_mut() = trusted;
+        self.controller.set(None);
+    }
+
+    /// The controller that made the request's object: its `controller:
+    /// true` owner reference, when the request comes from a user the
+    /// shared `trustedControllers` lists for that owner's kind. Anyone may
+    /// write an owner reference; only the controller submits as itself, so
+    /// a user's request is judged as the user's, whatever it says of its
+    /// owner. See [`crate::model::trust`].
+    pub fn controller(&self) -> Option<&OwnerReference<'a>> {
+        let owners = &self.workload()?.metadata.owner_references;
+        let at = match self.controller.get() {
+            Some(at) => at,
+            None => {
+                let user = &self.header.user_info.username;
+                let at = owners
+                    .iter()
+                    .position(|o| o.controller == Some(true))
+                    .filter(|i| owners.get(*i).is_some_and(|o| self.trusted.borrow().trusts(user, o)));
+                self.controller.set(Some(at));
+                at
+            }
+        };
+        owners.get(at?)
     }
 
     /// Whether the rule evaluating the request leaves a container with

@@ -232,6 +232,7 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
         return outcome;
     }
     request.set_exempt_images(shared.exempt_images());
+    request.set_trusted_controllers(shared.trusted_controllers.clone());
     let verdict = match P::validate(request, &settings.rule, cluster) {
         Ok(v) => v,
         Err(e) => {

@@ -171,8 +171,8 @@ fn owners_only_removed(new_meta: &str, old_meta: &str) -> bool {
 /// Deployment controller, finding no ReplicaSet equal to its template,
 /// would create new ones without end). Pods are not copies: they are made
 /// from templates, and no controller compares them back.
-pub fn controlled_copy(w: &Workload<'_>) -> bool {
-    w.kind.owns_templates() && w.metadata.controller().is_some()
+pub fn controlled_copy(req: &Request<'_>) -> bool {
+    req.workload().is_some_and(|w| w.kind.owns_templates()) && req.controller().is_some()
 }
 
 /// Where labels and annotations that reach the pods of template `t` are
@@ -415,19 +415,25 @@ mod tests {
     #[test]
     fn controller_copies_and_pod_metadata() {
         let rs = r#"{"metadata":{"name":"d-1","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d","controller":true}]},"spec":{"template":{"spec":{"containers":[]}}}}"#;
-        let w = Workload::parse(WorkloadKind::ReplicaSet, rs).unwrap();
-        assert!(controlled_copy(&w));
+        let by = |user: &str, kind: (&str, &str), object: &str| {
+            request("CREATE", kind, object, None).replace(r#""username":"u""#, &format!(r#""username":"{user}""#))
+        };
+        let made = by("system:serviceaccount:kube-system:deployment-controller", ("apps", "ReplicaSet"), rs);
+        assert!(controlled_copy(&Request::parse(&made).unwrap()));
+        let forged = by("jane", ("apps", "ReplicaSet"), rs);
+        assert!(!controlled_copy(&Request::parse(&forged).unwrap()), "a user's owner reference makes no copy");
         let pod = r#"{"metadata":{"name":"d-1-x","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"d-1","controller":true}]},"spec":{"containers":[]}}"#;
+        let pod_req = by("system:serviceaccount:kube-system:replicaset-controller", ("", "Pod"), pod);
+        let pod_req = Request::parse(&pod_req).unwrap();
+        assert!(!controlled_copy(&pod_req), "pods are not copies");
+        assert_eq!(pod_req.controller().map(|o| &*o.kind), Some("ReplicaSet"));
         let p = Workload::parse(WorkloadKind::Pod, pod).unwrap();
-        assert!(!controlled_copy(&p), "pods are not copies");
-        assert_eq!(p.metadata.controller().map(|o| &*o.kind), Some("ReplicaSet"));
         let t = p.templates().next().unwrap();
         assert_eq!(pod_metadata_path(&p, t).unwrap().to_string(), "metadata");
         let nb =
             Workload::parse(WorkloadKind::Notebook, r#"{"metadata":{"name":"n"},"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
         assert_eq!(pod_metadata_path(&nb, nb.templates().next().unwrap()).unwrap().to_string(), "metadata");
         let d = Workload::parse(WorkloadKind::Deployment, r#"{"spec":{"template":{"spec":{"containers":[]}}}}"#).unwrap();
-        assert!(!controlled_copy(&d));
         assert_eq!(pod_metadata_path(&d, d.templates().next().unwrap()).unwrap().to_string(), "spec.template.metadata");
         let tj = Workload::parse(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":1}}}}}"#)
             .unwrap();

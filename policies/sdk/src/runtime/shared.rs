@@ -9,6 +9,7 @@
 //! | `objectSelector` | `{}` | a label selector: the rule runs only on objects whose labels (or whose old object's labels) it selects |
 //! | `podSelector` | `{}` | a label selector: the rule runs only on objects whose pods (as their templates make them) it selects |
 //! | `allowExistingViolations` | `true` | on UPDATE, a violation the old object already had does not block the update |
+//! | `trustedControllers` | the upstream controllers ([`crate::model::trust`]) | who may submit an object as made by the controller its owner reference names |
 //!
 //! `objectSelector` is the webhook's: matched as the API server matches a
 //! webhook's `objectSelector` (`k8s.io/apiserver` `MatchObjectSelector`),
@@ -45,6 +46,7 @@ use crate::base::rule_settings::SettingsError;
 use crate::model::label_selector::LabelSelector;
 use crate::model::labels::pods_selected;
 use crate::model::request::{Operation, Request};
+use crate::model::trust::TrustedControllers;
 
 /// What a rule does with a request it would reject.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -92,7 +94,7 @@ impl Exemptions {
 }
 
 /// The keys every rule shares.
-pub const SHARED_KEYS: [&str; 9] = [
+pub const SHARED_KEYS: [&str; 10] = [
     "mode",
     "auditNamespaces",
     "exemptNamespaces",
@@ -102,6 +104,7 @@ pub const SHARED_KEYS: [&str; 9] = [
     "objectSelector",
     "podSelector",
     "allowExistingViolations",
+    "trustedControllers",
 ];
 
 /// The shared settings' values.
@@ -119,6 +122,8 @@ pub struct Shared {
     pub pod_selector: LabelSelector,
     /// `allowExistingViolations`.
     pub allow_existing_violations: bool,
+    /// `trustedControllers`.
+    pub trusted_controllers: TrustedControllers,
 }
 
 impl Default for Shared {
@@ -130,6 +135,7 @@ impl Default for Shared {
             object_selector: LabelSelector::default(),
             pod_selector: LabelSelector::default(),
             allow_existing_violations: true,
+            trusted_controllers: TrustedControllers::Defaults,
         }
     }
 }
@@ -156,6 +162,7 @@ impl Shared {
             "objectSelector" => self.object_selector = or_default(d)?,
             "podSelector" => self.pod_selector = or_default(d)?,
             "allowExistingViolations" => self.allow_existing_violations = Option::<bool>::deserialize(d)?.unwrap_or(true),
+            "trustedControllers" => self.trusted_controllers = or_default(d)?,
             _ => return Err(de::Error::custom(format_args!("`{key}` is not a shared setting"))),
         }
         Ok(())
@@ -183,7 +190,8 @@ impl Shared {
             non_empty_patterns(&key, list)?;
         }
         self.object_selector.validate("objectSelector")?;
-        self.pod_selector.validate("podSelector")
+        self.pod_selector.validate("podSelector")?;
+        self.trusted_controllers.validate("trustedControllers")
     }
 
     /// Adds the shared keys to a settings object.
@@ -199,6 +207,10 @@ impl Shared {
         map.insert("objectSelector".into(), selector(&self.object_selector));
         map.insert("podSelector".into(), selector(&self.pod_selector));
         map.insert("allowExistingViolations".into(), Value::from(self.allow_existing_violations));
+        map.insert(
+            "trustedControllers".into(),
+            serde_json::to_value(&self.trusted_controllers).unwrap_or_else(|_| Value::Array(Vec::new())),
+        );
     }
 
     /// The mode for `req`: `audit` in an audit namespace, else `mode`.
