@@ -23,6 +23,7 @@ use volumes::HostPaths;
 use std::cell::OnceCell;
 use std::fmt;
 
+use aigov_sdk::base::names::sysctl_name;
 use aigov_sdk::model::pod::{Handler, SecurityContext};
 use aigov_sdk::prelude::*;
 
@@ -315,23 +316,30 @@ impl Check<'_, '_> {
         }
     }
 
+    /// Each sysctl by the name the kubelet reads (`kernel/msgmax` is
+    /// `kernel.msgmax`), against patterns read the same way.
     fn sysctls(&mut self, sc: &SecurityContext<'_>, at: &Path) {
         if !self.s.restrict_sysctls {
             return;
         }
         for (i, sysctl) in sc.sysctls.iter().enumerate() {
             let name = &*sysctl.name;
+            let read = sysctl_name(name);
             let field = at.key("sysctls").index(i).key("name");
-            if aigov_sdk::base::glob::any_match(&self.s.forbidden_sysctls, name) {
-                self.v.violation(format!("`{field}` is `{name}`, a sysctl pods may not set: remove it"));
-            } else if !aigov_sdk::base::glob::any_match(&self.s.allowed_sysctls, name) {
+            let shown = fmt::from_fn(|f| {
+                write!(f, "`{name}`")?;
+                if read != name { write!(f, " (`{read}` to the kubelet)") } else { Ok(()) }
+            });
+            if sysctl_matches(&self.s.forbidden_sysctls, &read) {
+                self.v.violation(format!("`{field}` is {shown}, a sysctl pods may not set: remove it"));
+            } else if !sysctl_matches(&self.s.allowed_sysctls, &read) {
                 let allowed: Vec<&str> = self.s.allowed_sysctls.iter().map(Glob::as_str).collect();
                 let why = if allowed.is_empty() {
                     "and pods may set no sysctls".to_string()
                 } else {
                     format!("which is not one of the sysctls pods may set ({})", quoted(&allowed))
                 };
-                self.v.violation(format!("`{field}` is `{name}`, {why}: remove it"));
+                self.v.violation(format!("`{field}` is {shown}, {why}: remove it"));
             }
         }
     }
@@ -765,6 +773,13 @@ impl Place<'_, '_, '_> {
 /// the pod's.
 fn for_whom(place: Option<&Place<'_, '_, '_>>) -> String {
     place.map(|p| format!(" for {}", p.who())).unwrap_or_default()
+}
+
+/// Whether a sysctl name, as the kubelet reads it, matches a pattern,
+/// read as the kubelet reads the patterns of its allowlist (`kernel/*` is
+/// `kernel.*`).
+fn sysctl_matches(patterns: &[Glob], name: &str) -> bool {
+    patterns.iter().any(|p| aigov_sdk::base::glob::matches(&sysctl_name(p.as_str()), name))
 }
 
 /// Whether a pattern list is `["*"]`, which allows everything.
