@@ -21,7 +21,7 @@ mod settings;
 
 use std::fmt;
 
-use aigov_sdk::cluster::image::ImageRef;
+use aigov_sdk::cluster::image::{ImageRef, registry_host};
 use aigov_sdk::model::pod::EnvVar;
 use aigov_sdk::prelude::*;
 
@@ -205,22 +205,12 @@ impl Check<'_> {
         }
     }
 
-    /// The image's registry host, if `deniedRegistries` refuses it
-    /// (compared in lower case; `index.docker.io` is `docker.io`).
-    fn denied_registry(&self, image: &ImageRef<'_>) -> Option<String> {
-        if self.s.denied_registries.is_empty() {
-            return None;
-        }
-        let host = image.domain.to_ascii_lowercase();
-        self.s
-            .denied_registries
-            .iter()
-            .any(|g| {
-                let p = g.as_str().to_ascii_lowercase();
-                let p = if p == "index.docker.io" { aigov_sdk::cluster::image::DOCKER_HUB.to_string() } else { p };
-                aigov_sdk::base::glob::matches(&p, &host)
-            })
-            .then_some(host)
+    /// The image's registry host, if `deniedRegistries` refuses it (both
+    /// read as `registry_host` reads them: in lower case, and
+    /// `index.docker.io` and `registry-1.docker.io` as `docker.io`).
+    fn denied_registry<'i>(&self, image: &'i ImageRef<'_>) -> Option<&'i str> {
+        let host = &*image.domain;
+        self.s.denied_registries.iter().any(|g| aigov_sdk::base::glob::matches(&registry_host(g.as_str()), host)).then_some(host)
     }
 
     // ---------------------------------------------------------------- models
