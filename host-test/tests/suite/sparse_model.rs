@@ -4,7 +4,7 @@
 //! is re-read at its path as a typed `PodSpec`, and containers, resources,
 //! runtime class, tolerations, labels, the GPU count, images, commands,
 //! environment, volume mounts, security contexts, host namespaces, the OS
-//! and hostPath volumes must agree. A walk
+//! and hostPath and image volumes (`ImageVolumeSource`) must agree. A walk
 //! over the raw JSON also finds every `containers` list, so a template the
 //! SDK missed fails the test.
 
@@ -257,15 +257,21 @@ fn sparse_container(c: &aigov_sdk::Container<'_>) -> String {
 }
 
 /// Pod-level fields: host namespaces, user namespace, OS, security
-/// context, hostPath volumes.
+/// context, hostPath and image volumes.
 fn typed_pod(spec: &Value) -> String {
     let b = |k: &str| spec.get(k).and_then(Value::as_bool);
-    let volumes: Vec<(String, Option<String>)> = spec
+    let volumes: Vec<(String, Option<String>, Option<Option<String>>)> = spec
         .get("volumes")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .map(|v| (v["name"].as_str().unwrap().to_string(), v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string)))
+                .map(|v| {
+                    (
+                        v["name"].as_str().unwrap().to_string(),
+                        v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string),
+                        v.get("image").map(|i| i.get("reference").and_then(Value::as_str).map(str::to_string)),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -281,8 +287,17 @@ fn typed_pod(spec: &Value) -> String {
 }
 
 fn sparse_pod(spec: &aigov_sdk::PodSpec<'_>) -> String {
-    let volumes: Vec<(String, Option<String>)> =
-        spec.volumes.iter().map(|v| (v.name.to_string(), v.host_path.as_ref().map(|h| h.path.to_string()))).collect();
+    let volumes: Vec<(String, Option<String>, Option<Option<String>>)> = spec
+        .volumes
+        .iter()
+        .map(|v| {
+            (
+                v.name.to_string(),
+                v.host_path.as_ref().map(|h| h.path.to_string()),
+                v.image.as_ref().map(|i| i.reference.as_deref().map(str::to_string)),
+            )
+        })
+        .collect();
     let os = spec.os.as_ref().map(|o| o.name.to_string());
     format!(
         "{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}",

@@ -416,6 +416,16 @@ pub struct FlexVolume<'a> {
     pub driver: Str<'a>,
 }
 
+/// An `image` volume source (beta, on by default since Kubernetes 1.35):
+/// an OCI image or artifact the kubelet pulls, as it pulls a container's
+/// image, and mounts read-only (model weights shipped as an image).
+#[derive(Clone, Debug, Default)]
+pub struct ImageVolume<'a> {
+    /// The image reference, read as a container's `image` is. Optional in
+    /// the API, as a container's image is, for controllers to fill in.
+    pub reference: Option<Str<'a>>,
+}
+
 /// A volume (the sources rules look at; the others only by their key).
 #[derive(Clone, Debug, Default)]
 pub struct Volume<'a> {
@@ -431,6 +441,8 @@ pub struct Volume<'a> {
     pub empty_dir: Option<EmptyDir<'a>>,
     /// `flexVolume`.
     pub flex_volume: Option<FlexVolume<'a>>,
+    /// `image`.
+    pub image: Option<ImageVolume<'a>>,
 }
 
 /// A pod's resource claim (DRA): by name, or from a template.
@@ -651,6 +663,8 @@ decode_struct!(EmptyDir { "medium" => medium, "sizeLimit" => size_limit });
 
 decode_struct!(FlexVolume { "driver" => driver });
 
+decode_struct!(ImageVolume { "reference" => reference });
+
 impl<'a> Decode<'a> for Volume<'a> {
     #[inline(never)]
     fn decode(d: &mut Dec<'a>) -> R<Self> {
@@ -673,6 +687,12 @@ impl<'a> Decode<'a> for Volume<'a> {
                 "flexVolume" => {
                     out.flex_volume = Decode::decode(d)?;
                     if out.flex_volume.is_some() {
+                        out.sources.push(key);
+                    }
+                }
+                "image" => {
+                    out.image = Decode::decode(d)?;
+                    if out.image.is_some() {
                         out.sources.push(key);
                     }
                 }
