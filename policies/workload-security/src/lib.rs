@@ -21,10 +21,12 @@ use profiles::{ProfileKind, not_allowed_profile, se_linux_entry, shown, use_allo
 use volumes::HostPaths;
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use aigov_sdk::base::names::sysctl_name;
-use aigov_sdk::model::pod::{Handler, SecurityContext};
+use aigov_sdk::model::expansion::{Piece, pieces};
+use aigov_sdk::model::pod::{EnvVar, Handler, SecurityContext};
 use aigov_sdk::prelude::*;
 
 pub use settings::{
@@ -722,27 +724,43 @@ impl Check<'_, '_> {
         }
     }
 
+    /// Variables named like credentials whose value, as the kubelet
+    /// expands it, holds text written in the workload: in the value itself,
+    /// or in an earlier variable a `$(VAR)` brings in.
     fn credentials(&mut self, c: &ContainerRef<'_, '_>) {
         if !self.s.forbid_plain_credentials {
             return;
         }
         let env = &c.container.env;
-        for (i, var) in env.iter().enumerate() {
-            let Some(value) = var.value.as_deref() else { continue };
-            if value.is_empty() || var.from_source || is_reference(value, env.get(..i).unwrap_or_default()) {
+        let named = |var: &EnvVar<'_>| {
+            !var.from_source
+                && var.value.as_deref().is_some_and(|v| !v.is_empty())
+                && self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name))
+        };
+        if !env.iter().any(named) {
+            return;
+        }
+        let written = written_text(env);
+        for (i, (var, w)) in env.iter().zip(&written).enumerate() {
+            let Some(&origin) = w.from.first() else { continue };
+            if !named(var) {
                 continue;
             }
-            let matches =
-                self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
-            if matches {
-                self.v.violation(format!(
-                    "`{}` holds `{}` of {} in plain text, readable by anyone who can read this workload: \
-                     store it in a Secret and use `valueFrom: {{secretKeyRef: {{name: <secret>, key: <key>}}}}` instead",
-                    self.t.container_path(c).key("env").index(i).key("value"),
-                    var.name,
-                    c.describe()
-                ));
-            }
+            let at = self.t.container_path(c).key("env");
+            let field = at.index(i).key("value");
+            let head =
+                format!("`{field}` holds `{}` of {} in plain text, readable by anyone who can read this workload", var.name, c.describe());
+            let secret_ref = "`valueFrom: {secretKeyRef: {name: <secret>, key: <key>}}`";
+            let message = match (w.from.contains(&i), w.via, env.get(origin)) {
+                (false, Some(via), Some(source)) => format!(
+                    "{head}: `$({via})` expands to the text written in `{}` (`{}`): store that in a Secret and set `{}` with {secret_ref} instead",
+                    at.index(origin).key("value"),
+                    source.name,
+                    source.name
+                ),
+                _ => format!("{head}: store it in a Secret and use {secret_ref} instead"),
+            };
+            self.v.violation(message);
         }
     }
 
@@ -837,14 +855,55 @@ fn host_process(sc: &SecurityContext<'_>) -> bool {
     sc.windows_options.as_ref().and_then(|w| w.host_process) == Some(true)
 }
 
-/// Whether a value is only a reference to an earlier variable of the same
-/// container (`$(HF_TOKEN_FROM_SECRET)`), which Kubernetes expands: the
-/// credential is wherever that variable comes from.
-fn is_reference(value: &str, earlier: &[aigov_sdk::model::pod::EnvVar<'_>]) -> bool {
-    let Some(name) = value.trim().strip_prefix("$(").and_then(|v| v.strip_suffix(')')) else {
-        return false;
-    };
-    earlier.iter().any(|e| &*e.name == name)
+/// What the kubelet's expansion puts in one `env` entry's value of text
+/// written in the workload.
+#[derive(Default)]
+struct Written<'e> {
+    /// The entries whose written text (other than blanks) ends up in the
+    /// value, in the order it does: the entry itself, or earlier ones its
+    /// `$(VAR)` references bring in.
+    from: Vec<usize>,
+    /// The first reference that brought such text in.
+    via: Option<&'e str>,
+}
+
+/// For each entry of a container's `env`, the text written in the workload
+/// its value holds once the kubelet has expanded it: `$(NAME)` is the
+/// value of the last entry of that name before it (itself expanded);
+/// a name no earlier entry defines is a variable of `envFrom` (a Secret or
+/// ConfigMap), a service link, or stays as written (`$(NAME)`), none of
+/// which is text written here; `valueFrom` values are never expanded and
+/// hold none; `$$` is a `$` written here.
+fn written_text<'e>(env: &'e [EnvVar<'_>]) -> Vec<Written<'e>> {
+    let mut last: BTreeMap<&'e str, usize> = BTreeMap::new();
+    let mut out: Vec<Written<'e>> = Vec::with_capacity(env.len());
+    for (i, var) in env.iter().enumerate() {
+        let mut w = Written::default();
+        let value = var.value.as_deref().filter(|_| !var.from_source).unwrap_or_default();
+        for piece in pieces(value) {
+            match piece {
+                Piece::Text(t) => {
+                    if !t.trim().is_empty() && !w.from.contains(&i) {
+                        w.from.push(i);
+                    }
+                }
+                Piece::Var(name) => {
+                    let Some(earlier) = last.get(name).and_then(|k| out.get(*k)) else { continue };
+                    if !earlier.from.is_empty() && w.via.is_none() {
+                        w.via = Some(name);
+                    }
+                    for f in &earlier.from {
+                        if !w.from.contains(f) {
+                            w.from.push(*f);
+                        }
+                    }
+                }
+            }
+        }
+        last.insert(&var.name, i);
+        out.push(w);
+    }
+    out
 }
 
 aigov_sdk::export_policy!(WorkloadSecurity);
@@ -863,11 +922,44 @@ mod tests {
     #[test]
     fn credential_values_never_reach_a_message() {
         let object = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c",
-            "env":[{"name":"HF_TOKEN","value":"hf_SuperSecretValue"},{"name":"openai_api_key","value":"sk-SuperSecretValue"}]}]}}"#;
+            "env":[{"name":"HF_TOKEN","value":"hf_SuperSecretValue"},{"name":"openai_api_key","value":"sk-SuperSecretValue"},
+            {"name":"UPSTREAM","value":"SuperSecretValue"},{"name":"GITHUB_TOKEN","value":"$(UPSTREAM)"}]}]}}"#;
         let v = violations(object, &Settings::default());
         let creds: Vec<&String> = v.iter().filter(|m| m.contains("in plain text")).collect();
-        assert_eq!(creds.len(), 2, "{v:#?}");
+        assert_eq!(creds.len(), 3, "{v:#?}");
         assert!(v.iter().all(|m| !m.contains("SuperSecretValue")), "{v:#?}");
+    }
+
+    #[test]
+    fn written_text_follows_the_kubelets_expansion() {
+        let env: Vec<EnvVar<'_>> = [
+            ("A", Some("sk-secret"), false),
+            ("B", Some("$(A)"), false),
+            ("C", Some("$(B) $(LATER)"), false),
+            ("D", Some("$$(A)"), false),
+            ("A", None, true),
+            ("E", Some(" $(A) "), false),
+            ("F", Some("$(F)x"), false),
+            ("LATER", Some("text"), false),
+        ]
+        .into_iter()
+        .map(|(name, value, from_source)| EnvVar { name: name.into(), value: value.map(Into::into), from_source })
+        .collect();
+        let w = written_text(&env);
+        let summary: Vec<(Vec<usize>, Option<&str>)> = w.iter().map(|w| (w.from.clone(), w.via)).collect();
+        assert_eq!(
+            summary,
+            [
+                (vec![0], None),
+                (vec![0], Some("A")),
+                (vec![0], Some("B")),
+                (vec![3], None),
+                (vec![], None),
+                (vec![], None),
+                (vec![6], None),
+                (vec![7], None),
+            ]
+        );
     }
 
     #[test]
