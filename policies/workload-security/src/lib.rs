@@ -920,6 +920,23 @@ mod tests {
     }
 
     #[test]
+    fn exempt_containers_volumes_do_not_depend_on_the_skip_flags() {
+        let object = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{
+            "securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}},
+            "containers":[{"name":"agent","image":"reg.example/agent:1","volumeMounts":[{"name":"run","mountPath":"/run/host"}]},
+                {"name":"app","image":"reg.example/app:1","securityContext":{"capabilities":{"drop":["ALL"]}}}],
+            "volumes":[{"name":"run","hostPath":{"path":"/run"}}]}}"#;
+        let request = format!(r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Pod"}},"operation":"CREATE","object":{object}}}"#);
+        let req = Request::parse(&request).unwrap();
+        req.set_exempt_images(Some(std::rc::Rc::from(vec![Glob::new("reg.example/agent:*")])));
+        for (init, ephemeral) in [(false, false), (true, false), (false, true), (true, true)] {
+            let settings = Settings { skip_init_containers: init, skip_ephemeral_containers: ephemeral, ..Settings::default() };
+            let v = WorkloadSecurity::validate(&req, &settings, &aigov_sdk::NoCluster).unwrap();
+            assert!(v.violations().is_empty(), "skipInitContainers: {init}, skipEphemeralContainers: {ephemeral}: {:#?}", v.violations());
+        }
+    }
+
+    #[test]
     fn credential_values_never_reach_a_message() {
         let object = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c",
             "env":[{"name":"HF_TOKEN","value":"hf_SuperSecretValue"},{"name":"openai_api_key","value":"sk-SuperSecretValue"},

@@ -12,10 +12,11 @@ use super::{Check, is_wildcard};
 
 impl Check<'_, '_> {
     /// The volumes only skipped containers mount (`skipInitContainers`,
-    /// `skipEphemeralContainers`): left out of the volume checks. A volume
+    /// `skipEphemeralContainers`, the shared `exemptImages`: whatever
+    /// leaves a container out): left out of the volume checks. A volume
     /// no container mounts is checked.
     pub(crate) fn skipped_volumes(&self) -> BTreeSet<String> {
-        if !self.s.skip_init_containers && !self.s.skip_ephemeral_containers {
+        if !self.t.containers().any(|c| self.skipped(&c)) {
             return BTreeSet::new();
         }
         let mut checked = BTreeSet::new();
