@@ -471,7 +471,7 @@ fn pointers() {
 }
 
 /// The fields the Pod Security Standards' remaining controls read (host
-/// ports, probe and lifecycle hosts, SELinux options, `procMount`, sysctls,
+/// and container ports, probe and lifecycle hosts, SELinux options, `procMount`, sysctls,
 /// group IDs, `shareProcessNamespace`, volume types and flexVolume
 /// drivers), as a comparable text: from the typed model's JSON of a pod
 /// spec, or from the sparse model.
@@ -508,7 +508,10 @@ fn typed_pss_fields(spec: &Value) -> String {
             .iter()
             .map(|p| s(&c, p))
             .collect();
-            let ports: Vec<Option<i64>> = arr(c.get("ports")).iter().map(|p| p.get("hostPort").and_then(Value::as_i64)).collect();
+            let ports: Vec<(Option<i64>, Option<i64>)> = arr(c.get("ports"))
+                .iter()
+                .map(|p| (p.get("hostPort").and_then(Value::as_i64), p.get("containerPort").and_then(Value::as_i64)))
+                .collect();
             out.push(format!(
                 "{list} {ports:?} {hosts:?} {:?} {:?} {:?}",
                 se_linux(c.get("securityContext")),
@@ -559,7 +562,7 @@ fn sparse_pss_fields(spec: &aigov_sdk::PodSpec<'_>) -> String {
             .into_iter()
             .flatten()
             .collect();
-            let ports: Vec<Option<i64>> = c.ports.iter().map(|p| p.host_port).collect();
+            let ports: Vec<(Option<i64>, Option<i64>)> = c.ports.iter().map(|p| (p.host_port, p.container_port)).collect();
             let sc = c.security_context.as_ref();
             out.push(format!(
                 "{list} {ports:?} {hosts:?} {:?} {:?} {:?}",

@@ -670,12 +670,14 @@ impl Check<'_, '_> {
         }
     }
 
+    /// Host ports as the pods will have them: a `containerPort` under
+    /// `hostNetwork` is one, the API server writing it into `hostPort`.
     fn host_ports(&mut self, c: &ContainerRef<'_, '_>, place: &Place<'_, '_, '_>) {
         if !self.s.restrict_host_ports {
             return;
         }
-        for (i, port) in c.container.ports.iter().enumerate() {
-            let Some(p) = port.host_port.filter(|p| *p != 0) else { continue };
+        for (i, hp) in self.t.host_ports(c) {
+            let p = hp.port;
             if self.s.allowed_host_ports.iter().any(|r| i64::from(r.min) <= p && p <= i64::from(r.max)) {
                 continue;
             }
@@ -686,12 +688,25 @@ impl Check<'_, '_> {
                     self.s.allowed_host_ports.iter().map(|r| range_text(i64::from(r.min), i64::from(r.max))).collect();
                 format!("outside the allowed host ports {}", quoted(&allowed))
             };
-            self.v.violation(format!(
-                "`{}` is `{p}` for {}, so it takes that port on the node's own addresses, {why}: remove it \
-                 (reach the container through a Service)",
-                self.t.container_path(c).key("ports").index(i).key("hostPort"),
-                place.who()
-            ));
+            let port = self.t.container_path(c).key("ports").index(i);
+            let field = port.key(if hp.written { "hostPort" } else { "containerPort" });
+            if hp.host_network {
+                // Removing `hostPort` changes nothing: the API server sets it again.
+                let how = if hp.written { "even without it" } else { "(the API server sets `hostPort` to it on the pods)" };
+                let instead = if self.s.allowed_host_ports.is_empty() { "" } else { ", or listen on an allowed port" };
+                self.v.violation(format!(
+                    "`{field}` is `{p}` for {}, and `{}` makes port {p} a host port {how}, so it takes that port on the node's own addresses, \
+                     {why}: remove `hostNetwork` and reach the container through a Service{instead}",
+                    place.who(),
+                    self.spec_path().key("hostNetwork"),
+                ));
+            } else {
+                self.v.violation(format!(
+                    "`{field}` is `{p}` for {}, so it takes that port on the node's own addresses, {why}: remove it \
+                     (reach the container through a Service)",
+                    place.who()
+                ));
+            }
         }
     }
 

@@ -259,8 +259,41 @@ pub struct Sysctl<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct ContainerPort {
     /// `hostPort`: the port on the node's own address the container is
-    /// reached at.
+    /// reached at, as written (see [`ContainerPort::on_node`]).
     pub host_port: Option<i64>,
+    /// `containerPort`: the port the container listens on.
+    pub container_port: Option<i64>,
+}
+
+/// A port a container takes on the node's own addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPort {
+    /// The port.
+    pub port: i64,
+    /// Whether it is the `hostPort` as written (not `0`); otherwise it is
+    /// the `containerPort`, which `hostNetwork` makes a host port.
+    pub written: bool,
+    /// Whether the pod is on the host network, which makes every port of
+    /// its containers a host port (a written `hostPort` must then be the
+    /// `containerPort`, and removing it changes nothing).
+    pub host_network: bool,
+}
+
+impl ContainerPort {
+    /// The port this takes on the node's own addresses, as the pod will
+    /// have it: its `hostPort` when set and not `0`; otherwise, when
+    /// `host_network` (the pod's `hostNetwork`, for a container or init
+    /// container), its `containerPort`, which the API server writes into
+    /// `hostPort` on every Pod (`SetDefaults_Pod`; on templates too before
+    /// Kubernetes 1.28, never since, but their pods get it all the same).
+    /// Ephemeral containers are not defaulted (nor may they have ports).
+    pub fn on_node(&self, host_network: bool) -> Option<HostPort> {
+        match (self.host_port.filter(|p| *p != 0), self.container_port) {
+            (Some(port), _) => Some(HostPort { port, written: true, host_network }),
+            (None, Some(port)) if host_network && port != 0 => Some(HostPort { port, written: false, host_network }),
+            _ => None,
+        }
+    }
 }
 
 /// The network target of a probe or lifecycle hook (`httpGet`, `tcpSocket`).
@@ -610,6 +643,7 @@ impl<'a> Decode<'a> for ContainerPort {
         d.object(|d, key| {
             match &*key {
                 "hostPort" => out.host_port = Decode::decode(d)?,
+                "containerPort" => out.container_port = Decode::decode(d)?,
                 _ => d.skip()?,
             }
             Ok(())
