@@ -4,7 +4,7 @@
 //! is re-read at its path as a typed `PodSpec`, and containers, resources,
 //! runtime class, tolerations, labels, the GPU count, images, commands,
 //! environment, volume mounts, security contexts, host namespaces, the OS
-//! and hostPath volumes must agree. A walk
+//! and hostPath and image volumes (`ImageVolumeSource`) must agree. A walk
 //! over the raw JSON also finds every `containers` list, so a template the
 //! SDK missed fails the test.
 
@@ -257,15 +257,21 @@ fn sparse_container(c: &aigov_sdk::Container<'_>) -> String {
 }
 
 /// Pod-level fields: host namespaces, user namespace, OS, security
-/// context, hostPath volumes.
+/// context, hostPath and image volumes.
 fn typed_pod(spec: &Value) -> String {
     let b = |k: &str| spec.get(k).and_then(Value::as_bool);
-    let volumes: Vec<(String, Option<String>)> = spec
+    let volumes: Vec<(String, Option<String>, Option<Option<String>>)> = spec
         .get("volumes")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .map(|v| (v["name"].as_str().unwrap().to_string(), v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string)))
+                .map(|v| {
+                    (
+                        v["name"].as_str().unwrap().to_string(),
+                        v.pointer("/hostPath/path").and_then(Value::as_str).map(str::to_string),
+                        v.get("image").map(|i| i.get("reference").and_then(Value::as_str).map(str::to_string)),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -281,8 +287,17 @@ fn typed_pod(spec: &Value) -> String {
 }
 
 fn sparse_pod(spec: &aigov_sdk::PodSpec<'_>) -> String {
-    let volumes: Vec<(String, Option<String>)> =
-        spec.volumes.iter().map(|v| (v.name.to_string(), v.host_path.as_ref().map(|h| h.path.to_string()))).collect();
+    let volumes: Vec<(String, Option<String>, Option<Option<String>>)> = spec
+        .volumes
+        .iter()
+        .map(|v| {
+            (
+                v.name.to_string(),
+                v.host_path.as_ref().map(|h| h.path.to_string()),
+                v.image.as_ref().map(|i| i.reference.as_deref().map(str::to_string)),
+            )
+        })
+        .collect();
     let os = spec.os.as_ref().map(|o| o.name.to_string());
     format!(
         "{:?} {:?} {:?} {:?} {os:?} {:?} {volumes:?}",
@@ -456,7 +471,7 @@ fn pointers() {
 }
 
 /// The fields the Pod Security Standards' remaining controls read (host
-/// ports, probe and lifecycle hosts, SELinux options, `procMount`, sysctls,
+/// and container ports, probe and lifecycle hosts, SELinux options, `procMount`, sysctls,
 /// group IDs, `shareProcessNamespace`, volume types and flexVolume
 /// drivers), as a comparable text: from the typed model's JSON of a pod
 /// spec, or from the sparse model.
@@ -493,7 +508,10 @@ fn typed_pss_fields(spec: &Value) -> String {
             .iter()
             .map(|p| s(&c, p))
             .collect();
-            let ports: Vec<Option<i64>> = arr(c.get("ports")).iter().map(|p| p.get("hostPort").and_then(Value::as_i64)).collect();
+            let ports: Vec<(Option<i64>, Option<i64>)> = arr(c.get("ports"))
+                .iter()
+                .map(|p| (p.get("hostPort").and_then(Value::as_i64), p.get("containerPort").and_then(Value::as_i64)))
+                .collect();
             out.push(format!(
                 "{list} {ports:?} {hosts:?} {:?} {:?} {:?}",
                 se_linux(c.get("securityContext")),
@@ -544,7 +562,7 @@ fn sparse_pss_fields(spec: &aigov_sdk::PodSpec<'_>) -> String {
             .into_iter()
             .flatten()
             .collect();
-            let ports: Vec<Option<i64>> = c.ports.iter().map(|p| p.host_port).collect();
+            let ports: Vec<(Option<i64>, Option<i64>)> = c.ports.iter().map(|p| (p.host_port, p.container_port)).collect();
             let sc = c.security_context.as_ref();
             out.push(format!(
                 "{list} {ports:?} {hosts:?} {:?} {:?} {:?}",

@@ -526,3 +526,36 @@ fn every_workload_kind_in_metadata_is_every_kind_the_model_decodes() {
     modelled.sort();
     assert_eq!(listed, modelled, "aigov-metadata's WORKLOAD_RESOURCES and WorkloadKind::ALL");
 }
+
+#[test]
+fn host_ports_as_the_pods_will_have_them() {
+    use aigov_sdk::model::pod::HostPort;
+    let ports = r#"[{"containerPort":8000},{"containerPort":8001,"hostPort":0},{"containerPort":8002,"hostPort":8002}]"#;
+    let object = |host_network: bool| {
+        format!(
+            r#"{{"spec":{{"selector":{{}},"template":{{"spec":{{"hostNetwork":{host_network},
+            "initContainers":[{{"name":"i","ports":[{{"containerPort":7000}}]}}],
+            "containers":[{{"name":"c","ports":{ports}}}],
+            "ephemeralContainers":[{{"name":"e","ports":[{{"containerPort":6000}}]}}]}}}}}}}}"#
+        )
+    };
+    let found = |host_network: bool| {
+        let json = request("apps", "Deployment", &object(host_network));
+        let req = Request::parse(&json).unwrap();
+        let w = req.workload().unwrap();
+        let t = w.templates().next().unwrap();
+        t.containers().flat_map(|c| t.host_ports(&c).map(move |(i, p)| (c.container.name.to_string(), i, p))).collect::<Vec<_>>()
+    };
+    let hp = |port, written, host_network| HostPort { port, written, host_network };
+    assert_eq!(found(false), [("c".to_string(), 2, hp(8002, true, false))]);
+    assert_eq!(
+        found(true),
+        [
+            ("c".to_string(), 0, hp(8000, false, true)),
+            ("c".to_string(), 1, hp(8001, false, true)),
+            ("c".to_string(), 2, hp(8002, true, true)),
+            ("i".to_string(), 0, hp(7000, false, true)),
+        ],
+        "containers and init containers, not ephemeral ones"
+    );
+}

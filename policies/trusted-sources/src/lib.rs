@@ -1,13 +1,13 @@
-//! `trusted-sources`: every container image comes from an allowed source,
-//! read with Docker's normalisation (`nginx` is
-//! `docker.io/library/nginx:latest`), optionally with a version tag or a
-//! digest (an image with a digest is judged by the digest, which is what is
-//! pulled), and not from a registry, image or tag the deny lists refuse;
-//! and every model a workload names (an InferenceService's
-//! `storageUri`, `storageUris`, `storage` and `STORAGE_URI`, a TrainJob's
-//! model initializer, environment values and arguments that look like model
-//! locations) comes from an allowed location, optionally pinned to a commit
-//! or a digest.
+//! `trusted-sources`: every container image, and every `image` volume's
+//! reference, comes from an allowed source, read with Docker's
+//! normalisation (`nginx` is `docker.io/library/nginx:latest`),
+//! optionally with a version tag or a digest (an image with a digest is
+//! judged by the digest, which is what is pulled), and not from a registry,
+//! image or tag the deny lists refuse; and every model a workload names (an
+//! InferenceService's `storageUri`, `storageUris`, `storage` and
+//! `STORAGE_URI`, a TrainJob's model initializer, environment values and
+//! arguments that look like model locations) comes from an allowed
+//! location, optionally pinned to a commit or a digest.
 //!
 //! There is no safe default list: the rule refuses settings without
 //! `allowedImages` (unless images are checked another way: a deny list,
@@ -21,7 +21,7 @@ mod settings;
 
 use std::fmt;
 
-use aigov_sdk::cluster::image::ImageRef;
+use aigov_sdk::cluster::image::{ImageRef, registry_host};
 use aigov_sdk::model::pod::EnvVar;
 use aigov_sdk::prelude::*;
 
@@ -79,10 +79,24 @@ struct Check<'c> {
 impl Check<'_> {
     fn template(&mut self, t: &PodTemplate<'_>) {
         for c in t.containers() {
-            self.image(t, &c);
+            // No image: KServe's serving runtime or a TrainJob's training
+            // runtime supplies it (and the API server requires one elsewhere).
+            if let Some(written) = c.container.image.as_deref().filter(|i| !i.is_empty()) {
+                // The field and the container are named only in a message:
+                // an accepted image costs its parse and the checks, nothing more.
+                let field = fmt::from_fn(|f| write!(f, "{}.image", t.container_path(&c)));
+                self.image(written, &field, &fmt::from_fn(|f| f.write_str(&c.describe())));
+            }
             if self.s.check_model_sources {
                 self.container_models(t, &c);
             }
+        }
+        // Image volumes: the kubelet pulls an image for each, as it pulls a
+        // container's (model weights shipped as an OCI image).
+        for (i, vol) in t.spec.volumes.iter().enumerate() {
+            let Some(written) = vol.image.as_ref().and_then(|v| v.reference.as_deref()).filter(|r| !r.is_empty()) else { continue };
+            let field = fmt::from_fn(|f| write!(f, "{}.volumes[{i}].image.reference", t.spec_path()));
+            self.image(written, &field, &fmt::from_fn(|f| write!(f, "volume `{}`", vol.name)));
         }
         if !self.s.check_model_sources {
             return;
@@ -121,19 +135,14 @@ impl Check<'_> {
 
     // ---------------------------------------------------------------- images
 
-    fn image(&mut self, t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>) {
-        // No image: KServe's serving runtime or a TrainJob's training
-        // runtime supplies it (and the API server requires one elsewhere).
-        let Some(written) = c.container.image.as_deref().filter(|i| !i.is_empty()) else { return };
-        // The field and the container are named only in a message: an
-        // accepted image costs its parse and the checks, nothing more.
-        let field = fmt::from_fn(|f| write!(f, "{}.image", t.container_path(c)));
+    /// Checks an image a pod pulls: `written` as the object has it, at
+    /// `field`, for `who` (a container, or an image volume).
+    fn image(&mut self, written: &str, field: &dyn fmt::Display, who: &dyn fmt::Display) {
         let image = match ImageRef::parse(written) {
             Ok(i) => i,
             Err(why) => {
                 self.v.violation(format!(
-                    "`{field}` of {} is `{written}`, which is not a valid image reference ({why}), so its source cannot be checked: write `registry/repository:tag`",
-                    c.describe()
+                    "`{field}` of {who} is `{written}`, which is not a valid image reference ({why}), so its source cannot be checked: write `registry/repository:tag`"
                 ));
                 return;
             }
@@ -152,7 +161,6 @@ impl Check<'_> {
         if !(untrusted || latest || unpinned || registry.is_some() || denied.is_some() || denied_tag.is_some()) {
             return;
         }
-        let who = c.describe();
         let full = image.to_string();
         let shown = if full == written { format!("`{written}`") } else { format!("`{written}` (that is, `{full}`)") };
         if untrusted {
@@ -205,22 +213,12 @@ impl Check<'_> {
         }
     }
 
-    /// The image's registry host, if `deniedRegistries` refuses it
-    /// (compared in lower case; `index.docker.io` is `docker.io`).
-    fn denied_registry(&self, image: &ImageRef<'_>) -> Option<String> {
-        if self.s.denied_registries.is_empty() {
-            return None;
-        }
-        let host = image.domain.to_ascii_lowercase();
-        self.s
-            .denied_registries
-            .iter()
-            .any(|g| {
-                let p = g.as_str().to_ascii_lowercase();
-                let p = if p == "index.docker.io" { aigov_sdk::cluster::image::DOCKER_HUB.to_string() } else { p };
-                aigov_sdk::base::glob::matches(&p, &host)
-            })
-            .then_some(host)
+    /// The image's registry host, if `deniedRegistries` refuses it (both
+    /// read as `registry_host` reads them: in lower case, and
+    /// `index.docker.io` and `registry-1.docker.io` as `docker.io`).
+    fn denied_registry<'i>(&self, image: &'i ImageRef<'_>) -> Option<&'i str> {
+        let host = &*image.domain;
+        self.s.denied_registries.iter().any(|g| aigov_sdk::base::glob::matches(&registry_host(g.as_str()), host)).then_some(host)
     }
 
     // ---------------------------------------------------------------- models

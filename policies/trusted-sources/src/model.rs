@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use aigov_sdk::base::glob;
-use aigov_sdk::cluster::image::ImageRef;
+use aigov_sdk::cluster::image::{ImageRef, registry_host};
 use aigov_sdk::prelude::*;
 
 /// Whether `text` starts with one of `prefixes`, in any case.
@@ -39,19 +39,25 @@ fn parts(location: &str) -> Option<Parts<'_>> {
     Some(Parts { scheme, authority, rest })
 }
 
-/// The location as it is compared: the scheme in lower case, and for
-/// `http(s)` the host too (they are case-insensitive; paths are not).
-/// Already in that form (the common case), the location is returned as is.
+/// The location as it is compared: the scheme in lower case; for
+/// `http(s)` the host too (they are case-insensitive; paths are not); for
+/// `oci` the registry host as images read it (in lower case, and
+/// `index.docker.io` and `registry-1.docker.io` as `docker.io`). Already in
+/// that form (the common case), the location is returned as is.
 pub fn normalise(location: &str) -> Cow<'_, str> {
     let Some(p) = parts(location) else { return Cow::Borrowed(location) };
     let upper = |s: &str| s.bytes().any(|b| b.is_ascii_uppercase());
-    let web = p.scheme.eq_ignore_ascii_case("http") || p.scheme.eq_ignore_ascii_case("https");
-    let lowered = upper(p.scheme) || (web && upper(p.authority));
-    if !lowered {
+    let authority = if p.scheme.eq_ignore_ascii_case("http") || p.scheme.eq_ignore_ascii_case("https") {
+        if upper(p.authority) { Cow::Owned(p.authority.to_ascii_lowercase()) } else { Cow::Borrowed(p.authority) }
+    } else if p.scheme.eq_ignore_ascii_case("oci") {
+        registry_host(p.authority)
+    } else {
+        Cow::Borrowed(p.authority)
+    };
+    if !upper(p.scheme) && *authority == *p.authority {
         return Cow::Borrowed(location);
     }
     let scheme = p.scheme.to_ascii_lowercase();
-    let authority = if scheme == "http" || scheme == "https" { p.authority.to_ascii_lowercase() } else { p.authority.to_string() };
     Cow::Owned(if location.get(p.scheme.len() + 3 + p.authority.len()..).is_some_and(|r| r.starts_with('/')) {
         format!("{scheme}://{authority}/{}", p.rest)
     } else {
@@ -183,6 +189,10 @@ mod tests {
         assert_eq!(normalise("https://HuggingFace.co/Org/M"), "https://huggingface.co/Org/M");
         assert_eq!(normalise("s3://Bucket/M"), "s3://Bucket/M");
         assert_eq!(normalise("HTTPS://huggingface.co"), "https://huggingface.co");
+        // An `oci://` location's host is a registry host, read as images read it.
+        assert_eq!(normalise("oci://Registry.Example.com/Models/m:v1"), "oci://registry.example.com/Models/m:v1");
+        assert_eq!(normalise("oci://registry-1.docker.io/org/m:v1"), "oci://docker.io/org/m:v1");
+        assert!(allowed(&[Glob::new("oci://docker.io/org/*")], "OCI://Index.Docker.io/org/m:v1"));
         assert!(matches!(normalise("https://huggingface.co/Org/M"), Cow::Borrowed(_)), "already normal: not copied");
     }
 

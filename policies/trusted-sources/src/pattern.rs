@@ -1,7 +1,9 @@
 //! Image patterns: `registry-host/repository[:tag][@digest]`, with `*` and
 //! `?` wildcards, matched against images after Docker's normalisation.
 //!
-//! The registry host is matched on its own (case-insensitively), so a `*`
+//! The registry host is matched on its own, both sides read as
+//! `registry_host` reads them (in lower case; `index.docker.io` and
+//! `registry-1.docker.io` are `docker.io`), so a `*`
 //! in it never reaches into the repository: `*.example.com/*` does not
 //! match `evil.io/x.example.com/y`. In the repository, `*` crosses `/`
 //! (`nvcr.io/nvidia/*` matches `nvcr.io/nvidia/k8s/dcgm-exporter`). A
@@ -15,10 +17,8 @@
 //! matches no pattern with a tag and no digest, exactly as `name@digest`
 //! does, and a pattern `name:tag@digest` matches by its digest alone.
 
-use std::borrow::Cow;
-
 use aigov_sdk::base::glob;
-use aigov_sdk::cluster::image::{DOCKER_HUB, ImageRef, is_digest};
+use aigov_sdk::cluster::image::{DOCKER_HUB, ImageRef, is_digest, registry_host};
 
 /// A parsed image pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl<'p> ImagePattern<'p> {
                 ));
             }
         };
-        let domain = if domain.eq_ignore_ascii_case("index.docker.io") { DOCKER_HUB.to_string() } else { domain.to_ascii_lowercase() };
+        let domain = registry_host(domain).into_owned();
         let (name_tag, digest) = match rest.split_once('@') {
             Some((n, d)) => (n, Some(d)),
             None => (rest, None),
@@ -73,12 +73,7 @@ impl<'p> ImagePattern<'p> {
 
     /// Whether the image matches.
     pub fn matches(&self, image: &ImageRef<'_>) -> bool {
-        let domain = if image.domain.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(image.domain.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(image.domain)
-        };
-        glob::matches(&self.domain, &domain)
+        glob::matches(&self.domain, &image.domain)
             && glob::matches(self.path, &image.path())
             && match (self.digest, self.tag) {
                 (Some(d), _) => image.digest == Some(d),
@@ -130,6 +125,12 @@ mod tests {
         assert!(m("NVCR.IO/nvidia/*", "Nvcr.io/nvidia/pytorch"), "hosts compare in any case");
         assert!(m("docker.io/library/nginx", "nginx"));
         assert!(m("index.docker.io/library/*", "nginx:1.27"));
+        // Docker Hub however written, on either side.
+        assert!(m("docker.io/*", "registry-1.docker.io/library/nginx"));
+        assert!(m("docker.io/*", "Index.docker.io/library/nginx"));
+        assert!(m("Registry-1.Docker.io/library/nginx", "nginx"));
+        assert!(m("NVCR.io/nvidia/*", "nvcr.io/nvidia/pytorch:24.05-py3"));
+        assert!(m("nvcr.io/nvidia/*", "Nvcr.IO/nvidia/pytorch:24.05-py3"));
         assert!(m("docker.io/rayproject/ray:2.*", "rayproject/ray:2.47.1-py312-gpu"));
         assert!(!m("docker.io/rayproject/ray:2.*", "rayproject/ray"), "no tag is latest");
         assert!(!m("docker.io/rayproject/ray:2.*", &format!("rayproject/ray@{D}")), "a digest alone has no tag");

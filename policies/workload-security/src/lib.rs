@@ -21,9 +21,12 @@ use profiles::{ProfileKind, not_allowed_profile, se_linux_entry, shown, use_allo
 use volumes::HostPaths;
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::fmt;
 
-use aigov_sdk::model::pod::{Handler, SecurityContext};
+use aigov_sdk::base::names::sysctl_name;
+use aigov_sdk::model::expansion::{Piece, pieces};
+use aigov_sdk::model::pod::{EnvVar, Handler, SecurityContext};
 use aigov_sdk::prelude::*;
 
 pub use settings::{
@@ -315,23 +318,30 @@ impl Check<'_, '_> {
         }
     }
 
+    /// Each sysctl by the name the kubelet reads (`kernel/msgmax` is
+    /// `kernel.msgmax`), against patterns read the same way.
     fn sysctls(&mut self, sc: &SecurityContext<'_>, at: &Path) {
         if !self.s.restrict_sysctls {
             return;
         }
         for (i, sysctl) in sc.sysctls.iter().enumerate() {
             let name = &*sysctl.name;
+            let read = sysctl_name(name);
             let field = at.key("sysctls").index(i).key("name");
-            if aigov_sdk::base::glob::any_match(&self.s.forbidden_sysctls, name) {
-                self.v.violation(format!("`{field}` is `{name}`, a sysctl pods may not set: remove it"));
-            } else if !aigov_sdk::base::glob::any_match(&self.s.allowed_sysctls, name) {
+            let shown = fmt::from_fn(|f| {
+                write!(f, "`{name}`")?;
+                if read != name { write!(f, " (`{read}` to the kubelet)") } else { Ok(()) }
+            });
+            if sysctl_matches(&self.s.forbidden_sysctls, &read) {
+                self.v.violation(format!("`{field}` is {shown}, a sysctl pods may not set: remove it"));
+            } else if !sysctl_matches(&self.s.allowed_sysctls, &read) {
                 let allowed: Vec<&str> = self.s.allowed_sysctls.iter().map(Glob::as_str).collect();
                 let why = if allowed.is_empty() {
                     "and pods may set no sysctls".to_string()
                 } else {
                     format!("which is not one of the sysctls pods may set ({})", quoted(&allowed))
                 };
-                self.v.violation(format!("`{field}` is `{name}`, {why}: remove it"));
+                self.v.violation(format!("`{field}` is {shown}, {why}: remove it"));
             }
         }
     }
@@ -660,12 +670,14 @@ impl Check<'_, '_> {
         }
     }
 
+    /// Host ports as the pods will have them: a `containerPort` under
+    /// `hostNetwork` is one, the API server writing it into `hostPort`.
     fn host_ports(&mut self, c: &ContainerRef<'_, '_>, place: &Place<'_, '_, '_>) {
         if !self.s.restrict_host_ports {
             return;
         }
-        for (i, port) in c.container.ports.iter().enumerate() {
-            let Some(p) = port.host_port.filter(|p| *p != 0) else { continue };
+        for (i, hp) in self.t.host_ports(c) {
+            let p = hp.port;
             if self.s.allowed_host_ports.iter().any(|r| i64::from(r.min) <= p && p <= i64::from(r.max)) {
                 continue;
             }
@@ -676,12 +688,25 @@ impl Check<'_, '_> {
                     self.s.allowed_host_ports.iter().map(|r| range_text(i64::from(r.min), i64::from(r.max))).collect();
                 format!("outside the allowed host ports {}", quoted(&allowed))
             };
-            self.v.violation(format!(
-                "`{}` is `{p}` for {}, so it takes that port on the node's own addresses, {why}: remove it \
-                 (reach the container through a Service)",
-                self.t.container_path(c).key("ports").index(i).key("hostPort"),
-                place.who()
-            ));
+            let port = self.t.container_path(c).key("ports").index(i);
+            let field = port.key(if hp.written { "hostPort" } else { "containerPort" });
+            if hp.host_network {
+                // Removing `hostPort` changes nothing: the API server sets it again.
+                let how = if hp.written { "even without it" } else { "(the API server sets `hostPort` to it on the pods)" };
+                let instead = if self.s.allowed_host_ports.is_empty() { "" } else { ", or listen on an allowed port" };
+                self.v.violation(format!(
+                    "`{field}` is `{p}` for {}, and `{}` makes port {p} a host port {how}, so it takes that port on the node's own addresses, \
+                     {why}: remove `hostNetwork` and reach the container through a Service{instead}",
+                    place.who(),
+                    self.spec_path().key("hostNetwork"),
+                ));
+            } else {
+                self.v.violation(format!(
+                    "`{field}` is `{p}` for {}, so it takes that port on the node's own addresses, {why}: remove it \
+                     (reach the container through a Service)",
+                    place.who()
+                ));
+            }
         }
     }
 
@@ -714,27 +739,43 @@ impl Check<'_, '_> {
         }
     }
 
+    /// Variables named like credentials whose value, as the kubelet
+    /// expands it, holds text written in the workload: in the value itself,
+    /// or in an earlier variable a `$(VAR)` brings in.
     fn credentials(&mut self, c: &ContainerRef<'_, '_>) {
         if !self.s.forbid_plain_credentials {
             return;
         }
         let env = &c.container.env;
-        for (i, var) in env.iter().enumerate() {
-            let Some(value) = var.value.as_deref() else { continue };
-            if value.is_empty() || var.from_source || is_reference(value, env.get(..i).unwrap_or_default()) {
+        let named = |var: &EnvVar<'_>| {
+            !var.from_source
+                && var.value.as_deref().is_some_and(|v| !v.is_empty())
+                && self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name))
+        };
+        if !env.iter().any(named) {
+            return;
+        }
+        let written = written_text(env);
+        for (i, (var, w)) in env.iter().zip(&written).enumerate() {
+            let Some(&origin) = w.from.first() else { continue };
+            if !named(var) {
                 continue;
             }
-            let matches =
-                self.s.credential_env_names.iter().any(|p| aigov_sdk::base::glob::matches_ignore_ascii_case(p.as_str(), &var.name));
-            if matches {
-                self.v.violation(format!(
-                    "`{}` holds `{}` of {} in plain text, readable by anyone who can read this workload: \
-                     store it in a Secret and use `valueFrom: {{secretKeyRef: {{name: <secret>, key: <key>}}}}` instead",
-                    self.t.container_path(c).key("env").index(i).key("value"),
-                    var.name,
-                    c.describe()
-                ));
-            }
+            let at = self.t.container_path(c).key("env");
+            let field = at.index(i).key("value");
+            let head =
+                format!("`{field}` holds `{}` of {} in plain text, readable by anyone who can read this workload", var.name, c.describe());
+            let secret_ref = "`valueFrom: {secretKeyRef: {name: <secret>, key: <key>}}`";
+            let message = match (w.from.contains(&i), w.via, env.get(origin)) {
+                (false, Some(via), Some(source)) => format!(
+                    "{head}: `$({via})` expands to the text written in `{}` (`{}`): store that in a Secret and set `{}` with {secret_ref} instead",
+                    at.index(origin).key("value"),
+                    source.name,
+                    source.name
+                ),
+                _ => format!("{head}: store it in a Secret and use {secret_ref} instead"),
+            };
+            self.v.violation(message);
         }
     }
 
@@ -765,6 +806,13 @@ impl Place<'_, '_, '_> {
 /// the pod's.
 fn for_whom(place: Option<&Place<'_, '_, '_>>) -> String {
     place.map(|p| format!(" for {}", p.who())).unwrap_or_default()
+}
+
+/// Whether a sysctl name, as the kubelet reads it, matches a pattern,
+/// read as the kubelet reads the patterns of its allowlist (`kernel/*` is
+/// `kernel.*`).
+fn sysctl_matches(patterns: &[Glob], name: &str) -> bool {
+    patterns.iter().any(|p| aigov_sdk::base::glob::matches(&sysctl_name(p.as_str()), name))
 }
 
 /// Whether a pattern list is `["*"]`, which allows everything.
@@ -822,14 +870,55 @@ fn host_process(sc: &SecurityContext<'_>) -> bool {
     sc.windows_options.as_ref().and_then(|w| w.host_process) == Some(true)
 }
 
-/// Whether a value is only a reference to an earlier variable of the same
-/// container (`$(HF_TOKEN_FROM_SECRET)`), which Kubernetes expands: the
-/// credential is wherever that variable comes from.
-fn is_reference(value: &str, earlier: &[aigov_sdk::model::pod::EnvVar<'_>]) -> bool {
-    let Some(name) = value.trim().strip_prefix("$(").and_then(|v| v.strip_suffix(')')) else {
-        return false;
-    };
-    earlier.iter().any(|e| &*e.name == name)
+/// What the kubelet's expansion puts in one `env` entry's value of text
+/// written in the workload.
+#[derive(Default)]
+struct Written<'e> {
+    /// The entries whose written text (other than blanks) ends up in the
+    /// value, in the order it does: the entry itself, or earlier ones its
+    /// `$(VAR)` references bring in.
+    from: Vec<usize>,
+    /// The first reference that brought such text in.
+    via: Option<&'e str>,
+}
+
+/// For each entry of a container's `env`, the text written in the workload
+/// its value holds once the kubelet has expanded it: `$(NAME)` is the
+/// value of the last entry of that name before it (itself expanded);
+/// a name no earlier entry defines is a variable of `envFrom` (a Secret or
+/// ConfigMap), a service link, or stays as written (`$(NAME)`), none of
+/// which is text written here; `valueFrom` values are never expanded and
+/// hold none; `$$` is a `$` written here.
+fn written_text<'e>(env: &'e [EnvVar<'_>]) -> Vec<Written<'e>> {
+    let mut last: BTreeMap<&'e str, usize> = BTreeMap::new();
+    let mut out: Vec<Written<'e>> = Vec::with_capacity(env.len());
+    for (i, var) in env.iter().enumerate() {
+        let mut w = Written::default();
+        let value = var.value.as_deref().filter(|_| !var.from_source).unwrap_or_default();
+        for piece in pieces(value) {
+            match piece {
+                Piece::Text(t) => {
+                    if !t.trim().is_empty() && !w.from.contains(&i) {
+                        w.from.push(i);
+                    }
+                }
+                Piece::Var(name) => {
+                    let Some(earlier) = last.get(name).and_then(|k| out.get(*k)) else { continue };
+                    if !earlier.from.is_empty() && w.via.is_none() {
+                        w.via = Some(name);
+                    }
+                    for f in &earlier.from {
+                        if !w.from.contains(f) {
+                            w.from.push(*f);
+                        }
+                    }
+                }
+            }
+        }
+        last.insert(&var.name, i);
+        out.push(w);
+    }
+    out
 }
 
 aigov_sdk::export_policy!(WorkloadSecurity);
@@ -846,13 +935,63 @@ mod tests {
     }
 
     #[test]
+    fn exempt_containers_volumes_do_not_depend_on_the_skip_flags() {
+        let object = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{
+            "securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}},
+            "containers":[{"name":"agent","image":"reg.example/agent:1","volumeMounts":[{"name":"run","mountPath":"/run/host"}]},
+                {"name":"app","image":"reg.example/app:1","securityContext":{"capabilities":{"drop":["ALL"]}}}],
+            "volumes":[{"name":"run","hostPath":{"path":"/run"}}]}}"#;
+        let request = format!(r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Pod"}},"operation":"CREATE","object":{object}}}"#);
+        let req = Request::parse(&request).unwrap();
+        req.set_exempt_images(Some(std::rc::Rc::from(vec![Glob::new("reg.example/agent:*")])));
+        for (init, ephemeral) in [(false, false), (true, false), (false, true), (true, true)] {
+            let settings = Settings { skip_init_containers: init, skip_ephemeral_containers: ephemeral, ..Settings::default() };
+            let v = WorkloadSecurity::validate(&req, &settings, &aigov_sdk::NoCluster).unwrap();
+            assert!(v.violations().is_empty(), "skipInitContainers: {init}, skipEphemeralContainers: {ephemeral}: {:#?}", v.violations());
+        }
+    }
+
+    #[test]
     fn credential_values_never_reach_a_message() {
         let object = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c",
-            "env":[{"name":"HF_TOKEN","value":"hf_SuperSecretValue"},{"name":"openai_api_key","value":"sk-SuperSecretValue"}]}]}}"#;
+            "env":[{"name":"HF_TOKEN","value":"hf_SuperSecretValue"},{"name":"openai_api_key","value":"sk-SuperSecretValue"},
+            {"name":"UPSTREAM","value":"SuperSecretValue"},{"name":"GITHUB_TOKEN","value":"$(UPSTREAM)"}]}]}}"#;
         let v = violations(object, &Settings::default());
         let creds: Vec<&String> = v.iter().filter(|m| m.contains("in plain text")).collect();
-        assert_eq!(creds.len(), 2, "{v:#?}");
+        assert_eq!(creds.len(), 3, "{v:#?}");
         assert!(v.iter().all(|m| !m.contains("SuperSecretValue")), "{v:#?}");
+    }
+
+    #[test]
+    fn written_text_follows_the_kubelets_expansion() {
+        let env: Vec<EnvVar<'_>> = [
+            ("A", Some("sk-secret"), false),
+            ("B", Some("$(A)"), false),
+            ("C", Some("$(B) $(LATER)"), false),
+            ("D", Some("$$(A)"), false),
+            ("A", None, true),
+            ("E", Some(" $(A) "), false),
+            ("F", Some("$(F)x"), false),
+            ("LATER", Some("text"), false),
+        ]
+        .into_iter()
+        .map(|(name, value, from_source)| EnvVar { name: name.into(), value: value.map(Into::into), from_source })
+        .collect();
+        let w = written_text(&env);
+        let summary: Vec<(Vec<usize>, Option<&str>)> = w.iter().map(|w| (w.from.clone(), w.via)).collect();
+        assert_eq!(
+            summary,
+            [
+                (vec![0], None),
+                (vec![0], Some("A")),
+                (vec![0], Some("B")),
+                (vec![3], None),
+                (vec![], None),
+                (vec![], None),
+                (vec![6], None),
+                (vec![7], None),
+            ]
+        );
     }
 
     #[test]

@@ -90,6 +90,9 @@ settings! {
     /// Which of several prefixes covering a path says whether it must be
     /// mounted read-only.
     host_path_precedence: HostPathPrecedence,
+    /// Host paths no `hostPath` volume may be, be under or hold (by whole
+    /// components), whatever `allowedHostPaths` says.
+    forbidden_host_paths: Vec<String>,
     /// Volumes only of the types in `allowedVolumeTypes`.
     restrict_volume_types: bool,
     /// Volume types (the volume source's key: `configMap`, `csi`...).
@@ -260,6 +263,7 @@ impl Settings {
             restrict_host_path: true,
             allowed_host_paths: Vec::new(),
             host_path_precedence: HostPathPrecedence::AnyWritable,
+            forbidden_host_paths: Vec::new(),
             restrict_volume_types: false,
             allowed_volume_types: Vec::new(),
             allowed_flex_volume_drivers: any(),
@@ -662,6 +666,45 @@ impl RuleSettings for Settings {
                 return Err(SettingsError::new(key, format!("`{prefix}` contains `..`, which Kubernetes refuses in host paths")));
             }
         }
+        unused("forbiddenHostPaths", "restrictHostPath", self.restrict_host_path, &self.forbidden_host_paths, &level.forbidden_host_paths)?;
+        for (i, path) in self.forbidden_host_paths.iter().enumerate() {
+            let key = format!("forbiddenHostPaths[{i}]");
+            if !path.starts_with('/') {
+                return Err(SettingsError::new(key, format!("`{path}` is not an absolute path, so no host path can be under it")));
+            }
+            if path.split('/').any(|c| c == "..") {
+                return Err(SettingsError::new(key, format!("`{path}` contains `..`, which Kubernetes refuses in host paths")));
+            }
+            if path.split('/').all(str::is_empty) {
+                return Err(SettingsError::new(
+                    key,
+                    "`/` holds every host path, so it would refuse them all: leave `allowedHostPaths` empty instead",
+                ));
+            }
+            let dead = self
+                .allowed_host_paths
+                .iter()
+                .enumerate()
+                .find(|(_, a)| a.matching == PathMatch::Components && super::volumes::has_path_prefix(&a.path_prefix, path));
+            if let Some((j, a)) = dead {
+                return Err(SettingsError::new(
+                    key,
+                    format!(
+                        "`{path}` holds `{}` (`allowedHostPaths[{j}]`), so that entry would allow nothing: remove one of them",
+                        a.path_prefix
+                    ),
+                ));
+            }
+            if !self.allowed_host_paths.iter().any(|a| super::volumes::overlaps(a, path)) {
+                return Err(SettingsError::new(
+                    key,
+                    format!(
+                        "has no effect: no entry of `allowedHostPaths` allows `{path}`, a path under it or one holding it, so they are refused \
+                         already; to allow every host path but this one, add `{{pathPrefix: /}}` to `allowedHostPaths`"
+                    ),
+                ));
+            }
+        }
         unused(
             "allowedVolumeTypes",
             "restrictVolumeTypes",
@@ -821,6 +864,32 @@ mod tests {
                 .starts_with("setting `allowedHostPaths[0].pathPrefix`: `mnt/models` is not an absolute path")
         );
         assert!(refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt/../etc"}]}"#).contains("contains `..`"));
+        let any_but = |forbidden: &str| format!(r#"{{"allowedHostPaths":[{{"pathPrefix":"/"}}],"forbiddenHostPaths":{forbidden}}}"#);
+        assert_eq!(accepted::<Settings>(&any_but(r#"["/dev"]"#)).forbidden_host_paths, ["/dev"]);
+        assert!(refused::<Settings>(&any_but(r#"["dev"]"#)).starts_with("setting `forbiddenHostPaths[0]`: `dev` is not an absolute path"));
+        assert!(refused::<Settings>(&any_but(r#"["/dev/../etc"]"#)).contains("contains `..`"));
+        assert!(refused::<Settings>(&any_but(r#"["//"]"#)).contains("would refuse them all"));
+        assert!(
+            refused::<Settings>(r#"{"forbiddenHostPaths":["/dev"]}"#)
+                .starts_with("setting `forbiddenHostPaths[0]`: has no effect: no entry of `allowedHostPaths` allows `/dev`")
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt"}],"forbiddenHostPaths":["/dev"]}"#)
+                .contains("add `{pathPrefix: /}` to `allowedHostPaths`")
+        );
+        // Under an allowed prefix; not holding one, which would then allow nothing.
+        accepted::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/mnt"}],"forbiddenHostPaths":["/mnt/secrets"]}"#);
+        accepted::<Settings>(
+            r#"{"allowedHostPaths":[{"pathPrefix":"/dev/nvidia","match":"string"}],"forbiddenHostPaths":["/dev/nvidia-caps"]}"#,
+        );
+        assert!(
+            refused::<Settings>(r#"{"allowedHostPaths":[{"pathPrefix":"/"},{"pathPrefix":"/mnt/models/"}],"forbiddenHostPaths":["/mnt"]}"#)
+                .starts_with("setting `forbiddenHostPaths[0]`: `/mnt` holds `/mnt/models/` (`allowedHostPaths[1]`), so that entry would allow nothing")
+        );
+        assert!(
+            refused::<Settings>(r#"{"restrictHostPath":false,"forbiddenHostPaths":["/dev"]}"#)
+                .starts_with("setting `forbiddenHostPaths`: has no effect while `restrictHostPath` is `false`")
+        );
         assert!(
             refused::<Settings>(r#"{"restrictHostPath":false,"allowedHostPaths":[{"pathPrefix":"/mnt"}]}"#)
                 .starts_with("setting `allowedHostPaths`: has no effect")

@@ -12,10 +12,11 @@ use super::{Check, is_wildcard};
 
 impl Check<'_, '_> {
     /// The volumes only skipped containers mount (`skipInitContainers`,
-    /// `skipEphemeralContainers`): left out of the volume checks. A volume
+    /// `skipEphemeralContainers`, the shared `exemptImages`: whatever
+    /// leaves a container out): left out of the volume checks. A volume
     /// no container mounts is checked.
     pub(crate) fn skipped_volumes(&self) -> BTreeSet<String> {
-        if !self.s.skip_init_containers && !self.s.skip_ephemeral_containers {
+        if !self.t.containers().any(|c| self.skipped(&c)) {
             return BTreeSet::new();
         }
         let mut checked = BTreeSet::new();
@@ -40,7 +41,10 @@ impl Check<'_, '_> {
             if skipped.contains(&*vol.name) {
                 continue;
             }
-            let allowance = allowance(&self.s.allowed_host_paths, self.s.host_path_precedence, &hp.path);
+            let allowance = match forbidden(&self.s.forbidden_host_paths, &hp.path) {
+                Some((entry, holds)) => Allowance::Forbidden { entry: entry.to_string(), holds },
+                None => allowance(&self.s.allowed_host_paths, self.s.host_path_precedence, &hp.path),
+            };
             out.insert(vol.name.to_string(), HostPathVolume { index: i, path: hp.path.to_string(), allowance });
         }
         out
@@ -74,7 +78,9 @@ impl Check<'_, '_> {
         let t = self.t;
         for (i, vol) in t.spec.volumes.iter().enumerate() {
             let at = self.spec_path().key("volumes").index(i);
-            let denied_host_path = host_paths.get(&*vol.name).filter(|v| v.index == i && v.allowance == Allowance::Denied);
+            let denied_host_path = host_paths
+                .get(&*vol.name)
+                .filter(|v| v.index == i && matches!(v.allowance, Allowance::Denied | Allowance::Forbidden { .. }));
             if let Some(hp) = denied_host_path {
                 self.host_path_violation(&vol.name, hp);
             }
@@ -134,13 +140,24 @@ impl Check<'_, '_> {
     pub(crate) fn host_path_violation(&mut self, name: &str, vol: &HostPathVolume) {
         let field = self.spec_path().key("volumes").index(vol.index).keys(&["hostPath", "path"]);
         let cleaned = clean(&vol.path);
-        let why = if self.s.allowed_host_paths.is_empty() {
-            "and hostPath volumes are not allowed".to_string()
-        } else {
-            let prefixes: Vec<&str> = self.s.allowed_host_paths.iter().map(|p| p.path_prefix.as_str()).collect();
-            format!("outside the allowed host paths {}", quoted(&prefixes))
+        let why = match &vol.allowance {
+            Allowance::Forbidden { entry, holds: true } => {
+                format!("which holds `{entry}`, a host path pods may not mount (`forbiddenHostPaths`)")
+            }
+            Allowance::Forbidden { entry, .. } if clean(entry) == cleaned => "which pods may not mount (`forbiddenHostPaths`)".to_string(),
+            Allowance::Forbidden { entry, .. } => format!("under `{entry}`, which pods may not mount (`forbiddenHostPaths`)"),
+            _ if self.s.allowed_host_paths.is_empty() => "and hostPath volumes are not allowed".to_string(),
+            _ => {
+                let prefixes: Vec<&str> = self.s.allowed_host_paths.iter().map(|p| p.path_prefix.as_str()).collect();
+                format!("outside the allowed host paths {}", quoted(&prefixes))
+            }
         };
-        let message = if cleaned == "/dev" || cleaned.starts_with("/dev/") {
+        let message = if let Allowance::Forbidden { entry, holds: true } = &vol.allowance {
+            format!(
+                "volume `{name}` mounts the node's `{}` (`{field}`), {why}: mount only the directories the pod needs, none holding `{entry}`",
+                vol.path
+            )
+        } else if cleaned == "/dev" || cleaned.starts_with("/dev/") {
             format!(
                 "volume `{name}` mounts the node's device path `{}` (`{field}`), {why}: request the device as a resource \
                  (GPUs as `nvidia.com/gpu`) and let its device plugin mount it",
@@ -156,11 +173,14 @@ impl Check<'_, '_> {
     }
 }
 
-/// What the allowlist says of one host path.
+/// What the allowlist and `forbiddenHostPaths` say of one host path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Allowance {
     /// Under no allowed prefix.
     Denied,
+    /// A forbidden path (`entry`, as written), under one, or, with
+    /// `holds`, above one: a mount of `/` holds `/dev`.
+    Forbidden { entry: String, holds: bool },
     /// Under an allowed prefix, mounted however.
     Allowed,
     /// Only under read-only prefixes (the first named).
@@ -204,6 +224,29 @@ fn allowance(allowed: &[AllowedHostPath], precedence: HostPathPrecedence, path: 
     }
 }
 
+/// The first `forbiddenHostPaths` entry a host path overlaps, by whole
+/// components, both cleaned: the path is the entry or under it (`false`),
+/// or holds it (`true`: a mount of `/` holds `/dev`, the runtime binding
+/// the directories under it too).
+fn forbidden<'f>(forbidden: &'f [String], path: &str) -> Option<(&'f str, bool)> {
+    forbidden.iter().find_map(|f| {
+        if has_path_prefix(path, f) {
+            Some((f.as_str(), false))
+        } else if has_path_prefix(f, path) {
+            Some((f.as_str(), true))
+        } else {
+            None
+        }
+    })
+}
+
+/// Whether an allowed prefix lets through some path a forbidden entry
+/// refuses (the entry or a path under it, or one holding it): otherwise
+/// the entry refuses nothing the allowlist does not refuse already.
+pub(crate) fn overlaps(allowed: &AllowedHostPath, forbidden: &str) -> bool {
+    covers(allowed, forbidden) || has_path_prefix(&allowed.path_prefix, forbidden) || has_path_prefix(forbidden, &allowed.path_prefix)
+}
+
 fn prefix_length(a: &AllowedHostPath) -> usize {
     match a.matching {
         PathMatch::Components => clean(&a.path_prefix).len(),
@@ -226,7 +269,7 @@ fn covers(allowed: &AllowedHostPath, path: &str) -> bool {
 /// Whether `path` is `prefix` or under it, both cleaned first (so
 /// `/data/../etc` is not under `/data`, and `/database` is not under
 /// `/data`).
-fn has_path_prefix(path: &str, prefix: &str) -> bool {
+pub(crate) fn has_path_prefix(path: &str, prefix: &str) -> bool {
     let (path, prefix) = (clean(path), clean(prefix));
     if !path.starts_with('/') || !prefix.starts_with('/') {
         return false;
@@ -279,6 +322,28 @@ mod tests {
         ] {
             assert_eq!(clean(input), want, "{input}");
         }
+    }
+
+    #[test]
+    fn forbidden_host_paths_by_whole_components() {
+        let list = ["/dev".to_string(), "/var/run/docker.sock".to_string()];
+        assert_eq!(forbidden(&list, "/dev/nvidia0"), Some(("/dev", false)));
+        assert_eq!(forbidden(&list, "/dev/"), Some(("/dev", false)));
+        assert_eq!(forbidden(&list, "/dev/../dev/sda"), Some(("/dev", false)));
+        assert_eq!(forbidden(&list, "/devices"), None);
+        assert_eq!(forbidden(&list, "/"), Some(("/dev", true)), "a mount of `/` holds `/dev`");
+        assert_eq!(forbidden(&list, "/var/run"), Some(("/var/run/docker.sock", true)));
+        assert_eq!(forbidden(&list, "/var/run/docker.sock"), Some(("/var/run/docker.sock", false)));
+        assert_eq!(forbidden(&list, "/var/run/containerd"), None);
+        assert_eq!(forbidden(&list, "/data/../dev/x"), Some(("/dev", false)));
+        let root = AllowedHostPath { path_prefix: "/".into(), read_only: false, matching: PathMatch::Components };
+        let mnt = AllowedHostPath { path_prefix: "/mnt".into(), read_only: false, matching: PathMatch::Components };
+        let nvidia = AllowedHostPath { path_prefix: "/dev/nvidia".into(), read_only: false, matching: PathMatch::String };
+        assert!(overlaps(&root, "/dev"));
+        assert!(!overlaps(&mnt, "/dev"));
+        assert!(overlaps(&mnt, "/mnt/secrets") && overlaps(&mnt, "/"));
+        assert!(overlaps(&nvidia, "/dev/nvidia-caps") && overlaps(&nvidia, "/dev"));
+        assert!(!overlaps(&nvidia, "/dev/dri"));
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Kubernetes' syntax for names, label keys and label values, so settings
 //! that can never match an object are refused when they are written, and
-//! values a rule writes into an object are ones the API server accepts.
+//! values a rule writes into an object are ones the API server accepts; and
+//! names the node reads its own way (sysctls).
+
+use std::borrow::Cow;
 
 /// How a label name or value must look.
 pub const NAME_RULE: &str = "use at most 63 letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit";
@@ -88,6 +91,31 @@ pub fn to_label_value(text: &str) -> String {
     out
 }
 
+/// A sysctl name as the kubelet reads it (component-helpers'
+/// `sysctl.NormalizeName`, before 1.28 the kubelet's
+/// `convertSysctlVariableToDotsSeparator`): the API server accepts `/` as
+/// the separator, and when the first separator is `/`, every `/` and `.`
+/// are swapped, so `kernel/msgmax` is `kernel.msgmax` and
+/// `net/ipv4/conf/eno2.100/rp_filter` is `net.ipv4.conf.eno2/100.rp_filter`.
+/// A name whose first separator is `.`, or that has none, is read as
+/// written (`net.ipv4.conf.eno2/100.rp_filter` keeps its `/`). The kubelet
+/// reads the names in its allowlist the same way, so a pattern written
+/// with `/` is read with this too.
+pub fn sysctl_name(name: &str) -> Cow<'_, str> {
+    if name.chars().find(|c| matches!(c, '.' | '/')) != Some('/') {
+        return Cow::Borrowed(name);
+    }
+    Cow::Owned(
+        name.chars()
+            .map(|c| match c {
+                '.' => '/',
+                '/' => '.',
+                c => c,
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +146,26 @@ mod tests {
         for bad in ["", "Tesla T4", "*H100 *", "-x", "NVIDIA/A10*"] {
             assert!(label_value_pattern(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn sysctl_names_as_the_kubelet_reads_them() {
+        for (written, read) in [
+            ("kernel.msgmax", "kernel.msgmax"),
+            ("kernel/msgmax", "kernel.msgmax"),
+            ("net/ipv4/conf/eno2.100/rp_filter", "net.ipv4.conf.eno2/100.rp_filter"),
+            ("net.ipv4.conf.eno2/100.rp_filter", "net.ipv4.conf.eno2/100.rp_filter"),
+            ("kernel/shm_rmid_forced", "kernel.shm_rmid_forced"),
+            ("vm", "vm"),
+            ("", ""),
+            ("/kernel", ".kernel"),
+            // Patterns are read the same way.
+            ("kernel/*", "kernel.*"),
+            ("*", "*"),
+        ] {
+            assert_eq!(sysctl_name(written), read, "{written}");
+        }
+        assert!(matches!(sysctl_name("kernel.msgmax"), Cow::Borrowed(_)), "nothing copied for a dotted name");
     }
 
     #[test]

@@ -7,7 +7,12 @@
 //!   otherwise the image is on Docker Hub (`docker.io`), and a one-component
 //!   name is an official image under `library/`: `nginx` is
 //!   `docker.io/library/nginx`, `pytorch/pytorch` is
-//!   `docker.io/pytorch/pytorch`; `index.docker.io` is `docker.io`;
+//!   `docker.io/pytorch/pytorch`;
+//! - the host is read as DNS and the container runtimes read it: in any
+//!   case, so `Index.Docker.io` is `index.docker.io`; and Docker Hub's other
+//!   names, `index.docker.io` (which `ParseNormalizedNamed` rewrites) and
+//!   `registry-1.docker.io` (the host containerd sends `docker.io` to),
+//!   are `docker.io` (see [`registry_host`]);
 //! - `:tag` follows the repository, `@algorithm:hex` the digest; a reference
 //!   with neither means `:latest`; with a digest, the digest is what is
 //!   pulled and a tag beside it is ignored;
@@ -20,12 +25,31 @@ use std::fmt;
 /// Docker Hub, where a reference without a registry host points.
 pub const DOCKER_HUB: &str = "docker.io";
 
+/// The other names of Docker Hub's registry: `index.docker.io`, which
+/// Docker's `ParseNormalizedNamed` rewrites to `docker.io`, and
+/// `registry-1.docker.io`, the host containerd and Docker send `docker.io`
+/// requests to. An image named through either is a Docker Hub image.
+pub const DOCKER_HUB_HOSTS: [&str; 2] = ["index.docker.io", "registry-1.docker.io"];
+
+/// A registry host (with its port) as it is compared: in lower case, as DNS
+/// reads it, and Docker Hub's other names ([`DOCKER_HUB_HOSTS`]) as
+/// `docker.io`. A host already in that form is returned as it is. Used for
+/// images and for the registry hosts and image patterns settings name, so
+/// that both sides read alike.
+pub fn registry_host(host: &str) -> Cow<'_, str> {
+    if DOCKER_HUB_HOSTS.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        return Cow::Borrowed(DOCKER_HUB);
+    }
+    if host.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(host.to_ascii_lowercase()) } else { Cow::Borrowed(host) }
+}
+
 /// A parsed image reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageRef<'a> {
     /// The registry host, with its port (`nvcr.io`, `localhost:5000`,
-    /// `docker.io`), as written (`index.docker.io` becomes `docker.io`).
-    pub domain: &'a str,
+    /// `docker.io`), as [`registry_host`] reads it: in lower case, and
+    /// `index.docker.io` and `registry-1.docker.io` as `docker.io`.
+    pub domain: Cow<'a, str>,
     /// Whether the reference named no registry and `docker.io` was implied.
     pub implied_domain: bool,
     /// The repository path inside the registry (`nvidia/pytorch`,
@@ -52,7 +76,7 @@ impl<'a> ImageRef<'a> {
         // The registry host: the first component, when it looks like one.
         let (domain, rest, implied_domain) = match reference.split_once('/') {
             Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" || first.bytes().any(|b| b.is_ascii_uppercase()) => {
-                (if first == "index.docker.io" { DOCKER_HUB } else { first }, rest, false)
+                (first, rest, false)
             }
             _ => (DOCKER_HUB, reference, true),
         };
@@ -65,6 +89,7 @@ impl<'a> ImageRef<'a> {
             None => (name_tag, None),
         };
         check_domain(domain)?;
+        let domain = registry_host(domain);
         check_path(path)?;
         if let Some(t) = tag {
             check_tag(t)?;
@@ -114,7 +139,7 @@ impl<'a> ImageRef<'a> {
 /// `nvcr.io/nvidia/pytorch@sha256:…` stays as it is.
 impl fmt::Display for ImageRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.domain)?;
+        f.write_str(&self.domain)?;
         f.write_str("/")?;
         if self.official {
             f.write_str("library/")?;
@@ -254,6 +279,18 @@ mod tests {
         assert_eq!(norm("docker.io/nginx"), "docker.io/library/nginx:latest");
         assert_eq!(norm("index.docker.io/nginx"), "docker.io/library/nginx:latest");
         assert_eq!(norm("index.docker.io/rayproject/ray:2.47.1"), "docker.io/rayproject/ray:2.47.1");
+        // Docker Hub's registry API host, where containerd sends `docker.io`.
+        assert_eq!(norm("registry-1.docker.io/library/nginx:1.27"), "docker.io/library/nginx:1.27");
+        assert_eq!(norm("registry-1.docker.io/nginx"), "docker.io/library/nginx:latest");
+        // Hosts in any case, as DNS reads them; repositories stay lower case.
+        assert_eq!(norm("Index.docker.io/library/nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(norm("DOCKER.IO/pytorch/pytorch:2.3.0"), "docker.io/pytorch/pytorch:2.3.0");
+        assert_eq!(norm("NVCR.io/nvidia/pytorch:24.05-py3"), "nvcr.io/nvidia/pytorch:24.05-py3");
+        assert_eq!(ImageRef::parse("Index.docker.io/Library/nginx").unwrap_err(), "the repository name `Library/nginx` must be lower case");
+        assert!(matches!(ImageRef::parse("nvcr.io/nvidia/x").unwrap().domain, Cow::Borrowed(_)), "nothing copied for a lower-case host");
+        assert_eq!(registry_host("Registry-1.Docker.IO"), "docker.io");
+        assert_eq!(registry_host("registry-2.docker.io"), "registry-2.docker.io");
+        assert_eq!(registry_host("Localhost:5000"), "localhost:5000");
         assert_eq!(norm("nvcr.io/nvidia/pytorch:24.05-py3"), "nvcr.io/nvidia/pytorch:24.05-py3");
         assert_eq!(norm("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5"), "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5");
         assert_eq!(norm("localhost/foo"), "localhost/foo:latest");
@@ -261,8 +298,8 @@ mod tests {
         assert_eq!(norm("registry:5000/team/x"), "registry:5000/team/x:latest");
         // A first component without `.`, `:` and not `localhost` is a Docker Hub namespace.
         assert_eq!(norm("registry/team/x"), "docker.io/registry/team/x:latest");
-        // An upper-case first component is a host (Docker's rule).
-        assert_eq!(ImageRef::parse("Registry/x").unwrap().domain, "Registry");
+        // An upper-case first component is a host (Docker's rule), read in lower case.
+        assert_eq!(ImageRef::parse("Registry/x").unwrap().domain, "registry");
         assert_eq!(norm("[::1]:5000/x"), "[::1]:5000/x:latest");
     }
 

@@ -2,11 +2,13 @@
 //! ([`request`]), object metadata and pod specs ([`pod`]), the workload
 //! kinds ([`kind`]) and every pod template inside them ([`workload`], one
 //! file per family), objects a lookup listed ([`listed`]), quantities,
-//! node selection as the scheduler reads it ([`scheduling`]), label
-//! selectors, required labels and the classification vocabulary
-//! ([`classification`]), and which requests are a controller's ([`trust`]). Imports only the layers below.
+//! node selection as the scheduler reads it ([`scheduling`]), the
+//! kubelet's `$(VAR)` expansion ([`expansion`]), label selectors, required
+//! labels and the classification vocabulary ([`classification`]), and which
+//! requests are a controller's ([`trust`]). Imports only the layers below.
 
 pub mod classification;
+pub mod expansion;
 pub mod kind;
 pub mod label_selector;
 pub mod labels;

@@ -231,8 +231,41 @@ pub struct Sysctl<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct ContainerPort {
     /// `hostPort`: the port on the node's own address the container is
-    /// reached at.
+    /// reached at, as written (see [`ContainerPort::on_node`]).
     pub host_port: Option<i64>,
+    /// `containerPort`: the port the container listens on.
+    pub container_port: Option<i64>,
+}
+
+/// A port a container takes on the node's own addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPort {
+    /// The port.
+    pub port: i64,
+    /// Whether it is the `hostPort` as written (not `0`); otherwise it is
+    /// the `containerPort`, which `hostNetwork` makes a host port.
+    pub written: bool,
+    /// Whether the pod is on the host network, which makes every port of
+    /// its containers a host port (a written `hostPort` must then be the
+    /// `containerPort`, and removing it changes nothing).
+    pub host_network: bool,
+}
+
+impl ContainerPort {
+    /// The port this takes on the node's own addresses, as the pod will
+    /// have it: its `hostPort` when set and not `0`; otherwise, when
+    /// `host_network` (the pod's `hostNetwork`, for a container or init
+    /// container), its `containerPort`, which the API server writes into
+    /// `hostPort` on every Pod (`SetDefaults_Pod`; on templates too before
+    /// Kubernetes 1.28, never since, but their pods get it all the same).
+    /// Ephemeral containers are not defaulted (nor may they have ports).
+    pub fn on_node(&self, host_network: bool) -> Option<HostPort> {
+        match (self.host_port.filter(|p| *p != 0), self.container_port) {
+            (Some(port), _) => Some(HostPort { port, written: true, host_network }),
+            (None, Some(port)) if host_network && port != 0 => Some(HostPort { port, written: false, host_network }),
+            _ => None,
+        }
+    }
 }
 
 /// The network target of a probe or lifecycle hook (`httpGet`, `tcpSocket`).
@@ -388,6 +421,16 @@ pub struct FlexVolume<'a> {
     pub driver: Str<'a>,
 }
 
+/// An `image` volume source (beta, on by default since Kubernetes 1.35):
+/// an OCI image or artifact the kubelet pulls, as it pulls a container's
+/// image, and mounts read-only (model weights shipped as an image).
+#[derive(Clone, Debug, Default)]
+pub struct ImageVolume<'a> {
+    /// The image reference, read as a container's `image` is. Optional in
+    /// the API, as a container's image is, for controllers to fill in.
+    pub reference: Option<Str<'a>>,
+}
+
 /// A volume (the sources rules look at; the others only by their key).
 #[derive(Clone, Debug, Default)]
 pub struct Volume<'a> {
@@ -403,6 +446,8 @@ pub struct Volume<'a> {
     pub empty_dir: Option<EmptyDir<'a>>,
     /// `flexVolume`.
     pub flex_volume: Option<FlexVolume<'a>>,
+    /// `image`.
+    pub image: Option<ImageVolume<'a>>,
 }
 
 /// A pod's resource claim (DRA): by name, or from a template.
@@ -570,6 +615,7 @@ impl<'a> Decode<'a> for ContainerPort {
         d.object(|d, key| {
             match &*key {
                 "hostPort" => out.host_port = Decode::decode(d)?,
+                "containerPort" => out.container_port = Decode::decode(d)?,
                 _ => d.skip()?,
             }
             Ok(())
@@ -623,6 +669,8 @@ decode_struct!(EmptyDir { "medium" => medium, "sizeLimit" => size_limit });
 
 decode_struct!(FlexVolume { "driver" => driver });
 
+decode_struct!(ImageVolume { "reference" => reference });
+
 impl<'a> Decode<'a> for Volume<'a> {
     #[inline(never)]
     fn decode(d: &mut Dec<'a>) -> R<Self> {
@@ -645,6 +693,12 @@ impl<'a> Decode<'a> for Volume<'a> {
                 "flexVolume" => {
                     out.flex_volume = Decode::decode(d)?;
                     if out.flex_volume.is_some() {
+                        out.sources.push(key);
+                    }
+                }
+                "image" => {
+                    out.image = Decode::decode(d)?;
+                    if out.image.is_some() {
                         out.sources.push(key);
                     }
                 }

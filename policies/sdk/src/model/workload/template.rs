@@ -8,7 +8,7 @@ use crate::base::error::Malformed;
 use crate::decode::dec::Str;
 use crate::decode::path::Path;
 use crate::model::kind::WorkloadKind;
-use crate::model::pod::{Container, ObjectMeta, PodSpec, StrMap};
+use crate::model::pod::{Container, HostPort, ObjectMeta, PodSpec, StrMap};
 
 /// What a pod template is for inside its workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -353,6 +353,17 @@ impl<'a> PodTemplate<'a> {
         lists
             .into_iter()
             .flat_map(|(list, cs)| cs.iter().enumerate().map(move |(index, container)| ContainerRef { list, index, container }))
+    }
+
+    /// The ports a container takes on the node's own addresses, as its
+    /// pods will have them, with their index in `ports`: a `hostPort`, and
+    /// under `hostNetwork` a `containerPort` without one, which the API
+    /// server makes the `hostPort` of every Pod's containers and init
+    /// containers (templates and Pods alike read so: a Deployment's pods
+    /// get them). See [`ContainerPort::on_node`](crate::model::pod::ContainerPort::on_node).
+    pub fn host_ports<'c>(&self, c: &ContainerRef<'c, '_>) -> impl Iterator<Item = (usize, HostPort)> + use<'c, 'a> {
+        let host_network = self.spec.host_network == Some(true) && c.list != ContainerList::EphemeralContainers;
+        c.container.ports.iter().enumerate().filter_map(move |(i, p)| Some((i, p.on_node(host_network)?)))
     }
 
     /// Path of a container (`spec.containers[1]`, `spec.predictor.model`).
