@@ -111,7 +111,7 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
     for set in label_sets(w, scope, by_controller) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
         if s.check_compute_type
-            && let Some(m) = compute_type(w, &set, &pods)
+            && let Some(m) = compute_type(w, &set, &pods, by_controller)
         {
             out.push((m.clone(), m));
         }
@@ -123,12 +123,15 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
 /// pod that requests GPUs, or `gpu`/`mixed` on a workload none of whose
 /// pods does. A pod template may carry its workload's `gpu` or `mixed`
 /// (the RayCluster's head, say, is part of a GPU cluster), and a template
-/// with resource claims may get GPUs this rule does not look up. Other
-/// values are left to the label check.
-fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>]) -> Option<String> {
+/// with resource claims may get GPUs this rule does not look up. So a Pod
+/// a controller made (`by_controller`) may carry its workload's `gpu` or
+/// `mixed` too, judged when its owner was: the RayCluster's CPU head pod
+/// of a GPU cluster. Other values are left to the label check.
+fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>], by_controller: bool) -> Option<String> {
     let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
     let user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_deref());
-    let may_get_gpus = pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
+    let controllers_pod = by_controller && !w.kind.owns_templates();
+    let may_get_gpus = controllers_pod || pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
     compute_type_conflict(&set.path, value, user, may_get_gpus, || {
         if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() }
     })

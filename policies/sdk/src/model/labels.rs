@@ -404,10 +404,13 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
     use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
     let kind = workload.kind;
     let owns = kind.owns_templates();
-    let object_labels_pods = (!owns && (!by_controller || scope.pod_templates)) || matches!(kind, Notebook | InferenceService);
-    let controller_made = owns && by_controller;
+    let object_labels_pods = !owns || matches!(kind, Notebook | InferenceService);
+    // A controller's copy: its own labels are the controller's. A
+    // controller's Pod: its labels are its template's.
+    let (copy, controllers_pod) = (owns && by_controller, !owns && by_controller);
+    let check_object = if controllers_pod { scope.pod_templates } else { (scope.object && !copy) || object_labels_pods };
     let mut sets = Vec::new();
-    if (scope.object && !controller_made) || object_labels_pods {
+    if check_object {
         sets.push(LabelSet {
             path: Path::root().keys(&["metadata", "labels"]),
             labels: &workload.metadata.labels,
