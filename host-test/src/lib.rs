@@ -52,6 +52,7 @@ pub mod tools {
     pub mod bench;
     pub mod build;
     pub mod cases;
+    pub mod children;
     pub mod eval;
     pub mod export_cases;
     pub mod fuzzing;

@@ -195,6 +195,17 @@ impl FixtureCluster {
         })
     }
 
+    /// The object of `api_version` and `kind` named `name` (in
+    /// `namespace`, for a namespaced kind), if the cluster holds it.
+    pub fn object(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<&Value> {
+        let namespace = match scope::of(api_version, kind) {
+            scope::Scope::Cluster => None,
+            _ => namespace,
+        };
+        let at = self.kind(api_version, kind)?.by_name.get(&(namespace.map(str::to_string), name.to_string()))?;
+        self.objects.get(*at)
+    }
+
     /// Number of objects.
     pub fn len(&self) -> usize {
         self.objects.len()

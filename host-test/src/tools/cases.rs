@@ -165,6 +165,10 @@ pub struct Case {
     pub request: Option<CaseRequest>,
     /// The expected answer.
     pub expect: Expect,
+    /// The rule's verdict on what the controllers build from the object,
+    /// where it is not its verdict on the object itself, and why
+    /// ([`crate::tools::children`]).
+    pub children: Option<crate::tools::children::Expect>,
 }
 
 fn empty_object() -> Value {
@@ -328,6 +332,9 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
     }
     disagreements(&settings_answers, &mut problems);
     disagreements(&answers, &mut problems);
+    if let (Some(req), Some((_, first))) = (&request, answers.first()) {
+        problems.extend(children_agree(&forms.rule, req, first, &settings, &cluster, case.children.as_ref()));
+    }
     if let (Some(req), Some((_, first))) = (&request, answers.first())
         && let Some(mutated) = &first.mutated_object
     {
@@ -339,6 +346,25 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
         bundle_agrees_on_settings(forms, &settings, single_settings, &mut problems);
     }
     if problems.is_empty() { Ok(()) } else { Err(problems) }
+}
+
+/// The parent-child property ([`crate::tools::children`]), natively: the
+/// rule's verdict on what the controllers build from the case's object is
+/// its verdict on the object, or what the case's `children` says.
+fn children_agree(
+    rule: &str,
+    request: &str,
+    answer: &ValidationResponse,
+    settings: &str,
+    cluster: &Arc<FixtureCluster>,
+    expects: Option<&crate::tools::children::Expect>,
+) -> Vec<String> {
+    use crate::tools::children;
+    let Some(native) = crate::run::native::rule(rule) else { return vec![format!("no rule named `{rule}` is linked into aigov")] };
+    match children::judge(native, request, answer, settings, cluster) {
+        Ok(outcome) => children::check(answer, &outcome, expects).into_iter().map(|p| format!("children: {p}")).collect(),
+        Err(e) => vec![format!("children: {e:#}")],
+    }
 }
 
 /// A mutating rule run on its own output changes nothing more, and admits it.

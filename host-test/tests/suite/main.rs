@@ -16,6 +16,7 @@ mod cli;
 mod docs;
 mod export_cases;
 mod forms_fuzz;
+mod late_failures;
 mod limits;
 mod mutation;
 mod one_program;

@@ -1,0 +1,245 @@
+//! The model against what each controller's source says it builds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn all(object: Value) -> Vec<Built> {
+    descendants(&object, "ml", &Nothing).unwrap()
+}
+
+fn kinds(built: &[Built]) -> Vec<String> {
+    built.iter().map(|b| format!("{} by {}", b.kind(), b.by.name)).collect()
+}
+
+fn pod_spec() -> Value {
+    json!({"containers": [{"name": "c", "image": "registry.example.com/train:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}]})
+}
+
+#[test]
+fn a_deployment_makes_a_replica_set_that_makes_pods() {
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "train", "labels": {"team": "a"}, "annotations": {"note": "x", "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "t"}}, "template": {"metadata": {"labels": {"app": "t"}}, "spec": pod_spec()}}});
+    let built = all(d);
+    assert_eq!(kinds(&built), ["ReplicaSet by deployment-controller", "Pod by replicaset-controller"]);
+    let rs = &built[0].object;
+    assert_eq!(
+        rs["metadata"]["labels"],
+        json!({"app": "t", "pod-template-hash": "6d5f8c7b9"}),
+        "the template's labels, never the Deployment's"
+    );
+    assert_eq!(rs["metadata"]["annotations"]["note"], "x");
+    assert!(rs["metadata"]["annotations"].get("kubectl.kubernetes.io/last-applied-configuration").is_none());
+    assert_eq!(rs["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"], "5");
+    assert_eq!(rs["metadata"]["ownerReferences"][0]["kind"], "Deployment");
+    let pod = &built[1].object;
+    assert_eq!(pod["metadata"]["generateName"], "train-6d5f8c7b9-");
+    assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+    assert_eq!(pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"], 1, "requests from limits");
+    assert_eq!(pod["spec"]["serviceAccountName"], "default");
+    assert_eq!(built[1].lineage, "Deployment `train` → ReplicaSet `train-6d5f8c7b9` → Pod `train-6d5f8c7b9-x7k2p`");
+    assert_eq!(built[1].by.identity.username, "system:serviceaccount:kube-system:replicaset-controller");
+}
+
+#[test]
+fn a_daemon_set_pod_names_its_node_instead_of_the_required_affinity() {
+    let affinity = json!({"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z"]}]}}]}});
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"template": {"metadata": {"labels": {"app": "a"}}, "spec": {"nodeSelector": {"gpu": "yes"}, "affinity": affinity, "hostNetwork": true,
+            "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}],
+            "containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 9400}]}]}}}});
+    let built = all(ds);
+    assert_eq!(kinds(&built), ["Pod by daemon-set-controller"]);
+    let spec = &built[0].object["spec"];
+    assert_eq!(
+        spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+        json!({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}]})
+    );
+    assert!(spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].is_array(), "preferred terms kept");
+    assert_eq!(spec["nodeSelector"], json!({"gpu": "yes"}), "nodeSelector kept");
+    let tolerations = spec["tolerations"].as_array().unwrap();
+    assert_eq!(tolerations.len(), 7, "{tolerations:?}");
+    assert!(tolerations[0].get("tolerationSeconds").is_none(), "the matching user toleration is replaced");
+    assert!(tolerations.iter().any(|t| t["key"] == "node.kubernetes.io/network-unavailable"), "host network");
+    assert_eq!(spec["containers"][0]["ports"][0]["hostPort"], 9400, "host network makes ports host ports");
+}
+
+#[test]
+fn a_cron_job_makes_jobs_that_make_pods() {
+    let cj = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "etl"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"metadata": {"labels": {"team": "a"}},
+            "spec": {"completionMode": "Indexed", "completions": 2, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}});
+    let built = all(cj);
+    assert_eq!(kinds(&built), ["Job by cronjob-controller", "Pod by job-controller"]);
+    assert_eq!(built[0].object["metadata"]["labels"], json!({"team": "a"}));
+    assert_eq!(built[0].object["spec"]["parallelism"], 1);
+    let pod = &built[1].object;
+    assert_eq!(pod["metadata"]["labels"]["batch.kubernetes.io/job-name"], "etl-29406900");
+    assert_eq!(pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"], "0");
+    assert_eq!(pod["spec"]["containers"][0]["env"][0]["name"], "JOB_COMPLETION_INDEX");
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always", "no tag is latest");
+}
+
+#[test]
+fn a_stateful_set_pod_mounts_its_claims() {
+    let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"serviceName": "db", "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+            "template": {"spec": {"volumes": [{"name": "data", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "c"}}], "containers": [{"name": "c", "image": "i:1"}]}}}});
+    let built = all(sts);
+    let pod = &built[0].object;
+    assert_eq!(pod["metadata"]["name"], "db-0");
+    assert_eq!(pod["spec"]["volumes"][0], json!({"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}));
+    assert_eq!(pod["spec"]["volumes"][1]["name"], "cfg");
+    assert_eq!(pod["spec"]["subdomain"], "db");
+}
+
+#[test]
+fn an_autoscaling_ray_cluster_gets_the_autoscaler_container() {
+    let rc = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
+        "spec": {"enableInTreeAutoscaling": true, "autoscalerOptions": {"securityContext": {"capabilities": {"drop": ["ALL"]}}, "env": [{"name": "X", "value": "1"}]},
+            "headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.47.1", "resources": {"limits": {"memory": "8Gi"}}}]}}},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "maxReplicas": 4,
+                "template": {"spec": {"containers": [{"name": "w", "image": "rayproject/ray:2.47.1-gpu", "securityContext": {"runAsNonRoot": true}}]}}}]}});
+    let built = all(rc);
+    assert_eq!(kinds(&built), ["Pod by kuberay-operator", "Pod by kuberay-operator"]);
+    let head = &built[0].object["spec"];
+    let autoscaler = &head["containers"][1];
+    assert_eq!(autoscaler["name"], "autoscaler");
+    assert_eq!(autoscaler["image"], "rayproject/ray:2.47.1", "the head's image");
+    assert_eq!(autoscaler["securityContext"], json!({"capabilities": {"drop": ["ALL"]}}));
+    assert_eq!(autoscaler["env"].as_array().unwrap().last().unwrap()["name"], "X", "options' env appended");
+    assert_eq!(head["serviceAccountName"], "rc", "the cluster's own service account");
+    assert_eq!(head["volumes"][0], json!({"name": "shared-mem", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}));
+    let worker = &built[1].object;
+    assert_eq!(worker["metadata"]["labels"]["ray.io/group"], "gpu");
+    assert_eq!(worker["spec"]["initContainers"][0]["name"], "wait-gcs-ready");
+    assert_eq!(worker["spec"]["initContainers"][0]["securityContext"], json!({"runAsNonRoot": true}), "the Ray container's, copied");
+}
+
+#[test]
+fn a_ray_job_makes_a_cluster_and_a_submitter() {
+    let rj = json!({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj", "labels": {"team": "a"}},
+        "spec": {"entrypoint": "python x.py", "rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "rayproject/ray:2"}]}}}}}});
+    let built = all(rj);
+    assert_eq!(
+        kinds(&built),
+        ["RayCluster by kuberay-operator", "Pod by kuberay-operator", "Job by kuberay-operator", "Pod by job-controller"]
+    );
+    assert_eq!(built[0].object["metadata"]["labels"]["team"], "a");
+    assert_eq!(built[3].object["spec"]["containers"][0]["name"], "ray-job-submitter");
+    assert_eq!(built[3].object["spec"]["containers"][0]["image"], "rayproject/ray:2");
+}
+
+#[test]
+fn a_leader_worker_set_makes_a_worker_set_owned_by_each_leader_pod() {
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "llm", "labels": {"team": "a"}},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
+            "workerTemplate": {"metadata": {"labels": {"role": "w"}}, "spec": {"containers": [{"name": "vllm", "image": "v:1", "env": [{"name": "LWS_GROUP_SIZE", "value": "9"}]}]}}}}});
+    let built = all(lws);
+    assert_eq!(
+        kinds(&built),
+        [
+            "StatefulSet by lws-controller-manager",
+            "Pod by statefulset-controller",
+            "StatefulSet by lws-controller-manager",
+            "Pod by statefulset-controller"
+        ]
+    );
+    let workers = &built[2].object;
+    assert_eq!(workers["metadata"]["ownerReferences"][0]["kind"], "Pod");
+    assert_eq!(workers["metadata"]["name"], "llm-0");
+    assert_eq!(workers["spec"]["replicas"], 3);
+    let worker = &built[3].object;
+    assert_eq!(worker["metadata"]["name"], "llm-0-1");
+    assert_eq!(worker["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"], "1");
+    assert_eq!(
+        worker["spec"]["containers"][0]["env"][1],
+        json!({"name": "LWS_GROUP_SIZE", "value": "4"}),
+        "LWS's variables replace the pod's"
+    );
+}
+
+#[test]
+fn an_inference_service_with_workers_makes_two_deployments() {
+    let isvc = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "llm", "labels": {"team": "a"}, "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment", "serving.kserve.io/autoscalerClass": "none"}},
+        "spec": {"predictor": {"labels": {"team": "b"}, "model": {"modelFormat": {"name": "huggingface"}, "storageUri": "pvc://m", "image": "vllm:1"},
+            "workerSpec": {"tensorParallelSize": 2, "pipelineParallelSize": 2, "hostNetwork": true, "containers": [{"name": "w", "image": "vllm:1"}]}}}});
+    let built = all(isvc);
+    assert_eq!(kinds(&built)[..2], ["Deployment by kserve-controller-manager", "ReplicaSet by deployment-controller"]);
+    let head = &built[0].object;
+    assert_eq!(head["metadata"]["labels"]["team"], "b", "the component's labels win");
+    assert_eq!(head["spec"]["template"]["spec"]["containers"][0]["name"], "kserve-container");
+    let worker = built.iter().find(|b| b.object["metadata"]["name"] == "llm-predictor-worker").unwrap();
+    assert_eq!(worker.object["spec"]["replicas"], 3, "TP × PP nodes, less the head");
+    assert_eq!(worker.object["spec"]["template"]["spec"]["hostNetwork"], true);
+    assert_eq!(worker.object["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+}
+
+#[test]
+fn a_train_job_needs_its_runtime() {
+    let tj = json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "ft"},
+        "spec": {"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 2, "image": "t:2", "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}},
+            "podTemplateOverrides": [{"targetJobs": [{"name": "node"}], "spec": {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}]}});
+    let err = descendants(&tj, "ml", &Nothing).unwrap_err();
+    assert!(err.0.contains("ClusterTrainingRuntime `torch`"), "{err}");
+    struct Runtime;
+    impl Lookup for Runtime {
+        fn get(&self, _: &str, kind: &str, _: Option<&str>, name: &str) -> Option<Value> {
+            (kind == "ClusterTrainingRuntime" && name == "torch").then(|| json!({"spec": {"mlPolicy": {"torch": {}}, "template": {"spec": {"replicatedJobs": [
+                {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                    "spec": {"template": {"spec": {"securityContext": {"runAsUser": 0}, "containers": [{"name": "node", "image": "pytorch:1"}]}}}}}
+            ]}}}}))
+        }
+    }
+    let built = descendants(&tj, "ml", &Runtime).unwrap();
+    assert_eq!(
+        kinds(&built),
+        ["JobSet by kubeflow-trainer-controller-manager", "Job by jobset-controller-manager", "Pod by job-controller"]
+    );
+    let pod = &built[2].object["spec"];
+    assert_eq!(pod["containers"][0]["image"], "t:2");
+    assert_eq!(pod["securityContext"], json!({"runAsUser": 0}), "the runtime's");
+    assert_eq!(pod["volumes"][0]["name"], "host", "the override's volume");
+    assert_eq!(built[1].object["spec"]["parallelism"], 2);
+}
+
+#[test]
+fn a_notebook_pod_carries_the_notebooks_labels() {
+    let nb = json!({"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "metadata": {"name": "nb", "labels": {"team": "a"}, "annotations": {"notebooks.kubeflow.org/x": "1", "keep": "y"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "nb", "image": "jupyter:1"}]}}}});
+    let built = all(nb);
+    assert_eq!(kinds(&built), ["StatefulSet by notebook-controller-service-account", "Pod by statefulset-controller"]);
+    assert!(built[0].object["metadata"].get("labels").is_none(), "the StatefulSet has no labels of its own");
+    let pod = &built[1].object;
+    assert_eq!(pod["metadata"]["labels"]["team"], "a");
+    assert_eq!(pod["metadata"]["annotations"], json!({"keep": "y"}));
+    assert_eq!(pod["spec"]["securityContext"], json!({"fsGroup": 100}));
+}
+
+#[test]
+fn training_operator_pods_get_its_labels_and_init_container() {
+    let pj = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "pj"},
+        "spec": {"pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "pytorch", "image": "p:1"}]}}},
+            "Worker": {"replicas": 3, "template": {"spec": {"containers": [{"name": "pytorch", "image": "p:1"}]}}}}}});
+    let built = all(pj);
+    assert_eq!(kinds(&built), ["Pod by training-operator", "Pod by training-operator"]);
+    let worker = built.iter().find(|b| b.object["metadata"]["name"] == "pj-worker-0").unwrap();
+    assert_eq!(worker.object["spec"]["initContainers"][0]["image"], "alpine:3.10");
+    assert_eq!(worker.object["metadata"]["labels"]["training.kubeflow.org/replica-type"], "worker");
+    assert_eq!(worker.object["spec"]["restartPolicy"], "OnFailure");
+}
+
+#[test]
+fn every_controller_submits_as_its_service_account() {
+    for (owner, c) in identities() {
+        assert!(c.identity.username.starts_with("system:serviceaccount:"), "{owner}");
+        assert!(c.identity.groups.contains(&"system:authenticated".to_string()));
+    }
+}
