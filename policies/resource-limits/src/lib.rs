@@ -25,7 +25,7 @@ use aigov_sdk::cluster::gpu::GpuFamilies;
 use aigov_sdk::model::pod::{RawQuantity, ResourceList};
 use aigov_sdk::prelude::*;
 
-use aigov_sdk::model::workload::ContainerList;
+use aigov_sdk::model::workload::{ContainerList, ContainerRef};
 use aigov_sdk::{GpuCounts, Quantity};
 
 pub use settings::Settings;
@@ -47,7 +47,7 @@ impl Policy for ResourceLimits {
             return Ok(verdict);
         };
         for template in workload.templates() {
-            check_template(template, settings, &|c| req.exempt_container(c), &mut verdict)?;
+            check_template(template, settings, &|c| req.leaves_alone(c), &mut verdict)?;
         }
         Ok(verdict)
     }
@@ -101,7 +101,12 @@ fn and_list(items: &[String]) -> String {
 
 /// Checks one pod template; `exempt` says which containers the shared
 /// `exemptImages` leaves out.
-fn check_template(t: &PodTemplate<'_>, s: &Settings, exempt: &dyn Fn(&Container<'_>) -> bool, v: &mut Verdict) -> Result<(), Malformed> {
+fn check_template(
+    t: &PodTemplate<'_>,
+    s: &Settings,
+    exempt: &dyn Fn(&ContainerRef<'_, '_>) -> bool,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
     let names = &s.gpu_resource_names;
     let gpu_pod = t.requests_gpu(names)?;
     let pod_limits = t.spec.resources.as_ref().map(|r| &r.limits);
@@ -109,8 +114,8 @@ fn check_template(t: &PodTemplate<'_>, s: &Settings, exempt: &dyn Fn(&Container<
     for c in t.containers() {
         // Kubernetes refuses resources on ephemeral containers: they take
         // whatever the pod has. A container of an exempt image (the shared
-        // `exemptImages`) is left out.
-        if c.list == ContainerList::EphemeralContainers || exempt(c.container) {
+        // `exemptImages`), or one the platform added, is left out.
+        if c.list == ContainerList::EphemeralContainers || exempt(&c) {
             continue;
         }
         let limits_required = c.list != ContainerList::InitContainers || s.check_init_containers;

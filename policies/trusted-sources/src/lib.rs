@@ -46,7 +46,7 @@ impl Policy for TrustedSources {
         let mut check =
             Check { s: settings, v: &mut verdict, patterns: patterns(&settings.allowed_images), denied: patterns(&settings.denied_images) };
         for template in workload.templates() {
-            check.template(template);
+            check.template(template, req);
         }
         check.train_job(workload);
         Ok(verdict)
@@ -77,8 +77,11 @@ struct Check<'c> {
 }
 
 impl Check<'_> {
-    fn template(&mut self, t: &PodTemplate<'_>) {
-        for c in t.containers() {
+    fn template(&mut self, t: &PodTemplate<'_>, req: &Request<'_>) {
+        // A container the platform added (`Request::injected`: the training
+        // operator's `init-pytorch`, KServe's storage initializer) comes from
+        // its configuration, which the platform team chooses its images for.
+        for c in t.containers().filter(|c| !req.injected(c)) {
             // No image: KServe's serving runtime or a TrainJob's training
             // runtime supplies it (and the API server requires one elsewhere).
             if let Some(written) = c.container.image.as_deref().filter(|i| !i.is_empty()) {

@@ -125,10 +125,10 @@ impl Check<'_, '_> {
 
     /// Whether the settings leave this container out of the container
     /// checks (`skipInitContainers`, `skipEphemeralContainers`, the shared
-    /// `exemptImages`). Sidecars run beside the main containers for the
+    /// `exemptImages`, a container the platform added: `Request::injected`). Sidecars run beside the main containers for the
     /// pod's life: never skipped as init containers.
     fn skipped(&self, c: &ContainerRef<'_, '_>) -> bool {
-        if self.req.exempt_container(c.container) {
+        if self.req.leaves_alone(c) {
             return true;
         }
         match c.list {

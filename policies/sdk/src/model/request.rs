@@ -380,6 +380,41 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// Whether container `c` of the request's Pod is one the platform
+    /// adds from its own configuration, not from the template the Pod was
+    /// made from: in a Pod a trusted controller made
+    /// ([`Request::controller`]), the training operator's `init-pytorch`
+    /// init container in a PyTorchJob's workers (`alpine:3.10` and no
+    /// security context unless the operator's
+    /// `--pytorch-init-container-template-file` says otherwise), and what
+    /// KServe's pod webhook adds to an InferenceService's pods (the
+    /// `storage-initializer` init container, the `agent` and `modelcar`
+    /// containers) and Knative to a Revision's (`queue-proxy`). The rules
+    /// that judge containers one by one leave these to the platform team
+    /// that configures them: the author of the workload can change nothing
+    /// of them, and the template the Pod came from was judged when its
+    /// owner was. A container of the same name that the author wrote is in
+    /// the owner's template, judged there.
+    pub fn injected(&self, c: &crate::model::workload::ContainerRef<'_, '_>) -> bool {
+        use crate::model::workload::ContainerList::{Containers, InitContainers};
+        let Some(owner) = self.controller() else { return false };
+        let Some(w) = self.workload().filter(|w| w.kind == WorkloadKind::Pod) else { return false };
+        let labelled = |key: &str| w.metadata.labels.contains_key(key);
+        match (c.list, &*c.container.name) {
+            (InitContainers, "init-pytorch") => &*owner.kind == "PyTorchJob",
+            (InitContainers, "storage-initializer") | (Containers, "agent" | "modelcar") => labelled("serving.kserve.io/inferenceservice"),
+            (Containers, "queue-proxy") => labelled("serving.knative.dev/revision"),
+            _ => false,
+        }
+    }
+
+    /// Whether the rule leaves container `c` alone: its image is exempt
+    /// ([`Request::exempt_container`]) or the platform added it
+    /// ([`Request::injected`]).
+    pub fn leaves_alone(&self, c: &crate::model::workload::ContainerRef<'_, '_>) -> bool {
+        self.exempt_container(c.container) || self.injected(c)
+    }
+
     /// [`Request::exempt_image`] of a container's image.
     pub fn exempt_container(&self, container: &crate::model::pod::Container<'_>) -> bool {
         self.exempt_image(container.image.as_deref())
