@@ -315,6 +315,7 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
     let corpus = corpus();
     let mut templates_checked = 0usize;
     let mut workloads = 0usize;
+    let mut cron_jobs_checked = 0usize;
     for (file, object) in &corpus {
         let Some(api_version) = object.get("apiVersion").and_then(Value::as_str) else { continue };
         let kind = object["kind"].as_str().unwrap();
@@ -346,6 +347,10 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
             }
         };
         workloads += 1;
+        if workload.kind == aigov_sdk::WorkloadKind::CronJob {
+            cron_jobs_agree(file, &normalised, workload);
+            cron_jobs_checked += 1;
+        }
         let mut reported: Vec<String> = Vec::new();
         // KServe's components are pod specs with a model container beside
         // them, which no core type describes: compared by their own tests.
@@ -460,7 +465,48 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
         }
     }
     assert!(workloads >= 20, "the corpus holds only {workloads} workload objects");
+    assert!(cron_jobs_checked >= 10, "only {cron_jobs_checked} CronJobs were compared");
     assert!(templates_checked >= 20, "only {templates_checked} templates were compared");
+}
+
+/// A CronJob's Jobs at once are read from the fields the typed model
+/// has: `concurrencyPolicy`, `schedule`, and the job template's
+/// `activeDeadlineSeconds` and `suspend`.
+fn cron_jobs_agree(file: &str, object: &Value, w: &aigov_sdk::Workload<'_>) {
+    use aigov_sdk::model::workload::{Concurrency, CronJobs, JobsBound, ScaleWhy};
+    use k8s_openapi::api::batch::v1::CronJob;
+    fn find(why: &ScaleWhy) -> Option<&CronJobs> {
+        match why {
+            ScaleWhy::CronJobs(c) => Some(c),
+            ScaleWhy::Times(a, b) | ScaleWhy::Below(a, b) => find(a).or_else(|| find(b)),
+            _ => None,
+        }
+    }
+    let typed: CronJob = serde_json::from_value(object.clone()).unwrap_or_else(|e| panic!("{file}: typed CronJob: {e}"));
+    let spec = typed.spec;
+    let job = spec.job_template.spec.unwrap_or_default();
+    let Some(t) = w.templates().next() else { return };
+    let c = find(&t.scale.why).unwrap_or_else(|| panic!("{file}: the CronJob's scale says nothing of its Jobs: {}", t.scale.why));
+    let policy = match spec.concurrency_policy.as_deref() {
+        None => Concurrency::Unset,
+        Some("Allow") => Concurrency::Allow,
+        Some("Forbid") => Concurrency::Forbid,
+        Some("Replace") => Concurrency::Replace,
+        Some(_) => Concurrency::Other,
+    };
+    assert_eq!(c.policy, policy, "{file}: concurrencyPolicy");
+    let gap = aigov_sdk::base::cron::min_gap_seconds(&spec.schedule);
+    let forbid = matches!(policy, Concurrency::Forbid | Concurrency::Replace);
+    let expected = match (forbid, job.active_deadline_seconds, job.suspend, gap) {
+        (true, ..) => JobsBound::OneAtATime,
+        (false, None, ..) => JobsBound::NoDeadline,
+        (false, Some(_), Some(true), _) => JobsBound::Suspended,
+        (false, Some(_), _, None) => JobsBound::Unreadable,
+        (false, Some(deadline), _, Some(gap)) => {
+            JobsBound::Deadline { deadline, gap, jobs: u64::try_from(deadline).unwrap_or(0).div_ceil(gap) }
+        }
+    };
+    assert_eq!(c.bound, expected, "{file}: the CronJob's Jobs at once");
 }
 
 #[test]

@@ -365,6 +365,53 @@ fn full_scale_pod_counts() {
 }
 
 #[test]
+fn a_cron_jobs_jobs_at_once() {
+    let cron = |spec: &str, job: &str| {
+        let cj = format!(r#"{{"spec":{{{spec}"jobTemplate":{{"spec":{{{job}"parallelism":2,"template":{T}}}}}}}}}"#);
+        scales("batch", "CronJob", &cj).remove(0)
+    };
+    let every_minute = r#""schedule":"* * * * *","#;
+    assert_eq!(cron(every_minute, "").0, None, "`Allow` (the default) and no deadline: unbounded");
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Allow","#), "").0, None);
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Forbid","#), "").0, Some(2), "one Job of 2 pods");
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Replace","#), "").0, Some(2));
+    assert_eq!(
+        cron(&format!(r#"{every_minute}"suspend":true,"concurrencyPolicy":"Forbid","#), "").0,
+        Some(2),
+        "a suspended CronJob counts"
+    );
+    let deadline = r#""activeDeadlineSeconds":3600,"#;
+    assert_eq!(
+        cron(every_minute, deadline),
+        (
+            Some(120),
+            "60 Jobs at once (`spec.jobTemplate.spec.activeDeadlineSeconds: 3600` over runs of `spec.schedule` at least 1 min apart) × `spec.jobTemplate.spec.parallelism: 2`"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        cron(r#""schedule":"*/7 * * * *","#, deadline).0,
+        Some(30),
+        "runs 7 minutes apart but 4 round the hour (:56 to :00): 15 Jobs of 2 pods"
+    );
+    assert_eq!(cron(r#""schedule":"0 */2 * * *","#, deadline).0, Some(2), "one Job: it ends before the next starts");
+    assert_eq!(cron(r#""schedule":"@every 90s","#, deadline).0, Some(80), "40 Jobs");
+    assert_eq!(
+        cron(r#""schedule":"0 0 * * *","#, r#""activeDeadlineSeconds":0,"#).0,
+        Some(0),
+        "a Job past its deadline at once runs no pod"
+    );
+    assert_eq!(cron(r#""schedule":"61 * * * *","#, deadline).0, None, "a schedule that does not parse bounds nothing");
+    assert_eq!(cron(r#""#, deadline).0, None, "nor does no schedule");
+    assert_eq!(
+        cron(every_minute, &format!(r#"{deadline}"suspend":true,"#)).0,
+        None,
+        "Jobs created suspended: the deadline counts from resumption"
+    );
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Sometimes","#), deadline).0, Some(120), "another value runs as `Allow`");
+}
+
+#[test]
 fn notebooks_and_inference_services() {
     let nb = format!(r#"{{"spec":{{"template":{T}}}}}"#);
     assert_eq!(paths("kubeflow.org", "Notebook", &nb), ["spec.template.spec"]);

@@ -30,7 +30,10 @@ use crate::model::pod::{EnvVar, ObjectMeta, PodSpec};
 
 pub use ray::KUBERAY_UNBOUNDED;
 use template::Shape;
-pub use template::{ContainerList, ContainerRef, ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy, ShmShortfall, StorageUri};
+pub use template::{
+    Concurrency, ContainerList, ContainerRef, CronJobs, JobsBound, ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy,
+    ShmShortfall, StorageUri,
+};
 
 /// A Ray worker group (`workerGroupSpecs[i]`).
 #[derive(Clone, Debug)]

@@ -91,6 +91,113 @@ pub enum ScaleWhy {
     /// The first, a bound below the second:
     /// `` `spec.completions: 2` (below `spec.parallelism: 8`) ``.
     Below(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// A CronJob's Jobs at once.
+    CronJobs(Box<CronJobs>),
+}
+
+/// How many of a CronJob's Jobs run at once, read from its
+/// `concurrencyPolicy`, its `schedule` and its job template's
+/// `activeDeadlineSeconds` and `suspend` (the CronJob controller,
+/// `pkg/controller/cronjob`: with `Forbid` a run is skipped while a Job is
+/// active, with `Replace` the active Jobs are deleted first, with `Allow`,
+/// the default, a Job starts at every run whatever still runs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CronJobs {
+    /// `spec.concurrencyPolicy` as written.
+    pub policy: Concurrency,
+    /// What bounds the Jobs at once.
+    pub bound: JobsBound,
+}
+
+/// A CronJob's `spec.concurrencyPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Concurrency {
+    /// Not set: `Allow`, the API server's default.
+    Unset,
+    /// `Allow`.
+    Allow,
+    /// `Forbid`.
+    Forbid,
+    /// `Replace`.
+    Replace,
+    /// Another value (the API server refuses it; the controller would run
+    /// a Job at every run, as with `Allow`).
+    Other,
+}
+
+/// What bounds a CronJob's Jobs at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobsBound {
+    /// `Forbid` or `Replace`: one Job at a time.
+    OneAtATime,
+    /// Every Job ends within `deadline` seconds of its start (the job
+    /// template's `activeDeadlineSeconds`) and runs start at least `gap`
+    /// seconds apart: `jobs`, `deadline / gap` rounded up, overlap at most.
+    Deadline {
+        /// `activeDeadlineSeconds`.
+        deadline: i64,
+        /// The smallest gap between runs ([`crate::base::cron::min_gap_seconds`]).
+        gap: u64,
+        /// Jobs at once.
+        jobs: u64,
+    },
+    /// No `activeDeadlineSeconds`: nothing ends a Job.
+    NoDeadline,
+    /// A deadline, but a schedule this SDK cannot read.
+    Unreadable,
+    /// A deadline, but the Jobs start suspended (`suspend: true` in the job
+    /// template): each deadline counts from whenever its Job is resumed.
+    Suspended,
+}
+
+impl fmt::Display for CronJobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const POLICY: &str = "spec.concurrencyPolicy";
+        const DEADLINE: &str = "spec.jobTemplate.spec.activeDeadlineSeconds";
+        let one = match self.policy {
+            Concurrency::Forbid => Some("Forbid"),
+            Concurrency::Replace => Some("Replace"),
+            _ => None,
+        };
+        if let (JobsBound::OneAtATime, Some(p)) = (self.bound, one) {
+            return write!(f, "`{POLICY}: {p}` (one Job at a time)");
+        }
+        if let JobsBound::Deadline { deadline, gap, jobs } = self.bound {
+            let jobs = crate::base::text::count(jobs, "Job");
+            return write!(f, "{jobs} at once (`{DEADLINE}: {deadline}` over runs of `spec.schedule` at least {} apart)", Seconds(gap));
+        }
+        let every = "a new Job at every run of `spec.schedule`, however many still run";
+        match self.policy {
+            Concurrency::Allow => write!(f, "`{POLICY}: Allow` ({every})")?,
+            Concurrency::Unset => write!(f, "`{POLICY}` is not set (`Allow`: {every})")?,
+            _ => write!(f, "`{POLICY}` is neither `Forbid` nor `Replace` ({every})")?,
+        }
+        match self.bound {
+            JobsBound::NoDeadline => write!(f, ", and `{DEADLINE}` is not set to end them"),
+            JobsBound::Unreadable => {
+                write!(f, ", and `spec.schedule` is not a schedule this rule can read, so how many overlap within `{DEADLINE}` is unknown")
+            }
+            JobsBound::Suspended => write!(
+                f,
+                ", and the Jobs start suspended (`spec.jobTemplate.spec.suspend: true`), so their `activeDeadlineSeconds` counts from whenever each is resumed"
+            ),
+            JobsBound::OneAtATime | JobsBound::Deadline { .. } => Ok(()),
+        }
+    }
+}
+
+/// A number of seconds in the largest unit that writes it whole: `1 h`,
+/// `5 min`, `90 s`.
+struct Seconds(u64);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            s if s >= 3600 && s % 3600 == 0 => write!(f, "{} h", s / 3600),
+            s if s >= 60 && s % 60 == 0 => write!(f, "{} min", s / 60),
+            s => write!(f, "{s} s"),
+        }
+    }
 }
 
 impl fmt::Display for ScaleWhy {
@@ -103,6 +210,7 @@ impl fmt::Display for ScaleWhy {
             ScaleWhy::BesideLeader(path, size) => write!(f, "(`{path}: {size}` - 1 leader)"),
             ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
             ScaleWhy::Below(a, b) => write!(f, "{a}, below {b}"),
+            ScaleWhy::CronJobs(c) => c.fmt(f),
         }
     }
 }
@@ -129,14 +237,15 @@ impl Scale {
         Scale { pods: None, why: ScaleWhy::Says(path, says) }
     }
 
+    /// The product; when one of the two is unbounded, that one alone
+    /// says why (a bound times no bound is no bound).
     #[inline(never)]
     pub(super) fn times(self, other: Scale) -> Scale {
-        Scale {
-            pods: match (self.pods, other.pods) {
-                (Some(a), Some(b)) => Some(a.saturating_mul(b)),
-                _ => None,
-            },
-            why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)),
+        match (self.pods, other.pods) {
+            (Some(a), Some(b)) => Scale { pods: Some(a.saturating_mul(b)), why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)) },
+            (None, Some(_)) => self,
+            (Some(_), None) => other,
+            (None, None) => Scale { pods: None, why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)) },
         }
     }
 }
