@@ -343,6 +343,12 @@ fn full_scale_pod_counts() {
     );
     let s = scales("kubeflow.org", "PyTorchJob", &pj);
     assert_eq!((s[0].0, s[1].0), (Some(1), Some(6)), "elastic workers scale to maxReplicas");
+    let above = pj.replace(r#""replicas":2"#, r#""replicas":9"#);
+    assert_eq!(
+        scales("kubeflow.org", "PyTorchJob", &above)[1],
+        (Some(9), "`spec.pytorchReplicaSpecs.Worker.replicas: 9`".to_string()),
+        "the operator runs `replicas` workers, above maxReplicas too"
+    );
     workload_of("kubeflow.org", "PyTorchJob", &pj, |w| {
         let k = w.kubeflow.as_ref().unwrap();
         assert_eq!(k.nproc_per_node.as_deref(), Some("4"));

@@ -28,8 +28,13 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
             for (role, spec) in o.spec.replica_specs {
                 let rpath = spec_path.keys(&[field, &role]);
                 let mut scale = Scale::field(rpath.key("replicas"), spec.replicas, 1, "1 replica");
+                // An elastic job's HorizontalPodAutoscaler scales the
+                // workers up to `maxReplicas`; the operator runs
+                // `replicas` of them, whatever `maxReplicas` says (a
+                // `kubectl scale` may set more).
                 if &*role == "Worker"
                     && let Some(max) = elastic.max_replicas
+                    && scale.pods.is_some_and(|n| u64::try_from(max).unwrap_or(0) > n)
                 {
                     scale = Scale::field(spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
                 }
