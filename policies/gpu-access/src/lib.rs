@@ -23,7 +23,8 @@
 mod settings;
 
 use aigov_sdk::model::scheduling::{
-    LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates,
+    LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, authored_tolerations, demand_field, label_demand,
+    made_by_daemon_set, node_chosen_by_daemon_set, tolerates,
 };
 use aigov_sdk::prelude::*;
 
@@ -66,7 +67,7 @@ impl Policy for GpuAccess {
             if gpus.is_empty() {
                 // Claims not read may hold GPUs this rule does not see.
                 if !node_agent && !gpus.unresolved {
-                    check_stays_off_gpu_nodes(template, settings, &mut verdict);
+                    check_stays_off_gpu_nodes(req, template, settings, &mut verdict);
                 }
                 continue;
             }
@@ -82,7 +83,11 @@ impl Policy for GpuAccess {
             if let Ok(Some(entry)) = entry {
                 check_service_account(template, &gpus, entry, namespace.name(), &mut verdict);
             }
-            check_gpu_node_selection(template, &gpus, settings, &mut verdict);
+            // A DaemonSet's pod is on a node its controller matched against
+            // the DaemonSet's own selection, judged when the DaemonSet was;
+            // the term naming that node replaced its required affinity.
+            let chosen = node_chosen_by_daemon_set(req, template).is_some();
+            check_gpu_node_selection(template, &gpus, settings, chosen, &mut verdict);
         }
         Ok(verdict)
     }
@@ -140,14 +145,10 @@ fn check_visible_devices(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, node_
     Ok(())
 }
 
-/// A DaemonSet, or a Pod a DaemonSet created: an agent that runs on every
-/// node by design.
+/// A DaemonSet, or a Pod its DaemonSet controller created: an agent that
+/// runs on every node by design.
 fn is_node_agent(req: &Request<'_>, w: &Workload<'_>) -> bool {
-    match w.kind {
-        WorkloadKind::DaemonSet => true,
-        WorkloadKind::Pod => req.controller().is_some_and(|o| &*o.kind == "DaemonSet"),
-        _ => false,
-    }
+    w.kind == WorkloadKind::DaemonSet || made_by_daemon_set(req)
 }
 
 /// Whether the workload or the template carries the CPU training label.
@@ -208,10 +209,14 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts
     ));
 }
 
-fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, v: &mut Verdict) {
+/// `chosen`: the pod's node was chosen by its DaemonSet
+/// (`node_chosen_by_daemon_set`), so what its node selection leaves open
+/// was pinned by the DaemonSet's.
+fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, chosen: bool, v: &mut Verdict) {
     let mut missing: Vec<String> = Vec::new();
     for (key, value) in &s.required_node_selector {
         match label_demand(&t.spec, key) {
+            LabelDemand::Open if chosen => {}
             LabelDemand::Open => missing.push(format!("{key}: {}", yaml_value(value))),
             LabelDemand::OneOf(values) if values.iter().all(|x| x == value) => {}
             LabelDemand::OneOf(values) => {
@@ -300,7 +305,7 @@ fn aims(t: &PodTemplate<'_>, s: &Settings) -> Vec<Aim> {
     out
 }
 
-fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) {
+fn check_stays_off_gpu_nodes(req: &Request<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) {
     let who = if t.is_partial() { "the trainer".to_string() } else { format!("`{}`", t.spec_path()) };
     for aim in aims(t, s) {
         let how = if aim.field == PREFERRED_AFFINITY { "prefers" } else { "selects" };
@@ -310,7 +315,7 @@ fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict)
             aim.label
         ));
     }
-    for (i, tol) in t.spec.tolerations.iter().enumerate() {
+    for (i, tol) in authored_tolerations(req, t) {
         let tolerated: Vec<String> = s.gpu_taints.iter().filter(|g| tolerates(tol, &g.taint())).map(ToString::to_string).collect();
         if tolerated.is_empty() {
             continue;

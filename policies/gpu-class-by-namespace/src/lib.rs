@@ -14,7 +14,7 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu::ClaimSpec;
-use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand};
+use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand, node_chosen_by_daemon_set};
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
@@ -62,7 +62,11 @@ impl Policy for GpuClassByNamespace {
             let Ok(Some(products)) = products else {
                 return Ok(verdict);
             };
-            check(template, &gpus, products, settings, namespace.name(), &mut verdict);
+            // A DaemonSet's pod is on a node its controller matched against
+            // the DaemonSet's own selection, judged when the DaemonSet was;
+            // the term naming that node replaced its required affinity.
+            let chosen = node_chosen_by_daemon_set(req, template).is_some();
+            check(template, &gpus, products, settings, namespace.name(), chosen, &mut verdict);
         }
         Ok(verdict)
     }
@@ -177,8 +181,10 @@ fn may_request(e: &DeviceClasses) -> String {
 
 /// Checks one template that holds GPUs against the entry that applies:
 /// the products its claims' device classes give, then the products its
-/// node selection lets it land on.
-fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &str, v: &mut Verdict) {
+/// node selection lets it land on. `chosen`: the pod's node was chosen by
+/// its DaemonSet (`node_chosen_by_daemon_set`), so a product its node
+/// selection leaves open was pinned by the DaemonSet's.
+fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &str, chosen: bool, v: &mut Verdict) {
     let key = s.product_label.as_str();
     let mut unknown_product = !gpus.requests.is_empty();
     for claim in &gpus.claims {
@@ -215,7 +221,7 @@ fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &st
                 may_use(p),
             ));
         }
-        LabelDemand::Open if !unknown_product || (!p.required && !bound) => {}
+        LabelDemand::Open if chosen || !unknown_product || (!p.required && !bound) => {}
         LabelDemand::Open => {
             let how = match example(p) {
                 Some(e) => format!("set `nodeSelector: {{{key}: {}}}`, or a required node affinity on `{key}`", yaml_value(e)),

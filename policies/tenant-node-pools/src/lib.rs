@@ -19,7 +19,8 @@ use std::collections::BTreeSet;
 
 use aigov_sdk::model::pod::NodeSelectorTerm;
 use aigov_sdk::model::scheduling::{
-    LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates,
+    LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, authored_tolerations, demand_field, label_demand, node_chosen_by_daemon_set,
+    term_values, tolerates,
 };
 use aigov_sdk::prelude::*;
 
@@ -69,7 +70,7 @@ impl Policy for TenantNodePools {
                 return Ok(verdict);
             }
         };
-        let ctx = Context { settings, owner: &owner, ns };
+        let ctx = Context { settings, owner: &owner, ns, req };
         for template in workload.templates() {
             // A pod bound to a node by name skips the scheduler, and the
             // kubelet checks only `NoExecute` taints: its node selection,
@@ -144,6 +145,7 @@ struct Context<'a> {
     settings: &'a Settings,
     owner: &'a Owner,
     ns: &'a str,
+    req: &'a Request<'a>,
 }
 
 impl Context<'_> {
@@ -247,6 +249,12 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, boun
                 }
                 report_others(&|| spec_field(t, field), how, &values, v);
             }
+            // A DaemonSet's pod is on a node its controller matched
+            // against the DaemonSet's own selection, judged when the
+            // DaemonSet was; the term naming that node replaced it.
+            if node_chosen_by_daemon_set(c.req, t).is_some() {
+                return;
+            }
             let Some(pool) = own.filter(|_| must_select) else { return };
             let (which, since) = match c.owner {
                 Owner::Tenant(t) => (format!("the node pool of tenant `{t}`"), format!("namespace `{}` belongs to tenant `{t}`", c.ns)),
@@ -282,7 +290,7 @@ fn check_tolerations(t: &PodTemplate<'_>, c: &Context<'_>, v: &mut Verdict) {
         Some(p) => format!("tolerate only `{}={p}:{}`", taint.key, taint.effect),
         None => "remove it".into(),
     };
-    for (i, tol) in t.spec.tolerations.iter().enumerate() {
+    for (i, tol) in authored_tolerations(c.req, t) {
         let exists = tol.operator.as_deref() == Some("Exists");
         let value = if exists { "" } else { tol.value.as_deref().unwrap_or("") };
         // An `Equal` toleration of one's own pool, or of a taint with no
