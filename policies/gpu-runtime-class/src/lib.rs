@@ -13,7 +13,7 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
-use aigov_sdk::model::scheduling::pod_tolerates;
+use aigov_sdk::model::scheduling::author_tolerates;
 use aigov_sdk::prelude::*;
 
 pub use settings::{PodRuntimeClasses, Requirement, Settings, SharedMemory, Taint};
@@ -45,7 +45,7 @@ impl Policy for GpuRuntimeClass {
             let mut runtime_class_refused = false;
             for (requirement, why) in gpu_runtime::applicable(&settings.requirements, &gpus, &claims) {
                 runtime_class_refused |= check_runtime_class(template, requirement, &why, &mut verdict);
-                check_toleration(template, requirement, &mut verdict);
+                check_toleration(req, template, requirement, &mut verdict);
             }
             if let Some(p) = &settings.pod_runtime_classes
                 && !runtime_class_refused
@@ -155,9 +155,12 @@ fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>
     true
 }
 
-fn check_toleration(t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {
+/// The template tolerates the GPU node taint; in a DaemonSet's pod, by a
+/// toleration its author wrote, not one the DaemonSet controller adds to
+/// every daemon pod (the DaemonSet was judged without those).
+fn check_toleration(req: &Request<'_>, t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {
     let Some(taint) = &r.taint else { return };
-    if pod_tolerates(&t.spec, &taint.node_taint()) {
+    if author_tolerates(req, t, &taint.node_taint()) {
         return;
     }
     v.violation(format!(

@@ -12,7 +12,7 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
-use aigov_sdk::model::scheduling::pod_tolerates;
+use aigov_sdk::model::scheduling::author_tolerates;
 use aigov_sdk::prelude::*;
 use aigov_sdk::runtime::mutate::{self, may_edit_template};
 
@@ -50,7 +50,7 @@ impl Policy for GpuRuntimeDefaults {
                 ));
                 continue;
             }
-            fill_in(t, &gpu_runtime::applicable(&s.requirements, &gpus, &claims), &mut v);
+            fill_in(req, t, &gpu_runtime::applicable(&s.requirements, &gpus, &claims), &mut v);
         }
         Ok(v)
     }
@@ -58,8 +58,10 @@ impl Policy for GpuRuntimeDefaults {
 
 /// The runtime class and tolerations one template lacks, for the
 /// requirements its GPUs call for (in settings order: the first that names
-/// a runtime class sets it).
-fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v: &mut Verdict) {
+/// a runtime class sets it). A toleration the DaemonSet controller adds to
+/// every daemon pod is not the author's, and fills in nothing (the
+/// DaemonSet was filled in without it).
+fn fill_in(req: &Request<'_>, t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v: &mut Verdict) {
     let mut runtime_class = t.spec.runtime_class_name.as_deref().map(str::to_string);
     let mut added: Vec<&Taint> = Vec::new();
     for (r, why) in applicable {
@@ -82,7 +84,7 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v:
             }
         }
         if let Some(taint) = &r.taint
-            && !pod_tolerates(&t.spec, &taint.node_taint())
+            && !author_tolerates(req, t, &taint.node_taint())
             && !added.contains(&taint)
         {
             let (operator, value) = taint.toleration();
