@@ -353,7 +353,9 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
             continue;
         }
         for t in workload.templates() {
-            if t.is_partial() {
+            // A trainer is part of a pod; KubeRay's default submitter is
+            // no part of the object.
+            if t.is_partial() || t.is_default() {
                 continue;
             }
             let ptr = t.spec_path().pointer();
@@ -599,7 +601,7 @@ fn the_sparse_model_reads_the_pod_security_fields_as_k8s_openapi_does() {
         if workload.kind == aigov_sdk::WorkloadKind::InferenceService {
             continue;
         }
-        for t in workload.templates().filter(|t| !t.is_partial()) {
+        for t in workload.templates().filter(|t| !t.is_partial() && !t.is_default()) {
             let raw = normalised.pointer(&t.spec_path().pointer()).unwrap();
             let typed: PodSpec = serde_json::from_value(raw.clone()).unwrap();
             let typed_json = serde_json::to_value(&typed).unwrap();

@@ -97,8 +97,12 @@ fn ray_kinds() {
 }
 
 #[test]
-fn ray_job_with_cluster_selector_has_no_templates() {
-    assert!(paths("ray.io", "RayJob", r#"{"spec":{"clusterSelector":{"ray.io/cluster":"shared"}}}"#).is_empty());
+fn ray_job_on_a_shared_cluster_has_only_its_submitter() {
+    // KubeRay still submits from a Job's pod (its default one here).
+    let on_shared = r#"{"spec":{"clusterSelector":{"ray.io/cluster":"shared"}}}"#;
+    assert_eq!(paths("ray.io", "RayJob", on_shared), ["spec.submitterPodTemplate.spec"]);
+    let over_http = r#"{"spec":{"clusterSelector":{"ray.io/cluster":"shared"},"submissionMode":"HTTPMode"}}"#;
+    assert!(paths("ray.io", "RayJob", over_http).is_empty());
 }
 
 #[test]

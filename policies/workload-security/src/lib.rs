@@ -134,7 +134,7 @@ impl Check<'_, '_> {
         match c.list {
             ContainerList::InitContainers => self.s.skip_init_containers && !c.is_sidecar(),
             ContainerList::EphemeralContainers => self.s.skip_ephemeral_containers,
-            ContainerList::Containers | ContainerList::Model => false,
+            ContainerList::Containers | ContainerList::Model | ContainerList::Added => false,
         }
     }
 

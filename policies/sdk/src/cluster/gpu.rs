@@ -327,7 +327,7 @@ impl PodSum {
     /// running, `restartPolicy: Always`).
     pub(crate) fn add(&mut self, list: ContainerList, sidecar: bool, counts: Vec<(String, u64)>) {
         match list {
-            ContainerList::Containers | ContainerList::Model => add(&mut self.regular, counts),
+            ContainerList::Containers | ContainerList::Model | ContainerList::Added => add(&mut self.regular, counts),
             ContainerList::InitContainers if sidecar => add(&mut self.sidecars, counts),
             ContainerList::InitContainers => {
                 for (name, n) in counts {

@@ -194,6 +194,11 @@ pub(super) enum Shape {
     /// `resourcesPerNode`; the rest of the pod comes from the referenced
     /// TrainingRuntime.
     Trainer,
+    /// The pod a controller makes when the object names none (KubeRay's
+    /// default RayJob submitter): laid out as a `PodTemplateSpec` at the
+    /// path of the field that would replace it, so that messages say where
+    /// to write one, but not in the object, so nothing edits it.
+    Default,
 }
 
 /// Which container list a container is in.
@@ -207,6 +212,11 @@ pub enum ContainerList {
     EphemeralContainers,
     /// An InferenceService component's model container (`model`, `sklearn`, ...).
     Model,
+    /// A container the controller adds to the pod, shaped by fields of the
+    /// object elsewhere than the template: KubeRay's `autoscaler` in the
+    /// head pod, from `autoscalerOptions` (see
+    /// [`PodTemplate::container_path`]).
+    Added,
 }
 
 impl ContainerList {
@@ -217,6 +227,7 @@ impl ContainerList {
             ContainerList::InitContainers => "initContainers",
             ContainerList::EphemeralContainers => "ephemeralContainers",
             ContainerList::Model => "model",
+            ContainerList::Added => "autoscalerOptions",
         }
     }
 }
@@ -240,15 +251,17 @@ impl ContainerRef<'_, '_> {
     }
 
     /// Whether the container is one of the pod's main containers (regular
-    /// containers, and an InferenceService's model container).
+    /// containers, an InferenceService's model container, one the
+    /// controller adds beside them).
     pub fn is_main(&self) -> bool {
-        matches!(self.list, ContainerList::Containers | ContainerList::Model)
+        matches!(self.list, ContainerList::Containers | ContainerList::Model | ContainerList::Added)
     }
 
     /// `` container `trainer` ``, or `` init container `setup` ``.
     pub fn describe(&self) -> String {
         let what = match self.list {
             ContainerList::Containers | ContainerList::Model => "container",
+            ContainerList::Added => return format!("KubeRay's `{}` container", self.container.name),
             ContainerList::InitContainers if self.is_sidecar() => "sidecar container",
             ContainerList::InitContainers => "init container",
             ContainerList::EphemeralContainers => "ephemeral container",
@@ -276,6 +289,9 @@ pub struct PodTemplate<'a> {
     pub model: Option<(ModelSpec<'a>, Container<'a>)>,
     /// An InferenceService component's `storageUris`, in order.
     pub storage_uris: Vec<StorageUri<'a>>,
+    /// A container the controller adds ([`ContainerList::Added`]), with the
+    /// path of the fields that shape it (`spec.autoscalerOptions`).
+    pub added: Option<Box<(Path, Container<'a>)>>,
     /// Pods it runs at full scale.
     pub scale: Scale,
 }
@@ -294,7 +310,7 @@ impl<'a> PodTemplate<'a> {
         spec: PodSpec<'a>,
         scale: Scale,
     ) -> PodTemplate<'a> {
-        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), scale }
+        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), added: None, scale }
     }
 
     pub(super) fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
@@ -311,7 +327,7 @@ impl<'a> PodTemplate<'a> {
     pub fn spec_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("spec"),
-            Shape::Template => self.path.key("spec"),
+            Shape::Template | Shape::Default => self.path.key("spec"),
             Shape::Inline | Shape::Trainer => self.path.clone(),
         }
     }
@@ -323,7 +339,7 @@ impl<'a> PodTemplate<'a> {
     pub fn metadata_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("metadata"),
-            Shape::Template => self.path.key("metadata"),
+            Shape::Template | Shape::Default => self.path.key("metadata"),
             Shape::Inline | Shape::Trainer => self.path.clone(),
         }
     }
@@ -331,6 +347,13 @@ impl<'a> PodTemplate<'a> {
     /// Path of the template's labels.
     pub fn labels_path(&self) -> Path {
         self.metadata_path().key("labels")
+    }
+
+    /// Whether the template is the pod a controller makes because the
+    /// object names none ([`Shape::Default`]): judged like any other, but
+    /// not in the object, so mutating rules leave it alone.
+    pub fn is_default(&self) -> bool {
+        self.shape == Shape::Default
     }
 
     /// Whether the template is only part of a pod: a TrainJob's trainer,
@@ -341,7 +364,8 @@ impl<'a> PodTemplate<'a> {
     }
 
     /// Every container: regular, then init, then ephemeral, each in order,
-    /// then an InferenceService's model container.
+    /// then an InferenceService's model container, then the one the
+    /// controller adds.
     pub fn containers(&self) -> impl Iterator<Item = ContainerRef<'_, 'a>> {
         let s = &self.spec;
         let lists = [
@@ -349,6 +373,7 @@ impl<'a> PodTemplate<'a> {
             (ContainerList::InitContainers, s.init_containers.as_slice()),
             (ContainerList::EphemeralContainers, s.ephemeral_containers.as_slice()),
             (ContainerList::Model, self.model.as_ref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
+            (ContainerList::Added, self.added.as_deref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
         ];
         lists
             .into_iter()
@@ -374,6 +399,7 @@ impl<'a> PodTemplate<'a> {
                 let field = self.model.as_ref().map_or("model", |(m, _)| m.field);
                 self.spec_path().key(field)
             }
+            (_, ContainerList::Added) => self.added.as_deref().map_or_else(|| self.path.clone(), |(p, _)| p.clone()),
             _ => self.spec_path().key(c.list.field()).index(c.index),
         }
     }
