@@ -452,7 +452,8 @@ impl<'a> Request<'a> {
 }
 
 /// The options object of a `CONNECT` request (`PodExecOptions`,
-/// `PodAttachOptions`, `PodPortForwardOptions`): the fields any of them has.
+/// `PodAttachOptions`, `PodPortForwardOptions`, `PodProxyOptions`): the
+/// fields any of them has.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", expecting = "an object")]
 pub struct ConnectOptions<'a> {
@@ -471,6 +472,10 @@ pub struct ConnectOptions<'a> {
     /// Forwarded ports (portforward only).
     #[serde(default, deserialize_with = "nullable")]
     pub ports: Vec<i64>,
+    /// The path requested from the pod (proxy only): the URL after
+    /// `.../pods/<name>/proxy/`, without its leading slash.
+    #[serde(borrow, default)]
+    pub path: Option<Str<'a>>,
 }
 
 #[cfg(test)]
