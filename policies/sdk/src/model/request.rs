@@ -330,10 +330,12 @@ impl<'a> Request<'a> {
 
     /// Whether the rule evaluating the request leaves a container with
     /// image `image` alone (the shared `exemptImages`). A rule that judges
-    /// containers one by one asks this for each; a rule that counts what a
-    /// whole pod holds (its GPUs) does not, since the exempt container's
-    /// share is still the pod's. Image names are chosen by whoever writes
-    /// the object.
+    /// containers one by one asks this for each, and a rule that asks
+    /// whether a pod holds GPUs asks it through `ExemptGpus` (a pod whose
+    /// GPUs only exempt containers hold is left alone); a rule that counts
+    /// what a whole pod holds (a GPU quota) does not, since the exempt
+    /// container's share is still the pod's. Image names are chosen by
+    /// whoever writes the object.
     pub fn exempt_image(&self, image: Option<&str>) -> bool {
         let images = self.exempt_images.borrow();
         match (images.as_deref(), image) {
