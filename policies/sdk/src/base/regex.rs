@@ -83,6 +83,14 @@ const MAX_DEPTH: usize = 100;
 #[derive(Clone)]
 pub struct Regex {
     source: String,
+    /// Boxed, so that a setting holding a regex (`AllowedValues`) stays as
+    /// small as one holding a list: settings are built on every request.
+    program: Box<Program>,
+}
+
+/// A compiled pattern.
+#[derive(Clone)]
+struct Program {
     /// The syntax tree in preorder: a node's children come after it.
     ops: Vec<Op>,
     /// The children of concatenations and alternations (`Kind::Concat(from, to)`).
@@ -111,13 +119,15 @@ impl Regex {
         c.emit(&node, 1)?;
         Ok(Regex {
             source: pattern.to_string(),
-            ops: c.ops,
-            kids: c.kids,
-            chain: c.chain,
-            sets: c.sets,
-            words: c.words,
-            cost: c.cost,
-            anchored: anchored(&node),
+            program: Box::new(Program {
+                ops: c.ops,
+                kids: c.kids,
+                chain: c.chain,
+                sets: c.sets,
+                words: c.words,
+                cost: c.cost,
+                anchored: anchored(&node),
+            }),
         })
     }
 
@@ -129,7 +139,7 @@ impl Regex {
     /// The steps a match costs per character of the text (at most
     /// [`MAX_COST`]).
     pub fn cost(&self) -> usize {
-        self.cost
+        self.program.cost
     }
 
     /// Whether the expression matches some part of `text`.
@@ -140,25 +150,26 @@ impl Regex {
     /// Whether the expression matches some part of `text`, and the steps
     /// taken: words of bit vectors read or written, and nodes visited.
     fn run(&self, text: &str) -> (bool, u64) {
-        let mut m = Machine { v: vec![0; self.words], pass: vec![false; self.ops.len()], hits: vec![false; self.sets.len()], steps: 0 };
+        let re = &*self.program;
+        let mut m = Machine { v: vec![0; re.words], pass: vec![false; re.ops.len()], hits: vec![false; re.sets.len()], steps: 0 };
         let mut prev: Option<char> = None;
         let mut chars = text.chars();
         let mut next = chars.next();
         loop {
             // Between `prev` and `next`: what the text read so far lets
             // every node end with, and whether the whole expression does.
-            m.settle(self, prev, next);
+            m.settle(re, prev, next);
             let root_passes = m.pass.first().copied().unwrap_or(false);
-            let root_ends = self.ops.first().is_some_and(|r| m.any(r.last, r.lanes));
+            let root_ends = re.ops.first().is_some_and(|r| m.any(r.last, r.lanes));
             if root_ends || root_passes {
                 return (true, m.steps);
             }
             let Some(c) = next else { return (false, m.steps) };
             // A match may start here: the root is entered, and so is
             // every node a character may be read into.
-            m.enter(self);
-            let alive = m.read(self, c);
-            if self.anchored && !alive {
+            m.enter(re);
+            let alive = m.read(re, c);
+            if re.anchored && !alive {
                 // Nothing but the text's start enters an anchored pattern.
                 return (false, m.steps);
             }
@@ -436,7 +447,7 @@ impl Machine {
 
     /// From the leaves up: every node's `last` vector and whether it can
     /// be passed, between `prev` and `next`.
-    fn settle(&mut self, re: &Regex, prev: Option<char>, next: Option<char>) {
+    fn settle(&mut self, re: &Program, prev: Option<char>, next: Option<char>) {
         for (i, op) in re.ops.iter().enumerate().rev() {
             self.steps += 1;
             let pass = match op.kind {
@@ -513,7 +524,7 @@ impl Machine {
 
     /// From the root down: the lanes in which the next character may be
     /// read into each node, a match starting here too.
-    fn enter(&mut self, re: &Regex) {
+    fn enter(&mut self, re: &Program) {
         if let Some(root) = re.ops.first() {
             self.put(root.entry, 1);
         }
@@ -579,7 +590,7 @@ impl Machine {
 
     /// Reads `c`: a class ends in the lanes it was entered in if `c` is in
     /// it, and nowhere else. Whether any lane of any class is left.
-    fn read(&mut self, re: &Regex, c: char) -> bool {
+    fn read(&mut self, re: &Program, c: char) -> bool {
         for (hit, set) in self.hits.iter_mut().zip(&re.sets) {
             *hit = set.contains(c);
         }
