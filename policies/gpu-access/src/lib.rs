@@ -48,14 +48,17 @@ impl Policy for GpuAccess {
         // template needs it; `Err(Reported)` once a failed lookup is reported.
         let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(
+            // Containers whose image `exemptImages` lists hold no GPU here.
+            let exempt = ExemptGpus::of(template, req, &settings.gpu_resource_names)?;
+            let gpus = template.gpu_use_counted(
                 settings.gpu_sources(),
+                &exempt,
                 namespace.name(),
                 cluster,
                 (", so whether its pods hold GPUs cannot be decided", "; admitted"),
                 &mut verdict,
             )?;
-            check_visible_devices(template, &gpus, settings, node_agent, &mut verdict)?;
+            check_visible_devices(template, &exempt, &gpus, settings, node_agent, &mut verdict)?;
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
                 check_cpu_training(template, &gpus, c, &mut verdict);
                 if !gpus.is_empty() {
@@ -64,8 +67,9 @@ impl Policy for GpuAccess {
                 }
             }
             if gpus.is_empty() {
-                // Claims not read may hold GPUs this rule does not see.
-                if !node_agent && !gpus.unresolved {
+                // Claims not read may hold GPUs this rule does not see; GPUs
+                // of exempt containers make no CPU pod.
+                if !node_agent && !gpus.unresolved && !exempt.holds_gpus() {
                     check_stays_off_gpu_nodes(template, settings, &mut verdict);
                 }
                 continue;
@@ -94,13 +98,23 @@ impl Policy for GpuAccess {
 /// must set it. The variable's last definition is the one the container
 /// gets. `node_agent`: a DaemonSet's pods (left alone unless
 /// `checkDaemonSets`).
-fn check_visible_devices(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, node_agent: bool, v: &mut Verdict) -> Result<(), Malformed> {
+fn check_visible_devices(
+    t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
+    gpus: &GpuUse,
+    s: &Settings,
+    node_agent: bool,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
     let vd = &s.visible_devices;
     if !vd.refuse_without_gpu && vd.require_with_gpu.is_empty() {
         return Ok(());
     }
     for c in t.containers() {
         let path = t.container_path(&c);
+        if exempt.container(&path) {
+            continue;
+        }
         let resources = t.container_gpus(&c, &s.gpu_resource_names)?;
         let claims = &c.container.resources.claims;
         let by_claims = claims.iter().any(|cl| gpus.claims.iter().any(|g| g.claim == *cl.name));

@@ -40,8 +40,11 @@ impl Policy for GpuClassByNamespace {
         // Which entry applies, found when the first GPU template needs it.
         let mut entry: Option<Result<Option<&Products>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(
+            // Containers whose image `exemptImages` lists hold no GPU here.
+            let exempt = ExemptGpus::of(template, req, &settings.gpu_resource_names)?;
+            let gpus = template.gpu_use_counted(
                 settings.gpu_sources(),
+                &exempt,
                 namespace.name(),
                 cluster,
                 (", so the GPU products its pods get cannot be checked", "; admitted"),

@@ -31,8 +31,11 @@ impl Policy for GpuRuntimeClass {
         };
         let namespace = req.object_namespace();
         for template in workload.templates() {
-            let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
-            let claims = claims(template, namespace, cluster, settings, &mut verdict)?;
+            // Containers whose image `exemptImages` lists hold no GPU here,
+            // as in Gatekeeper's `K8sRequiredGpuRuntimeClass`.
+            let exempt = ExemptGpus::of(template, req, &settings.gpu_resource_names)?;
+            let gpus = exempt.requests(template.gpu_requests(&settings.gpu_resource_names)?);
+            let claims = claims(template, &exempt, namespace, cluster, settings, &mut verdict)?;
             if template.is_partial() {
                 if !gpus.is_empty() || !claims.is_empty() {
                     verdict.warn(format!(
@@ -55,7 +58,7 @@ impl Policy for GpuRuntimeClass {
             if let Some(m) = &settings.shared_memory
                 && (!gpus.is_empty() || !claims.is_empty())
             {
-                check_shared_memory(template, &gpus, &claims, m, workload.ray.is_some(), &mut verdict)?;
+                check_shared_memory(template, &exempt, &gpus, &claims, m, workload.ray.is_some(), &mut verdict)?;
             }
         }
         Ok(verdict)
@@ -87,11 +90,13 @@ fn check_pod_runtime_class(t: &PodTemplate<'_>, p: &PodRuntimeClasses, v: &mut V
 
 /// `sharedMemory`: every regular or sidecar container that holds GPUs
 /// (resources, or a GPU claim it names) mounts a memory-backed `emptyDir`
-/// at `/dev/shm`, of at least `minSize` when it sets a `sizeLimit`. `ray`:
-/// KubeRay mounts one (sized to the memory limit) into a Ray pod's first
-/// container unless something is mounted there already.
+/// at `/dev/shm`, of at least `minSize` when it sets a `sizeLimit`; an
+/// exempt one is not asked. `ray`: KubeRay mounts one (sized to the memory
+/// limit) into a Ray pod's first container unless something is mounted
+/// there already.
 fn check_shared_memory(
     t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
     gpus: &[aigov_sdk::GpuRequest],
     claims: &[(String, String)],
     m: &SharedMemory,
@@ -104,6 +109,9 @@ fn check_shared_memory(
             continue;
         }
         let path = t.container_path(&c);
+        if exempt.container(&path) {
+            continue;
+        }
         let by_resources = gpus.iter().any(|g| g.container_path == path);
         let by_claims = c.container.resources.claims.iter().any(|cl| claims.iter().any(|(_, name)| *name == *cl.name));
         if !by_resources && !by_claims {
@@ -128,12 +136,28 @@ fn check_shared_memory(
     Ok(())
 }
 
-/// What the template's DRA claims bring: `(device class, claim)` pairs.
-/// A failed lookup denies or warns, as `onLookupError` says.
-fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
+/// What the template's DRA claims bring: `(device class, claim)` pairs,
+/// but for claims only exempt containers name (not looked up at all when
+/// no other claim counts). A failed lookup denies or warns, as
+/// `onLookupError` says.
+fn claims(
+    t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
+    ns: &str,
+    cluster: &dyn Cluster,
+    s: &Settings,
+    v: &mut Verdict,
+) -> Result<Vec<(String, String)>, Malformed> {
+    if !exempt.claims_count() {
+        return Ok(Vec::new());
+    }
     let needed_for = (", so their GPUs cannot be checked", "; admitted");
     let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
-    Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
+    Ok(found
+        .into_iter()
+        .filter(|c| !exempt.claim(&c.claim))
+        .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
+        .collect())
 }
 
 /// Whether the template's runtime class was refused.

@@ -38,8 +38,11 @@ impl Policy for GpuRuntimeDefaults {
             if !may_edit_template(req, t) {
                 continue;
             }
-            let gpus = t.gpu_requests(&s.gpu_resource_names)?;
-            let claims = claims(t, namespace, cluster, s, &mut v)?;
+            // Containers whose image `exemptImages` lists hold no GPU here,
+            // as for `gpu-runtime-class`, which reads the same settings.
+            let exempt = ExemptGpus::of(t, req, &s.gpu_resource_names)?;
+            let gpus = exempt.requests(t.gpu_requests(&s.gpu_resource_names)?);
+            let claims = claims(t, &exempt, namespace, cluster, s, &mut v)?;
             if gpus.is_empty() && claims.is_empty() {
                 continue;
             }
@@ -92,12 +95,28 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v:
     }
 }
 
-/// What the template's DRA claims bring: `(device class, claim)` pairs.
-/// A failed lookup denies or warns, as `onLookupError` says.
-fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
+/// What the template's DRA claims bring: `(device class, claim)` pairs,
+/// but for claims only exempt containers name (not looked up at all when
+/// no other claim counts). A failed lookup denies or warns, as
+/// `onLookupError` says.
+fn claims(
+    t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
+    ns: &str,
+    cluster: &dyn Cluster,
+    s: &Settings,
+    v: &mut Verdict,
+) -> Result<Vec<(String, String)>, Malformed> {
+    if !exempt.claims_count() {
+        return Ok(Vec::new());
+    }
     let needed_for = (", so the rule cannot tell which GPU defaults the pod needs", "; admitted without GPU defaults for them");
     let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
-    Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
+    Ok(found
+        .into_iter()
+        .filter(|c| !exempt.claim(&c.claim))
+        .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
+        .collect())
 }
 
 aigov_sdk::export_policy!(GpuRuntimeDefaults);

@@ -5,8 +5,11 @@
 //! `compute-type` (`gpu`, `cpu`, `mixed`); and `compute-type` tells the
 //! truth about the GPUs requested.
 //!
-//! With `namespaceLabels`, Namespaces are held to labels of their own (the
-//! team and cost center that tenancy and quota rules select namespaces by).
+//! With `allowedLabelKeys`, workloads carry only the label keys a list
+//! allows (what a trusted controller made excepted: it adds keys of its
+//! own). With `namespaceLabels`, Namespaces are held to labels of their
+//! own (the team and cost center that tenancy and quota rules select
+//! namespaces by).
 //!
 //! The labels are how a shared data platform attributes cost, schedules by
 //! kind of work, and reports who runs what. Cost tools read the labels of
@@ -20,7 +23,7 @@ mod settings;
 
 use aigov_sdk::model::listed::object_meta;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, compute_type_conflict, label_sets};
+use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, LabelSite, compute_type_conflict, label_sets};
 
 pub use settings::Settings;
 
@@ -108,8 +111,17 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
     let scope = LabelScope { object: !s.pod_templates_only, pod_templates: s.require_on_pod_templates };
     let pods = if s.check_compute_type { compute(w, s)? } else { Vec::new() };
     let mut out = Vec::new();
+    // What a trusted controller made carries keys of its own
+    // (`pod-template-hash`, `controller-revision-hash`, `ray.io/node-type`),
+    // and its owner's labels were checked when the owner was submitted.
+    let keys_checked = s.allowed_label_keys.as_deref().filter(|_| !by_controller);
     for set in label_sets(w, scope, by_controller) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
+        if let Some(allowed) = keys_checked
+            && let Some(m) = keys_not_allowed(w, &set, allowed)
+        {
+            out.push((m.clone(), m));
+        }
         if s.check_compute_type
             && let Some(m) = compute_type(w, &set, &pods, by_controller)
         {
@@ -117,6 +129,35 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
         }
     }
     Ok(out)
+}
+
+/// The keys the API server writes into a Job's pod template before
+/// validating webhooks see it (its strategy's `generateSelector`, unless
+/// `manualSelector`): every Job submitted carries them.
+const JOB_TEMPLATE_KEYS: [&str; 4] = ["batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"];
+
+/// `allowedLabelKeys`: the keys of a label set it does not allow, in one
+/// message (keys in order), or `None`.
+fn keys_not_allowed(w: &Workload<'_>, set: &LabelSet<'_, '_>, allowed: &[Glob]) -> Option<String> {
+    let job_template = w.kind == WorkloadKind::Job && set.site == LabelSite::PodTemplate;
+    let refused: Vec<&str> = set
+        .labels
+        .keys()
+        .map(|k| &**k)
+        .filter(|k| !(job_template && JOB_TEMPLATE_KEYS.contains(k)))
+        .filter(|k| !allowed.iter().any(|a| a.matches(k)))
+        .collect();
+    let path = &set.path;
+    let allowed: Vec<&str> = allowed.iter().map(Glob::as_str).collect();
+    let may = format!("labels here may only use the keys {} (`allowedLabelKeys`)", quoted(&allowed));
+    match refused.as_slice() {
+        [] => None,
+        [one] => Some(format!("label key `{one}` in `{path}` is not allowed: {may}; remove it, or ask your platform team to allow it")),
+        many => Some(format!(
+            "label keys {} in `{path}` are not allowed: {may}; remove them, or ask your platform team to allow them",
+            quoted(many)
+        )),
+    }
 }
 
 /// A `compute-type` that contradicts the GPUs: `cpu` on labels covering a
