@@ -395,11 +395,12 @@ impl LabelSet<'_, '_> {
 ///   these are checked whatever `scope.object` says;
 /// - an object a trusted controller made (`by_controller`, from
 ///   [`crate::model::request::Request::controller`]: a Notebook's
-///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod) has its
-///   own labels from that controller, not from its author, so only what
-///   reaches its pods is checked: a controller's Pod only where
-///   `scope.pod_templates` asks for pod labels, since its labels are its
-///   template's.
+///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod, a
+///   TrainJob's JobSet) has its own labels from that controller, not from
+///   its author, so only what reaches its pods is checked (not a JobSet's
+///   job templates, which label only the Jobs it makes): a controller's
+///   Pod only where `scope.pod_templates` asks for pod labels, since its
+///   labels are its template's.
 pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_controller: bool) -> Vec<LabelSet<'w, 'a>> {
     use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
     let kind = workload.kind;
@@ -427,7 +428,9 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
         scope: j.path.clone(),
         inherits: None,
     };
-    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
+    // A controller's copy's job templates label only the Jobs it makes,
+    // themselves controllers' copies: no pod gets those labels.
+    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object && !copy { &workload.job_templates } else { &[] };
     let mut jobs_done = 0;
     for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial()) {
         if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
@@ -588,6 +591,15 @@ mod tests {
         assert!(all[0].covers(t.path()) && all[1].covers(t.path()) && all[2].covers(t.path()) && !all[3].covers(t.path()));
         assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY, false)).len(), 1, "no job templates with pod templates only");
         assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false }, false)).len(), 3);
+        assert_eq!(
+            paths(&label_sets(&js, LabelScope::ALL, true)),
+            [(
+                "spec.replicatedJobs[0].template.spec.template.metadata.labels".into(),
+                LabelSite::PodTemplate,
+                "spec.replicatedJobs[0].template.spec.template".into()
+            )],
+            "a controller's JobSet (a TrainJob's): only what reaches its pods"
+        );
         let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
         assert_eq!(paths(&label_sets(&tj, LabelScope::ALL, false)).len(), 1, "a trainer has no labels of its own");
         assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY, false).is_empty());
