@@ -194,29 +194,47 @@ struct TargetJob<'a> {
 /// `template.metadata` labels the JobSet only.
 #[derive(Default)]
 struct RuntimePatch<'a> {
-    training_runtime_spec: Option<RuntimeSpecPatch<'a>>,
-}
-
-#[derive(Default)]
-struct RuntimeSpecPatch<'a> {
-    template: Option<JobSetTemplatePatch<'a>>,
-}
-
-#[derive(Default)]
-struct JobSetTemplatePatch<'a> {
     spec: Option<JobSetSpec<'a>>,
 }
 
-/// An override's pods: none of its own; it shapes the pods of the
-/// runtime's replicated jobs, counted there.
-fn shaped() -> Scale {
-    Scale { pods: Some(0), why: ScaleWhy::Words("it shapes the pods of the training runtime's replicated jobs") }
+impl<'a> Decode<'a> for RuntimePatch<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        Ok(RuntimePatch { spec: decode_at(d, &["trainingRuntimeSpec", "template", "spec"])? })
+    }
+}
+
+/// The value at `path` inside the object at the cursor, if there; the rest
+/// skipped. One function for each nesting the model reads (three objects
+/// deep for a runtime patch's JobSet spec), instead of a type for each.
+fn decode_at<'a, T: Decode<'a>>(d: &mut Dec<'a>, path: &[&str]) -> R<Option<T>> {
+    let Some((first, rest)) = path.split_first() else { return Option::<T>::decode(d) };
+    let mut out = None;
+    d.object(|d, key| {
+        if &*key == *first {
+            out = decode_at(d, rest)?;
+        } else {
+            d.skip()?;
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// An override of the pods of the runtime's replicated jobs `jobs`. Its
+/// pods: none of its own; it shapes those of the replicated jobs, counted
+/// there.
+#[inline(never)] // One body for the three kinds of override.
+fn override_of<'a>(path: Path, shape: Shape, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, jobs: Vec<Str<'a>>) -> PodTemplate<'a> {
+    let scale = Scale { pods: Some(0), why: ScaleWhy::Words("it shapes the pods of the training runtime's replicated jobs") };
+    PodTemplate::new(path, shape, Role::Override, metadata, spec, scale).shaping(jobs)
 }
 
 impl<'a> TrainJobSpec<'a> {
     /// The templates, in the order of the TrainJob's fields: the trainer,
     /// then each override (v2.0, v2.1), then each runtime patch's
     /// replicated jobs (v2.2+).
+    #[inline(never)] // As `PodTemplateSpec::into_template`: kept out of `decode`.
     fn into_templates(self, spec: &Path, out: &mut Vec<PodTemplate<'a>>) {
         if let Some(trainer) = self.trainer {
             let mut pod = PodSpec::default();
@@ -241,11 +259,11 @@ impl<'a> TrainJobSpec<'a> {
                 } else {
                     (Shape::Patch, Some(o.metadata.unwrap_or_default()), o.spec.unwrap_or_default())
                 };
-                out.push(PodTemplate::new(spec.key(field).index(i), shape, Role::Override, metadata, pod, shaped()).shaping(jobs));
+                out.push(override_of(spec.key(field).index(i), shape, metadata, pod, jobs));
             }
         }
         for (i, patch) in self.runtime_patches.into_iter().enumerate() {
-            let Some(js) = patch.training_runtime_spec.and_then(|r| r.template).and_then(|t| t.spec) else { continue };
+            let Some(js) = patch.spec else { continue };
             let at = spec.key("runtimePatches").index(i).keys(&["trainingRuntimeSpec", "template", "spec", "replicatedJobs"]);
             for (j, job) in js.replicated_jobs.into_iter().enumerate() {
                 let t = job.template.spec.template;
@@ -253,15 +271,8 @@ impl<'a> TrainJobSpec<'a> {
                     continue;
                 }
                 let path = at.index(j).keys(&["template", "spec", "template"]);
-                let pod = PodTemplate::new(
-                    path,
-                    Shape::Patch,
-                    Role::Override,
-                    Some(t.metadata.unwrap_or_default()),
-                    t.spec.unwrap_or_default(),
-                    shaped(),
-                );
-                out.push(pod.shaping(job.name.into_iter().collect()));
+                let jobs = job.name.into_iter().collect();
+                out.push(override_of(path, Shape::Patch, Some(t.metadata.unwrap_or_default()), t.spec.unwrap_or_default(), jobs));
             }
         }
     }
@@ -330,9 +341,6 @@ decode_struct!(Trainer {
     "resourcesPerNode" => resources_per_node,
 });
 decode_struct!(TargetJob { "name" => name });
-decode_struct!(RuntimePatch { "trainingRuntimeSpec" => training_runtime_spec });
-decode_struct!(RuntimeSpecPatch { "template" => template });
-decode_struct!(JobSetTemplatePatch { "spec" => spec });
 
 impl<'a> Decode<'a> for PodOverride<'a> {
     #[inline(never)]
