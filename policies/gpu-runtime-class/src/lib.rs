@@ -31,6 +31,10 @@ impl Policy for GpuRuntimeClass {
         };
         let namespace = req.object_namespace();
         for template in workload.templates() {
+            if template.role == Role::Override {
+                check_override(workload, template, settings, &mut verdict)?;
+                continue;
+            }
             // Containers whose image `exemptImages` lists hold no GPU here,
             // as in Gatekeeper's `K8sRequiredGpuRuntimeClass`.
             let exempt = ExemptGpus::of(template, req, &settings.gpu_resource_names)?;
@@ -38,8 +42,15 @@ impl Policy for GpuRuntimeClass {
             let claims = claims(template, &exempt, namespace, cluster, settings, &mut verdict)?;
             if template.is_partial() {
                 if !gpus.is_empty() || !claims.is_empty() {
+                    // Tolerations an override of the trainer's pods writes
+                    // replace the runtime's, and are checked there.
+                    let what = if workload.trainer_overrides().any(|o| !o.spec.tolerations.is_empty()) {
+                        "its runtime class comes"
+                    } else {
+                        "its runtime class and tolerations come"
+                    };
                     verdict.warn(format!(
-                        "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule does not see",
+                        "`{}` requests GPUs; {what} from the referenced training runtime, which this rule does not see",
                         template.path()
                     ));
                 }
@@ -63,6 +74,34 @@ impl Policy for GpuRuntimeClass {
         }
         Ok(verdict)
     }
+}
+
+/// A TrainJob's override or runtime patch of the trainer's pods: the
+/// Trainer merges it over the training runtime's pod template, where
+/// `tolerations` (a list without a merge key) replace the runtime's. So
+/// tolerations it writes must tolerate the GPU nodes' taint the trainer's
+/// GPUs call for; none written leaves the runtime's. It names no runtime
+/// class (the override has no such field).
+fn check_override(w: &Workload<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    if t.spec.tolerations.is_empty() {
+        return Ok(());
+    }
+    let Some(trainer) = w.gpu_holder(t) else { return Ok(()) };
+    let gpus = trainer.gpu_requests(&s.gpu_resource_names)?;
+    for (r, why) in gpu_runtime::applicable(&s.requirements, &gpus, &[]) {
+        let Some(taint) = &r.taint else { continue };
+        if pod_tolerates(&t.spec, &taint.node_taint()) {
+            continue;
+        }
+        v.violation(format!(
+            "`{}` replaces the training runtime's tolerations in the trainer's pods ({why}), but does not tolerate the taint of {} GPU nodes (`{}`), so they can never be scheduled there: add `{}`",
+            t.spec_path().key("tolerations"),
+            r.vendor,
+            taint.shown(),
+            taint.toleration_shown()
+        ));
+    }
+    Ok(())
 }
 
 /// `podRuntimeClasses`: the runtime class any pod names is allowed, and one

@@ -38,6 +38,10 @@ impl Policy for GpuRuntimeDefaults {
             if !may_edit_template(req, t) {
                 continue;
             }
+            if t.role == Role::Override {
+                tolerate_in_override(w, t, s, &mut v)?;
+                continue;
+            }
             // Containers whose image `exemptImages` lists hold no GPU here,
             // as for `gpu-runtime-class`, which reads the same settings.
             let exempt = ExemptGpus::of(t, req, &s.gpu_resource_names)?;
@@ -47,8 +51,15 @@ impl Policy for GpuRuntimeDefaults {
                 continue;
             }
             if t.is_partial() {
+                // Tolerations an override of the trainer's pods writes
+                // replace the runtime's, and get the GPU toleration there.
+                let what = if w.trainer_overrides().any(|o| !o.spec.tolerations.is_empty()) {
+                    "its runtime class comes"
+                } else {
+                    "its runtime class and tolerations come"
+                };
                 v.warn(format!(
-                    "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule cannot fill in",
+                    "`{}` requests GPUs; {what} from the referenced training runtime, which this rule cannot fill in",
                     t.path()
                 ));
                 continue;
@@ -93,6 +104,32 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v:
             added.push(taint);
         }
     }
+}
+
+/// A TrainJob's override or runtime patch of the trainer's pods that
+/// writes `tolerations`: the Trainer merges it over the training runtime's
+/// pod template, where they replace the runtime's (a list without a merge
+/// key), so they get the toleration of the GPU nodes' taint the trainer's
+/// GPUs call for. An override that writes none leaves the runtime's
+/// alone; it has no runtime class to fill in.
+fn tolerate_in_override(w: &Workload<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    if t.spec.tolerations.is_empty() {
+        return Ok(());
+    }
+    let Some(trainer) = w.gpu_holder(t) else { return Ok(()) };
+    let gpus = trainer.gpu_requests(&s.gpu_resource_names)?;
+    let mut added: Vec<&Taint> = Vec::new();
+    for (r, _) in gpu_runtime::applicable(&s.requirements, &gpus, &[]) {
+        if let Some(taint) = &r.taint
+            && !pod_tolerates(&t.spec, &taint.node_taint())
+            && !added.contains(&taint)
+        {
+            let (operator, value) = taint.toleration();
+            v.edit(mutate::toleration(t, &taint.key, operator, value, Some(&taint.effect)));
+            added.push(taint);
+        }
+    }
+    Ok(())
 }
 
 /// What the template's DRA claims bring: `(device class, claim)` pairs,

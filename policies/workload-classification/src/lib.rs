@@ -167,12 +167,24 @@ fn keys_not_allowed(w: &Workload<'_>, set: &LabelSet<'_, '_>, allowed: &[Glob]) 
 /// with resource claims may get GPUs this rule does not look up. So a Pod
 /// a controller made (`by_controller`) may carry its workload's `gpu` or
 /// `mixed` too, judged when its owner was: the RayCluster's CPU head pod
-/// of a GPU cluster. Other values are left to the label check.
+/// of a GPU cluster. A TrainJob's training runtime may give any of its
+/// pods GPUs the request does not show, so `gpu` and `mixed` are accepted
+/// on a TrainJob; the labels of an override of the trainer's pods speak
+/// for the trainer's GPUs. Other values are left to the label check.
 fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>], by_controller: bool) -> Option<String> {
     let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
-    let user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_deref());
+    let mut user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_deref());
+    if user.is_none() && set.partial {
+        // A TrainJob's override or runtime patch labels the pods it shapes:
+        // the trainer's, whose GPUs its `resourcesPerNode` says.
+        let shaped = w.templates().find(|t| t.role == Role::Override && set.covers(t.path())).and_then(|t| w.gpu_holder(t));
+        user = shaped.and_then(|h| pods.iter().find(|p| std::ptr::eq(p.template, h))).and_then(|p| p.gpu_user.as_deref());
+    }
     let controllers_pod = by_controller && !w.kind.owns_templates();
-    let may_get_gpus = controllers_pod || pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
+    // A TrainJob's training runtime may give any of its pods GPUs, which
+    // the request does not show.
+    let runtime = w.templates().any(|t| t.is_partial());
+    let may_get_gpus = controllers_pod || runtime || pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
     compute_type_conflict(&set.path, value, user, may_get_gpus, || {
         if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() }
     })

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::base::error::Malformed;
 use crate::decode::dec::Str;
-use crate::decode::path::Path;
+use crate::decode::path::{Path, Seg};
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{Container, HostPort, ObjectMeta, PodSpec, StrMap};
 
@@ -36,6 +36,12 @@ pub enum Role {
     Worker,
     /// A TrainJob's trainer nodes.
     Trainer,
+    /// A TrainJob's override of the pods of replicated jobs of its training
+    /// runtime: an entry of `podTemplateOverrides` (Trainer v2.1;
+    /// `podSpecOverrides` in v2.0) or a replicated job of a runtime patch
+    /// (`runtimePatches`, v2.2+). Only part of a pod: what it leaves out
+    /// is the runtime's. [`PodTemplate::jobs`] names the replicated jobs.
+    Override,
     /// An InferenceService's predictor.
     Predictor,
     /// An InferenceService's transformer.
@@ -199,6 +205,14 @@ pub(super) enum Shape {
     /// path of the field that would replace it, so that messages say where
     /// to write one, but not in the object, so nothing edits it.
     Default,
+    /// A `PodTemplateSpec` the Trainer merges over a replicated job's pod
+    /// template of the runtime (a TrainJob's `podTemplateOverrides` entry,
+    /// or a runtime patch's `template.spec.template`): paths as a
+    /// template's, but only part of a pod.
+    Patch,
+    /// A pod spec the Trainer merges over a replicated job's pod spec (a
+    /// TrainJob's `podSpecOverrides` entry, Trainer v2.0): no metadata.
+    SpecPatch,
 }
 
 /// Which container list a container is in.
@@ -278,10 +292,18 @@ pub struct PodTemplate<'a> {
     /// What the template is for.
     pub role: Role,
     /// The name of its group where the kind names them: a Ray `groupName`,
-    /// a Kubeflow replica type, a Volcano task, a replicated job.
+    /// a Kubeflow replica type, a Volcano task, a replicated job; for a
+    /// TrainJob's override or runtime patch, the replicated job it shapes
+    /// (`None` when it names several: see [`PodTemplate::jobs`]).
     pub name: Option<Str<'a>>,
+    /// A TrainJob's override or runtime patch ([`Role::Override`]): the
+    /// replicated jobs of the training runtime whose pods it shapes
+    /// (`targetJobs`, a runtime patch's replicated job `name`), in order.
+    /// Empty for every other template.
+    pub jobs: Vec<Str<'a>>,
     /// The template's own metadata; `None` for a bare Pod (whose metadata is
-    /// the workload's) and for TrainJob's trainer.
+    /// the workload's), TrainJob's trainer and a v2.0 `podSpecOverrides`
+    /// entry.
     pub metadata: Option<ObjectMeta<'a>>,
     /// The pod spec.
     pub spec: PodSpec<'a>,
@@ -310,11 +332,34 @@ impl<'a> PodTemplate<'a> {
         spec: PodSpec<'a>,
         scale: Scale,
     ) -> PodTemplate<'a> {
-        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), added: None, scale }
+        PodTemplate {
+            path,
+            shape,
+            role,
+            name: None,
+            jobs: Vec::new(),
+            metadata,
+            spec,
+            model: None,
+            storage_uris: Vec::new(),
+            added: None,
+            scale,
+        }
     }
 
     pub(super) fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
         self.name = name;
+        self
+    }
+
+    /// An override of the pods of the replicated jobs `jobs`: named after
+    /// the one it shapes, if one.
+    pub(super) fn shaping(mut self, jobs: Vec<Str<'a>>) -> PodTemplate<'a> {
+        self.name = match jobs.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        };
+        self.jobs = jobs;
         self
     }
 
@@ -327,8 +372,8 @@ impl<'a> PodTemplate<'a> {
     pub fn spec_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("spec"),
-            Shape::Template | Shape::Default => self.path.key("spec"),
-            Shape::Inline | Shape::Trainer => self.path.clone(),
+            Shape::Template | Shape::Default | Shape::Patch => self.path.key("spec"),
+            Shape::Inline | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
         }
     }
 
@@ -339,8 +384,8 @@ impl<'a> PodTemplate<'a> {
     pub fn metadata_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("metadata"),
-            Shape::Template | Shape::Default => self.path.key("metadata"),
-            Shape::Inline | Shape::Trainer => self.path.clone(),
+            Shape::Template | Shape::Default | Shape::Patch => self.path.key("metadata"),
+            Shape::Inline | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
         }
     }
 
@@ -357,10 +402,19 @@ impl<'a> PodTemplate<'a> {
     }
 
     /// Whether the template is only part of a pod: a TrainJob's trainer,
-    /// completed by its TrainingRuntime. Pod-level fields such as
-    /// `runtimeClassName` are then set elsewhere.
+    /// override or runtime patch, which the Trainer merges over the pod
+    /// templates of the referenced TrainingRuntime. What it leaves out
+    /// (`runtimeClassName`, a security context, the other containers) is
+    /// the runtime's, which the request does not carry; what it writes is
+    /// in the pods.
     pub fn is_partial(&self) -> bool {
-        self.shape == Shape::Trainer
+        matches!(self.shape, Shape::Trainer | Shape::Patch | Shape::SpecPatch)
+    }
+
+    /// Whether this is a TrainJob's override or runtime patch that shapes
+    /// the pods of the runtime's replicated job `job`.
+    pub fn shapes(&self, job: &str) -> bool {
+        self.role == Role::Override && self.jobs.iter().any(|j| *j == job)
     }
 
     /// Every container: regular, then init, then ephemeral, each in order,
@@ -475,6 +529,21 @@ impl<'a> PodTemplate<'a> {
             (Role::Transformer, _) => "the transformer".into(),
             (Role::Explainer, _) => "the explainer".into(),
             (Role::Trainer, _) => "the trainer".into(),
+            (Role::Override, _) => {
+                let what = if self.path.0.get(1).is_some_and(|s| matches!(s, Seg::Key(k) if k == "runtimePatches")) {
+                    "the runtime patch"
+                } else {
+                    "the override"
+                };
+                match self.jobs.as_slice() {
+                    [] => format!("{what} at `{}`", self.path),
+                    [one] => format!("{what} of replicated job `{one}`"),
+                    many => {
+                        let names: Vec<&str> = many.iter().map(|j| &**j).collect();
+                        format!("{what} of replicated jobs {}", crate::base::text::quoted(&names))
+                    }
+                }
+            }
             (Role::Pod, _) => "the pod".into(),
             _ => format!("`{}`", self.path),
         }
