@@ -7,11 +7,15 @@
 //! In Standard mode (`serving.kserve.io/deploymentMode: Standard`, or
 //! `RawDeployment`) KServe creates the Deployments; in Knative mode (the
 //! shipped default) it creates a Knative Service, and Knative's controller
-//! creates the Deployment of each Revision, with the same pod spec. Not
+//! creates the Deployment of each Revision, with the same pod spec.
+//!
+//! At pod creation KServe's pod webhook (`pkg/webhook/admission/pod`,
+//! v0.16.0, the release Kubeflow ships) adds the `storage-initializer`
+//! init container that downloads a `storageUri` ([`pod_webhook`]). Not
 //! modelled, because they come from the cluster's configuration rather
-//! than from the InferenceService: Knative's `queue-proxy` container, and
-//! what KServe's pod webhook injects at pod creation (the
-//! `storage-initializer` init container for a `storageUri`, the `agent`).
+//! than from the InferenceService: Knative's `queue-proxy` container, the
+//! webhook's `agent` and `modelcar` containers, and the storage
+//! credentials it reads from the service account's secrets.
 
 use serde_json::{Map, Value, json};
 
@@ -312,4 +316,80 @@ fn deployment_of(
         b.lineage = format!("{} → Knative Service → Revision → Deployment `{name}`", isvc.describe());
     }
     b
+}
+
+/// The label KServe's pod webhook selects pods by
+/// (`config/webhook/manifests.yaml`: `serving.kserve.io/inferenceservice`
+/// Exists).
+const ISVC_LABEL: &str = "serving.kserve.io/inferenceservice";
+
+/// The annotation the controller writes for a component's `storageUri`,
+/// which the pod webhook downloads from.
+const SOURCE_URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
+
+/// The storage initializer's volume and where it mounts the model
+/// (`constants.StorageInitializerVolumeName`, `DefaultModelLocalMountPath`).
+const PROVISION_VOLUME: &str = "kserve-provision-location";
+const MODEL_DIR: &str = "/mnt/models";
+
+/// What KServe's pod webhook does to a pod of an InferenceService at its
+/// creation (`InjectStorageInitializer` → `CommonStorageInitialization`,
+/// `pkg/webhook/admission/pod/storage_initializer_injector.go`, v0.16.0),
+/// for a single `storageUri` that is neither `pvc://` (mounted directly)
+/// nor `oci://` (a modelcar): the `storage-initializer` init container
+/// (`utils.CreateInitContainerWithConfig`, with the image, requests and
+/// limits of Kubeflow's `inferenceservice-config`: `storageInitializer`),
+/// which downloads the URI into a `kserve-provision-location` emptyDir
+/// mounted at `/mnt/models`, the same volume mounted read-only
+/// (`storage.kserve.io/readonly` unset) in `kserve-container` (or, without
+/// one, `worker-container`) and `transformer-container`; a `STORAGE_URI`
+/// of that container then reads `/mnt/models`. Not when the pod already
+/// has an init container of that name, nor beside the model agent.
+pub(crate) fn pod_webhook(pod: &mut Value) {
+    let labels = map_at(pod, &["metadata", "labels"]);
+    let annotations = map_at(pod, &["metadata", "annotations"]);
+    if !labels.contains_key(ISVC_LABEL) || annotations.contains_key("internal.serving.kserve.io/agent") {
+        return;
+    }
+    let Some(uri) = annotations.get(SOURCE_URI).and_then(Value::as_str).map(str::to_string) else { return };
+    if uri.starts_with("pvc://") || uri.starts_with("oci://") {
+        return;
+    }
+    if list_at(pod, &["spec", "initContainers"]).iter().any(|c| str_at(c, &["name"]) == Some("storage-initializer")) {
+        return;
+    }
+    let names: Vec<&str> = list_at(pod, &["spec", "containers"]).iter().filter_map(|c| str_at(c, &["name"])).collect();
+    let user = if names.contains(&"kserve-container") { "kserve-container" } else { "worker-container" };
+    if !names.contains(&user) {
+        // "Invalid configuration: cannot find container": the webhook fails.
+        return;
+    }
+    let read_only = annotations.get("storage.kserve.io/readonly").and_then(Value::as_str) != Some("false");
+    for c in list_mut(pod, &["spec", "containers"]).iter_mut() {
+        let name = str_at(c, &["name"]).unwrap_or_default().to_string();
+        if name != user && name != "transformer-container" {
+            continue;
+        }
+        if !list_at(c, &["volumeMounts"]).iter().any(|m| str_at(m, &["name"]) == Some(PROVISION_VOLUME)) {
+            list_mut(c, &["volumeMounts"]).push(json!({"name": PROVISION_VOLUME, "mountPath": MODEL_DIR, "readOnly": read_only}));
+        }
+        if name == user {
+            for e in list_mut(c, &["env"]).iter_mut() {
+                if str_at(e, &["name"]) == Some("STORAGE_URI") && str_at(e, &["value"]).is_some_and(|v| !v.is_empty()) {
+                    set(e, &["value"], s(MODEL_DIR));
+                }
+            }
+        }
+    }
+    list_mut(pod, &["spec", "initContainers"]).push(json!({
+        "name": "storage-initializer",
+        "image": "kserve/storage-initializer:v0.16.0",
+        "args": [uri, MODEL_DIR],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "100Mi"}},
+        "volumeMounts": [{"name": PROVISION_VOLUME, "mountPath": MODEL_DIR}],
+    }));
+    if !list_at(pod, &["spec", "volumes"]).iter().any(|v| str_at(v, &["name"]) == Some(PROVISION_VOLUME)) {
+        list_mut(pod, &["spec", "volumes"]).push(json!({"name": PROVISION_VOLUME, "emptyDir": {}}));
+    }
 }
