@@ -18,6 +18,7 @@ use aigov_sdk::base::glob;
 use aigov_sdk::cluster::gpu::{ClaimSpec, DRA_API_VERSION, DeviceCount, Pinned, PodClaim, pinned};
 use aigov_sdk::cluster::scale::ScaleChange;
 use aigov_sdk::model::listed::{list_items, list_pods, object_meta};
+use aigov_sdk::model::workload::ScaleWhy;
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::GpuCounts;
@@ -420,6 +421,10 @@ fn check_workload<'a>(
 fn bound_hint(w: &Workload<'_>, t: &PodTemplate<'_>) -> &'static str {
     match (w.kind, t.role) {
         (_, Role::RayWorker) => "set the worker group's `maxReplicas`",
+        // KServe's `external` class: an autoscaler KServe does not bound.
+        (_, Role::Predictor | Role::Transformer | Role::Explainer) if matches!(t.scale.why, ScaleWhy::Annotation { .. }) => {
+            "choose an autoscaler class KServe bounds: `hpa` (the default) or `keda` with `maxReplicas`, or `none`"
+        }
         (_, Role::Predictor | Role::Transformer | Role::Explainer) => "set `maxReplicas`",
         (WorkloadKind::DaemonSet, _) => "run it as a Deployment or StatefulSet with a fixed number of replicas",
         _ => "bound the number of its pods",

@@ -91,6 +91,21 @@ pub enum ScaleWhy {
     /// The first, a bound below the second:
     /// `` `spec.completions: 2` (below `spec.parallelism: 8`) ``.
     Below(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// The first, and the second that explains it:
+    /// `` `spec.predictor.minReplicas: 2`, with `serving.kserve.io/autoscalerClass: none` in `metadata.annotations` (no autoscaler) ``.
+    Under(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// An annotation (`key: value`) found in the annotations at `at`, and
+    /// what it says about the scale.
+    Annotation {
+        /// The annotations it is in (`metadata.annotations`).
+        at: Path,
+        /// Its key.
+        key: &'static str,
+        /// Its value.
+        value: &'static str,
+        /// What it makes of the scale (` (no autoscaler)`), or nothing.
+        says: &'static str,
+    },
 }
 
 impl fmt::Display for ScaleWhy {
@@ -103,6 +118,8 @@ impl fmt::Display for ScaleWhy {
             ScaleWhy::BesideLeader(path, size) => write!(f, "(`{path}: {size}` - 1 leader)"),
             ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
             ScaleWhy::Below(a, b) => write!(f, "{a}, below {b}"),
+            ScaleWhy::Under(a, b) => write!(f, "{a}, with {b}"),
+            ScaleWhy::Annotation { at, key, value, says } => write!(f, "`{key}: {value}` in `{at}`{says}"),
         }
     }
 }
