@@ -276,3 +276,31 @@ fn kserves_pod_webhook_adds_the_storage_initializer_for_a_downloaded_model() {
         assert!(none(&built[2].object["spec"]), "{uri}: mounted or a modelcar, nothing to download");
     }
 }
+
+#[test]
+fn kserve_counts_multi_node_gpus_from_requests_and_builds_workers_only_in_standard_mode() {
+    let isvc = |mode: &str, resources: Value| {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "llm", "annotations": {"serving.kserve.io/deploymentMode": mode, "serving.kserve.io/autoscalerClass": "none"}},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"}, "storageUri": "pvc://m", "resources": resources.clone()},
+                "workerSpec": {"tensorParallelSize": 4, "pipelineParallelSize": 2, "containers": [{"name": "worker-container", "resources": resources}]}}}})
+    };
+    let gpus = |d: &Built| d.object["spec"]["template"]["spec"]["containers"][0]["resources"].clone();
+    let worker = |built: &[Built]| built.iter().find(|b| b.object["metadata"]["name"] == "llm-predictor-worker").cloned();
+    // Requests of 4: two nodes of 4 (`computeRayNodeAndGPUs`, case 1).
+    let built = all(isvc("Standard", json!({"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}})));
+    let w = worker(&built).unwrap();
+    assert_eq!(w.object["spec"]["replicas"], 1);
+    assert_eq!(gpus(&w)["limits"]["nvidia.com/gpu"], "4");
+    assert_eq!(gpus(&built[0])["requests"]["nvidia.com/gpu"], "4");
+    // Limits alone are not read: eight nodes of one GPU, written over them.
+    let built = all(isvc("Standard", json!({"limits": {"nvidia.com/gpu": "4"}})));
+    let w = worker(&built).unwrap();
+    assert_eq!(w.object["spec"]["replicas"], 7);
+    assert_eq!(gpus(&w), json!({"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}));
+    assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}));
+    // Knative mode: the head alone, its GPUs as written.
+    let built = all(isvc("Knative", json!({"limits": {"nvidia.com/gpu": "4"}})));
+    assert!(worker(&built).is_none(), "{:?}", kinds(&built));
+    assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "4"}}));
+}

@@ -382,8 +382,10 @@ impl LabelSet<'_, '_> {
 /// the object's labels, then each job template (CronJob, JobSet) before the
 /// pod template inside it, then the pod templates. A TrainJob's trainer,
 /// completed by its training runtime, has no labels of its own and is left
-/// out. Where the labels of the pods really come from, as the controllers
-/// build them:
+/// out, and so are an InferenceService predictor's workers, whose pods get
+/// the predictor's labels ([`crate::PodTemplate::shares_metadata`]): the
+/// predictor's set covers them. Where the labels of the pods really come
+/// from, as the controllers build them:
 ///
 /// - the object's own labels are its pods' labels for a bare Pod, a
 ///   Kubeflow Notebook (the notebook-controller copies the Notebook's
@@ -429,7 +431,7 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
     };
     let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
     let mut jobs_done = 0;
-    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial()) {
+    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial() && !t.shares_metadata()) {
         if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
             let upto = jobs_done + i + 1;
             sets.extend(jobs.iter().take(upto).skip(jobs_done).map(job));
@@ -591,6 +593,27 @@ mod tests {
         let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
         assert_eq!(paths(&label_sets(&tj, LabelScope::ALL, false)).len(), 1, "a trainer has no labels of its own");
         assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY, false).is_empty());
+    }
+
+    #[test]
+    fn a_predictors_workers_are_covered_by_its_labels() {
+        use crate::model::kind::WorkloadKind;
+        let isvc = workload(
+            WorkloadKind::InferenceService,
+            r#"{"metadata":{"annotations":{"serving.kserve.io/deploymentMode":"Standard"}},"spec":{"predictor":{"labels":{"a":"b"},"workerSpec":{"containers":[{"name":"w"}]}}}}"#,
+        );
+        let sets = label_sets(&isvc, LabelScope::ALL, false);
+        assert_eq!(
+            paths(&sets),
+            [
+                ("metadata.labels".into(), LabelSite::Object, String::new()),
+                ("spec.predictor.labels".into(), LabelSite::PodTemplate, "spec.predictor".into())
+            ],
+            "the workers' labels are the predictor's: one set"
+        );
+        let workers = isvc.templates().find(|t| t.role == crate::model::workload::Role::PredictorWorker).unwrap();
+        assert!(sets[1].covers(workers.path()));
+        assert_eq!(workers.labels().and_then(|l| l.get("a")).map(|v| &**v), Some("b"));
     }
 
     #[test]

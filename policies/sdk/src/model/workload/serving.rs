@@ -1,5 +1,6 @@
 //! KServe's InferenceService: predictor, transformer and explainer, each a
-//! pod spec inline with a model container and where its model comes from.
+//! pod spec inline with a model container and where its model comes from;
+//! and a predictor's `workerSpec`, the workers of multi-node inference.
 //!
 //! What KServe builds (`kserve/kserve`, `pkg/controller/v1beta1/inferenceservice`;
 //! the same in v0.15.2, v0.16.0 and v0.20.0 where not said):
@@ -23,12 +24,33 @@
 //!   `external` whatever an autoscaler outside KServe sets, which nothing
 //!   bounds. A class KServe does not know is read as `hpa` (KServe refuses
 //!   it on the InferenceService and builds nothing for it on a component).
+//! - **Multi-node inference** (`workerSpec`, Standard mode only: Knative
+//!   mode builds no worker and writes no GPUs). `multiNodeProcess` and
+//!   `createRawDeployment` make a worker Deployment `<isvc>-predictor-worker`
+//!   of `nodes - 1` pods from the `workerSpec` pod spec (its first
+//!   container, `worker-container`; nothing of the predictor's pod spec),
+//!   labelled and annotated as the predictor's pods, and write the GPUs of
+//!   each node into both the `limits` and the `requests` of the head's
+//!   model container and the worker container, over what the request
+//!   says. The nodes and GPUs are computed as `computeRayNodeAndGPUs` does
+//!   (the Ray backend: a ServingRuntime's `multinode/executor-backend: mp`
+//!   annotation, which the request does not hold, is not known here), from
+//!   `tensorParallelSize` × `pipelineParallelSize` (1 each when unset: the
+//!   ServingRuntime's, which the request does not hold either, are 1 in
+//!   KServe's own runtimes) and the GPUs the two containers *request*
+//!   (their `requests` of KServe's GPU resources, `nvidia.com/gpu`,
+//!   `amd.com/gpu`, `intel.com/gpu`, `habana.ai/gaudi`; limits are not
+//!   read), the ServingRuntime's containers counted as requesting none.
+//!   The model here holds the GPU counts KServe writes, so every rule that
+//!   counts GPUs counts those.
+
+use std::borrow::Cow;
 
 use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
 use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
-use crate::model::pod::{Annotations, Container, ObjectMeta, PodSpec, StrMap};
+use crate::model::pod::{Annotations, Container, ObjectMeta, PodSpec, RawQuantity, StrMap};
 
 use super::template::{ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy, Shape, StorageUri};
 use super::{Obj, Workload};
@@ -95,6 +117,15 @@ struct StorageParameters<'a> {
     bucket: Option<Str<'a>>,
 }
 
+/// A predictor's `workerSpec`: a pod spec inline, and the parallelism the
+/// model is served with.
+#[derive(Default)]
+struct WorkerSpec<'a> {
+    pod: PodSpec<'a>,
+    tensor_parallel_size: Option<i64>,
+    pipeline_parallel_size: Option<i64>,
+}
+
 /// The keys an InferenceService component names its model container
 /// under, in the order they are looked at: `model`, then each framework's,
 /// then the explainer's ART server.
@@ -103,6 +134,14 @@ const MODEL_KEYS: [&str; 12] =
 
 /// The annotation that chooses a component's autoscaler in Standard mode.
 const AUTOSCALER_CLASS: &str = "serving.kserve.io/autoscalerClass";
+
+/// KServe's GPU resources (`constants.DefaultGPUResourceTypeList`), the
+/// only ones whose requests `computeRayNodeAndGPUs` counts.
+const KSERVE_GPUS: [&str; 4] = ["nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi"];
+
+/// More resources KServe writes a multi-node count under, a JSON list
+/// (`utils.UpdateGPUResourceTypeListByAnnotation`).
+const GPU_TYPES_ANNOTATION: &str = "serving.kserve.io/gpu-resource-types";
 
 /// An InferenceService component: a pod spec inline, autoscaling bounds,
 /// pod labels and annotations, and a model container under `model` or a
@@ -117,6 +156,8 @@ struct IsvcComponent<'a> {
     /// The model container under each of [`MODEL_KEYS`].
     models: [Option<Box<IsvcModel<'a>>>; MODEL_KEYS.len()],
     storage_uris: Vec<StorageUri<'a>>,
+    /// A predictor's `workerSpec`.
+    worker: Option<Box<WorkerSpec<'a>>>,
 }
 
 /// Whether the InferenceService runs in KServe's Standard mode.
@@ -125,33 +166,73 @@ fn standard(isvc: &ObjectMeta<'_>) -> bool {
 }
 
 impl<'a> IsvcComponent<'a> {
-    /// The component's pod template, into `out`.
-    fn into_templates(mut self: Box<Self>, path: Path, role: Role, isvc: &ObjectMeta<'a>, out: &mut Vec<PodTemplate<'a>>) {
+    /// The component's pod template, and a predictor's workers' in
+    /// Standard mode, into `out`.
+    fn into_templates(self: Box<Self>, path: Path, role: Role, isvc: &ObjectMeta<'a>, out: &mut Vec<PodTemplate<'a>>) {
         let standard = standard(isvc);
         let scale = self.scale(&path, isvc, standard);
-        let model =
-            MODEL_KEYS.into_iter().zip(std::mem::take(&mut self.models)).find_map(|(field, m)| m.map(|m| (field, m))).map(|(field, m)| {
-                let spec = ModelSpec {
-                    field,
-                    storage_uri: m.storage_uri,
-                    format: m.model_format.and_then(|f| f.name),
-                    runtime: m.runtime,
-                    storage: m.storage.map(|s| {
-                        let p = s.parameters.unwrap_or_default();
-                        ModelStorage { path: s.path, kind: p.kind, bucket: p.bucket }
-                    }),
-                };
-                let mut c = m.container;
-                if c.name.is_empty() {
-                    c.name = Str::from("kserve-container");
-                }
-                (spec, c)
-            });
+        let model = MODEL_KEYS.into_iter().zip(self.models).find_map(|(field, m)| m.map(|m| (field, m))).map(|(field, m)| {
+            let spec = ModelSpec {
+                field,
+                storage_uri: m.storage_uri,
+                format: m.model_format.and_then(|f| f.name),
+                runtime: m.runtime,
+                storage: m.storage.map(|s| {
+                    let p = s.parameters.unwrap_or_default();
+                    ModelStorage { path: s.path, kind: p.kind, bucket: p.bucket }
+                }),
+            };
+            let mut c = m.container;
+            if c.name.is_empty() {
+                c.name = Str::from("kserve-container");
+            }
+            (spec, c)
+        });
         let metadata = ObjectMeta { labels: self.labels, annotations: self.annotations, ..ObjectMeta::default() };
+        let worker = self.worker.filter(|_| standard && role == Role::Predictor);
+        let at = worker.as_ref().map(|_| path.key("workerSpec"));
         let mut t = PodTemplate::new(path, Shape::Inline, role, Some(metadata), self.pod, scale);
         t.model = model;
         t.storage_uris = self.storage_uris;
+        let (Some(worker), Some(at)) = (worker, at) else {
+            out.push(t);
+            return;
+        };
+        // The workers' pods get the predictor's labels and annotations.
+        let metadata = t.metadata.clone().unwrap_or_default();
+        let mut pod = worker.pod;
+        match pod.containers.first_mut() {
+            Some(c) if c.name.is_empty() => c.name = Str::from("worker-container"),
+            Some(_) => {}
+            // KServe's runtime supplies the container, which the request
+            // does not hold: what it runs with is what KServe writes.
+            None => pod.containers.push(Container { name: Str::from("worker-container"), ..Container::default() }),
+        }
+        let extra = gpu_types(&metadata, isvc);
+        let nodes = {
+            let head = match t.model.as_mut() {
+                Some((_, c)) => Some(c),
+                None => t.spec.containers.first_mut(),
+            };
+            multi_node(head, pod.containers.first_mut(), worker.tensor_parallel_size, worker.pipeline_parallel_size, &extra)
+        };
+        let scale = match nodes {
+            Some((nodes, per_worker)) => Scale {
+                pods: Some(nodes.saturating_sub(1)),
+                why: ScaleWhy::Nodes {
+                    at: at.clone(),
+                    tensor: worker.tensor_parallel_size,
+                    pipeline: worker.pipeline_parallel_size,
+                    nodes,
+                    per_worker,
+                },
+            },
+            // A GPU quantity that does not parse: the rules say so, and
+            // nothing is computed from it.
+            None => Scale::one("a worker (its GPUs could not be read)"),
+        };
         out.push(t);
+        out.push(PodTemplate::new(at, Shape::Worker, Role::PredictorWorker, Some(metadata), pod, scale));
     }
 
     /// The pods of the component at full scale, as its mode and autoscaler
@@ -215,6 +296,100 @@ impl<'a> IsvcComponent<'a> {
     }
 }
 
+/// The resources of `serving.kserve.io/gpu-resource-types` on the
+/// component's pods (its `annotations` over the InferenceService's); none
+/// when it is not a JSON list of strings (KServe then refuses the
+/// InferenceService).
+fn gpu_types<'a>(component: &ObjectMeta<'a>, isvc: &ObjectMeta<'a>) -> Vec<Str<'a>> {
+    let Some(text) = component.annotation(GPU_TYPES_ANNOTATION).or_else(|| isvc.annotation(GPU_TYPES_ANNOTATION)) else {
+        return Vec::new();
+    };
+    let mut d = Dec::new(&text);
+    let list = Vec::<Str<'_>>::decode(&mut d).and_then(|l| d.end().map(|()| l));
+    list.map(|l| l.into_iter().map(|s| Str(Cow::Owned(s.to_string()))).collect()).unwrap_or_default()
+}
+
+/// Whole units of a quantity, as Go's `Quantity.Value()` rounds; `None`
+/// when it does not parse.
+fn units(q: &RawQuantity<'_>) -> Option<u64> {
+    q.parse().ok().map(|q| q.ceil_units())
+}
+
+/// The GPUs a container requests as `computeRayNodeAndGPUs` reads them:
+/// the first of KServe's GPU resources in its `requests`; `None` when a
+/// GPU quantity of the container does not parse.
+fn requested(c: Option<&Container<'_>>) -> Option<u64> {
+    let Some(c) = c else { return Some(0) };
+    let mut found = None;
+    for name in KSERVE_GPUS {
+        for (list, is_request) in [(&c.resources.requests, true), (&c.resources.limits, false)] {
+            let Some(q) = list.get(name) else { continue };
+            let n = units(q)?;
+            if is_request && found.is_none() {
+                found = Some(n);
+            }
+        }
+    }
+    Some(found.unwrap_or(0))
+}
+
+/// KServe's nodes and GPUs for a multi-node predictor, Ray backend
+/// (`computeRayNodeAndGPUs`), written into the head's and the worker's
+/// containers as `addGPUResourceToDeployment` writes them; `(nodes, GPUs
+/// per worker)`, or `None` when a GPU quantity does not parse (nothing is
+/// written then). An allocation KServe refuses (the head's GPUs below what
+/// the workers leave it) is read as computed.
+fn multi_node<'a>(
+    head: Option<&mut Container<'a>>,
+    worker: Option<&mut Container<'a>>,
+    tensor: Option<i64>,
+    pipeline: Option<i64>,
+    extra: &[Str<'_>],
+) -> Option<(u64, u64)> {
+    let size = |n: Option<i64>| u64::try_from(n.unwrap_or(1)).unwrap_or(0).max(1);
+    let total = size(tensor).saturating_mul(size(pipeline));
+    let (mut head_gpus, mut worker_gpus) = (requested(head.as_deref())?, requested(worker.as_deref())?);
+    let nodes;
+    if worker_gpus > 0 {
+        let mut n = total.div_ceil(worker_gpus);
+        if head_gpus > 0 {
+            if total.div_ceil(head_gpus) == 1 {
+                n = 1;
+            }
+        } else {
+            head_gpus = total.saturating_sub(worker_gpus.saturating_mul(n.saturating_sub(1)));
+        }
+        if n == 1 {
+            worker_gpus = 0;
+            head_gpus = total;
+        }
+        nodes = n;
+    } else if head_gpus > 0 {
+        worker_gpus = 1;
+        nodes = 1 + total.saturating_sub(head_gpus);
+    } else {
+        (nodes, head_gpus, worker_gpus) = (total, 1, 1);
+    }
+    for (c, n) in [(head, head_gpus), (worker, worker_gpus)] {
+        if let Some(c) = c {
+            write_gpus(c, n, extra);
+        }
+    }
+    Some((nodes, worker_gpus))
+}
+
+/// `addGPUResourceToDeployment`: `n` into both the limit and the request
+/// of the first of KServe's GPU resources (and `extra`) the container
+/// asks a non-zero quantity of, else `nvidia.com/gpu`.
+fn write_gpus(c: &mut Container<'_>, n: u64, extra: &[Str<'_>]) {
+    let asks = |name: &str| [&c.resources.limits, &c.resources.requests].iter().any(|l| l.get(name).and_then(units).is_some_and(|n| n > 0));
+    let name =
+        KSERVE_GPUS.iter().copied().chain(extra.iter().map(|s| &**s)).find(|name| asks(name)).unwrap_or("nvidia.com/gpu").to_string();
+    let value = RawQuantity(Str(Cow::Owned(n.to_string())));
+    c.resources.limits.insert(Str(Cow::Owned(name.clone())), value.clone());
+    c.resources.requests.insert(Str(Cow::Owned(name)), value);
+}
+
 impl<'a> Decode<'a> for IsvcModel<'a> {
     #[inline(never)]
     fn decode(d: &mut Dec<'a>) -> R<Self> {
@@ -249,12 +424,33 @@ impl<'a> Decode<'a> for IsvcComponent<'a> {
                 "labels" => out.labels = Decode::decode(d)?,
                 "annotations" => out.annotations = Decode::decode(d)?,
                 "storageUris" => out.storage_uris = Decode::decode(d)?,
+                "workerSpec" => out.worker = Decode::decode(d)?,
                 k => {
                     // A model container, or else a field of the pod spec the
                     // component is too (containers, tolerations...).
                     if let Some(slot) = MODEL_KEYS.iter().position(|m| *m == k).and_then(|i| out.models.get_mut(i)) {
                         *slot = Decode::decode(d)?;
                     } else if !out.pod.decode_field(k, d)? {
+                        d.skip()?;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+impl<'a> Decode<'a> for WorkerSpec<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = WorkerSpec::default();
+        d.object(|d, key| {
+            match &*key {
+                "tensorParallelSize" => out.tensor_parallel_size = Decode::decode(d)?,
+                "pipelineParallelSize" => out.pipeline_parallel_size = Decode::decode(d)?,
+                k => {
+                    if !out.pod.decode_field(k, d)? {
                         d.skip()?;
                     }
                 }
@@ -334,5 +530,61 @@ mod tests {
                 "`serving.kserve.io/autoscalerClass: external` in `spec.predictor.annotations`: an autoscaler outside KServe sets the replicas, with no bound KServe knows".into()
             )
         );
+    }
+
+    /// Nodes, the head's GPUs and the workers' (limit and request, as
+    /// KServe writes them), for a multi-node predictor.
+    fn multi(head: &str, worker: &str, sizes: &str) -> (Option<u64>, Vec<String>) {
+        let predictor = format!(
+            r#"{{"model":{{"modelFormat":{{"name":"huggingface"}},"storageUri":"pvc://m","resources":{head}}},"workerSpec":{{{sizes}"containers":[{{"resources":{worker}}}]}}}}"#
+        );
+        let w = isvc(&format!(r#"{STANDARD},"serving.kserve.io/autoscalerClass":"none""#), &predictor);
+        let ts: Vec<&PodTemplate<'_>> = w.templates().collect();
+        let [head, workers] = ts.as_slice() else { panic!("{} templates", ts.len()) };
+        assert_eq!(
+            (workers.role, workers.spec_path().to_string(), workers.metadata_path().to_string()),
+            (Role::PredictorWorker, "spec.predictor.workerSpec".into(), "spec.predictor".into())
+        );
+        assert!(workers.shares_metadata() && !head.shares_metadata());
+        assert_eq!(workers.spec.containers[0].name, "worker-container");
+        let gpus = |c: &Container<'_>| {
+            let show =
+                |l: &crate::model::pod::ResourceList<'_>| l.iter().map(|(k, v)| format!("{k}={}", v.0)).collect::<Vec<_>>().join(",");
+            format!("{} / {}", show(&c.resources.limits), show(&c.resources.requests))
+        };
+        (workers.scale.pods, vec![gpus(&head.model.as_ref().unwrap().1), gpus(&workers.spec.containers[0])])
+    }
+
+    #[test]
+    fn a_multi_node_predictor_holds_the_gpus_kserve_writes() {
+        let req = |n: u32| format!(r#"{{"requests":{{"nvidia.com/gpu":"{n}"}},"limits":{{"nvidia.com/gpu":"{n}"}}}}"#);
+        let tp_pp = r#""tensorParallelSize":8,"pipelineParallelSize":2,"#;
+        // Workers of 8: two nodes, the head's 8 kept.
+        assert_eq!(multi(&req(8), &req(8), tp_pp), (Some(1), vec!["nvidia.com/gpu=8 / nvidia.com/gpu=8".into(); 2]));
+        // Workers of 4, head unset: 4 nodes, the head gets what is left.
+        let (pods, gpus) = multi("{}", &req(4), tp_pp);
+        assert_eq!((pods, gpus[0].as_str()), (Some(3), "nvidia.com/gpu=4 / nvidia.com/gpu=4"));
+        // Limits alone are not read: 16 nodes of one GPU, over what was written.
+        let lim = r#"{"limits":{"nvidia.com/gpu":"8"}}"#;
+        assert_eq!(multi(lim, lim, tp_pp), (Some(15), vec!["nvidia.com/gpu=1 / nvidia.com/gpu=1".into(); 2]));
+        // The head alone covers the total: no worker GPUs (and no workers).
+        let (pods, gpus) = multi(&req(16), &req(8), tp_pp);
+        assert_eq!((pods, gpus[1].as_str()), (Some(0), "nvidia.com/gpu=0 / nvidia.com/gpu=0"));
+        // Only the head requests: single-GPU workers for the rest.
+        let (pods, gpus) = multi(&req(4), "{}", tp_pp);
+        assert_eq!((pods, gpus[1].as_str()), (Some(12), "nvidia.com/gpu=1 / nvidia.com/gpu=1"));
+        // Sizes unset: one node, one GPU.
+        assert_eq!(multi("{}", "{}", "").0, Some(0));
+        // Another vendor's GPU is written under its name.
+        let amd = r#"{"requests":{"amd.com/gpu":"2"}}"#;
+        assert_eq!(multi(amd, amd, r#""tensorParallelSize":4,"#).1[1], "amd.com/gpu=2 / amd.com/gpu=2");
+    }
+
+    #[test]
+    fn knative_mode_builds_no_workers() {
+        let w = isvc("", r#"{"model":{"resources":{"limits":{"nvidia.com/gpu":"4"}}},"workerSpec":{"hostNetwork":true}}"#);
+        assert_eq!(w.templates().count(), 1);
+        let (_, c) = w.templates().next().unwrap().model.as_ref().unwrap();
+        assert_eq!(c.resources.requests.len(), 0, "nothing written over the request");
     }
 }
