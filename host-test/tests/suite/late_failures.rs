@@ -1,20 +1,158 @@
-//! No late failures, over what the cases cannot cover alone: the identities
-//! the model of the controllers submits as, and a rule broken on purpose.
+//! No late failures, over what the cases cannot cover alone: the bundled
+//! samples judged with the demo's settings, the identities the model of
+//! the controllers submits as, and a rule broken on purpose.
 //!
 //! Every case of every rule is held to the parent-child property in
-//! `cases.rs` (`aigov::tools::children`); this file shows that the
-//! property catches a rule that admits a parent and refuses what its
-//! controller builds.
+//! `cases.rs` (`aigov::tools::children`); this file holds the samples to it,
+//! each rule on each sample, and shows that the property catches a rule
+//! that admits a parent and refuses what its controller builds.
 
 use std::sync::Arc;
 
-use aigov::run::admission::{Submission, to_admission_request};
+use aigov::run::admission::{Submission, parse_documents, to_admission_request};
 use aigov::run::artifact::Evaluator;
 use aigov::run::cluster::FixtureCluster;
-use aigov::tools::children;
+use aigov::tools::children::{self, Outcome};
 use aigov_sdk::model::pod::OwnerReference;
 use aigov_sdk::model::trust::TrustedControllers;
 use aigov_sdk::{Cluster, NativePolicy, SettingsResponse, ValidationResponse};
+
+use crate::common::root;
+
+/// Samples a rule refuses while admitting everything their controllers
+/// build, and why that is right (as a case's `children` says it): none
+/// admits a parent and refuses what is built from it.
+const DIFFER: &[(&str, &str, &str)] = &[
+    (
+        "03-inference-deployment-unlabelled.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "05-raycluster-oversized.yaml",
+        "gpu-quota",
+        "the cap on one workload is the workload's at full scale, which no single pod shows; each pod is held to what its namespace still holds",
+    ),
+    (
+        "31-distributed-training-pytorchjob-mismatched.yaml",
+        "gpu-quota",
+        "the cap on one workload is the workload's at full scale, which no single pod shows; each pod is held to what its namespace still holds",
+    ),
+    (
+        "31-distributed-training-pytorchjob-mismatched.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "31-sec-inferenceservice-llm.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "32-sec-pytorchjob-trusted.yaml",
+        "gpu-quota",
+        "the cap on one workload is the workload's at full scale, which no single pod shows; each pod is held to what its namespace still holds",
+    ),
+    (
+        "32-sec-pytorchjob-trusted.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "41-mig-profiles-mixed-container.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "41-prov-inferenceservice-documented.yaml",
+        "trusted-sources",
+        "the model's location is judged on the InferenceService, where it is written; KServe's pod webhook hands it to the storage initializer it adds from its own configuration",
+    ),
+    (
+        "42-mig-profiles-inference-slices.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "42-prov-etl-cronjob-gpu-labelled.yaml",
+        "queue-admission",
+        "Kueue queues the parent, which lacks the queue label; the Jobs and pods its controller makes are admitted through it",
+    ),
+    (
+        "43-prov-deployment-undocumented-model.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "50-mut-cpu-etl-deployment.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+    (
+        "53-gpu-access-cpu-etl-on-gpu-nodes.yaml",
+        "queue-admission",
+        "Kueue queues the parent, which lacks the queue label; the Jobs and pods its controller makes are admitted through it",
+    ),
+    (
+        "55-tenant-deployment-other-pool.yaml",
+        "model-provenance",
+        "a model's provenance is the workload's own annotation, read on it; the pods its controllers make are not among model-provenance's `kinds`",
+    ),
+];
+
+/// The settings `make demo` gives a rule: its file under
+/// host-test/settings, else the defaults.
+fn demo_settings(rule: &str) -> String {
+    let path = root().join("host-test/settings").join(format!("{rule}.yaml"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::to_string(&parse_documents(&text).unwrap().remove(0)).unwrap(),
+        Err(_) => "{}".into(),
+    }
+}
+
+#[test]
+fn every_sample_agrees_with_what_its_controllers_build() {
+    let samples = root().join("host-test/samples");
+    let cluster = Arc::new(FixtureCluster::from_dir(&samples.join("cluster")).unwrap());
+    let mut files: Vec<_> =
+        std::fs::read_dir(&samples).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    files.sort();
+    let (mut problems, mut compared, mut differing) = (Vec::new(), 0, Vec::new());
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        for (i, doc) in parse_documents(&std::fs::read_to_string(file).unwrap()).unwrap().into_iter().enumerate() {
+            let Ok(request) = to_admission_request(doc, &Submission::default()) else { continue };
+            let request = request.to_string();
+            for rule in aigov::run::native::RULES {
+                let settings = demo_settings(rule.metadata.name);
+                let answer = Evaluator::native(rule).validate(&request, &settings, &cluster).unwrap();
+                let outcome = children::judge(rule, &request, &answer, &settings, &cluster).unwrap();
+                if matches!(&outcome, Outcome::Judged(j) if !j.is_empty()) {
+                    compared += 1;
+                }
+                let found = children::check(&answer, &outcome, None);
+                let listed = DIFFER.iter().any(|(f, r, _)| *f == name && *r == rule.metadata.name);
+                if found.is_empty() {
+                    continue;
+                }
+                differing.push((name.clone(), rule.metadata.name));
+                // A listed sample may only be stricter than its children:
+                // a late failure is never excused.
+                let stricter = found.iter().all(|f| f.starts_with("the rule refuses the object but admits everything"));
+                if !listed || !stricter {
+                    problems.push(format!("{name} (document {}), {}: {}", i + 1, rule.metadata.name, found.join("\n")));
+                }
+            }
+        }
+    }
+    for (file, rule, why) in DIFFER {
+        if !differing.iter().any(|(f, r)| f == file && r == rule) {
+            problems.push(format!("{file}, {rule}: listed as differing ({why}), but agrees"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    assert!(compared > 100, "only {compared} sample verdicts had anything built to compare with");
+}
 
 /// Every identity the model of the controllers submits as is one the
 /// defaults of `trustedControllers` trust for the owners it makes objects

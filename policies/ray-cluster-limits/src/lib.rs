@@ -274,7 +274,7 @@ impl PodGpus {
             }
             let name = container_name(t, &c);
             match c.list {
-                ContainerList::Containers | ContainerList::Model => {
+                ContainerList::Containers | ContainerList::Model | ContainerList::Added => {
                     running.extend(counts.into_iter().map(|(r, n)| (i, Place::Main, name.clone(), r, n)));
                 }
                 ContainerList::InitContainers if c.is_sidecar() => {

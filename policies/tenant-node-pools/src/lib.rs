@@ -21,6 +21,7 @@ use aigov_sdk::model::pod::NodeSelectorTerm;
 use aigov_sdk::model::scheduling::{
     LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates,
 };
+use aigov_sdk::model::workload::trainer_overrides_lack;
 use aigov_sdk::prelude::*;
 
 pub use settings::{RequirePool, Settings, WithoutTenant};
@@ -75,7 +76,12 @@ impl Policy for TenantNodePools {
             // kubelet checks only `NoExecute` taints: its node selection,
             // which the kubelet does check, is all that keeps it on its pool.
             let bound = template.spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
+            // A TrainJob's override or runtime patch is merged over its
+            // training runtime's pod template: what it selects and
+            // tolerates must be allowed, and a selection it leaves out is
+            // the runtime's (the trainer is warned for its pods).
             let must_select = owner.pool().is_some()
+                && template.role != Role::Override
                 && (bound
                     || match settings.require_pool {
                         RequirePool::All => true,
@@ -90,7 +96,7 @@ impl Policy for TenantNodePools {
                             .is_empty(),
                         RequirePool::None => false,
                     });
-            check_selection(template, &ctx, must_select, bound, &mut verdict);
+            check_selection(workload, template, &ctx, must_select, bound, &mut verdict);
             check_tolerations(template, &ctx, &mut verdict);
         }
         Ok(verdict)
@@ -166,10 +172,9 @@ impl Context<'_> {
     }
 }
 
-/// The path of a field of the pod spec; a TrainJob's trainer takes these
-/// fields from `spec.podTemplateOverrides`.
+/// The path of a field of the pod spec.
 fn spec_field(t: &PodTemplate<'_>, keys: &[&str]) -> Path {
-    if t.is_partial() { Path::root().keys(&["spec", "podTemplateOverrides"]) } else { t.spec_path().keys(keys) }
+    t.spec_path().keys(keys)
 }
 
 /// `node pool of tenant `b`` / `node pools of tenants `b`, `c``.
@@ -198,7 +203,7 @@ enum Aim {
     Any,
 }
 
-fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, bound: bool, v: &mut Verdict) {
+fn check_selection(w: &Workload<'_>, t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, bound: bool, v: &mut Verdict) {
     let key = c.settings.pool_label.as_str();
     let own = c.owner.pool();
     // The field is written only into a violation.
@@ -253,9 +258,14 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, boun
                 _ => (format!("the shared node pool `{pool}`"), format!("namespace `{}` belongs to no tenant", c.ns)),
             };
             if t.is_partial() {
-                v.warn(format!(
-                    "the trainer must select {which} (`{key}: {pool}`), since {since}; `spec.podTemplateOverrides` does not, and its training runtime may, but this rule does not see it"
-                ));
+                // An override of the trainer's pods that selects the pool
+                // label is judged where it does.
+                if !w.trainer_overrides().any(|o| label_demand(&o.spec, key) != LabelDemand::Open) {
+                    v.warn(format!(
+                        "the trainer must select {which} (`{key}: {pool}`), since {since}; {}, and its training runtime may, but this rule does not see it",
+                        trainer_overrides_lack("selects it")
+                    ));
+                }
                 return;
             }
             if bound {
@@ -300,7 +310,7 @@ fn check_tolerations(t: &PodTemplate<'_>, c: &Context<'_>, v: &mut Verdict) {
         } else {
             format!("tolerates the dedicated taint of tenant `{value}` (`{}={value}:{}`)", taint.key, taint.effect)
         };
-        let field = if t.is_partial() { spec_field(t, &[]) } else { t.spec_path().key("tolerations").index(i) };
+        let field = t.spec_path().key("tolerations").index(i);
         v.violation(format!("`{field}` {what}, but {}: {instead}", c.whose()));
     }
 }

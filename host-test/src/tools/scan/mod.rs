@@ -15,6 +15,10 @@
 //! as a short diff (the JSON Patch from the document to the rule's patched
 //! object, one line per operation); `mutate` in the table.
 //!
+//! Directories are walked once each, whatever links lead back to them, and
+//! a pipe, socket or device among the manifests is not read: both are
+//! said on stderr and listed among the skipped (see [`read::collect_files`]).
+//!
 //! Exit status, for CI pipelines: 0 when nothing was denied, 1 when a rule
 //! denied a document, failed to evaluate it, a file could not be read, or
 //! there was no Kubernetes object to check (`--fail-on warn` also fails on
@@ -69,7 +73,9 @@ pub enum Format {
 /// Arguments of `aigov scan`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
-Every document in every file (directories are searched for .yaml, .yml and .json; `-` reads stdin) \
+Every document in every file (directories are searched for .yaml, .yml and .json, each directory once \
+however many links lead to it, and a pipe, socket or device among them is not read: both are named on \
+stderr; `-` reads stdin, and so does a named pipe given as a path, such as `<(helm template chart)`) \
 goes through every rule whose webhook rules match it. Plain objects are submitted as CREATE by a \
 default user; AdmissionRequest and AdmissionReview documents are used as they are, except that \
 --user and --group replace their `userInfo` (reported on stderr).
@@ -140,6 +146,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let written = write_report(&scanner, args.format, args.fail_on, layout, &mut out)?;
     out.flush()?;
     let mut err = std::io::stderr().lock();
+    // What the walk left alone, whatever the format: a pipe or a link loop
+    // in a manifest folder is worth a look (the table and JSON list them
+    // among the skipped, too).
+    for left in scanner.left() {
+        let _ = writeln!(err, "aigov scan: skipped {}: {}", left.path.display(), left.reason);
+    }
     if !written.overridden.is_empty() {
         let _ = writeln!(
             err,
@@ -169,7 +181,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
              point the scan at the manifests{}",
             args.paths.iter().map(|p| read::shown(p)).collect::<Vec<_>>().join(", "),
             scanner.files(),
-            written.summary.skipped,
+            written.summary.skipped.saturating_sub(scanner.left().len()),
             if args.fail_on == FailOn::None { " (exit status 0: `--fail-on none`)" } else { "" }
         );
     }

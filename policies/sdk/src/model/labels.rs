@@ -257,12 +257,13 @@ impl RequiredLabels {
     pub fn check_set(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Vec<(String, String)> {
         match (&set.pods_only, set.inherits) {
             (PodsOnly::Union, Some(object)) => return self.check_union(set, object),
-            (_, Some(object)) => return self.check_over(set, object),
+            (_, Some(object)) => return self.check_over(set, Some(object)),
             (PodsOnly::Inherited(components), None) => {
                 // A value matters where a component's pods take it.
                 let reaches = |key: &str| components.iter().any(|c| !c.contains_key(key));
                 return self.check_values(set.labels, &set.path, reaches).into_iter().map(|p| (p.clone(), p)).collect();
             }
+            _ if set.partial => return self.check_over(set, None),
             _ => {}
         }
         let mut found: Vec<(String, String)> = self.check_at(set.labels, &set.path).into_iter().map(|p| (p.clone(), p)).collect();
@@ -281,12 +282,13 @@ impl RequiredLabels {
         label_sets(workload, scope, by_controller).iter().flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why)).collect()
     }
 
-    /// A set that adds to the object's labels (an InferenceService
-    /// component's): a label it leaves out is the object's, checked there;
-    /// one it sets must be allowed, and must agree with the object's, since
-    /// its pods get the component's value and the rest of the workload the
-    /// object's.
-    fn check_over(&self, set: &LabelSet<'_, '_>, object: &Labels<'_>) -> Vec<(String, String)> {
+    /// A set that adds to other labels: the object's (an InferenceService
+    /// component's, `object`), or a training runtime's (a TrainJob's
+    /// override, `None`). A label it leaves out is theirs, checked there or
+    /// not seen; one it sets must be allowed, and must agree with the
+    /// object's, since its pods get the component's value and the rest of
+    /// the workload the object's.
+    fn check_over(&self, set: &LabelSet<'_, '_>, object: Option<&Labels<'_>>) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for (key, allowed) in &self.0 {
             let Some(value) = set.labels.get(key.as_str()) else { continue };
@@ -295,7 +297,7 @@ impl RequiredLabels {
                 format!("label `{key}` in `{path}` is empty{}", self.hint(key))
             } else if !allowed.allows(value) {
                 format!("label `{key}` in `{path}` is `{value}`; allowed: {}", allowed.describe())
-            } else if let Some(theirs) = object.get(key.as_str()).filter(|o| *o != value) {
+            } else if let Some(theirs) = object.and_then(|o| o.get(key.as_str())).filter(|o| *o != value) {
                 format!(
                     "label `{key}` in `{path}` is `{value}`, but `metadata.labels` has `{theirs}`: these pods get `{value}` and the rest of the workload `{theirs}`, so make them agree (or leave it out of `{path}`)"
                 )
@@ -413,6 +415,11 @@ pub struct LabelSet<'w, 'a> {
     /// InferenceService's labels and the component's, the component's
     /// winning).
     pub inherits: Option<&'w Labels<'a>>,
+    /// Whether the labels are only part of the pods' (a TrainJob's override
+    /// or runtime patch, which the Trainer merges over the pod template of
+    /// its training runtime): a label left out may come from the runtime,
+    /// which the request does not carry, so only what is written is judged.
+    pub partial: bool,
     /// How much of the set is checked when only pod labels count
     /// (`podTemplatesOnly`, [`LabelScope::object`] false).
     pub pods_only: PodsOnly<'w, 'a>,
@@ -449,8 +456,10 @@ impl LabelSet<'_, '_> {
 /// the object's labels, then each job template (CronJob, JobSet) before the
 /// pod template inside it, then the pod templates. A TrainJob's trainer,
 /// completed by its training runtime, has no labels of its own and is left
-/// out, and so are an InferenceService predictor's workers, whose pods get
-/// the predictor's labels ([`crate::PodTemplate::shares_metadata`]): the
+/// out; the metadata of its overrides and runtime patches are labels of the
+/// pods they shape, over the runtime's: [`LabelSet::partial`]. An
+/// InferenceService predictor's workers, whose pods get the predictor's
+/// labels ([`crate::PodTemplate::shares_metadata`]), are left out too: the
 /// predictor's set covers them. Where the labels of the pods really come
 /// from, as the controllers build them:
 ///
@@ -468,11 +477,12 @@ impl LabelSet<'_, '_> {
 ///   take from it, each component's for the union;
 /// - an object a trusted controller made (`by_controller`, from
 ///   [`crate::model::request::Request::controller`]: a Notebook's
-///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod) has its
-///   own labels from that controller, not from its author, so only what
-///   reaches its pods is checked: a controller's Pod only where
-///   `scope.pod_templates` asks for pod labels, since its labels are its
-///   template's.
+///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod, a
+///   TrainJob's JobSet) has its own labels from that controller, not from
+///   its author, so only what reaches its pods is checked (not a JobSet's
+///   job templates, which label only the Jobs it makes): a controller's
+///   Pod only where `scope.pod_templates` asks for pod labels, since its
+///   labels are its template's.
 pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_controller: bool) -> Vec<LabelSet<'w, 'a>> {
     use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
     let kind = workload.kind;
@@ -498,6 +508,7 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
             site: LabelSite::Object,
             scope: Path::root(),
             inherits: None,
+            partial: false,
             pods_only: if union { PodsOnly::Inherited(components) } else { PodsOnly::Whole },
         });
     }
@@ -507,11 +518,14 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
         site: LabelSite::JobTemplate,
         scope: j.path.clone(),
         inherits: None,
+        partial: false,
         pods_only: PodsOnly::Whole,
     };
-    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
+    // A controller's copy's job templates label only the Jobs it makes,
+    // themselves controllers' copies: no pod gets those labels.
+    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object && !copy { &workload.job_templates } else { &[] };
     let mut jobs_done = 0;
-    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial() && !t.shares_metadata()) {
+    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.shares_metadata()) {
         if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
             let upto = jobs_done + i + 1;
             sets.extend(jobs.iter().take(upto).skip(jobs_done).map(job));
@@ -527,6 +541,7 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
                 site: LabelSite::PodTemplate,
                 scope: t.path().clone(),
                 inherits,
+                partial: t.is_partial(),
                 pods_only,
             });
         }
@@ -678,6 +693,15 @@ mod tests {
         assert!(all[0].covers(t.path()) && all[1].covers(t.path()) && all[2].covers(t.path()) && !all[3].covers(t.path()));
         assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY, false)).len(), 1, "no job templates with pod templates only");
         assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false }, false)).len(), 3);
+        assert_eq!(
+            paths(&label_sets(&js, LabelScope::ALL, true)),
+            [(
+                "spec.replicatedJobs[0].template.spec.template.metadata.labels".into(),
+                LabelSite::PodTemplate,
+                "spec.replicatedJobs[0].template.spec.template".into()
+            )],
+            "a controller's JobSet (a TrainJob's): only what reaches its pods"
+        );
         let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
         assert_eq!(paths(&label_sets(&tj, LabelScope::ALL, false)).len(), 1, "a trainer has no labels of its own");
         assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY, false).is_empty());
@@ -734,6 +758,33 @@ mod tests {
         let overridden =
             isvc(r#"{"team":"a","workload-type":"batch"}"#, r#"{"workload-type":"training"}"#, r#"{"workload-type":"inference"}"#);
         assert!(problems(&overridden, LabelScope::POD_TEMPLATES_ONLY).is_empty(), "`batch` reaches no pod");
+    }
+
+    #[test]
+    fn a_train_jobs_overrides_label_its_pods_over_the_runtime() {
+        use crate::model::kind::WorkloadKind;
+        let tj = workload(
+            WorkloadKind::TrainJob,
+            r#"{"metadata":{"labels":{"team":"ml","workload-type":"training"}},"spec":{"trainer":{},"podTemplateOverrides":[
+                {"targetJobs":[{"name":"node"}],"metadata":{"labels":{"workload-type":"batch"}}},
+                {"targetJobs":[{"name":"node"}],"spec":{}}]}}"#,
+        );
+        let sets = label_sets(&tj, LabelScope::ALL, false);
+        assert_eq!(
+            paths(&sets)[1..],
+            [
+                ("spec.podTemplateOverrides[0].metadata.labels".into(), LabelSite::PodTemplate, "spec.podTemplateOverrides[0]".into()),
+                ("spec.podTemplateOverrides[1].metadata.labels".into(), LabelSite::PodTemplate, "spec.podTemplateOverrides[1]".into()),
+            ]
+        );
+        assert!(sets[1].partial && sets[2].partial && !sets[0].partial);
+        // What an override writes must be allowed; what it leaves out is the
+        // training runtime's, which the request does not carry.
+        let found: Vec<String> = reqs().check_workload(&tj, LabelScope::ALL, false, "pods").into_iter().map(|(_, m)| m).collect();
+        assert_eq!(
+            found,
+            ["label `workload-type` in `spec.podTemplateOverrides[0].metadata.labels` is `batch`; allowed: `training`, `inference`"]
+        );
     }
 
     #[test]

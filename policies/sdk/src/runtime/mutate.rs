@@ -60,8 +60,13 @@ fn same_json(a: &str, b: &str) -> bool {
 ///   template Kubernetes keeps immutable (a started Job's) is touched only
 ///   by an update that touches it anyway. An update that drops what the
 ///   rule added changes the template, so the rule puts it back;
-/// - on DELETE and CONNECT, no.
+/// - on DELETE and CONNECT, no;
+/// - never the pod a controller makes because the object names none
+///   ([`PodTemplate::is_default`]): it is not in the object.
 pub fn may_edit_template(req: &Request<'_>, t: &PodTemplate<'_>) -> bool {
+    if t.is_default() {
+        return false;
+    }
     match req.operation() {
         Operation::Create => true,
         Operation::Update => t.role != Role::Pod && changes(req, t.path()),
@@ -185,7 +190,7 @@ pub fn controlled_copy(req: &Request<'_>) -> bool {
 /// InferenceService predictor's workers, whose pods get the predictor's
 /// ([`PodTemplate::shares_metadata`]): written there, it reaches them.
 pub fn pod_metadata_path(w: &Workload<'_>, t: &PodTemplate<'_>) -> Option<Path> {
-    if t.is_partial() || t.shares_metadata() {
+    if t.is_partial() || t.is_default() || t.shares_metadata() {
         return None;
     }
     if t.role == Role::Pod || w.kind == WorkloadKind::Notebook {

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::base::error::Malformed;
 use crate::decode::dec::Str;
-use crate::decode::path::Path;
+use crate::decode::path::{Path, Seg};
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{Container, HostPort, ObjectMeta, PodSpec, StrMap};
 
@@ -36,6 +36,12 @@ pub enum Role {
     Worker,
     /// A TrainJob's trainer nodes.
     Trainer,
+    /// A TrainJob's override of the pods of replicated jobs of its training
+    /// runtime: an entry of `podTemplateOverrides` (Trainer v2.1;
+    /// `podSpecOverrides` in v2.0) or a replicated job of a runtime patch
+    /// (`runtimePatches`, v2.2+). Only part of a pod: what it leaves out
+    /// is the runtime's. [`PodTemplate::jobs`] names the replicated jobs.
+    Override,
     /// An InferenceService's predictor (with a `workerSpec`, the head of
     /// its multi-node group).
     Predictor,
@@ -261,6 +267,19 @@ pub(super) enum Shape {
     /// `resourcesPerNode`; the rest of the pod comes from the referenced
     /// TrainingRuntime.
     Trainer,
+    /// The pod a controller makes when the object names none (KubeRay's
+    /// default RayJob submitter): laid out as a `PodTemplateSpec` at the
+    /// path of the field that would replace it, so that messages say where
+    /// to write one, but not in the object, so nothing edits it.
+    Default,
+    /// A `PodTemplateSpec` the Trainer merges over a replicated job's pod
+    /// template of the runtime (a TrainJob's `podTemplateOverrides` entry,
+    /// or a runtime patch's `template.spec.template`): paths as a
+    /// template's, but only part of a pod.
+    Patch,
+    /// A pod spec the Trainer merges over a replicated job's pod spec (a
+    /// TrainJob's `podSpecOverrides` entry, Trainer v2.0): no metadata.
+    SpecPatch,
 }
 
 /// Which container list a container is in.
@@ -274,6 +293,11 @@ pub enum ContainerList {
     EphemeralContainers,
     /// An InferenceService component's model container (`model`, `sklearn`, ...).
     Model,
+    /// A container the controller adds to the pod, shaped by fields of the
+    /// object elsewhere than the template: KubeRay's `autoscaler` in the
+    /// head pod, from `autoscalerOptions` (see
+    /// [`PodTemplate::container_path`]).
+    Added,
 }
 
 impl ContainerList {
@@ -284,6 +308,7 @@ impl ContainerList {
             ContainerList::InitContainers => "initContainers",
             ContainerList::EphemeralContainers => "ephemeralContainers",
             ContainerList::Model => "model",
+            ContainerList::Added => "autoscalerOptions",
         }
     }
 }
@@ -307,15 +332,17 @@ impl ContainerRef<'_, '_> {
     }
 
     /// Whether the container is one of the pod's main containers (regular
-    /// containers, and an InferenceService's model container).
+    /// containers, an InferenceService's model container, one the
+    /// controller adds beside them).
     pub fn is_main(&self) -> bool {
-        matches!(self.list, ContainerList::Containers | ContainerList::Model)
+        matches!(self.list, ContainerList::Containers | ContainerList::Model | ContainerList::Added)
     }
 
     /// `` container `trainer` ``, or `` init container `setup` ``.
     pub fn describe(&self) -> String {
         let what = match self.list {
             ContainerList::Containers | ContainerList::Model => "container",
+            ContainerList::Added => return format!("KubeRay's `{}` container", self.container.name),
             ContainerList::InitContainers if self.is_sidecar() => "sidecar container",
             ContainerList::InitContainers => "init container",
             ContainerList::EphemeralContainers => "ephemeral container",
@@ -332,10 +359,18 @@ pub struct PodTemplate<'a> {
     /// What the template is for.
     pub role: Role,
     /// The name of its group where the kind names them: a Ray `groupName`,
-    /// a Kubeflow replica type, a Volcano task, a replicated job.
+    /// a Kubeflow replica type, a Volcano task, a replicated job; for a
+    /// TrainJob's override or runtime patch, the replicated job it shapes
+    /// (`None` when it names several: see [`PodTemplate::jobs`]).
     pub name: Option<Str<'a>>,
+    /// A TrainJob's override or runtime patch ([`Role::Override`]): the
+    /// replicated jobs of the training runtime whose pods it shapes
+    /// (`targetJobs`, a runtime patch's replicated job `name`), in order.
+    /// Empty for every other template.
+    pub jobs: Vec<Str<'a>>,
     /// The template's own metadata; `None` for a bare Pod (whose metadata is
-    /// the workload's) and for TrainJob's trainer.
+    /// the workload's), TrainJob's trainer and a v2.0 `podSpecOverrides`
+    /// entry.
     pub metadata: Option<ObjectMeta<'a>>,
     /// The pod spec.
     pub spec: PodSpec<'a>,
@@ -343,6 +378,9 @@ pub struct PodTemplate<'a> {
     pub model: Option<(ModelSpec<'a>, Container<'a>)>,
     /// An InferenceService component's `storageUris`, in order.
     pub storage_uris: Vec<StorageUri<'a>>,
+    /// A container the controller adds ([`ContainerList::Added`]), with the
+    /// path of the fields that shape it (`spec.autoscalerOptions`).
+    pub added: Option<Box<(Path, Container<'a>)>>,
     /// Pods it runs at full scale.
     pub scale: Scale,
 }
@@ -361,11 +399,34 @@ impl<'a> PodTemplate<'a> {
         spec: PodSpec<'a>,
         scale: Scale,
     ) -> PodTemplate<'a> {
-        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), scale }
+        PodTemplate {
+            path,
+            shape,
+            role,
+            name: None,
+            jobs: Vec::new(),
+            metadata,
+            spec,
+            model: None,
+            storage_uris: Vec::new(),
+            added: None,
+            scale,
+        }
     }
 
     pub(super) fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
         self.name = name;
+        self
+    }
+
+    /// An override of the pods of the replicated jobs `jobs`: named after
+    /// the one it shapes, if one.
+    pub(super) fn shaping(mut self, jobs: Vec<Str<'a>>) -> PodTemplate<'a> {
+        self.name = match jobs.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        };
+        self.jobs = jobs;
         self
     }
 
@@ -378,8 +439,8 @@ impl<'a> PodTemplate<'a> {
     pub fn spec_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("spec"),
-            Shape::Template => self.path.key("spec"),
-            Shape::Inline | Shape::Worker | Shape::Trainer => self.path.clone(),
+            Shape::Template | Shape::Default | Shape::Patch => self.path.key("spec"),
+            Shape::Inline | Shape::Worker | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
         }
     }
 
@@ -391,8 +452,8 @@ impl<'a> PodTemplate<'a> {
     pub fn metadata_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("metadata"),
-            Shape::Template => self.path.key("metadata"),
-            Shape::Inline | Shape::Trainer => self.path.clone(),
+            Shape::Template | Shape::Default | Shape::Patch => self.path.key("metadata"),
+            Shape::Inline | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
             Shape::Worker => Path(self.path.0.split_last().map(|(_, parent)| parent.to_vec()).unwrap_or_default()),
         }
     }
@@ -412,15 +473,32 @@ impl<'a> PodTemplate<'a> {
         self.metadata_path().key("labels")
     }
 
+    /// Whether the template is the pod a controller makes because the
+    /// object names none ([`Shape::Default`]): judged like any other, but
+    /// not in the object, so mutating rules leave it alone.
+    pub fn is_default(&self) -> bool {
+        self.shape == Shape::Default
+    }
+
     /// Whether the template is only part of a pod: a TrainJob's trainer,
-    /// completed by its TrainingRuntime. Pod-level fields such as
-    /// `runtimeClassName` are then set elsewhere.
+    /// override or runtime patch, which the Trainer merges over the pod
+    /// templates of the referenced TrainingRuntime. What it leaves out
+    /// (`runtimeClassName`, a security context, the other containers) is
+    /// the runtime's, which the request does not carry; what it writes is
+    /// in the pods.
     pub fn is_partial(&self) -> bool {
-        self.shape == Shape::Trainer
+        matches!(self.shape, Shape::Trainer | Shape::Patch | Shape::SpecPatch)
+    }
+
+    /// Whether this is a TrainJob's override or runtime patch that shapes
+    /// the pods of the runtime's replicated job `job`.
+    pub fn shapes(&self, job: &str) -> bool {
+        self.role == Role::Override && self.jobs.iter().any(|j| *j == job)
     }
 
     /// Every container: regular, then init, then ephemeral, each in order,
-    /// then an InferenceService's model container.
+    /// then an InferenceService's model container, then the one the
+    /// controller adds.
     pub fn containers(&self) -> impl Iterator<Item = ContainerRef<'_, 'a>> {
         let s = &self.spec;
         let lists = [
@@ -428,6 +506,7 @@ impl<'a> PodTemplate<'a> {
             (ContainerList::InitContainers, s.init_containers.as_slice()),
             (ContainerList::EphemeralContainers, s.ephemeral_containers.as_slice()),
             (ContainerList::Model, self.model.as_ref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
+            (ContainerList::Added, self.added.as_deref().map(|(_, c)| std::slice::from_ref(c)).unwrap_or_default()),
         ];
         lists
             .into_iter()
@@ -453,6 +532,7 @@ impl<'a> PodTemplate<'a> {
                 let field = self.model.as_ref().map_or("model", |(m, _)| m.field);
                 self.spec_path().key(field)
             }
+            (_, ContainerList::Added) => self.added.as_deref().map_or_else(|| self.path.clone(), |(p, _)| p.clone()),
             _ => self.spec_path().key(c.list.field()).index(c.index),
         }
     }
@@ -529,6 +609,21 @@ impl<'a> PodTemplate<'a> {
             (Role::Transformer, _) => "the transformer".into(),
             (Role::Explainer, _) => "the explainer".into(),
             (Role::Trainer, _) => "the trainer".into(),
+            (Role::Override, _) => {
+                let what = if self.path.0.get(1).is_some_and(|s| matches!(s, Seg::Key(k) if k == "runtimePatches")) {
+                    "the runtime patch"
+                } else {
+                    "the override"
+                };
+                match self.jobs.as_slice() {
+                    [] => format!("{what} at `{}`", self.path),
+                    [one] => format!("{what} of replicated job `{one}`"),
+                    many => {
+                        let names: Vec<&str> = many.iter().map(|j| &**j).collect();
+                        format!("{what} of replicated jobs {}", crate::base::text::quoted(&names))
+                    }
+                }
+            }
             (Role::Pod, _) => "the pod".into(),
             _ => format!("`{}`", self.path),
         }
