@@ -380,3 +380,64 @@ fn every_controller_submits_as_its_service_account() {
         assert!(c.identity.groups.contains(&"system:authenticated".to_string()));
     }
 }
+
+#[test]
+fn kserves_pod_webhook_adds_the_storage_initializer_for_a_downloaded_model() {
+    let isvc = |uri: &str| {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "iris", "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "sklearn"}, "storageUri": uri, "image": "sklearn:1"}}}})
+    };
+    let built = all(isvc("s3://models/iris"));
+    assert_eq!(
+        kinds(&built),
+        ["Deployment by kserve-controller-manager", "ReplicaSet by deployment-controller", "Pod by replicaset-controller"]
+    );
+    let template = &built[0].object["spec"]["template"]["spec"];
+    let none = |spec: &Value| spec.get("initContainers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    assert!(none(template), "the Deployment's template does not hold it: the webhook adds it to the Pod");
+    let pod = &built[2].object["spec"];
+    let init = &pod["initContainers"][0];
+    assert_eq!(init["name"], "storage-initializer");
+    assert_eq!(init["image"], "kserve/storage-initializer:v0.16.0");
+    assert_eq!(init["args"], json!(["s3://models/iris", "/mnt/models"]));
+    assert_eq!(init["resources"], json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "100Mi"}}));
+    assert!(init.get("securityContext").is_none());
+    assert_eq!(init["volumeMounts"], json!([{"name": "kserve-provision-location", "mountPath": "/mnt/models"}]));
+    assert_eq!(init["imagePullPolicy"], "IfNotPresent", "the API server defaults what the webhook added");
+    let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+    assert!(mounts.contains(&json!({"name": "kserve-provision-location", "mountPath": "/mnt/models", "readOnly": true})), "{mounts:?}");
+    assert!(pod["volumes"].as_array().unwrap().contains(&json!({"name": "kserve-provision-location", "emptyDir": {}})));
+    for uri in ["pvc://models/iris", "oci://registry.example.com/iris:1"] {
+        let built = all(isvc(uri));
+        assert!(none(&built[2].object["spec"]), "{uri}: mounted or a modelcar, nothing to download");
+    }
+}
+
+#[test]
+fn kserve_counts_multi_node_gpus_from_requests_and_builds_workers_only_in_standard_mode() {
+    let isvc = |mode: &str, resources: Value| {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "llm", "annotations": {"serving.kserve.io/deploymentMode": mode, "serving.kserve.io/autoscalerClass": "none"}},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"}, "storageUri": "pvc://m", "resources": resources.clone()},
+                "workerSpec": {"tensorParallelSize": 4, "pipelineParallelSize": 2, "containers": [{"name": "worker-container", "resources": resources}]}}}})
+    };
+    let gpus = |d: &Built| d.object["spec"]["template"]["spec"]["containers"][0]["resources"].clone();
+    let worker = |built: &[Built]| built.iter().find(|b| b.object["metadata"]["name"] == "llm-predictor-worker").cloned();
+    // Requests of 4: two nodes of 4 (`computeRayNodeAndGPUs`, case 1).
+    let built = all(isvc("Standard", json!({"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}})));
+    let w = worker(&built).unwrap();
+    assert_eq!(w.object["spec"]["replicas"], 1);
+    assert_eq!(gpus(&w)["limits"]["nvidia.com/gpu"], "4");
+    assert_eq!(gpus(&built[0])["requests"]["nvidia.com/gpu"], "4");
+    // Limits alone are not read: eight nodes of one GPU, written over them.
+    let built = all(isvc("Standard", json!({"limits": {"nvidia.com/gpu": "4"}})));
+    let w = worker(&built).unwrap();
+    assert_eq!(w.object["spec"]["replicas"], 7);
+    assert_eq!(gpus(&w), json!({"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}));
+    assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}));
+    // Knative mode: the head alone, its GPUs as written.
+    let built = all(isvc("Knative", json!({"limits": {"nvidia.com/gpu": "4"}})));
+    assert!(worker(&built).is_none(), "{:?}", kinds(&built));
+    assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "4"}}));
+}

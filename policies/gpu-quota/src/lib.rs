@@ -422,6 +422,10 @@ fn check_workload<'a>(
 fn bound_hint(w: &Workload<'_>, t: &PodTemplate<'_>) -> &'static str {
     match (w.kind, t.role) {
         (_, Role::RayWorker) => "set the worker group's `maxReplicas`",
+        // KServe's `external` class: an autoscaler KServe does not bound.
+        (_, Role::Predictor | Role::Transformer | Role::Explainer) if matches!(t.scale.why, ScaleWhy::Annotation { .. }) => {
+            "choose an autoscaler class KServe bounds: `hpa` (the default) or `keda` with `maxReplicas`, or `none`"
+        }
         (_, Role::Predictor | Role::Transformer | Role::Explainer) => "set `maxReplicas`",
         (WorkloadKind::DaemonSet, _) => "run it as a Deployment or StatefulSet with a fixed number of replicas",
         (WorkloadKind::CronJob, _) => match cron_jobs(&t.scale.why).map(|c| c.bound) {

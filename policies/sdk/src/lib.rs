@@ -134,7 +134,8 @@ pub use decode::path::Path;
 pub use model::kind::WorkloadKind;
 pub use model::label_selector::LabelSelector;
 pub use model::labels::{
-    AllowedValues, COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
+    AllowedValues, COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, PodsOnly, RequiredLabels, compute_type_conflict,
+    label_sets,
 };
 pub use model::listed::{ListedContainer, ListedPod};
 pub use model::pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};

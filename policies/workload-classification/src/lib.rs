@@ -23,7 +23,7 @@ mod settings;
 
 use aigov_sdk::model::listed::object_meta;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, LabelSite, compute_type_conflict, label_sets};
+use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, LabelSite, PodsOnly, compute_type_conflict, label_sets};
 
 pub use settings::Settings;
 
@@ -173,7 +173,19 @@ fn keys_not_allowed(w: &Workload<'_>, set: &LabelSet<'_, '_>, allowed: &[Glob]) 
 /// for the trainer's GPUs. Other values are left to the label check.
 fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>], by_controller: bool) -> Option<String> {
     let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
-    let mut user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_deref());
+    // With `podTemplatesOnly`, an InferenceService's label speaks for the
+    // components that take it, not those that set their own: for none,
+    // when every component sets its own.
+    if let PodsOnly::Inherited(components) = &set.pods_only
+        && components.iter().all(|c| c.contains_key(COMPUTE_TYPE_LABEL))
+    {
+        return None;
+    }
+    let takes = |p: &&Compute<'_, '_>| match set.pods_only {
+        PodsOnly::Inherited(_) => !p.template.labels().is_some_and(|l| l.contains_key(COMPUTE_TYPE_LABEL)),
+        _ => true,
+    };
+    let mut user = pods.iter().filter(|p| set.covers(p.template.path())).filter(takes).find_map(|p| p.gpu_user.as_deref());
     if user.is_none() && set.partial {
         // A TrainJob's override or runtime patch labels the pods it shapes:
         // the trainer's, whose GPUs its `resourcesPerNode` says.

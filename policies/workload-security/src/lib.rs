@@ -155,6 +155,8 @@ impl Check<'_, '_> {
         }
         let metadata = match self.t.role {
             Role::Pod => Some(&workload.metadata),
+            // The predictor's annotations, read with the predictor.
+            _ if self.t.shares_metadata() => None,
             _ => self.t.metadata.as_ref(),
         };
         let Some(metadata) = metadata else { return };

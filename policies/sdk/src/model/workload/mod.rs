@@ -214,7 +214,10 @@ impl<'a> Workload<'a> {
     /// - Volcano Job tasks, JobSet replicated jobs, both LeaderWorkerSet
     ///   templates, a TrainJob's trainer: all of them (these kinds do not
     ///   say which template runs what).
-    /// - Every other kind: none, it is not a distributed job.
+    /// - Every other kind: none, it is not a distributed job. An
+    ///   InferenceService's multi-node predictor serves, it does not train:
+    ///   its head and workers hold the GPUs KServe spreads over them, not
+    ///   equal shares of a training collective.
     pub fn training_workers(&self) -> impl Iterator<Item = &PodTemplate<'a>> {
         let kind = self.kind;
         let launcher = self.kubeflow.as_ref().and_then(|k| k.run_launcher_as_worker).unwrap_or(false);

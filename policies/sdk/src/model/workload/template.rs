@@ -42,8 +42,13 @@ pub enum Role {
     /// (`runtimePatches`, v2.2+). Only part of a pod: what it leaves out
     /// is the runtime's. [`PodTemplate::jobs`] names the replicated jobs.
     Override,
-    /// An InferenceService's predictor.
+    /// An InferenceService's predictor (with a `workerSpec`, the head of
+    /// its multi-node group).
     Predictor,
+    /// An InferenceService predictor's workers (`workerSpec`, multi-node
+    /// inference): the pods of the worker Deployment KServe builds in
+    /// Standard mode.
+    PredictorWorker,
     /// An InferenceService's transformer.
     Transformer,
     /// An InferenceService's explainer.
@@ -53,14 +58,26 @@ pub enum Role {
 impl Role {
     /// Whether pods of this role are the workers of a distributed job: Ray
     /// worker groups, Kubeflow replicas other than launchers and parameter
-    /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes.
+    /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes, an
+    /// InferenceService predictor's workers (not a training job's, so not
+    /// in [`Workload::training_workers`]).
     ///
     /// A role alone cannot tell a Kubeflow launcher or parameter server
     /// from a worker, so every `Replica` counts here; for the answer per
     /// kind and replica type use [`PodTemplate::is_training_worker`] or
     /// [`Workload::training_workers`].
     pub fn is_worker(self) -> bool {
-        matches!(self, Role::RayWorker | Role::Replica | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer)
+        matches!(
+            self,
+            Role::RayWorker
+                | Role::Replica
+                | Role::Task
+                | Role::ReplicatedJob
+                | Role::Leader
+                | Role::Worker
+                | Role::Trainer
+                | Role::PredictorWorker
+        )
     }
 }
 
@@ -97,6 +114,37 @@ pub enum ScaleWhy {
     /// The first, a bound below the second:
     /// `` `spec.completions: 2` (below `spec.parallelism: 8`) ``.
     Below(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// The first, and the second that explains it:
+    /// `` `spec.predictor.minReplicas: 2`, with `serving.kserve.io/autoscalerClass: none` in `metadata.annotations` (no autoscaler) ``.
+    Under(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// An annotation (`key: value`) found in the annotations at `at`, and
+    /// what it says about the scale.
+    Annotation {
+        /// The annotations it is in (`metadata.annotations`).
+        at: Path,
+        /// Its key.
+        key: &'static str,
+        /// Its value.
+        value: &'static str,
+        /// What it makes of the scale (` (no autoscaler)`), or nothing.
+        says: &'static str,
+    },
+    /// The nodes KServe spreads a multi-node predictor's GPUs over
+    /// (`workerSpec`'s `tensorParallelSize` × `pipelineParallelSize`),
+    /// less its head: `` KServe's 4 nodes for `…tensorParallelSize: 8` ×
+    /// `pipelineParallelSize: 2` GPUs at 4 per worker, less the head ``.
+    Nodes {
+        /// The `workerSpec`.
+        at: Path,
+        /// `tensorParallelSize`, as written.
+        tensor: Option<i64>,
+        /// `pipelineParallelSize`, as written.
+        pipeline: Option<i64>,
+        /// The nodes, head included.
+        nodes: u64,
+        /// The GPUs KServe gives each worker.
+        per_worker: u64,
+    },
     /// A CronJob's Jobs at once.
     CronJobs(Box<CronJobs>),
 }
@@ -217,6 +265,21 @@ impl fmt::Display for ScaleWhy {
             ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
             ScaleWhy::Below(a, b) => write!(f, "{a}, below {b}"),
             ScaleWhy::CronJobs(c) => c.fmt(f),
+            ScaleWhy::Under(a, b) => write!(f, "{a}, with {b}"),
+            ScaleWhy::Annotation { at, key, value, says } => write!(f, "`{key}: {value}` in `{at}`{says}"),
+            ScaleWhy::Nodes { at, tensor, pipeline, nodes, per_worker } => {
+                let size = |f: &mut fmt::Formatter<'_>, key: &str, v: &Option<i64>, first: bool| match (v, first) {
+                    (Some(n), true) => write!(f, "`{at}.{key}: {n}`"),
+                    (Some(n), false) => write!(f, "`{key}: {n}`"),
+                    (None, true) => write!(f, "`{at}.{key}` (not set: 1)"),
+                    (None, false) => write!(f, "`{key}` (not set: 1)"),
+                };
+                write!(f, "KServe's {nodes} nodes for ")?;
+                size(f, "tensorParallelSize", tensor, true)?;
+                f.write_str(" × ")?;
+                size(f, "pipelineParallelSize", pipeline, false)?;
+                write!(f, " GPUs at {per_worker} per worker, less the head")
+            }
         }
     }
 }
@@ -305,6 +368,10 @@ pub(super) enum Shape {
     /// A pod spec inline in the object, with `labels` and `annotations`
     /// beside it (an InferenceService component).
     Inline,
+    /// An InferenceService predictor's `workerSpec`: a pod spec inline,
+    /// whose pods get the predictor's labels and annotations (its metadata
+    /// path is the predictor's).
+    Worker,
     /// TrainJob's `spec.trainer`: one container whose resources are
     /// `resourcesPerNode`; the rest of the pod comes from the referenced
     /// TrainingRuntime.
@@ -482,20 +549,32 @@ impl<'a> PodTemplate<'a> {
         match self.shape {
             Shape::Pod => Path::root().key("spec"),
             Shape::Template | Shape::Default | Shape::Patch => self.path.key("spec"),
-            Shape::Inline | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
+            Shape::Inline | Shape::Worker | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
         }
     }
 
     /// Path of the template's metadata (`spec.template.metadata`, or
     /// `metadata` for a Pod). An InferenceService component keeps `labels`
     /// and `annotations` on the component itself, so its metadata path is
-    /// the component's.
+    /// the component's; its predictor's workers get the predictor's, so
+    /// theirs is the predictor's (see [`PodTemplate::shares_metadata`]).
     pub fn metadata_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("metadata"),
             Shape::Template | Shape::Default | Shape::Patch => self.path.key("metadata"),
             Shape::Inline | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
+            Shape::Worker => Path(self.path.0.split_last().map(|(_, parent)| parent.to_vec()).unwrap_or_default()),
         }
+    }
+
+    /// Whether the template's pods get another template's labels and
+    /// annotations, which its `metadata` then repeats: an InferenceService
+    /// predictor's workers get the predictor's (KServe's `reconcileWorker`).
+    /// A rule that judges a template's labels or annotations judges them
+    /// once, on that other template, whose label set
+    /// ([`crate::model::labels::LabelSet::covers`]) covers this one.
+    pub fn shares_metadata(&self) -> bool {
+        self.shape == Shape::Worker
     }
 
     /// Path of the template's labels.
@@ -635,6 +714,7 @@ impl<'a> PodTemplate<'a> {
             (Role::Leader, _) => "the leader template".into(),
             (Role::Worker, _) => "the worker template".into(),
             (Role::Predictor, _) => "the predictor".into(),
+            (Role::PredictorWorker, _) => "the predictor's workers".into(),
             (Role::Transformer, _) => "the transformer".into(),
             (Role::Explainer, _) => "the explainer".into(),
             (Role::Trainer, _) => "the trainer".into(),
