@@ -490,13 +490,43 @@ fn nest(rest: &[Seg], value: &str) -> Result<String, EditError> {
     Ok(out)
 }
 
-/// A document being edited, with what its walks have learnt.
-struct Doc {
+/// A document being edited, with what its walks have learnt: several sets
+/// of edits applied to one copy in turn ([`Doc::apply_all`]) walk it once
+/// for everything they skip, not once per set.
+pub struct Doc {
     text: String,
     skips: Skips,
 }
 
 impl Doc {
+    /// A document to edit, starting from `text`.
+    pub fn new(text: &str) -> Doc {
+        Doc { text: text.to_string(), skips: Skips::kept() }
+    }
+
+    /// Applies `edits` in order, each to the result of the one before; on
+    /// an error, none of them (the document is as it was).
+    pub fn apply_all(&mut self, edits: &[Edit]) -> Result<(), EditError> {
+        let before = (self.text.clone(), self.skips.ends.clone());
+        for edit in edits {
+            let done = match edit {
+                Edit::Set { path, value } => self.put(path, value, false),
+                Edit::SetIfAbsent { path, value } => self.put(path, value, true),
+                Edit::Append { path, value } => self.append(path, value),
+            };
+            if let Err(e) = done {
+                (self.text, self.skips.ends) = before;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The edited text.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
     /// Replaces `start..end` with `value`.
     fn replace(&mut self, start: usize, end: usize, value: &str) {
         self.text.replace_range(start..end, value);
@@ -549,14 +579,8 @@ impl Doc {
 
 /// Applies edits in order, each to the result of the one before.
 pub fn apply(text: &str, edits: &[Edit]) -> Result<String, EditError> {
-    let mut doc = Doc { text: text.to_string(), skips: Skips::kept() };
-    for edit in edits {
-        match edit {
-            Edit::Set { path, value } => doc.put(path, value, false)?,
-            Edit::SetIfAbsent { path, value } => doc.put(path, value, true)?,
-            Edit::Append { path, value } => doc.append(path, value)?,
-        }
-    }
+    let mut doc = Doc::new(text);
+    doc.apply_all(edits)?;
     Ok(doc.text)
 }
 

@@ -137,7 +137,10 @@ pub fn validate_settings<P: Exported>(settings: &[u8]) -> SettingsResponse {
 
 fn evaluate<P: Exported>(request: &Request<'_>, settings: &str, cluster: &dyn Cluster) -> ValidationResponse {
     match run::<P>(request, settings, cluster) {
-        Ok(outcome) => outcome.into_response(P::METADATA.name),
+        Ok(mut outcome) => {
+            outcome.apply_edits(request);
+            outcome.into_response(P::METADATA.name)
+        }
         Err(e) => ValidationResponse::reject(format!("invalid settings: {e}"), Some(400)),
     }
 }
@@ -155,11 +158,30 @@ pub struct Outcome {
     pub audit_annotations: BTreeMap<String, String>,
     /// The input could not be evaluated: why.
     pub malformed: Option<String>,
-    /// The edited object, when the rule mutated it.
+    /// The edits a mutating rule makes, to be applied (in enforce mode, on
+    /// an admitted CREATE or UPDATE, only those the API server accepts).
+    pub edits: Vec<Edit>,
+    /// The edited object, once [`Outcome::apply_edits`] applied them.
     pub mutated: Option<String>,
 }
 
 impl Outcome {
+    /// Applies [`Outcome::edits`] to the request's object: the edited object
+    /// in [`Outcome::mutated`] (nothing when they change nothing), or why
+    /// they cannot be applied in [`Outcome::malformed`]. A rule alone does
+    /// this; the bundle applies every mutating rule's edits to one
+    /// document instead ([`crate::runtime::bundle`]).
+    pub fn apply_edits(&mut self, request: &Request<'_>) {
+        if self.edits.is_empty() {
+            return;
+        }
+        let edits = std::mem::take(&mut self.edits);
+        match mutate(request, &edits) {
+            Ok(m) => self.mutated = m,
+            Err(e) => self.malformed = Some(e.0),
+        }
+    }
+
     /// Whether the rule rejects the request (in enforce mode).
     pub fn rejects(&self) -> bool {
         self.mode == Mode::Enforce && (self.malformed.is_some() || !self.violations.is_empty())
@@ -167,7 +189,7 @@ impl Outcome {
 
     /// Kubewarden's response for a rule named `name`.
     pub fn into_response(self, name: &str) -> ValidationResponse {
-        let Outcome { mode, violations, mut warnings, mut audit_annotations, malformed, mutated } = self;
+        let Outcome { mode, violations, mut warnings, mut audit_annotations, malformed, mutated, .. } = self;
         match (malformed, mode) {
             (Some(m), Mode::Enforce) => return ValidationResponse::reject(m, Some(400)),
             (Some(m), Mode::Audit) => {
@@ -270,10 +292,7 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
     }
     if !edits.is_empty() && outcome.violations.is_empty() && matches!(request.operation(), Operation::Create | Operation::Update) {
         match outcome.mode {
-            Mode::Enforce => match mutate(request, &edits) {
-                Ok(m) => outcome.mutated = m,
-                Err(e) => outcome.malformed = Some(e.0),
-            },
+            Mode::Enforce => outcome.edits = edits,
             Mode::Audit => outcome
                 .warnings
                 .extend(edits.iter().map(|e| format!("{} (audit mode, not applied): would {}", P::METADATA.name, describe(e)))),
@@ -293,7 +312,7 @@ fn existing_violations<P: Exported>(request: &Request<'_>, settings: &Settings<P
 }
 
 /// The object with `edits` applied; `None` when nothing changed.
-fn mutate(request: &Request<'_>, edits: &[Edit]) -> Result<Option<String>, Malformed> {
+pub(crate) fn mutate(request: &Request<'_>, edits: &[Edit]) -> Result<Option<String>, Malformed> {
     let Some(text) = request.object_text() else { return Ok(None) };
     let out = json::apply(text, edits).map_err(|e| Malformed(format!("the change cannot be applied: {e}")))?;
     Ok((out != text).then_some(out))
