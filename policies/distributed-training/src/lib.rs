@@ -86,7 +86,11 @@ impl Policy for DistributedTraining {
         }
         if s.require_shared_memory {
             for x in &gpu_workers {
-                check_shm(x.t, w.ray.is_some(), s, &mut v)?;
+                if x.t.is_partial() {
+                    check_trainer_shm(w, x.t, s, &mut v)?;
+                } else {
+                    check_shm(x.t, w.ray.is_some(), s, &mut v)?;
+                }
             }
         }
         check_processes_per_pod(w, &gpu_workers, &mut v);
@@ -342,22 +346,60 @@ fn check_shm(t: &PodTemplate<'_>, ray: bool, s: &Settings, v: &mut Verdict) -> R
         if !(c.is_main() || c.is_sidecar()) || t.container_gpus(&c, &s.gpu_resource_names)?.is_empty() {
             continue;
         }
-        match t.dev_shm_shortfall(&c, ray, min)? {
-            None => {}
-            Some(ShmShortfall::NotInMemory) => v.violation(format!(
+        if let Some(short) = t.dev_shm_shortfall(&c, ray, min)? {
+            shm_violation(t, &c, short, s, v);
+        }
+    }
+    Ok(())
+}
+
+/// The violation for container `c` of `t` short of `/dev/shm`.
+fn shm_violation(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, short: ShmShortfall<'_>, s: &Settings, v: &mut Verdict) {
+    match short {
+            ShmShortfall::NotInMemory => v.violation(format!(
                 "{} of {} has no memory-backed `/dev/shm`, and the container runtime's default is 64 MiB: PyTorch's data loader workers and NCCL exchange data through it and fail with `Bus error` when it is full; mount an `emptyDir` with `medium: Memory` at `/dev/shm` (`{}`)",
                 c.describe(),
                 t.describe(),
                 t.container_path(&c).key("volumeMounts")
             )),
-            Some(ShmShortfall::Below { field, size }) => {
+            ShmShortfall::Below { field, size } => {
                 let want = s.min_shared_memory.as_deref().unwrap_or("");
                 v.violation(format!(
                     "`{field}` is `{size}`, below the {want} of shared memory {} needs: raise it to at least `{want}`",
                     c.describe()
                 ));
             }
+    }
+}
+
+/// A TrainJob's trainer writes no volumes: its pods' `/dev/shm` is the
+/// training runtime's, which the request does not carry, unless an
+/// override of the trainer's replicated job mounts one (the Trainer merges
+/// its `volumes` and its containers' `volumeMounts` over the runtime's).
+/// An override that mounts `/dev/shm` from a volume it writes is judged as
+/// any template; without one (or from a volume of the runtime's), a warning says where it must come from, and the
+/// JobSet the Trainer builds, with the runtime's pods in full, is judged
+/// when it is created.
+fn check_trainer_shm(w: &aigov_sdk::Workload<'_>, trainer: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    let min = s.min_shm_bytes();
+    let mut mounted = false;
+    for o in w.trainer_overrides() {
+        for c in o.containers() {
+            let shm = c.container.volume_mounts.iter().find(|m| m.mount_path.trim_end_matches('/') == "/dev/shm");
+            if shm.is_some_and(|m| o.spec.volumes.iter().any(|vol| vol.name == m.name)) {
+                mounted = true;
+                if let Some(short) = o.dev_shm_shortfall(&c, false, min)? {
+                    shm_violation(o, &c, short, s, v);
+                }
+            }
         }
+    }
+    if !mounted {
+        v.warn(format!(
+            "`{}` requests GPUs; its memory-backed `/dev/shm` must come from the referenced training runtime, which this rule does not see ({}): the JobSet Kubeflow Trainer builds from it is checked when it is created",
+            trainer.path(),
+            aigov_sdk::model::workload::trainer_overrides_lack("mounts `/dev/shm`")
+        ));
     }
     Ok(())
 }
