@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::run::admission::{InvalidDocument, parse_manifests};
-use crate::tools::report::model::Source;
+use crate::tools::report::model::{NothingToCheck, Source};
 
 /// A document read from a file.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,11 +41,12 @@ pub fn collect_files(paths: &[PathBuf], exclude: Option<&Path>) -> Result<Vec<Pa
                     Some(x) => format!(", nor in the cluster fixtures ({}), which are not scanned", x.display()),
                     None => String::new(),
                 };
-                bail!(
+                return Err(NothingToCheck(format!(
                     "no manifests in {}: no .yaml, .yml or .json file in it or below it (hidden files and directories are skipped{also}); \
                      give the directory that holds the manifests, or name the files",
                     p.display()
-                );
+                ))
+                .into());
             }
         } else {
             bail!("{} does not exist", p.display());
