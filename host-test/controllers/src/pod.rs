@@ -105,7 +105,20 @@ pub fn admitted_pod(pod: &mut Value) {
     service_account(&mut spec_value);
     default_toleration_seconds(&mut spec_value);
     set(pod, &["spec"], spec_value);
+    pod_webhooks(pod);
+}
+
+/// The mutating webhooks of the controllers modelled here that change
+/// pods at their creation (LeaderWorkerSet's, JobSet's, KServe's), then
+/// the API server's defaults for what they added: it decodes, and so
+/// defaults, the object each webhook returns (the ServiceAccount plugin
+/// ran before them and is not run again).
+fn pod_webhooks(pod: &mut Value) {
     crate::batch::pod_webhooks(pod);
+    crate::serving::pod_webhook(pod);
+    if let Some(spec) = pod.get_mut("spec") {
+        template_defaults(spec);
+    }
 }
 
 /// `SetDefaults_Pod`: requests copied from limits where unset, service

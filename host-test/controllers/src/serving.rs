@@ -7,11 +7,15 @@
 //! In Standard mode (`serving.kserve.io/deploymentMode: Standard`, or
 //! `RawDeployment`) KServe creates the Deployments; in Knative mode (the
 //! shipped default) it creates a Knative Service, and Knative's controller
-//! creates the Deployment of each Revision, with the same pod spec. Not
+//! creates the Deployment of each Revision, with the same pod spec.
+//!
+//! At pod creation KServe's pod webhook (`pkg/webhook/admission/pod`,
+//! v0.16.0, the release Kubeflow ships) adds the `storage-initializer`
+//! init container that downloads a `storageUri` ([`pod_webhook`]). Not
 //! modelled, because they come from the cluster's configuration rather
-//! than from the InferenceService: Knative's `queue-proxy` container, and
-//! what KServe's pod webhook injects at pod creation (the
-//! `storage-initializer` init container for a `storageUri`, the `agent`).
+//! than from the InferenceService: Knative's `queue-proxy` container, the
+//! webhook's `agent` and `modelcar` containers, and the storage
+//! credentials it reads from the service account's secrets.
 
 use serde_json::{Map, Value, json};
 
@@ -76,10 +80,12 @@ pub(crate) fn inference_service(isvc: &Object<'_>, lookup: &dyn Lookup) -> Resul
         let worker = (component == "predictor").then(|| at(spec, &["workerSpec"])).flatten();
         let mut worker_pod = None;
         if let Some(w) = worker {
-            let (worker_spec, nodes) = multi_node(isvc, spec, w, runtime.as_ref(), &mut pod_spec);
-            worker_pod = Some((worker_spec, nodes));
+            let gpu_types = gpu_types(&annotations);
+            let (worker_spec, nodes) = multi_node(isvc, w, runtime.as_ref(), &mut pod_spec, standard, &gpu_types);
+            // Only Standard mode's `createRawDeployment` builds the workers.
+            worker_pod = standard.then_some((worker_spec, nodes));
         }
-        let replicas = (autoscaler_class(isvc, spec) == "none" || worker.is_some()).then(|| int_at(spec, &["minReplicas"])).flatten();
+        let replicas = (autoscaler_class(isvc, spec) == "none").then(|| int_at(spec, &["minReplicas"])).flatten();
         out.push(deployment_of(isvc, &deployment, labels, annotations, pod_spec, replicas, standard));
         if let Some((worker_spec, nodes)) = worker_pod {
             let name = format!("{}-predictor-worker", isvc.name());
@@ -187,32 +193,65 @@ fn merge_container(runtime: &Value, over: &Value) -> Value {
     out
 }
 
-/// The GPU resource names KServe looks for on a multi-node container
-/// (`addGPUResourceToDeployment`), in order.
+/// KServe's GPU resources (`constants.DefaultGPUResourceTypeList`), the
+/// only ones whose requests `computeRayNodeAndGPUs` counts.
 const GPU_RESOURCES: [&str; 4] = ["nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi"];
 
-fn gpu_request(c: &Value) -> (String, i64) {
-    for name in GPU_RESOURCES {
-        for field in ["limits", "requests"] {
-            let n = match at(c, &["resources", field, name]) {
-                Some(Value::String(q)) => q.parse().unwrap_or(0),
-                Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-                _ => 0,
-            };
-            if n > 0 {
-                return (name.to_string(), n);
-            }
-        }
-    }
-    ("nvidia.com/gpu".to_string(), 0)
+/// The resources `serving.kserve.io/gpu-resource-types` adds to those a
+/// multi-node count is written under (`UpdateGPUResourceTypeListByAnnotation`).
+fn gpu_types(annotations: &Map<String, Value>) -> Vec<String> {
+    let text = annotations.get("serving.kserve.io/gpu-resource-types").and_then(Value::as_str).unwrap_or("[]");
+    serde_json::from_str(text).unwrap_or_default()
 }
 
-/// A multi-node predictor (`multiNodeProcess`, `computeRayNodeAndGPUs`):
-/// the worker pods' spec (the `workerSpec` pod spec, its one container
-/// `worker-container` over the runtime's, nothing of the predictor's), and
-/// how many nodes serve (head and workers); the GPUs KServe writes into
-/// both containers' limits and requests, and their environment.
-fn multi_node(isvc: &Object<'_>, predictor: &Value, worker: &Value, runtime: Option<&Value>, head_spec: &mut Value) -> (Value, i64) {
+fn quantity(q: Option<&Value>) -> i64 {
+    match q {
+        Some(Value::String(q)) => q.parse().unwrap_or(0),
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// The GPUs a container requests as `computeRayNodeAndGPUs` reads them
+/// (`utils.GetGPUResourceQtyByType(..., "Request")`): its `requests` of
+/// KServe's GPU resources, never its limits.
+fn gpu_request(c: &Value) -> i64 {
+    GPU_RESOURCES.iter().map(|name| quantity(at(c, &["resources", "requests", name]))).find(|n| *n > 0).unwrap_or(0)
+}
+
+/// `addGPUResourceToDeployment`: `n` into both the limit and the request
+/// of the first of KServe's GPU resources (and `extra`, from the
+/// annotation) the container asks a non-zero quantity of, else
+/// `nvidia.com/gpu`.
+fn set_gpus(c: &mut Value, n: i64, extra: &[String]) {
+    let asks = |name: &str| ["limits", "requests"].iter().any(|l| quantity(at(c, &["resources", l, name])) > 0);
+    let name = GPU_RESOURCES
+        .iter()
+        .map(|n| n.to_string())
+        .chain(extra.iter().cloned())
+        .find(|n| asks(n))
+        .unwrap_or_else(|| "nvidia.com/gpu".into());
+    for field in ["limits", "requests"] {
+        set(c, &["resources", field, &name], s(n.to_string()));
+    }
+}
+
+/// A multi-node predictor (`multiNodeProcess`, `computeRayNodeAndGPUs`,
+/// `computeMpNodeAndGPUs`): the worker pods' spec (the `workerSpec` pod
+/// spec, its one container `worker-container` over the runtime's, nothing
+/// of the predictor's), and how many nodes serve (head and workers); the
+/// environment both containers get, and, in Standard mode
+/// (`createRawDeployment`), the GPUs KServe writes into both containers'
+/// limits and requests. An allocation KServe refuses (the head's GPUs
+/// below what the workers leave it) is built as computed.
+fn multi_node(
+    isvc: &Object<'_>,
+    worker: &Value,
+    runtime: Option<&Value>,
+    head_spec: &mut Value,
+    standard: bool,
+    extra: &[String],
+) -> (Value, i64) {
     let runtime_worker = runtime.and_then(|r| at(r, &["spec", "workerSpec"]));
     let size = |key: &str| int_at(worker, &[key]).or_else(|| runtime_worker.and_then(|w| int_at(w, &[key]))).unwrap_or(1).max(1);
     let (tp, pp) = (size("tensorParallelSize"), size("pipelineParallelSize"));
@@ -233,13 +272,13 @@ fn multi_node(isvc: &Object<'_>, predictor: &Value, worker: &Value, runtime: Opt
     set(&mut container, &["name"], s("worker-container"));
     let mp = runtime.and_then(|r| str_at(r, &["metadata", "annotations", "multinode/executor-backend"])) == Some("mp");
     let head_container = list_at(head_spec, &["containers"]).first().cloned().unwrap_or_else(|| json!({}));
-    let (head_name, head_gpus) = gpu_request(&head_container);
-    let (worker_name, worker_gpus) = gpu_request(&container);
+    let (head_gpus, worker_gpus) = (gpu_request(&head_container), gpu_request(&container));
     let (nodes, head_n, worker_n) = if mp {
         (pp, tp, tp)
     } else if worker_gpus > 0 {
         let nodes = (total + worker_gpus - 1) / worker_gpus;
-        if nodes <= 1 || head_gpus >= total {
+        let nodes = if head_gpus > 0 && (total + head_gpus - 1) / head_gpus == 1 { 1 } else { nodes };
+        if nodes == 1 {
             (1, total, 0)
         } else {
             (nodes, if head_gpus > 0 { head_gpus } else { total - worker_gpus * (nodes - 1) }, worker_gpus)
@@ -248,11 +287,6 @@ fn multi_node(isvc: &Object<'_>, predictor: &Value, worker: &Value, runtime: Opt
         (1 + (total - head_gpus).max(0), head_gpus, 1)
     } else {
         (total, 1, 1)
-    };
-    let set_gpus = |c: &mut Value, name: &str, n: i64| {
-        for field in ["limits", "requests"] {
-            set(c, &["resources", field, name], s(n.to_string()));
-        }
     };
     let env = |extra: &[(&str, String)]| -> Vec<Value> {
         let mut e = vec![
@@ -263,14 +297,17 @@ fn multi_node(isvc: &Object<'_>, predictor: &Value, worker: &Value, runtime: Opt
         e.extend(extra.iter().map(|(k, v)| json!({"name": k, "value": v})));
         e
     };
-    set_gpus(&mut container, &worker_name, worker_n);
+    if standard {
+        set_gpus(&mut container, worker_n, extra);
+    }
     list_mut(&mut container, &["env"]).extend(env(&[("REQUEST_GPU_COUNT", worker_n.to_string()), ("ISVC_NAME", isvc.name())]));
     spec.insert("containers".into(), json!([container]));
     if let Some(head) = list_mut(head_spec, &["containers"]).first_mut() {
-        set_gpus(head, &head_name, head_n);
+        if standard {
+            set_gpus(head, head_n, extra);
+        }
         list_mut(head, &["env"]).extend(env(&[("REQUEST_GPU_COUNT", head_n.to_string()), ("MODEL_NAME", isvc.name())]));
     }
-    let _ = predictor;
     (Value::Object(spec), nodes)
 }
 
@@ -312,4 +349,80 @@ fn deployment_of(
         b.lineage = format!("{} → Knative Service → Revision → Deployment `{name}`", isvc.describe());
     }
     b
+}
+
+/// The label KServe's pod webhook selects pods by
+/// (`config/webhook/manifests.yaml`: `serving.kserve.io/inferenceservice`
+/// Exists).
+const ISVC_LABEL: &str = "serving.kserve.io/inferenceservice";
+
+/// The annotation the controller writes for a component's `storageUri`,
+/// which the pod webhook downloads from.
+const SOURCE_URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
+
+/// The storage initializer's volume and where it mounts the model
+/// (`constants.StorageInitializerVolumeName`, `DefaultModelLocalMountPath`).
+const PROVISION_VOLUME: &str = "kserve-provision-location";
+const MODEL_DIR: &str = "/mnt/models";
+
+/// What KServe's pod webhook does to a pod of an InferenceService at its
+/// creation (`InjectStorageInitializer` → `CommonStorageInitialization`,
+/// `pkg/webhook/admission/pod/storage_initializer_injector.go`, v0.16.0),
+/// for a single `storageUri` that is neither `pvc://` (mounted directly)
+/// nor `oci://` (a modelcar): the `storage-initializer` init container
+/// (`utils.CreateInitContainerWithConfig`, with the image, requests and
+/// limits of Kubeflow's `inferenceservice-config`: `storageInitializer`),
+/// which downloads the URI into a `kserve-provision-location` emptyDir
+/// mounted at `/mnt/models`, the same volume mounted read-only
+/// (`storage.kserve.io/readonly` unset) in `kserve-container` (or, without
+/// one, `worker-container`) and `transformer-container`; a `STORAGE_URI`
+/// of that container then reads `/mnt/models`. Not when the pod already
+/// has an init container of that name, nor beside the model agent.
+pub(crate) fn pod_webhook(pod: &mut Value) {
+    let labels = map_at(pod, &["metadata", "labels"]);
+    let annotations = map_at(pod, &["metadata", "annotations"]);
+    if !labels.contains_key(ISVC_LABEL) || annotations.contains_key("internal.serving.kserve.io/agent") {
+        return;
+    }
+    let Some(uri) = annotations.get(SOURCE_URI).and_then(Value::as_str).map(str::to_string) else { return };
+    if uri.starts_with("pvc://") || uri.starts_with("oci://") {
+        return;
+    }
+    if list_at(pod, &["spec", "initContainers"]).iter().any(|c| str_at(c, &["name"]) == Some("storage-initializer")) {
+        return;
+    }
+    let names: Vec<&str> = list_at(pod, &["spec", "containers"]).iter().filter_map(|c| str_at(c, &["name"])).collect();
+    let user = if names.contains(&"kserve-container") { "kserve-container" } else { "worker-container" };
+    if !names.contains(&user) {
+        // "Invalid configuration: cannot find container": the webhook fails.
+        return;
+    }
+    let read_only = annotations.get("storage.kserve.io/readonly").and_then(Value::as_str) != Some("false");
+    for c in list_mut(pod, &["spec", "containers"]).iter_mut() {
+        let name = str_at(c, &["name"]).unwrap_or_default().to_string();
+        if name != user && name != "transformer-container" {
+            continue;
+        }
+        if !list_at(c, &["volumeMounts"]).iter().any(|m| str_at(m, &["name"]) == Some(PROVISION_VOLUME)) {
+            list_mut(c, &["volumeMounts"]).push(json!({"name": PROVISION_VOLUME, "mountPath": MODEL_DIR, "readOnly": read_only}));
+        }
+        if name == user {
+            for e in list_mut(c, &["env"]).iter_mut() {
+                if str_at(e, &["name"]) == Some("STORAGE_URI") && str_at(e, &["value"]).is_some_and(|v| !v.is_empty()) {
+                    set(e, &["value"], s(MODEL_DIR));
+                }
+            }
+        }
+    }
+    list_mut(pod, &["spec", "initContainers"]).push(json!({
+        "name": "storage-initializer",
+        "image": "kserve/storage-initializer:v0.16.0",
+        "args": [uri, MODEL_DIR],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "100Mi"}},
+        "volumeMounts": [{"name": PROVISION_VOLUME, "mountPath": MODEL_DIR}],
+    }));
+    if !list_at(pod, &["spec", "volumes"]).iter().any(|v| str_at(v, &["name"]) == Some(PROVISION_VOLUME)) {
+        list_mut(pod, &["spec", "volumes"]).push(json!({"name": PROVISION_VOLUME, "emptyDir": {}}));
+    }
 }

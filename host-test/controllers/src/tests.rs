@@ -181,32 +181,169 @@ fn an_inference_service_with_workers_makes_two_deployments() {
     assert_eq!(worker.object["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
 }
 
+/// The `torch-distributed` ClusterTrainingRuntime of the Trainer's
+/// manifests, with what a platform team adds: a security context, a
+/// sidecar, a volume, a node selector and a toleration.
+struct Runtime;
+
+impl Lookup for Runtime {
+    fn get(&self, _: &str, kind: &str, _: Option<&str>, name: &str) -> Option<Value> {
+        (kind == "ClusterTrainingRuntime" && name == "torch").then(|| {
+            json!({"spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {
+                "metadata": {"labels": {"platform": "ml"}},
+                "spec": {"replicatedJobs": [
+                {"name": "dataset-initializer", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+                    "spec": {"template": {"spec": {"containers": [{"name": "dataset-initializer", "image": "kubeflow/dataset-initializer:v2.1.0"}]}}}}},
+                {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                    "spec": {"template": {"metadata": {"labels": {"app": "train"}}, "spec": {
+                        "securityContext": {"runAsUser": 1000},
+                        "nodeSelector": {"pool": "gpu"},
+                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                        "containers": [
+                            {"name": "node", "image": "pytorch:1", "resources": {"limits": {"cpu": "8", "memory": "64Gi"}},
+                                "securityContext": {"runAsNonRoot": true}, "env": [{"name": "A", "value": "1"}]},
+                            {"name": "metrics", "image": "exporter:1"}]}}}}}
+            ]}}}})
+        })
+    }
+}
+
+fn train_job(spec: Value) -> Value {
+    json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "ft"}, "spec": spec})
+}
+
 #[test]
 fn a_train_job_needs_its_runtime() {
-    let tj = json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "ft"},
-        "spec": {"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 2, "image": "t:2", "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}},
-            "podTemplateOverrides": [{"targetJobs": [{"name": "node"}], "spec": {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}]}});
+    let tj = train_job(
+        json!({"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 2, "image": "t:2", "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}}}),
+    );
     let err = descendants(&tj, "ml", &Nothing).unwrap_err();
     assert!(err.0.contains("ClusterTrainingRuntime `torch`"), "{err}");
-    struct Runtime;
-    impl Lookup for Runtime {
-        fn get(&self, _: &str, kind: &str, _: Option<&str>, name: &str) -> Option<Value> {
-            (kind == "ClusterTrainingRuntime" && name == "torch").then(|| json!({"spec": {"mlPolicy": {"torch": {}}, "template": {"spec": {"replicatedJobs": [
-                {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                    "spec": {"template": {"spec": {"securityContext": {"runAsUser": 0}, "containers": [{"name": "node", "image": "pytorch:1"}]}}}}}
-            ]}}}}))
-        }
-    }
     let built = descendants(&tj, "ml", &Runtime).unwrap();
     assert_eq!(
         kinds(&built),
-        ["JobSet by kubeflow-trainer-controller-manager", "Job by jobset-controller-manager", "Pod by job-controller"]
+        [
+            "JobSet by kubeflow-trainer-controller-manager",
+            "Job by jobset-controller-manager",
+            "Pod by job-controller",
+            "Job by jobset-controller-manager",
+            "Pod by job-controller"
+        ]
     );
-    let pod = &built[2].object["spec"];
-    assert_eq!(pod["containers"][0]["image"], "t:2");
-    assert_eq!(pod["securityContext"], json!({"runAsUser": 0}), "the runtime's");
-    assert_eq!(pod["volumes"][0]["name"], "host", "the override's volume");
-    assert_eq!(built[1].object["spec"]["parallelism"], 2);
+    assert_eq!(built[0].object["metadata"]["labels"], json!({"platform": "ml"}), "the runtime's JobSet labels");
+    let node = &built[3].object;
+    assert_eq!(node["spec"]["parallelism"], 2, "`numNodes` pods at once");
+    assert_eq!(node["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"], "trainer", "the step label reaches the Job");
+    let pod = &built[4].object;
+    assert!(pod["metadata"]["labels"].get("trainer.kubeflow.org/trainjob-ancestor-step").is_none(), "but not the pods");
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["image"], "t:2");
+    assert_eq!(
+        c["resources"]["limits"],
+        json!({"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": 4}),
+        "v2.3: `resourcesPerNode` merged over the runtime's, key by key"
+    );
+    assert_eq!(pod["spec"]["securityContext"], json!({"runAsUser": 1000}), "the runtime's");
+    assert!(c["env"].as_array().unwrap().iter().any(|e| e["name"] == "PET_MASTER_ADDR"));
+    assert_eq!(built[1].object["spec"]["parallelism"], 1);
+}
+
+#[test]
+fn pod_template_overrides_merge_as_the_trainer_2_1_merges_them() {
+    let tj = train_job(json!({"runtimeRef": {"name": "torch"},
+        "labels": {"cost": "a"},
+        "trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}},
+        "podTemplateOverrides": [
+            {"targetJobs": [{"name": "node"}],
+                "metadata": {"labels": {"team": "a"}, "annotations": {"x": "1"}, "finalizers": ["f"]},
+                "spec": {"serviceAccountName": "trainer",
+                    "nodeSelector": {"zone": "z1"},
+                    "tolerations": [{"key": "tenant", "operator": "Equal", "value": "a", "effect": "NoSchedule"}],
+                    "volumes": [{"name": "data", "hostPath": {"path": "/data"}}, {"name": "cache", "emptyDir": {}}],
+                    "containers": [{"name": "metrics", "env": [{"name": "TOKEN", "value": "t"}], "volumeMounts": [{"name": "cache", "mountPath": "/c"}]}]}},
+            {"targetJobs": [{"name": "node"}, {"name": "nowhere"}], "spec": {"nodeSelector": {"zone": "z2"}}}]}));
+    let built = descendants(&tj, "ml", &Runtime).unwrap();
+    assert_eq!(built[0].object["metadata"]["labels"], json!({"platform": "ml", "cost": "a"}), "`spec.labels` label the JobSet");
+    assert!(built[3].object["metadata"]["labels"].get("cost").is_none(), "and not its Jobs");
+    let initializer = &built[2].object["spec"];
+    assert!(initializer.get("serviceAccountName").is_none_or(|s| s == "default"), "an override touches only its targets");
+    let pod = &built[4].object;
+    assert_eq!(pod["metadata"]["labels"]["team"], "a", "the override's labels are the pods'");
+    assert_eq!(pod["metadata"]["labels"]["app"], "train", "merged with the runtime's");
+    assert_eq!(pod["metadata"]["annotations"]["x"], "1");
+    let template = &built[0].object["spec"]["replicatedJobs"][1]["template"]["spec"]["template"];
+    assert!(template["metadata"].get("finalizers").is_none(), "only labels and annotations are taken");
+    let spec = &template["spec"];
+    assert_eq!(spec["serviceAccountName"], "trainer");
+    assert_eq!(spec["nodeSelector"], json!({"pool": "gpu", "zone": "z2"}), "maps merge; later overrides win");
+    assert_eq!(
+        spec["tolerations"],
+        json!([{"key": "tenant", "operator": "Equal", "value": "a", "effect": "NoSchedule"}]),
+        "tolerations have no merge key: replaced"
+    );
+    assert_eq!(
+        spec["volumes"][0],
+        json!({"name": "data", "persistentVolumeClaim": {"claimName": "data"}, "hostPath": {"path": "/data"}}),
+        "volumes merge by name, without `$retainKeys` keeping both sources"
+    );
+    assert_eq!(spec["volumes"][1], json!({"name": "cache", "emptyDir": {}}));
+    let metrics = spec["containers"].as_array().unwrap().iter().find(|c| c["name"] == "metrics").unwrap();
+    assert_eq!(metrics["image"], "exporter:1", "containers merge by name");
+    assert_eq!(metrics["env"][0]["name"], "TOKEN");
+    assert_eq!(metrics["volumeMounts"][0]["mountPath"], "/c");
+    assert_eq!(spec["containers"][0]["resources"], json!({"limits": {"nvidia.com/gpu": 4}}), "v2.1: `resourcesPerNode` replaces");
+}
+
+#[test]
+fn pod_spec_overrides_merge_as_the_trainer_2_0_merges_them() {
+    let tj = train_job(json!({"runtimeRef": {"name": "torch"}, "trainer": {},
+        "podSpecOverrides": [{"targetJobs": [{"name": "node"}], "serviceAccountName": "sa", "tolerations": []}]}));
+    let built = descendants(&tj, "ml", &Runtime).unwrap();
+    let spec = &built[0].object["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"];
+    assert_eq!(spec["serviceAccountName"], "sa");
+    assert_eq!(spec["tolerations"], json!([]));
+    assert!(spec.get("targetJobs").is_none());
+}
+
+#[test]
+fn runtime_patches_merge_as_the_trainer_2_2_merges_them() {
+    let tj = train_job(json!({"runtimeRef": {"name": "torch"}, "trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}},
+        "runtimePatches": [
+            {"manager": "example.com/user", "trainingRuntimeSpec": {"template": {
+                "metadata": {"labels": {"cost": "a"}},
+                "spec": {"replicatedJobs": [
+                    {"name": "nowhere", "template": {"spec": {"template": {"spec": {"serviceAccountName": "x"}}}}},
+                    {"name": "node", "template": {
+                        "metadata": {"labels": {"job-label": "j"}},
+                        "spec": {"template": {
+                            "metadata": {"labels": {"team": "a"}},
+                            "spec": {"securityContext": {"runAsUser": 0},
+                                "containers": [{"name": "node", "securityContext": {"privileged": true}, "volumeMounts": [{"name": "data", "mountPath": "/d"}]}]}}}}}]}}}},
+            {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+                {"name": "node", "template": {"spec": {"template": {
+                    "metadata": {"labels": {"kueue.x-k8s.io/podset": "node"}},
+                    "spec": {"nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+                        "tolerations": [{"key": "flavor", "operator": "Exists"}]}}}}}]}}}}]}));
+    let built = descendants(&tj, "ml", &Runtime).unwrap();
+    let js = &built[0].object;
+    assert_eq!(js["metadata"]["labels"], json!({"platform": "ml", "cost": "a"}), "a patch's `template.metadata` labels the JobSet");
+    assert_eq!(js["spec"]["replicatedJobs"].as_array().unwrap().len(), 2, "a replicated job the runtime lacks is not added");
+    let job = &built[3].object;
+    assert_eq!(job["metadata"]["labels"]["job-label"], "j", "a patch's Job metadata labels the Jobs");
+    assert!(job["metadata"]["labels"].get("cost").is_none());
+    let pod = &built[4].object;
+    assert_eq!(pod["metadata"]["labels"]["team"], "a");
+    assert_eq!(pod["metadata"]["labels"]["kueue.x-k8s.io/podset"], "node");
+    assert!(pod["metadata"]["labels"].get("job-label").is_none(), "Job labels do not reach the pods");
+    let spec = &pod["spec"];
+    assert_eq!(spec["securityContext"], json!({"runAsUser": 0}));
+    assert_eq!(spec["containers"][0]["securityContext"], json!({"runAsNonRoot": true, "privileged": true}), "merged");
+    assert_eq!(spec["containers"][0]["volumeMounts"][0]["mountPath"], "/d");
+    assert_eq!(spec["nodeSelector"], json!({"pool": "gpu", "cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}));
+    assert_eq!(spec["tolerations"][0], json!({"key": "flavor", "operator": "Exists"}), "Kueue's, replacing the runtime's");
+    assert!(spec["tolerations"].as_array().unwrap().iter().all(|t| t["key"] != "nvidia.com/gpu"));
+    assert_eq!(spec["containers"][0]["resources"]["limits"], json!({"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": 4}));
 }
 
 #[test]
@@ -242,4 +379,65 @@ fn every_controller_submits_as_its_service_account() {
         assert!(c.identity.username.starts_with("system:serviceaccount:"), "{owner}");
         assert!(c.identity.groups.contains(&"system:authenticated".to_string()));
     }
+}
+
+#[test]
+fn kserves_pod_webhook_adds_the_storage_initializer_for_a_downloaded_model() {
+    let isvc = |uri: &str| {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "iris", "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "sklearn"}, "storageUri": uri, "image": "sklearn:1"}}}})
+    };
+    let built = all(isvc("s3://models/iris"));
+    assert_eq!(
+        kinds(&built),
+        ["Deployment by kserve-controller-manager", "ReplicaSet by deployment-controller", "Pod by replicaset-controller"]
+    );
+    let template = &built[0].object["spec"]["template"]["spec"];
+    let none = |spec: &Value| spec.get("initContainers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    assert!(none(template), "the Deployment's template does not hold it: the webhook adds it to the Pod");
+    let pod = &built[2].object["spec"];
+    let init = &pod["initContainers"][0];
+    assert_eq!(init["name"], "storage-initializer");
+    assert_eq!(init["image"], "kserve/storage-initializer:v0.16.0");
+    assert_eq!(init["args"], json!(["s3://models/iris", "/mnt/models"]));
+    assert_eq!(init["resources"], json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "100Mi"}}));
+    assert!(init.get("securityContext").is_none());
+    assert_eq!(init["volumeMounts"], json!([{"name": "kserve-provision-location", "mountPath": "/mnt/models"}]));
+    assert_eq!(init["imagePullPolicy"], "IfNotPresent", "the API server defaults what the webhook added");
+    let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+    assert!(mounts.contains(&json!({"name": "kserve-provision-location", "mountPath": "/mnt/models", "readOnly": true})), "{mounts:?}");
+    assert!(pod["volumes"].as_array().unwrap().contains(&json!({"name": "kserve-provision-location", "emptyDir": {}})));
+    for uri in ["pvc://models/iris", "oci://registry.example.com/iris:1"] {
+        let built = all(isvc(uri));
+        assert!(none(&built[2].object["spec"]), "{uri}: mounted or a modelcar, nothing to download");
+    }
+}
+
+#[test]
+fn kserve_counts_multi_node_gpus_from_requests_and_builds_workers_only_in_standard_mode() {
+    let isvc = |mode: &str, resources: Value| {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "llm", "annotations": {"serving.kserve.io/deploymentMode": mode, "serving.kserve.io/autoscalerClass": "none"}},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"}, "storageUri": "pvc://m", "resources": resources.clone()},
+                "workerSpec": {"tensorParallelSize": 4, "pipelineParallelSize": 2, "containers": [{"name": "worker-container", "resources": resources}]}}}})
+    };
+    let gpus = |d: &Built| d.object["spec"]["template"]["spec"]["containers"][0]["resources"].clone();
+    let worker = |built: &[Built]| built.iter().find(|b| b.object["metadata"]["name"] == "llm-predictor-worker").cloned();
+    // Requests of 4: two nodes of 4 (`computeRayNodeAndGPUs`, case 1).
+    let built = all(isvc("Standard", json!({"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}})));
+    let w = worker(&built).unwrap();
+    assert_eq!(w.object["spec"]["replicas"], 1);
+    assert_eq!(gpus(&w)["limits"]["nvidia.com/gpu"], "4");
+    assert_eq!(gpus(&built[0])["requests"]["nvidia.com/gpu"], "4");
+    // Limits alone are not read: eight nodes of one GPU, written over them.
+    let built = all(isvc("Standard", json!({"limits": {"nvidia.com/gpu": "4"}})));
+    let w = worker(&built).unwrap();
+    assert_eq!(w.object["spec"]["replicas"], 7);
+    assert_eq!(gpus(&w), json!({"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}));
+    assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}));
+    // Knative mode: the head alone, its GPUs as written.
+    let built = all(isvc("Knative", json!({"limits": {"nvidia.com/gpu": "4"}})));
+    assert!(worker(&built).is_none(), "{:?}", kinds(&built));
+    assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "4"}}));
 }

@@ -308,8 +308,8 @@ pub fn request_of(doc: Value, source: &str, how: &Submission) -> Result<(Value, 
 pub const REQUEST_UID: &str = "00000000-0000-4000-8000-000000000000";
 
 /// `CONNECT` option kinds and the subresource each stands for.
-pub const CONNECT_KINDS: [(&str, &str); 3] =
-    [("PodExecOptions", "exec"), ("PodAttachOptions", "attach"), ("PodPortForwardOptions", "portforward")];
+pub const CONNECT_KINDS: [(&str, &str); 4] =
+    [("PodExecOptions", "exec"), ("PodAttachOptions", "attach"), ("PodPortForwardOptions", "portforward"), ("PodProxyOptions", "proxy")];
 
 fn connect_subresource(kind: &str) -> Option<&'static str> {
     CONNECT_KINDS.iter().find(|(k, _)| *k == kind).map(|(_, s)| *s)

@@ -240,6 +240,14 @@ impl Evaluator {
         }
     }
 
+    /// The rule linked into aigov this evaluator runs, when it is native.
+    pub fn native_rule(&self) -> Option<&'static NativePolicy> {
+        match self.inner {
+            Inner::Native(rule) => Some(rule),
+            Inner::Module(_) | Inner::Component(_) => None,
+        }
+    }
+
     /// Loads a module or component from bytes. A module's name and allowed
     /// lookups come from its `io.kubewarden.metadata` section (none if it is
     /// not annotated); a component's from its `metadata` export.

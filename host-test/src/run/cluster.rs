@@ -108,7 +108,7 @@ impl FixtureCluster {
     pub fn from_dir(dir: &Path) -> Result<FixtureCluster> {
         let mut c = FixtureCluster::default();
         let mut files = Vec::new();
-        collect_files(dir, &mut files)?;
+        collect_files(dir, &mut Vec::new(), &mut files)?;
         files.sort();
         for f in files {
             let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -308,16 +308,25 @@ fn meta<'a>(o: &'a Value, field: &str) -> Option<&'a str> {
     o.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
 }
 
-fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
+/// The fixture files under `dir` (or `dir` itself, a file): each directory
+/// walked once however many links lead to it (`seen`, by canonical path:
+/// a link to a directory above it would never end), and only regular
+/// files read (a named pipe would wait for a writer forever).
+fn collect_files(dir: &Path, seen: &mut Vec<std::path::PathBuf>, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
     if dir.is_file() {
         out.push(dir.to_path_buf());
         return Ok(());
     }
+    let canonical = dir.canonicalize().with_context(|| format!("reading cluster directory {}", dir.display()))?;
+    if seen.contains(&canonical) {
+        return Ok(());
+    }
+    seen.push(canonical);
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading cluster directory {}", dir.display()))? {
         let path = entry?.path();
         if path.is_dir() {
-            collect_files(&path, out)?;
-        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+            collect_files(&path, seen, out)?;
+        } else if path.is_file() && matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
             out.push(path);
         }
     }

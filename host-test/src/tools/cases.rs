@@ -333,7 +333,8 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
     disagreements(&settings_answers, &mut problems);
     disagreements(&answers, &mut problems);
     if let (Some(req), Some((_, first))) = (&request, answers.first()) {
-        problems.extend(children_agree(&forms.rule, req, first, &settings, &cluster, case.children.as_ref()));
+        let native = forms.evaluators.iter().find_map(Evaluator::native_rule).or_else(|| crate::run::native::rule(&forms.rule));
+        problems.extend(children_agree(&forms.rule, native, req, first, &settings, &cluster, case.children.as_ref()));
     }
     if let (Some(req), Some((_, first))) = (&request, answers.first())
         && let Some(mutated) = &first.mutated_object
@@ -353,6 +354,7 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
 /// its verdict on the object, or what the case's `children` says.
 fn children_agree(
     rule: &str,
+    native: Option<&'static aigov_sdk::NativePolicy>,
     request: &str,
     answer: &ValidationResponse,
     settings: &str,
@@ -360,7 +362,7 @@ fn children_agree(
     expects: Option<&crate::tools::children::Expect>,
 ) -> Vec<String> {
     use crate::tools::children;
-    let Some(native) = crate::run::native::rule(rule) else { return vec![format!("no rule named `{rule}` is linked into aigov")] };
+    let Some(native) = native else { return vec![format!("no rule named `{rule}` is linked into aigov")] };
     match children::judge(native, request, answer, settings, cluster) {
         Ok(outcome) => children::check(answer, &outcome, expects).into_iter().map(|p| format!("children: {p}")).collect(),
         Err(e) => vec![format!("children: {e:#}")],

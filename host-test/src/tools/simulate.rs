@@ -477,7 +477,7 @@ pub fn load_cluster(path: &std::path::Path) -> Result<FixtureCluster> {
 /// reads it, `List`s expanded.
 fn dump_objects(path: &std::path::Path) -> Result<Vec<Value>> {
     let mut out = Vec::new();
-    for file in crate::tools::scan::read::collect_files(&[path.to_path_buf()], None)? {
+    for file in crate::tools::scan::read::collect_files(&[path.to_path_buf()], None)?.files {
         let (name, text) = crate::tools::scan::read::read_file(&file)?;
         out.extend(crate::tools::scan::read::documents(&name, &text)?.into_iter().map(|i| i.value));
     }

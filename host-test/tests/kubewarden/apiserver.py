@@ -439,7 +439,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.close_connection = True
+        # Like the API server, the connection stays open for the next
+        # request once the stream has ended: a client that reuses it
+        # (hyper does, when a watch ends and its reflector re-opens one)
+        # must not find it closed under it (`IncompleteMessage`). Only a
+        # client gone, or the server stopping, closes it.
         stop = self.server.stopping
         timeout = int(query["timeoutSeconds"]) if query.get("timeoutSeconds", "").isdigit() else None
         deadline = time.monotonic() + timeout if timeout else None
@@ -462,8 +466,10 @@ class Handler(BaseHTTPRequestHandler):
                     self.chunk(bookmark)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+            if stop.is_set():
+                self.close_connection = True
         except OSError:
-            pass  # the client went away
+            self.close_connection = True  # the client went away
 
 
 class FixtureServer(ThreadingHTTPServer):

@@ -134,6 +134,22 @@ class FixtureApiServer(unittest.TestCase):
         self.assertEqual({e["type"] for e in events}, {"BOOKMARK"})
         self.assertEqual(events[0]["object"]["kind"], "Pod")
 
+    def test_a_connection_serves_the_next_request_after_a_watch_ends(self):
+        # A reflector's client puts the connection back in its pool when a
+        # watch ends, and re-opens the watch on it: it must still be open.
+        c, r = self.watch({"resourceVersion": "1", "timeoutSeconds": "1"})
+        r.read()
+        for _ in range(2):
+            c.request("GET", "/api/v1/namespaces/ml/pods?" + urllib.parse.urlencode(
+                {"watch": "true", "resourceVersion": "1", "timeoutSeconds": "1"}))
+            again = c.getresponse()
+            self.assertEqual(again.status, 200)
+            again.read()
+        c.request("GET", "/api/v1/namespaces/ml/pods/p1")
+        got = c.getresponse()
+        self.assertEqual((got.status, json.loads(got.read())["metadata"]["name"]), (200, "p1"))
+        c.close()
+
     def test_a_watch_from_nothing_starts_with_every_object(self):
         c, r = self.watch({"resourceVersion": "0", "timeoutSeconds": "1"})
         events = [json.loads(line) for line in r.read().splitlines()]

@@ -13,6 +13,9 @@
 //! - `aigov manifests` leaves a file edited since it wrote it alone, names
 //!   it and exits with status 1, and overwrites it with `--force`; without
 //!   `--enable`, it keeps the rules the overlay turns on;
+//! - `aigov scan` finishes on a folder holding a link loop and a named
+//!   pipe, walking each directory once and reading no pipe, and says what
+//!   it left on stderr and in the JSON report's `skipped`;
 //! - `aigov playground` serves a directory on 127.0.0.1 with the right
 //!   `Content-Type` (`application/wasm`, `text/javascript`) and nothing
 //!   outside it (`..`, encoded or not, is refused), and `aigov build
@@ -328,4 +331,57 @@ fn playground_data_holds_every_rule_and_sample() {
     }
     assert!(data["sampleCluster"].as_str().unwrap().contains("kind: Namespace"));
     let _ = std::fs::remove_file(&file);
+}
+
+/// A folder with a link to itself, a link to its parent below it and a
+/// named pipe named as a manifest: the scan ends (it used to walk the loop
+/// until the path was too long, reporting a manifest 41 times, and to wait
+/// on the pipe for a writer), evaluates the one manifest once, and says
+/// what it left.
+#[cfg(unix)]
+#[test]
+fn scan_finishes_on_a_link_loop_and_a_named_pipe() {
+    let dir = std::env::temp_dir().join(format!("aigov-scan-loop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::copy(root().join("host-test/samples/01-gpu-training-pod.yaml"), dir.join("pod.yaml")).unwrap();
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink("..", dir.join("sub/up")).unwrap();
+    assert!(Command::new("mkfifo").arg(dir.join("pipe.yaml")).status().unwrap().success());
+
+    let trusted = format!("trusted-sources={}", root().join("host-test/settings/trusted-sources.yaml").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aigov"))
+        .args(["scan", dir.to_str().unwrap(), "--native", "--format", "json", "--settings", &trusted])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("aigov scan did not finish on a link loop and a named pipe");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["documents"], 1, "the manifest once: {report}");
+    let skipped: Vec<String> =
+        report["skipped"].as_array().unwrap().iter().map(|n| n["source"]["file"].as_str().unwrap().to_string()).collect();
+    let shown = |p: &str| dir.join(p).display().to_string();
+    assert_eq!(skipped, [shown("loop"), shown("pipe.yaml"), shown("sub/up")]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("aigov scan: skipped {}: a named pipe, not a regular file: not read", shown("pipe.yaml"))),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("aigov scan: skipped {}: the same directory as {}, walked already", shown("loop"), dir.display())),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

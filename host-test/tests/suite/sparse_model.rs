@@ -12,7 +12,7 @@ use crate::common::root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use aigov_sdk::{GpuResources, Quantity, Request};
+use aigov_sdk::{GpuResources, Quantity, Request, Role};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use serde_json::Value;
 
@@ -309,12 +309,26 @@ fn sparse_pod(spec: &aigov_sdk::PodSpec<'_>) -> String {
     )
 }
 
+/// A pod spec as the typed model reads it: a TrainJob's override or
+/// runtime patch may have no spec, or name no container, which
+/// k8s-openapi requires.
+fn partial_spec(t: &aigov_sdk::PodTemplate<'_>, raw: Option<&Value>) -> Value {
+    let mut raw = raw.cloned().unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    if t.is_partial()
+        && let Some(o) = raw.as_object_mut()
+    {
+        o.entry("containers").or_insert_with(|| Value::Array(Vec::new()));
+    }
+    raw
+}
+
 #[test]
 fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
     let gpus = GpuResources::default();
     let corpus = corpus();
     let mut templates_checked = 0usize;
     let mut workloads = 0usize;
+    let mut cron_jobs_checked = 0usize;
     for (file, object) in &corpus {
         let Some(api_version) = object.get("apiVersion").and_then(Value::as_str) else { continue };
         let kind = object["kind"].as_str().unwrap();
@@ -346,6 +360,10 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
             }
         };
         workloads += 1;
+        if workload.kind == aigov_sdk::WorkloadKind::CronJob {
+            cron_jobs_agree(file, &normalised, workload);
+            cron_jobs_checked += 1;
+        }
         let mut reported: Vec<String> = Vec::new();
         // KServe's components are pod specs with a model container beside
         // them, which no core type describes: compared by their own tests.
@@ -353,16 +371,18 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
             continue;
         }
         for t in workload.templates() {
-            // A trainer is part of a pod; KubeRay's default submitter is
-            // no part of the object.
-            if t.is_partial() || t.is_default() {
+            // A TrainJob's trainer is no pod spec; its overrides and runtime
+            // patches are (the pod fields the Trainer merges), possibly
+            // without containers. KubeRay's default submitter is no part
+            // of the object.
+            if t.role == Role::Trainer || t.is_default() {
                 continue;
             }
             let ptr = t.spec_path().pointer();
             reported.push(ptr.clone());
-            let raw = normalised
-                .pointer(&ptr)
-                .unwrap_or_else(|| panic!("{file}: the SDK reports {} but the object has nothing there", t.spec_path()));
+            let found = normalised.pointer(&ptr);
+            assert!(found.is_some() || t.is_partial(), "{file}: the SDK reports {} but the object has nothing there", t.spec_path());
+            let raw = partial_spec(t, found);
             let typed: PodSpec =
                 serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{file}: typed PodSpec at {}: {e}", t.spec_path()));
             let sparse = &t.spec;
@@ -462,7 +482,48 @@ fn the_sparse_model_agrees_with_k8s_openapi_on_every_object() {
         }
     }
     assert!(workloads >= 20, "the corpus holds only {workloads} workload objects");
+    assert!(cron_jobs_checked >= 10, "only {cron_jobs_checked} CronJobs were compared");
     assert!(templates_checked >= 20, "only {templates_checked} templates were compared");
+}
+
+/// A CronJob's Jobs at once are read from the fields the typed model
+/// has: `concurrencyPolicy`, `schedule`, and the job template's
+/// `activeDeadlineSeconds` and `suspend`.
+fn cron_jobs_agree(file: &str, object: &Value, w: &aigov_sdk::Workload<'_>) {
+    use aigov_sdk::model::workload::{Concurrency, CronJobs, JobsBound, ScaleWhy};
+    use k8s_openapi::api::batch::v1::CronJob;
+    fn find(why: &ScaleWhy) -> Option<&CronJobs> {
+        match why {
+            ScaleWhy::CronJobs(c) => Some(c),
+            ScaleWhy::Times(a, b) | ScaleWhy::Below(a, b) => find(a).or_else(|| find(b)),
+            _ => None,
+        }
+    }
+    let typed: CronJob = serde_json::from_value(object.clone()).unwrap_or_else(|e| panic!("{file}: typed CronJob: {e}"));
+    let spec = typed.spec;
+    let job = spec.job_template.spec.unwrap_or_default();
+    let Some(t) = w.templates().next() else { return };
+    let c = find(&t.scale.why).unwrap_or_else(|| panic!("{file}: the CronJob's scale says nothing of its Jobs: {}", t.scale.why));
+    let policy = match spec.concurrency_policy.as_deref() {
+        None => Concurrency::Unset,
+        Some("Allow") => Concurrency::Allow,
+        Some("Forbid") => Concurrency::Forbid,
+        Some("Replace") => Concurrency::Replace,
+        Some(_) => Concurrency::Other,
+    };
+    assert_eq!(c.policy, policy, "{file}: concurrencyPolicy");
+    let gap = aigov_sdk::base::cron::min_gap_seconds(&spec.schedule);
+    let forbid = matches!(policy, Concurrency::Forbid | Concurrency::Replace);
+    let expected = match (forbid, job.active_deadline_seconds, job.suspend, gap) {
+        (true, ..) => JobsBound::OneAtATime,
+        (false, None, ..) => JobsBound::NoDeadline,
+        (false, Some(_), Some(true), _) => JobsBound::Suspended,
+        (false, Some(_), _, None) => JobsBound::Unreadable,
+        (false, Some(deadline), _, Some(gap)) => {
+            JobsBound::Deadline { deadline, gap, jobs: u64::try_from(deadline).unwrap_or(0).div_ceil(gap) }
+        }
+    };
+    assert_eq!(c.bound, expected, "{file}: the CronJob's Jobs at once");
 }
 
 #[test]
@@ -601,9 +662,9 @@ fn the_sparse_model_reads_the_pod_security_fields_as_k8s_openapi_does() {
         if workload.kind == aigov_sdk::WorkloadKind::InferenceService {
             continue;
         }
-        for t in workload.templates().filter(|t| !t.is_partial() && !t.is_default()) {
-            let raw = normalised.pointer(&t.spec_path().pointer()).unwrap();
-            let typed: PodSpec = serde_json::from_value(raw.clone()).unwrap();
+        for t in workload.templates().filter(|t| t.role != Role::Trainer && !t.is_default()) {
+            let raw = partial_spec(t, normalised.pointer(&t.spec_path().pointer()));
+            let typed: PodSpec = serde_json::from_value(raw).unwrap();
             let typed_json = serde_json::to_value(&typed).unwrap();
             assert_eq!(sparse_pss_fields(&t.spec), typed_pss_fields(&typed_json), "{file} {}", t.spec_path());
             compared += 1;

@@ -588,3 +588,71 @@ fn every_readme_carries_upstream_policies_over_with_the_settings_its_cases_run()
     }
     assert!(problems.is_empty(), "the upstream sections of the rules' READMEs:\n  {}", problems.join("\n  "));
 }
+
+/// Every rule's README says, under `## What the controllers build`, what
+/// the controllers build from each kind the rule governs and how the rule
+/// judges it (issue 42): a table whose first column names, among its
+/// rows, every kind of the rule's metadata `rules` (a workload resource by
+/// its kind, `Volcano Job` for `jobs.batch.volcano.sh`; any other
+/// resource, and a subresource, as the resource is written there:
+/// `namespaces`, `pods/exec`). The section comes before the upstream
+/// section, and links `docs/controllers.md`, where the controllers are.
+#[test]
+fn every_readme_says_what_the_controllers_build_from_each_kind_it_governs() {
+    use aigov_sdk::WorkloadKind;
+
+    const SECTION: &str = "## What the controllers build";
+    /// How the section names a resource of `group`.
+    fn named(group: &str, resource: &str) -> String {
+        match WorkloadKind::ALL.into_iter().find(|k| k.resource() == resource && k.group() == group) {
+            Some(WorkloadKind::VolcanoJob) => "Volcano Job".into(),
+            Some(k) => k.kind().into(),
+            None => resource.into(),
+        }
+    }
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for rule in aigov::run::native::RULES {
+        let name = rule.metadata.name;
+        let dir = root().join("policies").join(name);
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        let metadata = Metadata::from_yaml(&std::fs::read_to_string(dir.join("metadata.yml")).unwrap()).unwrap();
+        let lines: Vec<&str> = readme.lines().collect();
+        let Some(start) = lines.iter().position(|l| l.trim_end() == SECTION) else {
+            problems.push(format!("{name}: README.md has no `{SECTION}` section"));
+            continue;
+        };
+        let upstream = lines.iter().position(|l| l.starts_with("## Coming from"));
+        if upstream.is_some_and(|u| u < start) {
+            problems.push(format!("{name}: `{SECTION}` comes after the upstream section"));
+        }
+        let section: Vec<&str> = lines[start + 1..].iter().take_while(|l| !l.starts_with("## ")).copied().collect();
+        if !section.iter().any(|l| l.contains("../../docs/controllers.md")) {
+            problems.push(format!("{name}: `{SECTION}` does not link ../../docs/controllers.md"));
+        }
+        // The first column of the section's table rows, past its header
+        // and separator: kinds, separated by commas.
+        let rows: Vec<&str> = section.iter().filter(|l| l.starts_with('|')).skip(2).copied().collect();
+        let kinds: Vec<String> = rows
+            .iter()
+            .filter_map(|row| row.split('|').nth(1))
+            .flat_map(|cell| cell.split(','))
+            .map(|k| k.trim().trim_matches('`').trim().to_string())
+            .collect();
+        let mut wanted: Vec<String> = metadata
+            .rules
+            .iter()
+            .flat_map(|r| r.resources.iter().flat_map(|res| r.api_groups.iter().map(move |g| named(g, res))))
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        for kind in wanted {
+            checked += 1;
+            if !kinds.contains(&kind) {
+                problems.push(format!("{name}: `{SECTION}` has no row for `{kind}`, which its metadata.yml governs"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the rules' READMEs:\n  {}", problems.join("\n  "));
+    assert!(checked > 200, "only {checked} kinds checked");
+}

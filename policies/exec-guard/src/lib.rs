@@ -1,11 +1,11 @@
 //! `exec-guard`: only allowed users may exec into or attach to pods that hold
-//! GPUs (and port-forward to them, when configured).
+//! GPUs (and port-forward or proxy to them, when configured).
 //!
 //! A GPU pod kept alive with `sleep infinity` and entered with `kubectl exec`
 //! is a personal virtual machine: its GPUs sit idle between commands while
 //! other people's jobs wait for them. The rule sees `CONNECT` requests on
-//! `pods/exec` and `pods/attach` (and `pods/portforward` with
-//! `guardPortForward`), admits users and groups listed in `allowedUsers` and
+//! `pods/exec` and `pods/attach` (and `pods/portforward` and `pods/proxy`,
+//! which both reach the pod's ports, with `guardPortForward`), admits users and groups listed in `allowedUsers` and
 //! `allowedGroups`, and, with `allowNonGpuPods` (the default), everyone whose
 //! target pod requests no GPU: it looks the pod up through the cluster
 //! capability to find out. A pod that cannot be looked up or read is treated
@@ -37,17 +37,25 @@ impl Policy for ExecGuard {
             return Ok(Verdict::accept());
         };
         let sub = session.subresource();
-        let pod = req
+        let name = req
             .name()
             .filter(|n| !n.is_empty())
             .ok_or_else(|| Malformed::new(format!("the `CONNECT` request on `pods/{sub}` does not name the pod")))?;
+        let (pod, port) = match session {
+            Session::Proxy => split_proxy_name(name).ok_or_else(|| {
+                Malformed::new(format!(
+                    "the `CONNECT` request on `pods/proxy` names `{name}`, which is not `pod`, `pod:port` or `scheme:pod:port` (scheme `http` or `https`)"
+                ))
+            })?,
+            Session::Exec | Session::Attach | Session::PortForward => (name, None),
+        };
         let namespace = req
             .namespace()
             .filter(|n| !n.is_empty())
             .ok_or_else(|| Malformed::new(format!("the `CONNECT` request on `pods/{sub}` has no namespace")))?;
         let options: ConnectOptions<'_> = req.object_as(&format!("the {}", session.options_kind()))?.unwrap_or_default();
         let user = req.user();
-        let target = Target { session, namespace, pod, user: &user.username, options: &options };
+        let target = Target { session, namespace, pod, port, user: &user.username, options: &options };
 
         let finding = match settings.allowance(&user.username, &user.groups) {
             Some(allowance) => Finding::Allowed(allowance),
@@ -81,11 +89,17 @@ enum Session {
     Exec,
     Attach,
     PortForward,
+    /// `pods/proxy`: HTTP through the API server to one of the pod's ports
+    /// (`kubectl proxy`, then `/api/v1/namespaces/ml/pods/nb-0:8888/proxy/`).
+    Proxy,
 }
 
 impl Session {
     /// The session a request opens, if the rule governs it: `CONNECT` on
-    /// `pods/exec` or `pods/attach`, and on `pods/portforward` when guarded.
+    /// `pods/exec` or `pods/attach`, and on `pods/portforward` and
+    /// `pods/proxy` when guarded: both reach a server listening in the pod
+    /// (the Jupyter server a port-forward reaches answers the proxy too),
+    /// so one setting guards both.
     /// A request without `resource` counts as one on pods (fail closed).
     fn of(req: &Request<'_>, guard_port_forward: bool) -> Option<Session> {
         if req.operation() != Operation::Connect {
@@ -99,6 +113,7 @@ impl Session {
             "exec" => Some(Session::Exec),
             "attach" => Some(Session::Attach),
             "portforward" if guard_port_forward => Some(Session::PortForward),
+            "proxy" if guard_port_forward => Some(Session::Proxy),
             _ => None,
         }
     }
@@ -108,6 +123,7 @@ impl Session {
             Session::Exec => "exec",
             Session::Attach => "attach",
             Session::PortForward => "portforward",
+            Session::Proxy => "proxy",
         }
     }
 
@@ -116,6 +132,7 @@ impl Session {
             Session::Exec => "PodExecOptions",
             Session::Attach => "PodAttachOptions",
             Session::PortForward => "PodPortForwardOptions",
+            Session::Proxy => "PodProxyOptions",
         }
     }
 
@@ -125,6 +142,7 @@ impl Session {
             Session::Exec => "exec into",
             Session::Attach => "attach to",
             Session::PortForward => "port-forward to",
+            Session::Proxy => "proxy to",
         }
     }
 }
@@ -134,6 +152,8 @@ struct Target<'r> {
     session: Session,
     namespace: &'r str,
     pod: &'r str,
+    /// The port a proxy request names (`nb-0:8888`), if any.
+    port: Option<&'r str>,
     user: &'r str,
     options: &'r ConnectOptions<'r>,
 }
@@ -237,7 +257,7 @@ fn denial(t: &Target<'_>, finding: &Finding<'_>, s: &Settings) -> Option<String>
         Finding::Gpu { gpus, resources } => {
             let instead = match t.session {
                 Session::Exec | Session::Attach => "copy files through a pod without GPUs that mounts the same volume",
-                Session::PortForward => "serve notebooks and dashboards from a pod without GPUs",
+                Session::PortForward | Session::Proxy => "serve notebooks and dashboards from a pod without GPUs",
             };
             Some(format!(
                 "{what}: it holds {} ({}), and interactive sessions keep GPU pods running as personal machines while their GPUs sit idle and other jobs wait for them; run the work as a Job that exits when it is done, {instead}, or, to debug this pod, {ask}",
@@ -316,9 +336,35 @@ fn audit_record(t: &Target<'_>, finding: &Finding<'_>) -> String {
             let ports: Vec<String> = t.options.ports.iter().map(i64::to_string).collect();
             let _ = write!(out, ",\"ports\":[{}]", ports.join(","));
         }
+        Session::Proxy => {
+            match t.port {
+                Some(p) => field(&mut out, "port", p),
+                None => out.push_str(",\"port\":null"),
+            }
+            field(&mut out, "path", t.options.path.as_deref().unwrap_or(""));
+        }
     }
     let _ = write!(out, ",\"stdin\":{},\"tty\":{}}}", t.options.stdin, t.options.tty);
     out
+}
+
+/// The pod and port a `pods/proxy` request names, read as the API server
+/// reads it (`net.SplitSchemeNamePort`): `pod`, `pod:port` or
+/// `scheme:pod:port`, the scheme `http`, `https` or empty, the pod not
+/// empty; the port may be a name (`nb-0:http`). `None` when the API server
+/// would refuse the name itself.
+fn split_proxy_name(name: &str) -> Option<(&str, Option<&str>)> {
+    let mut parts = name.split(':');
+    let (scheme, pod, port) = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(pod), None, _, _) => ("", pod, None),
+        (Some(pod), Some(port), None, _) => ("", pod, Some(port)),
+        (Some(scheme), Some(pod), Some(port), None) => (scheme, pod, Some(port)),
+        _ => return None,
+    };
+    if pod.is_empty() || !matches!(scheme, "" | "http" | "https") {
+        return None;
+    }
+    Some((pod, port.filter(|p| !p.is_empty())))
 }
 
 /// `,"key":"value"` (no comma first when `out` is just the opening brace).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
     /// Users who may exec into, attach to (and, when guarded, port-forward
-    /// to) any pod, GPU or not. Wildcards allowed
+    /// or proxy to) any pod, GPU or not. Wildcards allowed
     /// (`system:serviceaccount:velero:*`). Default none.
     pub allowed_users: Vec<Glob>,
     /// Groups whose members may do the same. Wildcards allowed. Default
@@ -20,7 +20,9 @@ pub struct Settings {
     /// up to find out). Default `true`: `kubectl cp` and `oc rsync` into CPU
     /// pods keep working.
     pub allow_non_gpu_pods: bool,
-    /// Whether `pods/portforward` is guarded like exec and attach. Default
+    /// Whether `pods/portforward` and `pods/proxy` are guarded like exec
+    /// and attach: both reach a server listening in the pod (a Jupyter
+    /// server), so guarding one without the other leaves it open. Default
     /// `false`.
     pub guard_port_forward: bool,
     /// Extended resources that count as GPUs (wildcards allowed).

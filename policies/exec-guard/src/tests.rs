@@ -233,6 +233,69 @@ fn attach_is_guarded_and_portforward_only_when_configured() {
 }
 
 #[test]
+fn proxy_is_guarded_with_portforward_and_looks_up_the_pod_its_name_names() {
+    let c = cluster();
+    let object = r#"{"kind":"PodProxyOptions","apiVersion":"v1","path":"lab/tree"}"#;
+    let proxy = connect("proxy", "trainer-0:8888", JANE, &USERS, object);
+    assert_eq!(run(&proxy, "{}", &c), ValidationResponse::accept(), "not governed by default: no record either");
+    assert!(c.lookups().is_empty());
+
+    let r = run(&proxy, r#"{"guardPortForward":true}"#, &c);
+    assert!(!r.accepted);
+    let m = r.message.unwrap();
+    assert!(m.starts_with("proxy to pod `ml/trainer-0` is denied: it holds 5 GPUs"), "{m}");
+    assert!(m.contains("serve notebooks and dashboards from a pod without GPUs"), "{m}");
+    assert_eq!(c.lookups(), ["v1 Pod ml/trainer-0"], "the pod, not `trainer-0:8888`");
+    assert!(
+        r.audit_annotations[AUDIT_KEY].ends_with(
+            r#""subresource":"proxy","namespace":"ml","pod":"trainer-0","container":null,"user":"jane@example.com","port":"8888","path":"lab/tree","stdin":false,"tty":false}"#
+        ),
+        "{}",
+        r.audit_annotations[AUDIT_KEY]
+    );
+
+    // `https:pod:port`, a named port, and no port at all.
+    let r = run(&connect("proxy", "https:notebook-0:http", JANE, &USERS, "{}"), r#"{"guardPortForward":true}"#, &c);
+    assert!(r.accepted, "a CPU pod stays open: {r:?}");
+    let record = &r.audit_annotations[AUDIT_KEY];
+    assert!(record.contains(r#""reason":"no-gpu","subresource":"proxy","namespace":"ml","pod":"notebook-0""#), "{record}");
+    assert!(record.contains(r#""port":"http","path":"""#), "{record}");
+    let r = run(&connect("proxy", "serve-0", JANE, &USERS, "{}"), r#"{"guardPortForward":true}"#, &c);
+    assert!(r.message.unwrap().starts_with("proxy to pod `ml/serve-0` is denied: it holds 2 GPUs"));
+    assert!(r.audit_annotations[AUDIT_KEY].contains(r#""port":null,"path":"""#));
+
+    // A name the API server would refuse is refused here too.
+    let r = run(&connect("proxy", "ftp:trainer-0:21", JANE, &USERS, "{}"), r#"{"guardPortForward":true}"#, &c);
+    assert_eq!(r.code, Some(400));
+    assert_eq!(
+        r.message.as_deref(),
+        Some(
+            "the `CONNECT` request on `pods/proxy` names `ftp:trainer-0:21`, which is not `pod`, `pod:port` or `scheme:pod:port` (scheme `http` or `https`)"
+        )
+    );
+}
+
+#[test]
+fn proxy_names_split_as_the_api_server_splits_them() {
+    /// The pod and the port, or `None` for a name the API server refuses.
+    type Split<'a> = Option<(&'a str, Option<&'a str>)>;
+    let cases: [(&str, Split<'_>); 9] = [
+        ("nb-0", Some(("nb-0", None))),
+        ("nb-0:8888", Some(("nb-0", Some("8888")))),
+        ("nb-0:", Some(("nb-0", None))),
+        ("http:nb-0:8888", Some(("nb-0", Some("8888")))),
+        ("https:nb-0:jupyter", Some(("nb-0", Some("jupyter")))),
+        (":nb-0:8888", Some(("nb-0", Some("8888")))),
+        (":8888", None),
+        ("ftp:nb-0:21", None),
+        ("http:nb-0:80:x", None),
+    ];
+    for (name, want) in cases {
+        assert_eq!(split_proxy_name(name), want, "{name}");
+    }
+}
+
+#[test]
 fn only_connect_on_pod_sessions_is_governed() {
     let c = cluster();
     let pod_create = r#"{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
@@ -308,7 +371,7 @@ fn who_to_ask() {
 
 #[test]
 fn one_gpu_is_singular() {
-    let t = Target { session: Session::Exec, namespace: "ml", pod: "p", user: "u", options: &ConnectOptions::default() };
+    let t = Target { session: Session::Exec, namespace: "ml", pod: "p", port: None, user: "u", options: &ConnectOptions::default() };
     let m = denial(&t, &Finding::Gpu { gpus: 1, resources: vec!["nvidia.com/gpu".into()] }, &Settings::default()).unwrap();
     assert!(m.contains("it holds 1 GPU (`nvidia.com/gpu`)"), "{m}");
     assert_eq!(denial(&t, &Finding::NoGpu, &Settings::default()), None);
@@ -321,7 +384,7 @@ fn audit_values_are_escaped_json() {
     assert_eq!(s, r#""a\"b\\c\nd\te\u0001f é""#);
 
     let options = ConnectOptions { command: vec!["sh".into(), "-c".into(), "echo \"hi\"".into()], ..ConnectOptions::default() };
-    let t = Target { session: Session::Exec, namespace: "ml", pod: "p", user: "u", options: &options };
+    let t = Target { session: Session::Exec, namespace: "ml", pod: "p", port: None, user: "u", options: &options };
     assert_eq!(
         audit_record(&t, &Finding::Unchecked { why: "Pod `ml/p` \"gone\"".into(), not_found: true }),
         r#"{"verdict":"deny","reason":"pod-not-checked","error":"Pod `ml/p` \"gone\"","subresource":"exec","namespace":"ml","pod":"p","container":null,"user":"u","command":["sh","-c","echo \"hi\""],"stdin":false,"tty":false}"#

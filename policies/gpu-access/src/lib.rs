@@ -23,8 +23,10 @@
 mod settings;
 
 use aigov_sdk::model::scheduling::{
-    LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, demand_field, label_demand, tolerates,
+    LabelDemand, NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, authored_tolerations, demand_field, label_demand,
+    made_by_daemon_set, node_chosen_by_daemon_set, tolerates,
 };
+use aigov_sdk::model::workload::trainer_overrides_lack;
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
@@ -48,25 +50,35 @@ impl Policy for GpuAccess {
         // template needs it; `Err(Reported)` once a failed lookup is reported.
         let mut accounts: Option<Result<Option<&ServiceAccounts>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(
+            // A TrainJob's override or runtime patch writes no resources:
+            // the trainer's decide for the pods it shapes, and the training
+            // runtime's, which this rule does not see, for any other.
+            let Some(holder) = workload.gpu_holder(template) else { continue };
+            // Containers whose image `exemptImages` lists hold no GPU here.
+            let exempt = ExemptGpus::of(holder, req, &settings.gpu_resource_names)?;
+            let gpus = holder.gpu_use_counted(
                 settings.gpu_sources(),
+                &exempt,
                 namespace.name(),
                 cluster,
                 (", so whether its pods hold GPUs cannot be decided", "; admitted"),
                 &mut verdict,
             )?;
-            check_visible_devices(template, &gpus, settings, node_agent, &mut verdict)?;
+            if template.role != Role::Override {
+                check_visible_devices(template, &exempt, &gpus, settings, node_agent, &mut verdict)?;
+            }
             if let Some(c) = settings.cpu_training.as_ref().filter(|c| is_cpu_training(workload, template, c)) {
-                check_cpu_training(template, &gpus, c, &mut verdict);
+                check_cpu_training(workload, template, &gpus, c, &mut verdict);
                 if !gpus.is_empty() {
                     // The fix is to drop the GPUs, not to get GPU access.
                     continue;
                 }
             }
             if gpus.is_empty() {
-                // Claims not read may hold GPUs this rule does not see.
-                if !node_agent && !gpus.unresolved {
-                    check_stays_off_gpu_nodes(template, settings, &mut verdict);
+                // Claims not read may hold GPUs this rule does not see; GPUs
+                // of exempt containers make no CPU pod.
+                if !node_agent && !gpus.unresolved && !exempt.holds_gpus() {
+                    check_stays_off_gpu_nodes(req, template, settings, &mut verdict);
                 }
                 continue;
             }
@@ -80,9 +92,13 @@ impl Policy for GpuAccess {
                 )
             });
             if let Ok(Some(entry)) = entry {
-                check_service_account(template, &gpus, entry, namespace.name(), &mut verdict);
+                check_service_account(workload, template, &gpus, entry, namespace.name(), &mut verdict);
             }
-            check_gpu_node_selection(template, &gpus, settings, &mut verdict);
+            // A DaemonSet's pod is on a node its controller matched against
+            // the DaemonSet's own selection, judged when the DaemonSet was;
+            // the term naming that node replaced its required affinity.
+            let chosen = node_chosen_by_daemon_set(req, template).is_some();
+            check_gpu_node_selection(workload, template, &gpus, settings, chosen, &mut verdict);
         }
         Ok(verdict)
     }
@@ -94,13 +110,23 @@ impl Policy for GpuAccess {
 /// must set it. The variable's last definition is the one the container
 /// gets. `node_agent`: a DaemonSet's pods (left alone unless
 /// `checkDaemonSets`).
-fn check_visible_devices(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, node_agent: bool, v: &mut Verdict) -> Result<(), Malformed> {
+fn check_visible_devices(
+    t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
+    gpus: &GpuUse,
+    s: &Settings,
+    node_agent: bool,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
     let vd = &s.visible_devices;
     if !vd.refuse_without_gpu && vd.require_with_gpu.is_empty() {
         return Ok(());
     }
     for c in t.containers() {
         let path = t.container_path(&c);
+        if exempt.container(&path) {
+            continue;
+        }
         let resources = t.container_gpus(&c, &s.gpu_resource_names)?;
         let claims = &c.container.resources.claims;
         let by_claims = claims.iter().any(|cl| gpus.claims.iter().any(|g| g.claim == *cl.name));
@@ -140,14 +166,10 @@ fn check_visible_devices(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, node_
     Ok(())
 }
 
-/// A DaemonSet, or a Pod a DaemonSet created: an agent that runs on every
-/// node by design.
+/// A DaemonSet, or a Pod its DaemonSet controller created: an agent that
+/// runs on every node by design.
 fn is_node_agent(req: &Request<'_>, w: &Workload<'_>) -> bool {
-    match w.kind {
-        WorkloadKind::DaemonSet => true,
-        WorkloadKind::Pod => req.controller().is_some_and(|o| &*o.kind == "DaemonSet"),
-        _ => false,
-    }
+    w.kind == WorkloadKind::DaemonSet || made_by_daemon_set(req)
 }
 
 /// Whether the workload or the template carries the CPU training label.
@@ -156,14 +178,21 @@ fn is_cpu_training(w: &Workload<'_>, t: &PodTemplate<'_>, c: &CpuTraining) -> bo
     has(&w.metadata) || t.metadata.as_ref().is_some_and(has)
 }
 
-/// The path of a field of the pod spec; a TrainJob's trainer takes these
-/// fields from `spec.podTemplateOverrides`.
+/// The path of a field of the pod spec.
 fn spec_field(t: &PodTemplate<'_>, keys: &[&str]) -> Path {
-    if t.is_partial() { Path::root().keys(&["spec", "podTemplateOverrides"]) } else { t.spec_path().keys(keys) }
+    t.spec_path().keys(keys)
 }
 
-fn check_service_account(t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts, ns: &str, v: &mut Verdict) {
+/// The service account the pods run as. A TrainJob's trainer writes none:
+/// the overrides that shape its pods may, each judged where it writes one,
+/// or its training runtime, which this rule does not see. An override
+/// that writes none leaves the runtime's.
+fn check_service_account(w: &Workload<'_>, t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts, ns: &str, v: &mut Verdict) {
     let spec = &t.spec;
+    let named = spec.service_account_name.as_deref().or(spec.service_account.as_deref()).filter(|s| !s.is_empty());
+    if t.role == Role::Override && (named.is_none() || e.allowed.is_empty()) {
+        return;
+    }
     let account = spec.service_account();
     if e.allowed.iter().any(|g| g.matches(account)) {
         return;
@@ -181,13 +210,18 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts
         Some(a) => format!("set `serviceAccountName: {a}`"),
         None => format!("run as a service account matching {}", quoted(&allowed)),
     };
-    let named = spec.service_account_name.as_deref().or(spec.service_account.as_deref()).filter(|s| !s.is_empty());
-    if named.is_none() && t.is_partial() {
-        v.warn(format!(
-            "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` sets no service account; its training runtime may, but this rule does not see it: pods that request GPUs in namespace `{ns}` must run as {}",
-            gpus,
-            one_of(&allowed)
-        ));
+    if t.role == Role::Trainer {
+        let overridden = w
+            .trainer_overrides()
+            .any(|o| o.spec.service_account_name.as_deref().or(o.spec.service_account.as_deref()).is_some_and(|s| !s.is_empty()));
+        if !overridden {
+            v.warn(format!(
+                "the trainer requests GPUs ({}) and {}; its training runtime may, but this rule does not see it: pods that request GPUs in namespace `{ns}` must run as {}",
+                gpus,
+                trainer_overrides_lack("sets a service account"),
+                one_of(&allowed)
+            ));
+        }
         return;
     }
     let field = if spec.service_account_name.as_deref().is_some_and(|s| !s.is_empty())
@@ -208,10 +242,21 @@ fn check_service_account(t: &PodTemplate<'_>, gpus: &GpuUse, e: &ServiceAccounts
     ));
 }
 
-fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, v: &mut Verdict) {
+/// GPU pods select GPU nodes as `requiredNodeSelector` says. A TrainJob's
+/// override or runtime patch that shapes GPU pods must select them so where
+/// it selects the label at all; where it does not, the training runtime
+/// may (its `nodeSelector` is merged with the override's), and the
+/// trainer is warned once for what no override of its pods selects.
+/// `chosen`: the pod's node was chosen by its DaemonSet
+/// (`node_chosen_by_daemon_set`), so what its node selection leaves open
+/// was pinned by the DaemonSet's.
+fn check_gpu_node_selection(w: &Workload<'_>, t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, chosen: bool, v: &mut Verdict) {
     let mut missing: Vec<String> = Vec::new();
     for (key, value) in &s.required_node_selector {
         match label_demand(&t.spec, key) {
+            LabelDemand::Open if chosen => {}
+            LabelDemand::Open
+                if t.role == Role::Trainer && w.trainer_overrides().any(|o| label_demand(&o.spec, key) != LabelDemand::Open) => {}
             LabelDemand::Open => missing.push(format!("{key}: {}", yaml_value(value))),
             LabelDemand::OneOf(values) if values.iter().all(|x| x == value) => {}
             LabelDemand::OneOf(values) => {
@@ -231,11 +276,15 @@ fn check_gpu_node_selection(t: &PodTemplate<'_>, gpus: &GpuUse, s: &Settings, v:
     if missing.is_empty() {
         return;
     }
+    if t.role == Role::Override {
+        return;
+    }
     let add = format!("nodeSelector: {{{}}}", missing.join(", "));
     if t.is_partial() {
         v.warn(format!(
-            "the trainer requests GPUs ({}) and `spec.podTemplateOverrides` does not select GPU nodes; its training runtime may, but this rule does not see it: GPU pods need `{add}`",
-            gpus
+            "the trainer requests GPUs ({}) and {}; its training runtime may, but this rule does not see it: GPU pods need `{add}`",
+            gpus,
+            trainer_overrides_lack("selects GPU nodes")
         ));
         return;
     }
@@ -300,7 +349,8 @@ fn aims(t: &PodTemplate<'_>, s: &Settings) -> Vec<Aim> {
     out
 }
 
-fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) {
+fn check_stays_off_gpu_nodes(req: &Request<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) {
+    // A TrainJob's override shapes the trainer's pods (see `gpu_holder`).
     let who = if t.is_partial() { "the trainer".to_string() } else { format!("`{}`", t.spec_path()) };
     for aim in aims(t, s) {
         let how = if aim.field == PREFERRED_AFFINITY { "prefers" } else { "selects" };
@@ -310,12 +360,12 @@ fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict)
             aim.label
         ));
     }
-    for (i, tol) in t.spec.tolerations.iter().enumerate() {
+    for (i, tol) in authored_tolerations(req, t) {
         let tolerated: Vec<String> = s.gpu_taints.iter().filter(|g| tolerates(tol, &g.taint())).map(ToString::to_string).collect();
         if tolerated.is_empty() {
             continue;
         }
-        let field = if t.is_partial() { spec_field(t, &[]) } else { t.spec_path().key("tolerations").index(i) };
+        let field = t.spec_path().key("tolerations").index(i);
         let every = tol.key.as_deref().is_none_or(str::is_empty);
         let what = match (every, tolerated.len()) {
             (true, 1) => format!("tolerates every taint, the GPU node taint {} included", quoted(&tolerated)),
@@ -329,8 +379,13 @@ fn check_stays_off_gpu_nodes(t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict)
     }
 }
 
-fn check_cpu_training(t: &PodTemplate<'_>, gpus: &GpuUse, c: &CpuTraining, v: &mut Verdict) {
+fn check_cpu_training(w: &Workload<'_>, t: &PodTemplate<'_>, gpus: &GpuUse, c: &CpuTraining, v: &mut Verdict) {
     let label = format!("{}: {}", c.label, c.value);
+    // An override's GPUs are the trainer's, reported there; a node
+    // preference it leaves out is the training runtime's.
+    if t.role == Role::Override {
+        return;
+    }
     for g in &gpus.requests {
         let names: Vec<&str> = g.resources.iter().map(|(n, _)| n.as_str()).collect();
         let at = if t.is_partial() { t.path().key("resourcesPerNode") } else { g.container_path.key("resources") };
@@ -349,17 +404,19 @@ fn check_cpu_training(t: &PodTemplate<'_>, gpus: &GpuUse, c: &CpuTraining, v: &m
     if !c.require_node_preference {
         return;
     }
-    let spec = &t.spec;
-    let stated = !spec.node_selector.is_empty()
-        || !spec.preferred_node_affinity().is_empty()
-        || spec.required_node_affinity().is_some_and(|n| !n.node_selector_terms.is_empty());
-    if stated {
+    let states = |spec: &aigov_sdk::model::pod::PodSpec<'_>| {
+        !spec.node_selector.is_empty()
+            || !spec.preferred_node_affinity().is_empty()
+            || spec.required_node_affinity().is_some_and(|n| !n.node_selector_terms.is_empty())
+    };
+    if states(&t.spec) || (t.role == Role::Trainer && w.trainer_overrides().any(|o| states(&o.spec))) {
         return;
     }
     let ask = "add a `nodeSelector` for the CPU nodes it should run on, or a preferred node affinity";
     if t.is_partial() {
         v.warn(format!(
-            "the trainer is labelled `{label}` and `spec.podTemplateOverrides` states no node preference; its training runtime may, but this rule does not see it: {ask}"
+            "the trainer is labelled `{label}` and {}; its training runtime may, but this rule does not see it: {ask}",
+            trainer_overrides_lack("states a node preference")
         ));
         return;
     }

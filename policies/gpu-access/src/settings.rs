@@ -133,6 +133,12 @@ impl Default for CpuTraining {
 }
 
 impl RuleSettings for Settings {
+    /// A container whose image `exemptImages` lists holds no GPU for this
+    /// rule and is not checked for `NVIDIA_VISIBLE_DEVICES`: a pod whose
+    /// every GPU is held by such containers is left alone, neither held to
+    /// the GPU checks nor kept off GPU nodes as a CPU pod.
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         for (i, e) in self.service_accounts.iter().enumerate() {
             e.namespaces.validate(&format!("serviceAccounts[{i}].namespaces"))?;

@@ -14,7 +14,8 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu::ClaimSpec;
-use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand};
+use aigov_sdk::model::scheduling::{LabelDemand, demand_field, label_demand, node_chosen_by_daemon_set};
+use aigov_sdk::model::workload::trainer_overrides_lack;
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::cluster::namespaces::Reported;
@@ -40,8 +41,15 @@ impl Policy for GpuClassByNamespace {
         // Which entry applies, found when the first GPU template needs it.
         let mut entry: Option<Result<Option<&Products>, Reported>> = None;
         for template in workload.templates() {
-            let gpus = template.gpu_use(
+            // A TrainJob's override or runtime patch writes no resources:
+            // the trainer's decide for the pods it shapes, and the training
+            // runtime's, which this rule does not see, for any other.
+            let Some(holder) = workload.gpu_holder(template) else { continue };
+            // Containers whose image `exemptImages` lists hold no GPU here.
+            let exempt = ExemptGpus::of(holder, req, &settings.gpu_resource_names)?;
+            let gpus = holder.gpu_use_counted(
                 settings.gpu_sources(),
+                &exempt,
                 namespace.name(),
                 cluster,
                 (", so the GPU products its pods get cannot be checked", "; admitted"),
@@ -62,7 +70,11 @@ impl Policy for GpuClassByNamespace {
             let Ok(Some(products)) = products else {
                 return Ok(verdict);
             };
-            check(template, &gpus, products, settings, namespace.name(), &mut verdict);
+            // A DaemonSet's pod is on a node its controller matched against
+            // the DaemonSet's own selection, judged when the DaemonSet was;
+            // the term naming that node replaced its required affinity.
+            let from = Origin { workload, chosen_by_daemon_set: node_chosen_by_daemon_set(req, template).is_some() };
+            check(&from, template, &gpus, products, settings, namespace.name(), &mut verdict);
         }
         Ok(verdict)
     }
@@ -175,10 +187,25 @@ fn may_request(e: &DeviceClasses) -> String {
     }
 }
 
+/// Where a template comes from.
+struct Origin<'w, 'a> {
+    /// The workload that holds it.
+    workload: &'w Workload<'a>,
+    /// The pod's node was chosen by its DaemonSet
+    /// (`node_chosen_by_daemon_set`), so a product its node selection
+    /// leaves open was pinned by the DaemonSet's, judged at the DaemonSet.
+    chosen_by_daemon_set: bool,
+}
+
 /// Checks one template that holds GPUs against the entry that applies:
 /// the products its claims' device classes give, then the products its
 /// node selection lets it land on.
-fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &str, v: &mut Verdict) {
+/// A TrainJob's override or runtime patch is judged on the products it
+/// selects; one it leaves out is the training runtime's (its `nodeSelector`
+/// is merged with the override's), and the trainer is warned once for
+/// what no override of its pods selects. A DaemonSet's pod whose node its
+/// controller chose is judged on its DaemonSet's selection ([`Origin`]).
+fn check(from: &Origin<'_, '_>, t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &str, v: &mut Verdict) {
     let key = s.product_label.as_str();
     let mut unknown_product = !gpus.requests.is_empty();
     for claim in &gpus.claims {
@@ -215,17 +242,20 @@ fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &st
                 may_use(p),
             ));
         }
-        LabelDemand::Open if !unknown_product || (!p.required && !bound) => {}
+        LabelDemand::Open if from.chosen_by_daemon_set || !unknown_product || (!p.required && !bound) || t.role == Role::Override => {}
         LabelDemand::Open => {
             let how = match example(p) {
                 Some(e) => format!("set `nodeSelector: {{{key}: {}}}`, or a required node affinity on `{key}`", yaml_value(e)),
                 None => format!("select one with `nodeSelector` or a required node affinity on `{key}`"),
             };
             if t.is_partial() {
-                v.warn(format!(
-                    "the trainer requests GPUs ({gpus}) and `spec.podTemplateOverrides` selects no GPU product; its training runtime may, but this rule does not see it: pods in namespace `{ns}` may use {}",
-                    may_use(p),
-                ));
+                if !from.workload.trainer_overrides().any(|o| label_demand(&o.spec, key) != LabelDemand::Open) {
+                    v.warn(format!(
+                        "the trainer requests GPUs ({gpus}) and {}; its training runtime may, but this rule does not see it: pods in namespace `{ns}` may use {}",
+                        trainer_overrides_lack("selects a GPU product"),
+                        may_use(p),
+                    ));
+                }
                 return;
             }
             if bound && !p.required {
@@ -246,11 +276,8 @@ fn check(t: &PodTemplate<'_>, gpus: &GpuUse, p: &Products, s: &Settings, ns: &st
 }
 
 /// The field that pins the product label: the node selector or the
-/// required affinity (a TrainJob's trainer: its pod template overrides).
+/// required affinity.
 fn selection_path(t: &PodTemplate<'_>, key: &str) -> Path {
-    if t.is_partial() {
-        return Path::root().keys(&["spec", "podTemplateOverrides"]);
-    }
     match demand_field(&t.spec, key) {
         Some(field) => t.spec_path().keys(field),
         None => t.spec_path(),

@@ -144,6 +144,11 @@ impl Products {
 }
 
 impl RuleSettings for Settings {
+    /// A container whose image `exemptImages` lists holds no GPU for this
+    /// rule: a pod whose every GPU is held by such containers need not
+    /// pick a product. Claim objects have no image and are always judged.
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         if self.products.is_empty() {
             return Err(SettingsError::new("products", "must list at least one entry, or the rule would check nothing"));

@@ -10,6 +10,7 @@
 mod settings;
 
 use aigov_sdk::model::pod::SelectorRequirement;
+use aigov_sdk::model::scheduling::made_by_daemon_set;
 use aigov_sdk::prelude::*;
 use aigov_sdk::runtime::mutate::{self, may_edit_template, pod_metadata_path};
 
@@ -30,7 +31,7 @@ impl Policy for GpuNodeAvoidance {
         // a DaemonSet's pods belong on their node (as a node's mirror pods
         // do, which are bound to it by `nodeName`, below). A Node named as
         // controller by anyone but its kubelet proves nothing.
-        if mutate::controlled_copy(req) || req.controller().is_some_and(|c| &*c.kind == "DaemonSet") {
+        if mutate::controlled_copy(req) || made_by_daemon_set(req) {
             return Ok(v);
         }
         for t in w.templates() {

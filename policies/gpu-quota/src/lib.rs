@@ -18,6 +18,7 @@ use aigov_sdk::base::glob;
 use aigov_sdk::cluster::gpu::{ClaimSpec, DRA_API_VERSION, DeviceCount, Pinned, PodClaim, pinned};
 use aigov_sdk::cluster::scale::ScaleChange;
 use aigov_sdk::model::listed::{list_items, list_pods, object_meta};
+use aigov_sdk::model::workload::{CronJobs, JobsBound, ScaleWhy};
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::GpuCounts;
@@ -409,9 +410,10 @@ fn check_workload<'a>(
         }
         let shares: Vec<String> = parts.iter().map(Part::describe).collect();
         v.violation(format!(
-            "{} would hold {total} `{name}` at full scale, more than the {limit} one workload may hold in namespace `{ns}` ({}); lower the replicas or the GPUs per pod, or ask your cluster administrators to raise the limit",
+            "{} would hold {total} `{name}` at full scale, more than the {limit} one workload may hold in namespace `{ns}` ({}); {}",
             w.describe(),
-            shares.join("; ")
+            shares.join("; "),
+            lower_hint(w, &parts)
         ));
     }
 }
@@ -420,9 +422,45 @@ fn check_workload<'a>(
 fn bound_hint(w: &Workload<'_>, t: &PodTemplate<'_>) -> &'static str {
     match (w.kind, t.role) {
         (_, Role::RayWorker) => "set the worker group's `maxReplicas`",
+        // KServe's `external` class: an autoscaler KServe does not bound.
+        (_, Role::Predictor | Role::Transformer | Role::Explainer) if matches!(t.scale.why, ScaleWhy::Annotation { .. }) => {
+            "choose an autoscaler class KServe bounds: `hpa` (the default) or `keda` with `maxReplicas`, or `none`"
+        }
         (_, Role::Predictor | Role::Transformer | Role::Explainer) => "set `maxReplicas`",
         (WorkloadKind::DaemonSet, _) => "run it as a Deployment or StatefulSet with a fixed number of replicas",
+        (WorkloadKind::CronJob, _) => match cron_jobs(&t.scale.why).map(|c| c.bound) {
+            Some(JobsBound::NoDeadline) => {
+                "set `spec.concurrencyPolicy: Forbid` (one Job at a time), or end each Job within `spec.jobTemplate.spec.activeDeadlineSeconds`"
+            }
+            _ => "set `spec.concurrencyPolicy: Forbid` (one Job at a time)",
+        },
         _ => "bound the number of its pods",
+    }
+}
+
+/// How a CronJob's Jobs at once were counted, inside a template's scale.
+fn cron_jobs(why: &ScaleWhy) -> Option<&CronJobs> {
+    match why {
+        ScaleWhy::CronJobs(c) => Some(c),
+        ScaleWhy::Times(a, b) | ScaleWhy::Below(a, b) => cron_jobs(a).or_else(|| cron_jobs(b)),
+        _ => None,
+    }
+}
+
+/// What to change so that a workload over its cap fits: for a CronJob,
+/// its Jobs' pods, and running one Job at a time when they overlap.
+fn lower_hint(w: &Workload<'_>, parts: &[Part<'_, '_>]) -> &'static str {
+    if w.kind != WorkloadKind::CronJob {
+        return "lower the replicas or the GPUs per pod, or ask your cluster administrators to raise the limit";
+    }
+    let overlapping = parts
+        .iter()
+        .filter_map(|p| p.template.and_then(|t| cron_jobs(&t.scale.why)))
+        .any(|c| matches!(c.bound, JobsBound::Deadline { jobs, .. } if jobs > 1));
+    if overlapping {
+        "run one Job at a time (`spec.concurrencyPolicy: Forbid`), lower the GPUs per pod or the pods per Job, or ask your cluster administrators to raise the limit"
+    } else {
+        "lower the GPUs per pod or the pods per Job, or ask your cluster administrators to raise the limit"
     }
 }
 

@@ -13,7 +13,7 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
-use aigov_sdk::model::scheduling::pod_tolerates;
+use aigov_sdk::model::scheduling::{author_tolerates, pod_tolerates};
 use aigov_sdk::prelude::*;
 
 pub use settings::{PodRuntimeClasses, Requirement, Settings, SharedMemory, Taint};
@@ -31,12 +31,26 @@ impl Policy for GpuRuntimeClass {
         };
         let namespace = req.object_namespace();
         for template in workload.templates() {
-            let gpus = template.gpu_requests(&settings.gpu_resource_names)?;
-            let claims = claims(template, namespace, cluster, settings, &mut verdict)?;
+            if template.role == Role::Override {
+                check_override(workload, template, settings, &mut verdict)?;
+                continue;
+            }
+            // Containers whose image `exemptImages` lists hold no GPU here,
+            // as in Gatekeeper's `K8sRequiredGpuRuntimeClass`.
+            let exempt = ExemptGpus::of(template, req, &settings.gpu_resource_names)?;
+            let gpus = exempt.requests(template.gpu_requests(&settings.gpu_resource_names)?);
+            let claims = claims(template, &exempt, namespace, cluster, settings, &mut verdict)?;
             if template.is_partial() {
                 if !gpus.is_empty() || !claims.is_empty() {
+                    // Tolerations an override of the trainer's pods writes
+                    // replace the runtime's, and are checked there.
+                    let what = if workload.trainer_overrides().any(|o| !o.spec.tolerations.is_empty()) {
+                        "its runtime class comes"
+                    } else {
+                        "its runtime class and tolerations come"
+                    };
                     verdict.warn(format!(
-                        "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule does not see",
+                        "`{}` requests GPUs; {what} from the referenced training runtime, which this rule does not see",
                         template.path()
                     ));
                 }
@@ -45,7 +59,7 @@ impl Policy for GpuRuntimeClass {
             let mut runtime_class_refused = false;
             for (requirement, why) in gpu_runtime::applicable(&settings.requirements, &gpus, &claims) {
                 runtime_class_refused |= check_runtime_class(template, requirement, &why, &mut verdict);
-                check_toleration(template, requirement, &mut verdict);
+                check_toleration(req, template, requirement, &mut verdict);
             }
             if let Some(p) = &settings.pod_runtime_classes
                 && !runtime_class_refused
@@ -55,11 +69,39 @@ impl Policy for GpuRuntimeClass {
             if let Some(m) = &settings.shared_memory
                 && (!gpus.is_empty() || !claims.is_empty())
             {
-                check_shared_memory(template, &gpus, &claims, m, workload.ray.is_some(), &mut verdict)?;
+                check_shared_memory(template, &exempt, &gpus, &claims, m, workload.ray.is_some(), &mut verdict)?;
             }
         }
         Ok(verdict)
     }
+}
+
+/// A TrainJob's override or runtime patch of the trainer's pods: the
+/// Trainer merges it over the training runtime's pod template, where
+/// `tolerations` (a list without a merge key) replace the runtime's. So
+/// tolerations it writes must tolerate the GPU nodes' taint the trainer's
+/// GPUs call for; none written leaves the runtime's. It names no runtime
+/// class (the override has no such field).
+fn check_override(w: &Workload<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    if t.spec.tolerations.is_empty() {
+        return Ok(());
+    }
+    let Some(trainer) = w.gpu_holder(t) else { return Ok(()) };
+    let gpus = trainer.gpu_requests(&s.gpu_resource_names)?;
+    for (r, why) in gpu_runtime::applicable(&s.requirements, &gpus, &[]) {
+        let Some(taint) = &r.taint else { continue };
+        if pod_tolerates(&t.spec, &taint.node_taint()) {
+            continue;
+        }
+        v.violation(format!(
+            "`{}` replaces the training runtime's tolerations in the trainer's pods ({why}), but does not tolerate the taint of {} GPU nodes (`{}`), so they can never be scheduled there: add `{}`",
+            t.spec_path().key("tolerations"),
+            r.vendor,
+            taint.shown(),
+            taint.toleration_shown()
+        ));
+    }
+    Ok(())
 }
 
 /// `podRuntimeClasses`: the runtime class any pod names is allowed, and one
@@ -87,11 +129,13 @@ fn check_pod_runtime_class(t: &PodTemplate<'_>, p: &PodRuntimeClasses, v: &mut V
 
 /// `sharedMemory`: every regular or sidecar container that holds GPUs
 /// (resources, or a GPU claim it names) mounts a memory-backed `emptyDir`
-/// at `/dev/shm`, of at least `minSize` when it sets a `sizeLimit`. `ray`:
-/// KubeRay mounts one (sized to the memory limit) into a Ray pod's first
-/// container unless something is mounted there already.
+/// at `/dev/shm`, of at least `minSize` when it sets a `sizeLimit`; an
+/// exempt one is not asked. `ray`: KubeRay mounts one (sized to the memory
+/// limit) into a Ray pod's first container unless something is mounted
+/// there already.
 fn check_shared_memory(
     t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
     gpus: &[aigov_sdk::GpuRequest],
     claims: &[(String, String)],
     m: &SharedMemory,
@@ -104,6 +148,9 @@ fn check_shared_memory(
             continue;
         }
         let path = t.container_path(&c);
+        if exempt.container(&path) {
+            continue;
+        }
         let by_resources = gpus.iter().any(|g| g.container_path == path);
         let by_claims = c.container.resources.claims.iter().any(|cl| claims.iter().any(|(_, name)| *name == *cl.name));
         if !by_resources && !by_claims {
@@ -128,12 +175,28 @@ fn check_shared_memory(
     Ok(())
 }
 
-/// What the template's DRA claims bring: `(device class, claim)` pairs.
-/// A failed lookup denies or warns, as `onLookupError` says.
-fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
+/// What the template's DRA claims bring: `(device class, claim)` pairs,
+/// but for claims only exempt containers name (not looked up at all when
+/// no other claim counts). A failed lookup denies or warns, as
+/// `onLookupError` says.
+fn claims(
+    t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
+    ns: &str,
+    cluster: &dyn Cluster,
+    s: &Settings,
+    v: &mut Verdict,
+) -> Result<Vec<(String, String)>, Malformed> {
+    if !exempt.claims_count() {
+        return Ok(Vec::new());
+    }
     let needed_for = (", so their GPUs cannot be checked", "; admitted");
     let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
-    Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
+    Ok(found
+        .into_iter()
+        .filter(|c| !exempt.claim(&c.claim))
+        .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
+        .collect())
 }
 
 /// Whether the template's runtime class was refused.
@@ -155,9 +218,12 @@ fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>
     true
 }
 
-fn check_toleration(t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {
+/// The template tolerates the GPU node taint; in a DaemonSet's pod, by a
+/// toleration its author wrote, not one the DaemonSet controller adds to
+/// every daemon pod (the DaemonSet was judged without those).
+fn check_toleration(req: &Request<'_>, t: &PodTemplate<'_>, r: &Requirement, v: &mut Verdict) {
     let Some(taint) = &r.taint else { return };
-    if pod_tolerates(&t.spec, &taint.node_taint()) {
+    if author_tolerates(req, t, &taint.node_taint()) {
         return;
     }
     v.violation(format!(

@@ -12,7 +12,7 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
-use aigov_sdk::model::scheduling::pod_tolerates;
+use aigov_sdk::model::scheduling::{author_tolerates, pod_tolerates};
 use aigov_sdk::prelude::*;
 use aigov_sdk::runtime::mutate::{self, may_edit_template};
 
@@ -38,19 +38,33 @@ impl Policy for GpuRuntimeDefaults {
             if !may_edit_template(req, t) {
                 continue;
             }
-            let gpus = t.gpu_requests(&s.gpu_resource_names)?;
-            let claims = claims(t, namespace, cluster, s, &mut v)?;
+            if t.role == Role::Override {
+                tolerate_in_override(w, t, s, &mut v)?;
+                continue;
+            }
+            // Containers whose image `exemptImages` lists hold no GPU here,
+            // as for `gpu-runtime-class`, which reads the same settings.
+            let exempt = ExemptGpus::of(t, req, &s.gpu_resource_names)?;
+            let gpus = exempt.requests(t.gpu_requests(&s.gpu_resource_names)?);
+            let claims = claims(t, &exempt, namespace, cluster, s, &mut v)?;
             if gpus.is_empty() && claims.is_empty() {
                 continue;
             }
             if t.is_partial() {
+                // Tolerations an override of the trainer's pods writes
+                // replace the runtime's, and get the GPU toleration there.
+                let what = if w.trainer_overrides().any(|o| !o.spec.tolerations.is_empty()) {
+                    "its runtime class comes"
+                } else {
+                    "its runtime class and tolerations come"
+                };
                 v.warn(format!(
-                    "`{}` requests GPUs; its runtime class and tolerations come from the referenced training runtime, which this rule cannot fill in",
+                    "`{}` requests GPUs; {what} from the referenced training runtime, which this rule cannot fill in",
                     t.path()
                 ));
                 continue;
             }
-            fill_in(t, &gpu_runtime::applicable(&s.requirements, &gpus, &claims), &mut v);
+            fill_in(req, t, &gpu_runtime::applicable(&s.requirements, &gpus, &claims), &mut v);
         }
         Ok(v)
     }
@@ -58,8 +72,10 @@ impl Policy for GpuRuntimeDefaults {
 
 /// The runtime class and tolerations one template lacks, for the
 /// requirements its GPUs call for (in settings order: the first that names
-/// a runtime class sets it).
-fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v: &mut Verdict) {
+/// a runtime class sets it). A toleration the DaemonSet controller adds to
+/// every daemon pod is not the author's, and fills in nothing (the
+/// DaemonSet was filled in without it).
+fn fill_in(req: &Request<'_>, t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v: &mut Verdict) {
     let mut runtime_class = t.spec.runtime_class_name.as_deref().map(str::to_string);
     let mut added: Vec<&Taint> = Vec::new();
     for (r, why) in applicable {
@@ -82,7 +98,7 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v:
             }
         }
         if let Some(taint) = &r.taint
-            && !pod_tolerates(&t.spec, &taint.node_taint())
+            && !author_tolerates(req, t, &taint.node_taint())
             && !added.contains(&taint)
         {
             let (operator, value) = taint.toleration();
@@ -92,12 +108,54 @@ fn fill_in(t: &PodTemplate<'_>, applicable: &[(&Requirement, CalledFor<'_>)], v:
     }
 }
 
-/// What the template's DRA claims bring: `(device class, claim)` pairs.
-/// A failed lookup denies or warns, as `onLookupError` says.
-fn claims(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<(String, String)>, Malformed> {
+/// A TrainJob's override or runtime patch of the trainer's pods that
+/// writes `tolerations`: the Trainer merges it over the training runtime's
+/// pod template, where they replace the runtime's (a list without a merge
+/// key), so they get the toleration of the GPU nodes' taint the trainer's
+/// GPUs call for. An override that writes none leaves the runtime's
+/// alone; it has no runtime class to fill in.
+fn tolerate_in_override(w: &Workload<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut Verdict) -> Result<(), Malformed> {
+    if t.spec.tolerations.is_empty() {
+        return Ok(());
+    }
+    let Some(trainer) = w.gpu_holder(t) else { return Ok(()) };
+    let gpus = trainer.gpu_requests(&s.gpu_resource_names)?;
+    let mut added: Vec<&Taint> = Vec::new();
+    for (r, _) in gpu_runtime::applicable(&s.requirements, &gpus, &[]) {
+        if let Some(taint) = &r.taint
+            && !pod_tolerates(&t.spec, &taint.node_taint())
+            && !added.contains(&taint)
+        {
+            let (operator, value) = taint.toleration();
+            v.edit(mutate::toleration(t, &taint.key, operator, value, Some(&taint.effect)));
+            added.push(taint);
+        }
+    }
+    Ok(())
+}
+
+/// What the template's DRA claims bring: `(device class, claim)` pairs,
+/// but for claims only exempt containers name (not looked up at all when
+/// no other claim counts). A failed lookup denies or warns, as
+/// `onLookupError` says.
+fn claims(
+    t: &PodTemplate<'_>,
+    exempt: &ExemptGpus,
+    ns: &str,
+    cluster: &dyn Cluster,
+    s: &Settings,
+    v: &mut Verdict,
+) -> Result<Vec<(String, String)>, Malformed> {
+    if !exempt.claims_count() {
+        return Ok(Vec::new());
+    }
     let needed_for = (", so the rule cannot tell which GPU defaults the pod needs", "; admitted without GPU defaults for them");
     let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
-    Ok(found.into_iter().flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone()))).collect())
+    Ok(found
+        .into_iter()
+        .filter(|c| !exempt.claim(&c.claim))
+        .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
+        .collect())
 }
 
 aigov_sdk::export_policy!(GpuRuntimeDefaults);

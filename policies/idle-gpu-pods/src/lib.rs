@@ -49,6 +49,12 @@ impl Policy for IdleGpuPods {
             for (c, gpus) in holders.iter().filter(|(c, _)| !req.exempt_container(c.container)) {
                 check_container(template, c, gpus.as_ref(), settings, &mut verdict);
             }
+            // A deadline is the pod's (or the Job's), asked when a container
+            // `exemptImages` does not list holds GPUs, as Gatekeeper's
+            // `K8sGpuActiveDeadline` asks it.
+            if holders.iter().all(|(c, g)| g.is_none() || req.exempt_container(c.container)) {
+                continue;
+            }
             let bare_pod = workload.kind == WorkloadKind::Pod && template.role == Role::Pod && req.controller().is_none();
             if bare_pod && let Some(max) = settings.max_active_deadline_seconds {
                 check_deadline(template, max, &mut verdict);

@@ -145,7 +145,7 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
         // The usual slip: the chart put them on the pods (`podAnnotations`).
         let on_templates: Vec<String> = w
             .templates()
-            .filter(|t| t.role != Role::Pod)
+            .filter(|t| t.role != Role::Pod && !t.shares_metadata())
             .filter_map(|t| {
                 let has: Vec<&str> =
                     keys.iter().copied().filter(|k| t.metadata.as_ref().is_some_and(|m| m.annotations.contains_key(*k))).collect();
@@ -173,14 +173,17 @@ fn annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
 /// makes: each pod template's `metadata.annotations`, a Pod's own; an
 /// InferenceService component's `annotations` over the InferenceService's,
 /// which KServe gives its pods too. A TrainJob's trainer, whose pods'
-/// metadata comes from its training runtime, is not read.
+/// metadata comes from its training runtime, is not read; its overrides'
+/// and runtime patches' annotations are merged over the runtime's, so what
+/// they write is judged and what they leave out is the runtime's. A
+/// predictor's workers, whose pods get the predictor's, are read there.
 fn pod_annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if s.required_pod_annotations.is_empty() {
         return out;
     }
     let empty = aigov_sdk::Annotations::default();
-    for t in w.templates().filter(|t| !t.is_partial()) {
+    for t in w.templates().filter(|t| (t.metadata.is_some() || !t.is_partial()) && !t.shares_metadata()) {
         let (own, inherited, at) = match t.role {
             Role::Pod => (&w.metadata.annotations, None, Path::root().keys(&["metadata", "annotations"])),
             Role::Predictor | Role::Transformer | Role::Explainer => (
@@ -191,7 +194,8 @@ fn pod_annotations(w: &Workload<'_>, s: &Settings) -> Vec<(String, String)> {
             _ => (t.metadata.as_ref().map_or(&empty, |m| &m.annotations), None, t.metadata_path().key("annotations")),
         };
         let value = |key: &str| own.get(key).or_else(|| inherited.and_then(|i| i.get(key))).map(|v| v.get());
-        let missing: Vec<(&String, &AllowedValues<Glob>)> = s.required_pod_annotations.iter().filter(|(k, _)| value(k).is_none()).collect();
+        let missing: Vec<(&String, &AllowedValues<Glob>)> =
+            s.required_pod_annotations.iter().filter(|(k, _)| value(k).is_none() && !t.is_partial()).collect();
         if !missing.is_empty() {
             let (what, mut message) = missing_annotations(&missing, &at);
             // The other slip: on the workload, which does not reach its pods.

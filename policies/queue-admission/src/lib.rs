@@ -111,11 +111,14 @@ fn check_namespace_queue(queue: &str, field: &str, ns: &str, allowed: Option<&Na
     }
 }
 
-/// The GPU products the job's GPU templates pin, in order.
+/// The GPU products the job's GPU templates pin, in order. A TrainJob's
+/// override or runtime patch pins them for the trainer's pods, whose GPUs
+/// are the trainer's (`Workload::gpu_holder`).
 fn products(w: &Workload<'_>, s: &Settings) -> Result<BTreeSet<String>, Malformed> {
     let mut out = BTreeSet::new();
     for t in w.templates() {
-        if t.requests_gpu(&s.gpu_resource_names)?
+        let Some(holder) = w.gpu_holder(t) else { continue };
+        if holder.requests_gpu(&s.gpu_resource_names)?
             && let Some(values) = label_demand(&t.spec, &s.gpu_product_label).values()
         {
             out.extend(values.iter().cloned());

@@ -123,7 +123,9 @@ pub use base::error::Malformed;
 pub use base::glob::Glob;
 pub use base::regex::Regex;
 pub use base::rule_settings::{RuleSettings, SettingsError};
-pub use cluster::gpu::{GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims};
+pub use cluster::gpu::{
+    ExemptGpus, GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims,
+};
 pub use cluster::namespaces::{Namespace, NamespaceSelector};
 pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use decode::dec::{RawStr, Str};
@@ -132,7 +134,8 @@ pub use decode::path::Path;
 pub use model::kind::WorkloadKind;
 pub use model::label_selector::LabelSelector;
 pub use model::labels::{
-    AllowedValues, COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, RequiredLabels, compute_type_conflict, label_sets,
+    AllowedValues, COMPUTE_TYPE_LABEL, COMPUTE_TYPES, LabelScope, LabelSet, LabelSite, PodsOnly, RequiredLabels, compute_type_conflict,
+    label_sets,
 };
 pub use model::listed::{ListedContainer, ListedPod};
 pub use model::pod::{Annotations, Container, Labels, ObjectMeta, PodSpec, StrMap};

@@ -126,25 +126,73 @@ fn kubeflow_training_operator_kinds() {
 }
 
 #[test]
-fn trainjob_trainer_is_a_partial_template() {
+fn trainjob_trainer_overrides_and_patches_are_partial_templates() {
     let o = r#"{"spec":{"trainer":{"numNodes":2,"resourcesPerNode":{"limits":{"nvidia.com/gpu":4}}},
-        "podTemplateOverrides":[{"targetJobs":[{"name":"node"}],"spec":{"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}]}}]}}"#;
+        "podTemplateOverrides":[{"targetJobs":[{"name":"node"}],"metadata":{"labels":{"team":"a"}},
+            "spec":{"serviceAccountName":"sa","tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}],
+                "volumes":[{"name":"h","hostPath":{"path":"/"}}],"containers":[{"name":"sidecar","env":[{"name":"A","value":"b"}]}]}},
+            {"targetJobs":[{"name":"dataset-initializer"},{"name":"model-initializer"}],"spec":{"nodeSelector":{"pool":"cpu"}}}]}}"#;
     let json = request("trainer.kubeflow.org", "TrainJob", o);
     let req = Request::parse(&json).unwrap();
     let w = req.workload().unwrap();
     let t: Vec<_> = w.templates().collect();
-    assert_eq!(t.len(), 1);
-    assert!(t[0].is_partial());
-    assert_eq!(t[0].spec_path().to_string(), "spec.trainer");
-    assert_eq!(t[0].spec.tolerations.len(), 1, "overrides' tolerations are collected");
+    assert_eq!(t.len(), 3);
+    assert!(t.iter().all(|t| t.is_partial()));
+    assert_eq!((t[0].role, t[0].spec_path().to_string()), (Role::Trainer, "spec.trainer".to_string()));
+    assert!(t[0].spec.tolerations.is_empty(), "the overrides are templates of their own");
     let gpus = t[0].gpu_requests(&GpuResources::default()).unwrap();
     assert_eq!(gpus[0].container_path.to_string(), "spec.trainer");
     assert_eq!(gpus[0].total(), 4);
-    // Older Trainer releases: podSpecOverrides with tolerations at the top.
-    let old = r#"{"spec":{"trainer":{},"podSpecOverrides":[{"tolerations":[{"operator":"Exists"}]}]}}"#;
+    assert_eq!(t[1].role, Role::Override);
+    assert_eq!(t[1].spec_path().to_string(), "spec.podTemplateOverrides[0].spec");
+    assert_eq!(t[1].labels_path().to_string(), "spec.podTemplateOverrides[0].metadata.labels");
+    assert_eq!(t[1].name.as_deref(), Some("node"));
+    assert_eq!(t[1].spec.service_account_name.as_deref(), Some("sa"));
+    assert_eq!(t[1].spec.volumes[0].host_path.as_ref().map(|h| h.path.to_string()).as_deref(), Some("/"));
+    let c = t[1].containers().next().unwrap();
+    assert_eq!(t[1].container_path(&c).to_string(), "spec.podTemplateOverrides[0].spec.containers[0]");
+    assert!(c.container.image.is_none());
+    assert_eq!(t[1].describe(), "the override of replicated job `node`");
+    assert_eq!(t[2].name, None);
+    assert_eq!(t[2].jobs.iter().map(|j| j.to_string()).collect::<Vec<_>>(), ["dataset-initializer", "model-initializer"]);
+    assert_eq!(t[2].describe(), "the override of replicated jobs `dataset-initializer`, `model-initializer`");
+    assert_eq!(w.trainer_overrides().map(|t| t.path().to_string()).collect::<Vec<_>>(), ["spec.podTemplateOverrides[0]"]);
+    assert!(std::ptr::eq(w.gpu_holder(t[1]).unwrap(), t[0]), "the trainer's GPUs decide for its override");
+    assert!(w.gpu_holder(t[2]).is_none(), "the runtime's resources decide for the initializers");
+    assert!(std::ptr::eq(w.gpu_holder(t[0]).unwrap(), t[0]));
+
+    // Trainer v2.0: podSpecOverrides with the pod fields beside `targetJobs`.
+    let old = r#"{"spec":{"trainer":{},"podSpecOverrides":[{"targetJobs":[{"name":"node"}],"tolerations":[{"operator":"Exists"}]}]}}"#;
     let json = request("trainer.kubeflow.org", "TrainJob", old);
     let req = Request::parse(&json).unwrap();
-    assert_eq!(req.workload().unwrap().templates().next().unwrap().spec.tolerations.len(), 1);
+    let w = req.workload().unwrap();
+    let o = w.templates().nth(1).unwrap();
+    assert_eq!((o.spec.tolerations.len(), o.spec_path().to_string()), (1, "spec.podSpecOverrides[0]".to_string()));
+    assert!(o.metadata.is_none() && o.is_partial());
+    assert!(w.gpu_holder(o).is_none(), "no `resourcesPerNode`: the runtime's resources decide");
+
+    // Trainer v2.2+: a runtime patch per replicated job.
+    let patched = r#"{"spec":{"runtimePatches":[{"manager":"kueue.x-k8s.io/manager","trainingRuntimeSpec":{"template":{
+        "metadata":{"labels":{"js":"x"}},"spec":{"replicatedJobs":[
+            {"name":"dataset-initializer","template":{"metadata":{"labels":{"job":"y"}}}},
+            {"name":"node","template":{"spec":{"template":{"metadata":{"labels":{"kueue.x-k8s.io/podset":"node"}},
+                "spec":{"nodeSelector":{"pool":"gpu"},"securityContext":{"runAsUser":0},
+                    "containers":[{"name":"node","securityContext":{"privileged":true}}]}}}}}]}}}}]}}"#;
+    let json = request("trainer.kubeflow.org", "TrainJob", patched);
+    let req = Request::parse(&json).unwrap();
+    let w = req.workload().unwrap();
+    let t: Vec<_> = w.templates().collect();
+    assert_eq!(t.len(), 1, "no trainer, and a patch of Job metadata only shapes no pod");
+    assert_eq!(
+        t[0].spec_path().to_string(),
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1].template.spec.template.spec"
+    );
+    assert_eq!((t[0].role, t[0].name.as_deref()), (Role::Override, Some("node")));
+    assert_eq!(t[0].describe(), "the runtime patch of replicated job `node`");
+    assert_eq!(t[0].labels().unwrap().get("kueue.x-k8s.io/podset").map(|v| &**v), Some("node"));
+    assert_eq!(t[0].spec.security_context.as_ref().unwrap().run_as_user, Some(0));
+    assert_eq!(t[0].spec.containers[0].security_context.as_ref().unwrap().privileged, Some(true));
+    assert!(w.trainer().is_none() && w.gpu_holder(t[0]).is_none());
     assert!(paths("trainer.kubeflow.org", "TrainJob", r#"{"spec":{"runtimeRef":{"name":"x"}}}"#).is_empty());
 }
 
@@ -347,6 +395,12 @@ fn full_scale_pod_counts() {
     );
     let s = scales("kubeflow.org", "PyTorchJob", &pj);
     assert_eq!((s[0].0, s[1].0), (Some(1), Some(6)), "elastic workers scale to maxReplicas");
+    let above = pj.replace(r#""replicas":2"#, r#""replicas":9"#);
+    assert_eq!(
+        scales("kubeflow.org", "PyTorchJob", &above)[1],
+        (Some(9), "`spec.pytorchReplicaSpecs.Worker.replicas: 9`".to_string()),
+        "the operator runs `replicas` workers, above maxReplicas too"
+    );
     workload_of("kubeflow.org", "PyTorchJob", &pj, |w| {
         let k = w.kubeflow.as_ref().unwrap();
         assert_eq!(k.nproc_per_node.as_deref(), Some("4"));
@@ -366,6 +420,53 @@ fn full_scale_pod_counts() {
     assert_eq!(scales("leaderworkerset.x-k8s.io", "LeaderWorkerSet", &lws)[0].0, Some(8), "no leader template: every pod is a worker");
     let v = format!(r#"{{"spec":{{"tasks":[{{"name":"a","replicas":8,"template":{T}}}]}}}}"#);
     assert_eq!(scales("batch.volcano.sh", "Job", &v)[0].0, Some(8));
+}
+
+#[test]
+fn a_cron_jobs_jobs_at_once() {
+    let cron = |spec: &str, job: &str| {
+        let cj = format!(r#"{{"spec":{{{spec}"jobTemplate":{{"spec":{{{job}"parallelism":2,"template":{T}}}}}}}}}"#);
+        scales("batch", "CronJob", &cj).remove(0)
+    };
+    let every_minute = r#""schedule":"* * * * *","#;
+    assert_eq!(cron(every_minute, "").0, None, "`Allow` (the default) and no deadline: unbounded");
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Allow","#), "").0, None);
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Forbid","#), "").0, Some(2), "one Job of 2 pods");
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Replace","#), "").0, Some(2));
+    assert_eq!(
+        cron(&format!(r#"{every_minute}"suspend":true,"concurrencyPolicy":"Forbid","#), "").0,
+        Some(2),
+        "a suspended CronJob counts"
+    );
+    let deadline = r#""activeDeadlineSeconds":3600,"#;
+    assert_eq!(
+        cron(every_minute, deadline),
+        (
+            Some(120),
+            "60 Jobs at once (`spec.jobTemplate.spec.activeDeadlineSeconds: 3600` over runs of `spec.schedule` at least 1 min apart) × `spec.jobTemplate.spec.parallelism: 2`"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        cron(r#""schedule":"*/7 * * * *","#, deadline).0,
+        Some(30),
+        "runs 7 minutes apart but 4 round the hour (:56 to :00): 15 Jobs of 2 pods"
+    );
+    assert_eq!(cron(r#""schedule":"0 */2 * * *","#, deadline).0, Some(2), "one Job: it ends before the next starts");
+    assert_eq!(cron(r#""schedule":"@every 90s","#, deadline).0, Some(80), "40 Jobs");
+    assert_eq!(
+        cron(r#""schedule":"0 0 * * *","#, r#""activeDeadlineSeconds":0,"#).0,
+        Some(0),
+        "a Job past its deadline at once runs no pod"
+    );
+    assert_eq!(cron(r#""schedule":"61 * * * *","#, deadline).0, None, "a schedule that does not parse bounds nothing");
+    assert_eq!(cron(r#""#, deadline).0, None, "nor does no schedule");
+    assert_eq!(
+        cron(every_minute, &format!(r#"{deadline}"suspend":true,"#)).0,
+        None,
+        "Jobs created suspended: the deadline counts from resumption"
+    );
+    assert_eq!(cron(&format!(r#"{every_minute}"concurrencyPolicy":"Sometimes","#), deadline).0, Some(120), "another value runs as `Allow`");
 }
 
 #[test]

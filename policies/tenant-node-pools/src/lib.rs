@@ -19,8 +19,10 @@ use std::collections::BTreeSet;
 
 use aigov_sdk::model::pod::NodeSelectorTerm;
 use aigov_sdk::model::scheduling::{
-    LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, demand_field, label_demand, term_values, tolerates,
+    LabelDemand, PREFERRED_AFFINITY, REQUIRED_AFFINITY, Taint, authored_tolerations, demand_field, label_demand, node_chosen_by_daemon_set,
+    term_values, tolerates,
 };
+use aigov_sdk::model::workload::trainer_overrides_lack;
 use aigov_sdk::prelude::*;
 
 pub use settings::{RequirePool, Settings, WithoutTenant};
@@ -69,13 +71,18 @@ impl Policy for TenantNodePools {
                 return Ok(verdict);
             }
         };
-        let ctx = Context { settings, owner: &owner, ns };
+        let ctx = Context { settings, owner: &owner, ns, req };
         for template in workload.templates() {
             // A pod bound to a node by name skips the scheduler, and the
             // kubelet checks only `NoExecute` taints: its node selection,
             // which the kubelet does check, is all that keeps it on its pool.
             let bound = template.spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
+            // A TrainJob's override or runtime patch is merged over its
+            // training runtime's pod template: what it selects and
+            // tolerates must be allowed, and a selection it leaves out is
+            // the runtime's (the trainer is warned for its pods).
             let must_select = owner.pool().is_some()
+                && template.role != Role::Override
                 && (bound
                     || match settings.require_pool {
                         RequirePool::All => true,
@@ -90,7 +97,7 @@ impl Policy for TenantNodePools {
                             .is_empty(),
                         RequirePool::None => false,
                     });
-            check_selection(template, &ctx, must_select, bound, &mut verdict);
+            check_selection(workload, template, &ctx, must_select, bound, &mut verdict);
             check_tolerations(template, &ctx, &mut verdict);
         }
         Ok(verdict)
@@ -144,6 +151,7 @@ struct Context<'a> {
     settings: &'a Settings,
     owner: &'a Owner,
     ns: &'a str,
+    req: &'a Request<'a>,
 }
 
 impl Context<'_> {
@@ -166,10 +174,9 @@ impl Context<'_> {
     }
 }
 
-/// The path of a field of the pod spec; a TrainJob's trainer takes these
-/// fields from `spec.podTemplateOverrides`.
+/// The path of a field of the pod spec.
 fn spec_field(t: &PodTemplate<'_>, keys: &[&str]) -> Path {
-    if t.is_partial() { Path::root().keys(&["spec", "podTemplateOverrides"]) } else { t.spec_path().keys(keys) }
+    t.spec_path().keys(keys)
 }
 
 /// `node pool of tenant `b`` / `node pools of tenants `b`, `c``.
@@ -198,7 +205,7 @@ enum Aim {
     Any,
 }
 
-fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, bound: bool, v: &mut Verdict) {
+fn check_selection(w: &Workload<'_>, t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, bound: bool, v: &mut Verdict) {
     let key = c.settings.pool_label.as_str();
     let own = c.owner.pool();
     // The field is written only into a violation.
@@ -247,15 +254,26 @@ fn check_selection(t: &PodTemplate<'_>, c: &Context<'_>, must_select: bool, boun
                 }
                 report_others(&|| spec_field(t, field), how, &values, v);
             }
+            // A DaemonSet's pod is on a node its controller matched
+            // against the DaemonSet's own selection, judged when the
+            // DaemonSet was; the term naming that node replaced it.
+            if node_chosen_by_daemon_set(c.req, t).is_some() {
+                return;
+            }
             let Some(pool) = own.filter(|_| must_select) else { return };
             let (which, since) = match c.owner {
                 Owner::Tenant(t) => (format!("the node pool of tenant `{t}`"), format!("namespace `{}` belongs to tenant `{t}`", c.ns)),
                 _ => (format!("the shared node pool `{pool}`"), format!("namespace `{}` belongs to no tenant", c.ns)),
             };
             if t.is_partial() {
-                v.warn(format!(
-                    "the trainer must select {which} (`{key}: {pool}`), since {since}; `spec.podTemplateOverrides` does not, and its training runtime may, but this rule does not see it"
-                ));
+                // An override of the trainer's pods that selects the pool
+                // label is judged where it does.
+                if !w.trainer_overrides().any(|o| label_demand(&o.spec, key) != LabelDemand::Open) {
+                    v.warn(format!(
+                        "the trainer must select {which} (`{key}: {pool}`), since {since}; {}, and its training runtime may, but this rule does not see it",
+                        trainer_overrides_lack("selects it")
+                    ));
+                }
                 return;
             }
             if bound {
@@ -282,7 +300,7 @@ fn check_tolerations(t: &PodTemplate<'_>, c: &Context<'_>, v: &mut Verdict) {
         Some(p) => format!("tolerate only `{}={p}:{}`", taint.key, taint.effect),
         None => "remove it".into(),
     };
-    for (i, tol) in t.spec.tolerations.iter().enumerate() {
+    for (i, tol) in authored_tolerations(c.req, t) {
         let exists = tol.operator.as_deref() == Some("Exists");
         let value = if exists { "" } else { tol.value.as_deref().unwrap_or("") };
         // An `Equal` toleration of one's own pool, or of a taint with no
@@ -300,7 +318,7 @@ fn check_tolerations(t: &PodTemplate<'_>, c: &Context<'_>, v: &mut Verdict) {
         } else {
             format!("tolerates the dedicated taint of tenant `{value}` (`{}={value}:{}`)", taint.key, taint.effect)
         };
-        let field = if t.is_partial() { spec_field(t, &[]) } else { t.spec_path().key("tolerations").index(i) };
+        let field = t.spec_path().key("tolerations").index(i);
         v.violation(format!("`{field}` {what}, but {}: {instead}", c.whose()));
     }
 }

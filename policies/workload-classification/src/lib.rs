@@ -5,8 +5,11 @@
 //! `compute-type` (`gpu`, `cpu`, `mixed`); and `compute-type` tells the
 //! truth about the GPUs requested.
 //!
-//! With `namespaceLabels`, Namespaces are held to labels of their own (the
-//! team and cost center that tenancy and quota rules select namespaces by).
+//! With `allowedLabelKeys`, workloads carry only the label keys a list
+//! allows (what a trusted controller made excepted: it adds keys of its
+//! own). With `namespaceLabels`, Namespaces are held to labels of their
+//! own (the team and cost center that tenancy and quota rules select
+//! namespaces by).
 //!
 //! The labels are how a shared data platform attributes cost, schedules by
 //! kind of work, and reports who runs what. Cost tools read the labels of
@@ -20,7 +23,7 @@ mod settings;
 
 use aigov_sdk::model::listed::object_meta;
 use aigov_sdk::prelude::*;
-use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, compute_type_conflict, label_sets};
+use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, LabelSite, PodsOnly, compute_type_conflict, label_sets};
 
 pub use settings::Settings;
 
@@ -108,8 +111,17 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
     let scope = LabelScope { object: !s.pod_templates_only, pod_templates: s.require_on_pod_templates };
     let pods = if s.check_compute_type { compute(w, s)? } else { Vec::new() };
     let mut out = Vec::new();
+    // What a trusted controller made carries keys of its own
+    // (`pod-template-hash`, `controller-revision-hash`, `ray.io/node-type`),
+    // and its owner's labels were checked when the owner was submitted.
+    let keys_checked = s.allowed_label_keys.as_deref().filter(|_| !by_controller);
     for set in label_sets(w, scope, by_controller) {
         out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
+        if let Some(allowed) = keys_checked
+            && let Some(m) = keys_not_allowed(w, &set, allowed)
+        {
+            out.push((m.clone(), m));
+        }
         if s.check_compute_type
             && let Some(m) = compute_type(w, &set, &pods, by_controller)
         {
@@ -119,6 +131,35 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
     Ok(out)
 }
 
+/// The keys the API server writes into a Job's pod template before
+/// validating webhooks see it (its strategy's `generateSelector`, unless
+/// `manualSelector`): every Job submitted carries them.
+const JOB_TEMPLATE_KEYS: [&str; 4] = ["batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"];
+
+/// `allowedLabelKeys`: the keys of a label set it does not allow, in one
+/// message (keys in order), or `None`.
+fn keys_not_allowed(w: &Workload<'_>, set: &LabelSet<'_, '_>, allowed: &[Glob]) -> Option<String> {
+    let job_template = w.kind == WorkloadKind::Job && set.site == LabelSite::PodTemplate;
+    let refused: Vec<&str> = set
+        .labels
+        .keys()
+        .map(|k| &**k)
+        .filter(|k| !(job_template && JOB_TEMPLATE_KEYS.contains(k)))
+        .filter(|k| !allowed.iter().any(|a| a.matches(k)))
+        .collect();
+    let path = &set.path;
+    let allowed: Vec<&str> = allowed.iter().map(Glob::as_str).collect();
+    let may = format!("labels here may only use the keys {} (`allowedLabelKeys`)", quoted(&allowed));
+    match refused.as_slice() {
+        [] => None,
+        [one] => Some(format!("label key `{one}` in `{path}` is not allowed: {may}; remove it, or ask your platform team to allow it")),
+        many => Some(format!(
+            "label keys {} in `{path}` are not allowed: {may}; remove them, or ask your platform team to allow them",
+            quoted(many)
+        )),
+    }
+}
+
 /// A `compute-type` that contradicts the GPUs: `cpu` on labels covering a
 /// pod that requests GPUs, or `gpu`/`mixed` on a workload none of whose
 /// pods does. A pod template may carry its workload's `gpu` or `mixed`
@@ -126,12 +167,36 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
 /// with resource claims may get GPUs this rule does not look up. So a Pod
 /// a controller made (`by_controller`) may carry its workload's `gpu` or
 /// `mixed` too, judged when its owner was: the RayCluster's CPU head pod
-/// of a GPU cluster. Other values are left to the label check.
+/// of a GPU cluster. A TrainJob's training runtime may give any of its
+/// pods GPUs the request does not show, so `gpu` and `mixed` are accepted
+/// on a TrainJob; the labels of an override of the trainer's pods speak
+/// for the trainer's GPUs. Other values are left to the label check.
 fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>], by_controller: bool) -> Option<String> {
     let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
-    let user = pods.iter().filter(|p| set.covers(p.template.path())).find_map(|p| p.gpu_user.as_deref());
+    // With `podTemplatesOnly`, an InferenceService's label speaks for the
+    // components that take it, not those that set their own: for none,
+    // when every component sets its own.
+    if let PodsOnly::Inherited(components) = &set.pods_only
+        && components.iter().all(|c| c.contains_key(COMPUTE_TYPE_LABEL))
+    {
+        return None;
+    }
+    let takes = |p: &&Compute<'_, '_>| match set.pods_only {
+        PodsOnly::Inherited(_) => !p.template.labels().is_some_and(|l| l.contains_key(COMPUTE_TYPE_LABEL)),
+        _ => true,
+    };
+    let mut user = pods.iter().filter(|p| set.covers(p.template.path())).filter(takes).find_map(|p| p.gpu_user.as_deref());
+    if user.is_none() && set.partial {
+        // A TrainJob's override or runtime patch labels the pods it shapes:
+        // the trainer's, whose GPUs its `resourcesPerNode` says.
+        let shaped = w.templates().find(|t| t.role == Role::Override && set.covers(t.path())).and_then(|t| w.gpu_holder(t));
+        user = shaped.and_then(|h| pods.iter().find(|p| std::ptr::eq(p.template, h))).and_then(|p| p.gpu_user.as_deref());
+    }
     let controllers_pod = by_controller && !w.kind.owns_templates();
-    let may_get_gpus = controllers_pod || pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
+    // A TrainJob's training runtime may give any of its pods GPUs, which
+    // the request does not show.
+    let runtime = w.templates().any(|t| t.is_partial());
+    let may_get_gpus = controllers_pod || runtime || pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
     compute_type_conflict(&set.path, value, user, may_get_gpus, || {
         if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() }
     })

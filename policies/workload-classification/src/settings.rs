@@ -1,6 +1,8 @@
 //! Settings of `workload-classification`.
 
 use aigov_sdk::RequiredLabels;
+use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::base::names::label_key;
 use aigov_sdk::model::classification::classification_labels;
 use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,10 @@ pub struct Settings {
     /// updated, each with its allowed values: what tenancy and quota rules
     /// select namespaces by. Default `{}`: Namespaces are not checked.
     pub namespace_labels: RequiredLabels,
+    /// The only label keys workloads (and their templates, as far as
+    /// `requiredLabels` is checked) may carry: exact keys or patterns
+    /// (`app.kubernetes.io/*`). Default `null`: any key.
+    pub allowed_label_keys: Option<Vec<Glob>>,
 }
 
 impl Default for Settings {
@@ -44,6 +50,7 @@ impl Default for Settings {
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),
             namespace_labels: RequiredLabels::default(),
+            allowed_label_keys: None,
         }
     }
 }
@@ -51,10 +58,14 @@ impl Default for Settings {
 impl RuleSettings for Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         const KEY: &str = "requiredLabels";
-        if self.required_labels.0.is_empty() && !self.check_compute_type && self.namespace_labels.0.is_empty() {
+        if self.required_labels.0.is_empty()
+            && !self.check_compute_type
+            && self.namespace_labels.0.is_empty()
+            && self.allowed_label_keys.is_none()
+        {
             return Err(SettingsError::new(
                 KEY,
-                "must list at least one label when `checkComputeType` is off, or the rule would check nothing",
+                "must list at least one label when `checkComputeType` is off and `allowedLabelKeys` is not set, or the rule would check nothing",
             ));
         }
         if self.pod_templates_only && !self.require_on_pod_templates {
@@ -65,8 +76,41 @@ impl RuleSettings for Settings {
         }
         self.required_labels.validate(KEY)?;
         self.namespace_labels.validate("namespaceLabels")?;
+        if let Some(keys) = &self.allowed_label_keys {
+            validate_allowed_keys(keys, &self.required_labels)?;
+        }
         self.gpu_resource_names.validate("gpuResourceNames")
     }
+}
+
+/// `allowedLabelKeys`: at least one entry, each a label key or a pattern
+/// some label key matches, allowing every key `requiredLabels` requires
+/// (or every workload would be refused).
+fn validate_allowed_keys(keys: &[Glob], required: &RequiredLabels) -> Result<(), SettingsError> {
+    const KEY: &str = "allowedLabelKeys";
+    if keys.is_empty() {
+        return Err(SettingsError::new(KEY, "must list at least one label key; leave it out, or set it to `null`, to allow any key"));
+    }
+    non_empty_patterns(&KEY, keys)?;
+    for (i, k) in keys.iter().enumerate() {
+        // A pattern is read as the key its wildcards could stand for.
+        let key = k.as_str().replace(['*', '?'], "a");
+        if let Err(why) = label_key(&key) {
+            return Err(SettingsError::new(format!("{KEY}[{i}]"), format!("`{k}` is not a label key or a pattern of label keys: {why}")));
+        }
+    }
+    let refused: Vec<&str> = required.0.keys().map(String::as_str).filter(|r| !keys.iter().any(|k| k.matches(r))).collect();
+    if !refused.is_empty() {
+        return Err(SettingsError::new(
+            KEY,
+            format!(
+                "does not allow {}, which `requiredLabels` requires, so every workload would be refused: add {}",
+                quoted(&refused),
+                if refused.len() == 1 { "it" } else { "them" }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -113,6 +157,34 @@ mod tests {
                 .starts_with("setting `requiredLabels.workload-type[0]`: `ml training` is not a valid label value")
         );
         assert!(refused::<Settings>(r#"{"requiredLabel":{}}"#).starts_with("setting `requiredLabel`: unknown setting"));
+        assert!(
+            Full::<Settings>::parse_valid(r#"{"requiredLabels":{},"checkComputeType":false,"allowedLabelKeys":["team"]}"#).is_ok(),
+            "only these keys, alone"
+        );
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[""]}"#).starts_with("setting `gpuResourceNames[0]`: must not be empty"));
+    }
+
+    #[test]
+    fn allowed_label_keys_are_keys_or_patterns_and_allow_the_required_ones() {
+        let required = r#""requiredLabels":{"team":[]},"checkComputeType":false"#;
+        let s = accepted::<Settings>(&format!(r#"{{{required},"allowedLabelKeys":["team","app.kubernetes.io/*","*.example.com/*"]}}"#));
+        assert_eq!(s.allowed_label_keys.map(|k| k.len()), Some(3));
+        assert_eq!(
+            refused::<Settings>(&format!(r#"{{{required},"allowedLabelKeys":[]}}"#)),
+            "setting `allowedLabelKeys`: must list at least one label key; leave it out, or set it to `null`, to allow any key"
+        );
+        assert!(
+            refused::<Settings>(&format!(r#"{{{required},"allowedLabelKeys":["team","Cost Center"]}}"#))
+                .starts_with("setting `allowedLabelKeys[1]`: `Cost Center` is not a label key or a pattern of label keys")
+        );
+        assert!(
+            refused::<Settings>(&format!(r#"{{{required},"allowedLabelKeys":["team",""]}}"#))
+                .starts_with("setting `allowedLabelKeys[1]`: must not be empty")
+        );
+        assert_eq!(
+            refused::<Settings>(r#"{"allowedLabelKeys":["team","app"]}"#),
+            "setting `allowedLabelKeys`: does not allow `compute-type`, `cost-center`, `workload-type`, which `requiredLabels` requires, so every workload would be refused: add them"
+        );
+        assert!(accepted::<Settings>("{}").allowed_label_keys.is_none(), "any key by default");
     }
 }

@@ -50,7 +50,7 @@ impl Policy for WorkloadSecurity {
             return Ok(verdict);
         };
         for template in workload.templates() {
-            Check { t: template, s: settings, v: &mut verdict, req }.run(workload);
+            Check { t: template, s: settings, v: &mut verdict, req, written_only: template.is_partial() }.run(workload);
         }
         Ok(verdict)
     }
@@ -63,6 +63,11 @@ struct Check<'c, 'a> {
     v: &'c mut Verdict,
     /// The request, for the shared `exemptImages`.
     req: &'c Request<'a>,
+    /// Only part of a pod (a TrainJob's override or runtime patch, merged
+    /// over its training runtime's pod template): what it writes is judged,
+    /// and what it leaves out is the runtime's, which this rule does not
+    /// see, so nothing is asked for.
+    written_only: bool,
 }
 
 /// What the pod-level `securityContext` settles for containers that leave
@@ -83,11 +88,12 @@ struct PodLevel {
 
 impl Check<'_, '_> {
     fn run(mut self, workload: &Workload<'_>) {
-        if self.t.is_partial() {
+        if self.t.role == Role::Trainer {
             // A TrainJob's trainer: the pod, its security context included,
-            // comes from the training runtime.
+            // comes from the training runtime, with the overrides merged
+            // over it (each checked as a template of its own).
             self.v.warn(format!(
-                "the pod of `{}` comes from its training runtime, which this rule does not see: only its environment variables are checked here",
+                "the pod of `{}` comes from its training runtime, which this rule does not see: only what the TrainJob writes is checked here (the trainer's environment, `spec.podTemplateOverrides`, `spec.runtimePatches`)",
                 self.t.path()
             ));
             for c in self.t.containers() {
@@ -149,6 +155,8 @@ impl Check<'_, '_> {
         }
         let metadata = match self.t.role {
             Role::Pod => Some(&workload.metadata),
+            // The predictor's annotations, read with the predictor.
+            _ if self.t.shares_metadata() => None,
             _ => self.t.metadata.as_ref(),
         };
         let Some(metadata) = metadata else { return };
@@ -283,7 +291,7 @@ impl Check<'_, '_> {
         let rule = &self.s.supplemental_groups;
         if rule.rule != GroupRule::RunAsAny {
             let groups = sc.map(|s| s.supplemental_groups.as_slice()).unwrap_or_default();
-            if groups.is_empty() && rule.rule == GroupRule::MustRunAs && !windows {
+            if groups.is_empty() && rule.rule == GroupRule::MustRunAs && !windows && !self.written_only {
                 self.v.violation(format!(
                     "the pod sets no supplemental groups: set `{}` to group IDs in {}",
                     at.key("supplementalGroups"),
@@ -308,7 +316,7 @@ impl Check<'_, '_> {
                     at.key("fsGroup"),
                     ranges(&rule.ranges)
                 )),
-                None if rule.rule == GroupRule::MustRunAs && !windows => self.v.violation(format!(
+                None if rule.rule == GroupRule::MustRunAs && !windows && !self.written_only => self.v.violation(format!(
                     "the pod sets no `fsGroup`, so its volumes keep the owner their files have: set `{}` to a group ID in {}",
                     at.key("fsGroup"),
                     ranges(&rule.ranges)
@@ -379,7 +387,7 @@ impl Check<'_, '_> {
                     "`{}` is `false` for {who}, so it may run as root: set it to `true`",
                     place.at().key("runAsNonRoot")
                 )),
-                None if pod.run_as_non_root => {}
+                None if pod.run_as_non_root || self.written_only => {}
                 None => self.v.violation(format!(
                     "{who} may run as root: set `runAsNonRoot: true` in `{}` (for every container) or in `{}`",
                     self.spec_path().key("securityContext"),
@@ -418,7 +426,7 @@ impl Check<'_, '_> {
                     shown(p.kind.as_deref())
                 )),
                 Some(_) => {}
-                None if pod.seccomp || !self.s.require_seccomp => {}
+                None if pod.seccomp || !self.s.require_seccomp || self.written_only => {}
                 None => self.v.violation(format!(
                     "{who} runs without a seccomp profile: set `seccompProfile: {{type: RuntimeDefault}}` in `{}` (for every container) or in `{}`",
                     self.spec_path().key("securityContext"),
@@ -443,12 +451,14 @@ impl Check<'_, '_> {
 
         match sc.and_then(|s| s.se_linux_options.as_ref()) {
             Some(options) => self.se_linux_allowed(options, place.at(), Some(&place)),
-            None if self.s.se_linux.rule == SeLinuxRule::MustRunAs && !pod.se_linux && !windows => self.v.violation(format!(
-                "{who} runs with no SELinux options: set `seLinuxOptions` in `{}` (for every container) or in `{}` to {}",
-                self.spec_path().key("securityContext"),
-                place.at(),
-                one_of(&self.s.se_linux.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>())
-            )),
+            None if self.s.se_linux.rule == SeLinuxRule::MustRunAs && !pod.se_linux && !windows && !self.written_only => {
+                self.v.violation(format!(
+                    "{who} runs with no SELinux options: set `seLinuxOptions` in `{}` (for every container) or in `{}` to {}",
+                    self.spec_path().key("securityContext"),
+                    place.at(),
+                    one_of(&self.s.se_linux.allowed_options.iter().map(se_linux_entry).collect::<Vec<_>>())
+                ))
+            }
             None => {}
         }
 
@@ -468,6 +478,7 @@ impl Check<'_, '_> {
             (_, Some(true)) => self.v.violation(format!(
                 "`{field}` is `true` for {who}, so its processes can gain privileges (through setuid binaries): set it to `false`"
             )),
+            (PrivilegeEscalation::RequireFalse, None) if self.written_only => {}
             (PrivilegeEscalation::RequireFalse, None) => {
                 self.v.violation(format!("{who} does not set `{field}`, which then allows processes to gain privileges: set it to `false`"))
             }
@@ -480,6 +491,15 @@ impl Check<'_, '_> {
         let caps = sc.and_then(|s| s.capabilities.as_ref());
         let drop = caps.map(|c| c.drop.as_slice()).unwrap_or_default();
         let field = || place.at().keys(&["capabilities", "drop"]);
+        // Only part of a pod: a `drop` list written replaces the runtime's
+        // (a list without a merge key), so it must drop what is required;
+        // none written leaves the runtime's.
+        if self.written_only && drop.is_empty() {
+            if self.s.restrict_added_capabilities {
+                self.added_capabilities(sc, place);
+            }
+            return;
+        }
         let all_required = self.s.required_drop_capabilities.iter().any(|c| c.eq_ignore_ascii_case("ALL"));
         let all_missing = all_required && dropped(drop, "ALL") != Dropped::Yes;
         // Dropping `ALL`, which the message about it asks for, drops
@@ -581,7 +601,7 @@ impl Check<'_, '_> {
         match self.s.run_as_user.rule {
             UserRule::RunAsAny => {}
             UserRule::MustRunAs => {
-                if user.is_none() && !self.is_windows() {
+                if user.is_none() && !self.is_windows() && !self.written_only {
                     self.v.violation(format!(
                         "{who} sets no user ID: set `runAsUser` in `{}` (for every container) or in `{}` to one in {}",
                         self.spec_path().key("securityContext"),
@@ -604,7 +624,7 @@ impl Check<'_, '_> {
                         place.at()
                     )),
                     Some(_) => {}
-                    None if non_root == Some(true) => {}
+                    None if non_root == Some(true) || self.written_only => {}
                     None => self.v.violation(format!(
                         "{who} may run as root: set `runAsNonRoot: true` or a non-zero `runAsUser` in `{}` (for every container) or in `{}`",
                         self.spec_path().key("securityContext"),
@@ -620,7 +640,11 @@ impl Check<'_, '_> {
             self.group_in_ranges(group, place.at(), Some(place));
         }
         let rule = &self.s.run_as_group;
-        if rule.rule == GroupRule::MustRunAs && sc.and_then(|s| s.run_as_group).or(pod.group).is_none() && !self.is_windows() {
+        if rule.rule == GroupRule::MustRunAs
+            && sc.and_then(|s| s.run_as_group).or(pod.group).is_none()
+            && !self.is_windows()
+            && !self.written_only
+        {
             self.v.violation(format!(
                 "{} sets no group ID: set `runAsGroup` in `{}` (for every container) or in `{}` to one in {}",
                 place.who(),
@@ -661,6 +685,7 @@ impl Check<'_, '_> {
                 place.at().key("readOnlyRootFilesystem"),
                 place.who()
             )),
+            None if self.written_only => {}
             None => self.v.violation(format!(
                 "{} can write to its root filesystem: set `readOnlyRootFilesystem: true` in `{}` \
                  (and mount an `emptyDir` where it must write)",

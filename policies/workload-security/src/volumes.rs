@@ -101,7 +101,9 @@ impl Check<'_, '_> {
                 } else {
                     format!("only {} volumes are allowed", quoted(allowed))
                 };
-                if vol.sources.is_empty() {
+                // Only part of a pod: a volume without a source is merged, by
+                // name, into the runtime's volume of that name.
+                if vol.sources.is_empty() && !self.written_only {
                     self.v.violation(format!("volume `{}` (`{at}`) has no source, and {only}: {instead}", vol.name));
                 }
                 for source in &vol.sources {

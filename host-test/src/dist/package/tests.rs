@@ -135,12 +135,20 @@ fn resources_a_rule_reads_only_under_some_settings_are_listed_only_then() {
 }
 
 #[test]
-fn exec_guard_lists_portforward_only_when_its_setting_guards_it() {
+fn exec_guard_lists_portforward_and_proxy_only_when_its_setting_guards_them() {
     let r = packaged("exec-guard");
-    assert!(r.metadata.rules[0].resources.iter().any(|x| x == "pods/portforward"), "the metadata lists it");
+    for sub in ["pods/portforward", "pods/proxy"] {
+        assert!(r.metadata.rules[0].resources.iter().any(|x| x == sub), "the metadata lists {sub}");
+    }
     let (rules, dropped) = webhook_rules(&r.name, &r.metadata.rules, &r.settings);
     assert_eq!(rules[0].resources, ["pods/exec", "pods/attach"]);
-    assert_eq!(dropped, [Dropped { resource: "pods/portforward".into(), when: "`guardPortForward: true`".into() }]);
+    assert_eq!(
+        dropped,
+        [
+            Dropped { resource: "pods/portforward".into(), when: "`guardPortForward: true`".into() },
+            Dropped { resource: "pods/proxy".into(), when: "`guardPortForward: true`".into() },
+        ]
+    );
     let mut guarded = r.settings.clone();
     guarded["guardPortForward"] = Value::Bool(true);
     let (rules, dropped) = webhook_rules(&r.name, &r.metadata.rules, &guarded);
@@ -150,6 +158,10 @@ fn exec_guard_lists_portforward_only_when_its_setting_guards_it() {
     let text = cluster_admission_policy(&r, "registry.example.com/aigov", &excluded_namespaces(&["kube-system".into()]).unwrap()).unwrap();
     assert!(
         text.contains("# `pods/portforward` is left out of the rules below: the rule acts on it only with `guardPortForward: true`."),
+        "{text}"
+    );
+    assert!(
+        text.contains("# `pods/proxy` is left out of the rules below: the rule acts on it only with `guardPortForward: true`."),
         "{text}"
     );
     let policy: Value = serde_norway::from_str(&text).unwrap();

@@ -40,6 +40,7 @@ fn claims_governed(s: &Value) -> bool {
 /// Every resource a rule acts on only under some settings.
 pub const SETTING_GATED_RESOURCES: &[Gate] = &[
     Gate { rule: "exec-guard", resource: "pods/portforward", when: "`guardPortForward: true`", on: |s| s["guardPortForward"] == true },
+    Gate { rule: "exec-guard", resource: "pods/proxy", when: "`guardPortForward: true`", on: |s| s["guardPortForward"] == true },
     Gate { rule: "model-provenance", resource: "pods", when: "`Pod` in `kinds`", on: |s| lists(s, "kinds", "Pod") },
     Gate {
         rule: "model-provenance",

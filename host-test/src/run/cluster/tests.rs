@@ -252,3 +252,21 @@ fn recording_keeps_each_lookup_and_its_answer_in_order() {
 fn objects_need_kind() {
     assert!(FixtureCluster::from_objects([json!({"metadata": {}})]).is_err());
 }
+
+/// A fixture folder with a link back to itself and a named pipe loads
+/// once, without waiting on the pipe (it used to walk the loop until the
+/// path was too long).
+#[cfg(unix)]
+#[test]
+fn fixtures_load_through_a_link_loop_and_skip_a_pipe() {
+    let dir = std::env::temp_dir().join(format!("aigov-cluster-loop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("ns")).unwrap();
+    std::fs::write(dir.join("ns/pod.yaml"), "{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: ml}}").unwrap();
+    std::os::unix::fs::symlink("..", dir.join("ns/up")).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(dir.join("pipe.yaml")).status().unwrap().success());
+    let c = FixtureCluster::from_dir(&dir).unwrap();
+    assert_eq!(c.len(), 1, "the pod once");
+    assert!(c.get("v1", "Pod", "p", Some("ml")).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}

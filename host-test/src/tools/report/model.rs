@@ -365,8 +365,8 @@ pub struct Report {
     pub files: usize,
     /// Every evaluated document, in file and document order.
     pub documents: Vec<DocumentReport>,
-    /// Documents that are not Kubernetes objects (not evaluated; no effect
-    /// on the exit status).
+    /// Documents that are not Kubernetes objects, and paths the walk did
+    /// not read (document 0): not evaluated; no effect on the exit status.
     pub skipped: Vec<Note>,
     /// Files that could not be read or parsed (they fail the scan).
     pub errors: Vec<Note>,
@@ -391,7 +391,8 @@ pub struct Summary {
     pub passed: usize,
     /// Documents some rule could not evaluate, and unreadable files.
     pub errors: usize,
-    /// Documents skipped.
+    /// Documents skipped, and paths the walk did not read (a pipe, a
+    /// directory reached again through a link).
     pub skipped: usize,
     /// Violations over every rejection (a rejection's message holds one per
     /// line).
@@ -435,7 +436,8 @@ impl Report {
 pub enum Item {
     /// An evaluated document.
     Document(DocumentReport),
-    /// A document that is not evaluated, and why.
+    /// A document that is not evaluated, or a path the walk did not read
+    /// (document 0), and why.
     Skipped(Note),
     /// A file that could not be read or parsed.
     Error(Note),

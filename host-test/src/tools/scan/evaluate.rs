@@ -21,7 +21,7 @@ use crate::run::cluster::FixtureCluster;
 use crate::run::settings::{self, Given, Scope, Selection, SettingsArgs};
 use crate::run::{engine, native};
 use crate::tools::report::model::{DocumentReport, Form, Item, Note, Report, RuleInfo, RuleResult, Source, Target};
-use crate::tools::scan::read::{Input, collect_files, documents, failed_document, not_an_object, read_file, shown};
+use crate::tools::scan::read::{Input, Left, collect_files, documents, failed_document, not_an_object, read_file, shown};
 
 /// The flags that choose the rules' form and settings, shared by `aigov
 /// scan` and `aigov simulate`.
@@ -640,6 +640,7 @@ pub struct Scanner {
     cluster: Arc<FixtureCluster>,
     rules: Rules,
     files: Vec<PathBuf>,
+    left: Vec<Left>,
     engine: wasmtime::Engine,
 }
 
@@ -649,8 +650,8 @@ impl Scanner {
     pub fn new(config: &Config, cluster: Arc<FixtureCluster>) -> Result<Scanner> {
         let engine = engine::new_engine()?;
         let rules = load_rules(&engine, config)?;
-        let files = collect_files(&config.paths, config.cluster.as_deref())?;
-        Ok(Scanner { config: config.clone(), cluster, rules, files, engine })
+        let collected = collect_files(&config.paths, config.cluster.as_deref())?;
+        Ok(Scanner { config: config.clone(), cluster, rules, files: collected.files, left: collected.left, engine })
     }
 
     /// Which form answers.
@@ -668,6 +669,13 @@ impl Scanner {
         self.files.len()
     }
 
+    /// Paths the walk did not read (pipes, sockets, devices, directories
+    /// reached again through a link), each a skipped item ahead of the
+    /// documents.
+    pub fn left(&self) -> &[Left] {
+        &self.left
+    }
+
     fn workers(&self) -> usize {
         match self.config.jobs {
             0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
@@ -681,6 +689,10 @@ impl Scanner {
     /// before it are decided. `progress(documents done, documents found
     /// so far)` is called as it goes. Stops at the sink's first error.
     pub fn run(&self, progress: &mut dyn FnMut(usize, usize), sink: &mut dyn FnMut(Item) -> Result<()>) -> Result<()> {
+        for l in &self.left {
+            let source = Source { file: shown(&l.path), document: 0, item: None, multi: false };
+            sink(Item::Skipped(Note { source, reason: l.reason.clone() }))?;
+        }
         let workers = self.workers().max(1);
         let window = workers * WINDOW_PER_WORKER;
         let (work_tx, work_rx) = std::sync::mpsc::sync_channel::<(usize, Vec<Work>)>(workers);

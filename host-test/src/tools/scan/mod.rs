@@ -17,8 +17,12 @@
 //!
 //! Which rules: those the team's deployment turns on (`--settings` with a
 //! policy file or the directory `aigov manifests` wrote), or `--rules`, or
-//! every rule that can run ([`crate::run::settings::select`]); the reports
-//! carry those rules only.
+//! every rule ([`crate::run::settings::select`]); the reports carry those
+//! rules only.
+//!
+//! Directories are walked once each, whatever links lead back to them, and
+//! a pipe, socket or device among the manifests is not read: both are
+//! said on stderr and listed among the skipped (see [`read::collect_files`]).
 //!
 //! Exit status, for CI pipelines: 0 when nothing was denied, 1 when a rule
 //! denied a document, failed to evaluate it, or a file could not be read
@@ -74,14 +78,16 @@ pub enum Format {
 /// Arguments of `aigov scan`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
-Every document in every file (directories are searched for .yaml, .yml and .json; `-` reads stdin) \
+Every document in every file (directories are searched for .yaml, .yml and .json, each directory once \
+however many links lead to it, and a pipe, socket or device among them is not read: both are named on \
+stderr; `-` reads stdin, and so does a named pipe given as a path, such as `<(helm template chart)`) \
 goes through every rule whose webhook rules match it. Which rules: those your deployment turns on \
 (`--settings` with the bundle's policy file, or the directory `aigov manifests` wrote), or \
-`--rules a,b`, or every rule (a rule with no safe default and no settings, trusted-sources, left \
-out, said on stderr); the reports carry those rules only. Plain objects are submitted as CREATE by a \
-default user, in their namespace (else --namespace, else `default`, which the report says); \
-AdmissionRequest and AdmissionReview documents are used as they are, except that --user and \
---group replace their `userInfo` (reported on stderr).
+`--rules a,b`, or every rule (trusted-sources, which has no safe default, then needs its settings); \
+the reports carry those rules only. Plain objects are submitted as CREATE by a default user, in \
+their namespace (else --namespace, else `default`, which the report says); AdmissionRequest and \
+AdmissionReview documents are used as they are, except that --user and --group replace their \
+`userInfo` (reported on stderr).
 
 A rejection's message holds one violation per line; the table shows each as a bullet and counts \
 them, and the JSON report lists them under `violations` (and totals them in `summary`).
@@ -159,6 +165,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let written = write_report(&scanner, args.format, args.fail_on, layout, &mut out)?;
     out.flush()?;
     let mut err = std::io::stderr().lock();
+    // What the walk left alone, whatever the format: a pipe or a link loop
+    // in a manifest folder is worth a look (the table and JSON list them
+    // among the skipped, too).
+    for left in scanner.left() {
+        let _ = writeln!(err, "aigov scan: skipped {}: {}", left.path.display(), left.reason);
+    }
     if !written.overridden.is_empty() {
         let _ = writeln!(
             err,
@@ -191,7 +203,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
              point the scan at the manifests{}",
             args.paths.iter().map(|p| read::shown(p)).collect::<Vec<_>>().join(", "),
             scanner.files(),
-            written.summary.skipped,
+            written.summary.skipped.saturating_sub(scanner.left().len()),
             if args.fail_on == FailOn::None { " (exit status 0: `--fail-on none`)" } else { " (exit status 3)" }
         );
     }

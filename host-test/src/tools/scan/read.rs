@@ -21,64 +21,188 @@ pub struct Input {
     pub value: Value,
 }
 
+/// A path a scan leaves alone, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Left {
+    /// The path, as the walk reached it.
+    pub path: PathBuf,
+    /// Why it is not read (`a named pipe, not a regular file: not read`).
+    pub reason: String,
+}
+
+/// What [`collect_files`] found: the files to read, and the paths left
+/// alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Collected {
+    /// Files to read, in order.
+    pub files: Vec<PathBuf>,
+    /// Paths not read, in the order the walk met them.
+    pub left: Vec<Left>,
+}
+
 /// Every manifest file under `paths`, in a stable order: paths in the order
 /// given, directories walked in name order. Files named explicitly are
-/// taken whatever their extension; in directories, `.yaml`, `.yml` and
-/// `.json` files, skipping hidden entries and `exclude` (the cluster
-/// fixtures). A directory without any is an error: a CI job pointed at the
-/// wrong folder must not pass for having found nothing to refuse.
-pub fn collect_files(paths: &[PathBuf], exclude: Option<&Path>) -> Result<Vec<PathBuf>> {
-    let excluded = exclude.and_then(|p| p.canonicalize().ok());
-    let mut out = Vec::new();
+/// taken whatever their extension, and so are named pipes (`aigov scan
+/// <(helm template chart)`); in directories, `.yaml`, `.yml` and `.json`
+/// regular files, skipping hidden entries and `exclude` (the cluster
+/// fixtures). A directory is walked once, however many links lead to it (a
+/// link to a directory above it would otherwise never end); a pipe, socket
+/// or device with a manifest's name in a directory is not read (a pipe
+/// would wait for a writer forever): both are listed in
+/// [`Collected::left`]. A directory without any manifest is an error: a CI
+/// job pointed at the wrong folder must not pass for having found nothing
+/// to refuse.
+pub fn collect_files(paths: &[PathBuf], exclude: Option<&Path>) -> Result<Collected> {
+    let mut walk = Walk { exclude: exclude.and_then(|p| p.canonicalize().ok()), seen: Vec::new(), out: Collected::default() };
     for p in paths {
-        if p.as_os_str() == "-" || p.is_file() {
-            out.push(p.clone());
-        } else if p.is_dir() {
-            let before = out.len();
-            walk(p, excluded.as_deref(), &mut out)?;
-            if out.len() == before {
+        if p.as_os_str() == "-" {
+            walk.out.files.push(p.clone());
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(p) else { bail!("{} does not exist", p.display()) };
+        if meta.is_file() || is_pipe(&meta.file_type()) {
+            walk.out.files.push(p.clone());
+        } else if meta.is_dir() {
+            let before = walk.out.files.len();
+            let again = dir_id(p).is_ok_and(|id| walk.seen.iter().any(|(seen, _)| *seen == id));
+            walk.dir(p)?;
+            // Named again (or inside one named before): its manifests were
+            // found then, if it has any.
+            let found_before =
+                again && p.canonicalize().is_ok_and(|d| walk.out.files.iter().any(|f| f.canonicalize().is_ok_and(|f| f.starts_with(&d))));
+            if walk.out.files.len() == before && !found_before {
                 let also = match exclude {
                     Some(x) => format!(", nor in the cluster fixtures ({}), which are not scanned", x.display()),
                     None => String::new(),
                 };
+                let left: Vec<String> = walk
+                    .out
+                    .left
+                    .iter()
+                    .filter(|l| l.path.starts_with(p) && l.path != *p)
+                    .map(|l| format!("{}: {}", l.path.display(), l.reason))
+                    .collect();
+                let left = if left.is_empty() { String::new() } else { format!("; not read: {}", left.join("; ")) };
                 return Err(NothingToCheck(format!(
-                    "no manifests in {}: no .yaml, .yml or .json file in it or below it (hidden files and directories are skipped{also}); \
+                    "no manifests in {}: no .yaml, .yml or .json file in it or below it (hidden files and directories are skipped{also}{left}); \
                      give the directory that holds the manifests, or name the files",
                     p.display()
                 ))
                 .into());
             }
         } else {
-            bail!("{} does not exist", p.display());
+            bail!("{} is {}: name manifest files, directories of them, or `-` for standard input", p.display(), what(&meta.file_type()));
         }
     }
-    Ok(out)
+    Ok(walk.out)
 }
 
-fn walk(dir: &Path, exclude: Option<&Path>, out: &mut Vec<PathBuf>) -> Result<()> {
-    if exclude.is_some_and(|x| dir.canonicalize().is_ok_and(|d| d == x)) {
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()
-        .with_context(|| format!("reading {}", dir.display()))?;
-    entries.sort();
-    for path in entries {
-        let hidden = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
-        if hidden {
-            continue;
+/// A directory walk: the directories seen (each walked once), and what it
+/// found.
+struct Walk {
+    exclude: Option<PathBuf>,
+    seen: Vec<(DirId, PathBuf)>,
+    out: Collected,
+}
+
+/// What tells a directory from every other: its device and inode where
+/// there are such (a bind mount of a parent is caught too), its canonical
+/// path elsewhere.
+#[cfg(unix)]
+type DirId = (u64, u64);
+#[cfg(not(unix))]
+type DirId = PathBuf;
+
+#[cfg(unix)]
+fn dir_id(dir: &Path) -> std::io::Result<DirId> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(dir)?;
+    Ok((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn dir_id(dir: &Path) -> std::io::Result<DirId> {
+    dir.canonicalize()
+}
+
+#[cfg(unix)]
+fn is_pipe(t: &std::fs::FileType) -> bool {
+    std::os::unix::fs::FileTypeExt::is_fifo(t)
+}
+
+#[cfg(not(unix))]
+fn is_pipe(_: &std::fs::FileType) -> bool {
+    false
+}
+
+/// What a path that is neither a regular file nor a directory is, for
+/// messages: `a named pipe`.
+fn what(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_fifo() {
+            return "a named pipe";
         }
-        if path.is_dir() {
-            walk(&path, exclude, out)?;
-        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
-            && !exclude.is_some_and(|x| path.canonicalize().is_ok_and(|p| p == x))
-        {
-            out.push(path);
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
         }
     }
-    Ok(())
+    let _ = t;
+    "neither a regular file nor a directory"
+}
+
+impl Walk {
+    fn dir(&mut self, dir: &Path) -> Result<()> {
+        if self.exclude.as_deref().is_some_and(|x| dir.canonicalize().is_ok_and(|d| d == x)) {
+            return Ok(());
+        }
+        let id = dir_id(dir).with_context(|| format!("reading {}", dir.display()))?;
+        if let Some((_, first)) = self.seen.iter().find(|(seen, _)| *seen == id) {
+            let reason = format!(
+                "the same directory as {}, walked already: each directory is followed once (a link to a directory above it would never end)",
+                first.display()
+            );
+            self.out.left.push(Left { path: dir.to_path_buf(), reason });
+            return Ok(());
+        }
+        self.seen.push((id, dir.to_path_buf()));
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()
+            .with_context(|| format!("reading {}", dir.display()))?;
+        entries.sort();
+        for path in entries {
+            let hidden = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+            if hidden {
+                continue;
+            }
+            // Links followed; a dangling one is taken as a file, and its
+            // reading fails with the reason.
+            let meta = std::fs::metadata(&path).ok();
+            if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+                self.dir(&path)?;
+                continue;
+            }
+            if !matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
+                || self.exclude.as_deref().is_some_and(|x| path.canonicalize().is_ok_and(|p| p == x))
+            {
+                continue;
+            }
+            match meta {
+                Some(m) if !m.is_file() => {
+                    let reason = format!("{}, not a regular file: not read", what(&m.file_type()));
+                    self.out.left.push(Left { path, reason });
+                }
+                _ => self.out.files.push(path),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The documents of one file's text; `List`s are expanded into their items.

@@ -510,10 +510,10 @@ fn collects_files_in_order_without_the_cluster_dir() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, "{}").unwrap();
     }
-    let files = collect_files(std::slice::from_ref(&root), Some(&root.join("cluster"))).unwrap();
+    let files = collect_files(std::slice::from_ref(&root), Some(&root.join("cluster"))).unwrap().files;
     let rel: Vec<String> = files.iter().map(|f| f.strip_prefix(&root).unwrap().display().to_string()).collect();
     assert_eq!(rel, ["a.yml", "b/a.json", "b/z.yaml"]);
-    let explicit = collect_files(&[root.join("notes.md"), root.join("cluster/pod.yaml")], Some(&root.join("cluster"))).unwrap();
+    let explicit = collect_files(&[root.join("notes.md"), root.join("cluster/pod.yaml")], Some(&root.join("cluster"))).unwrap().files;
     assert_eq!(explicit.len(), 2, "files named explicitly are always scanned");
     assert!(collect_files(&[root.join("missing")], None).is_err());
     // A directory without manifests (a CI job pointed at the wrong one) is
@@ -529,6 +529,54 @@ fn collects_files_in_order_without_the_cluster_dir() {
     assert!(e.contains("hidden files and directories are skipped"), "{e}");
     let e = collect_files(&[root.join("cluster")], Some(&root.join("cluster"))).unwrap_err().to_string();
     assert!(e.contains("nor in the cluster fixtures"), "{e}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A directory with a link back to itself, a link to its parent below it,
+/// a named pipe and a socket named as manifests: each directory is walked
+/// once, the pipe and the socket are not read, and all four are said.
+#[cfg(unix)]
+#[test]
+fn the_walk_follows_each_directory_once_and_reads_no_pipe() {
+    use std::os::unix::fs::symlink;
+    let root = std::env::temp_dir().join(format!("aigov-scan-odd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("a.yaml"), "{}").unwrap();
+    std::fs::write(root.join("sub/b.yaml"), "{}").unwrap();
+    symlink(".", root.join("loop")).unwrap();
+    symlink("..", root.join("sub/up")).unwrap();
+    for fifo in ["pipe.yaml", "notes.fifo"] {
+        let made = std::process::Command::new("mkfifo").arg(root.join(fifo)).status().unwrap();
+        assert!(made.success());
+    }
+    let _socket = std::os::unix::net::UnixListener::bind(root.join("sock.json")).unwrap();
+
+    let found = collect_files(std::slice::from_ref(&root), None).unwrap();
+    let rel = |p: &std::path::Path| p.strip_prefix(&root).unwrap().display().to_string();
+    assert_eq!(found.files.iter().map(|f| rel(f)).collect::<Vec<_>>(), ["a.yaml", "sub/b.yaml"]);
+    let left: Vec<(String, &str)> = found.left.iter().map(|l| (rel(&l.path), l.reason.as_str())).collect();
+    let again = format!("the same directory as {}, walked already: each directory is followed once", root.display());
+    assert_eq!(left.len(), 4, "{left:?}");
+    assert!(left[0].0 == "loop" && left[0].1.starts_with(&again), "{left:?}");
+    assert_eq!(left[1], ("pipe.yaml".to_string(), "a named pipe, not a regular file: not read"));
+    assert_eq!(left[2], ("sock.json".to_string(), "a socket, not a regular file: not read"));
+    assert!(left[3].0 == "sub/up" && left[3].1.starts_with(&again), "{left:?}");
+
+    // Named, a pipe is read (`aigov scan <(helm template chart)`); a
+    // socket is refused; a directory named twice is walked once.
+    let named = collect_files(&[root.join("pipe.yaml")], None).unwrap();
+    assert_eq!(named.files, [root.join("pipe.yaml")]);
+    let e = collect_files(&[root.join("sock.json")], None).unwrap_err().to_string();
+    assert!(e.ends_with("sock.json is a socket: name manifest files, directories of them, or `-` for standard input"), "{e}");
+    let twice = collect_files(&[root.clone(), root.join("sub")], None).unwrap();
+    assert_eq!(twice.files.len(), 2);
+    assert_eq!(twice.left.last().map(|l| rel(&l.path)).as_deref(), Some("sub"));
+    // A folder holding only a pipe has no manifests, and says what it left.
+    std::fs::create_dir_all(root.join("only")).unwrap();
+    std::process::Command::new("mkfifo").arg(root.join("only/x.yaml")).status().unwrap();
+    let e = collect_files(&[root.join("only")], None).unwrap_err().to_string();
+    assert!(e.contains("; not read: ") && e.contains("x.yaml: a named pipe, not a regular file: not read"), "{e}");
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -1,8 +1,8 @@
 //! Regular expressions in settings (Gatekeeper's `allowedRegex`): the part
-//! of RE2's syntax such policies use, matched in time proportional to the
-//! text times the pattern (a Thompson automaton run breadth-first, as RE2
-//! and Go run them), so no value can make a match slow, and without
-//! recursion over the text, so no value can exhaust the stack.
+//! of RE2's syntax such policies use, matched in a time bounded by the
+//! text's length times a cost fixed when the pattern is read, so no value
+//! can make a match slow, and without recursion over the text, so no value
+//! can exhaust the stack.
 //!
 //! Read as RE2 reads them:
 //!
@@ -24,12 +24,34 @@
 //!
 //! Refused, with the reason: back references and look-around (RE2 has
 //! neither: a pattern using them means something else there), Unicode
-//! classes (`\p{L}`), `\Q...\E`, and patterns larger than 10,000 steps
-//! once repetitions are expanded.
+//! classes (`\p{L}`), `\Q...\E`, and patterns whose match would cost more
+//! than [`MAX_COST`] steps per character of the text.
 //!
 //! As in RE2, Go's `regexp.MatchString` and Gatekeeper's `regex.match`, a
 //! text matches when the expression matches some part of it: anchor it
 //! (`^...$`) to match whole values.
+//!
+//! # How it matches
+//!
+//! A backtracking engine takes exponential time on `^(a+)+$`; a Thompson
+//! automaton run breadth-first (RE2's and Go's fallback) takes the text's
+//! length times the number of states, and a counted repetition writes its
+//! body out once per count: `[a-z]{1,1000}q` is 2,000 states, a 250 KB
+//! annotation 500 million steps, seconds past the admission deadline.
+//! Here the pattern's syntax tree is evaluated once per character, each
+//! node holding bit vectors rather than flags (a Glushkov automaton,
+//! simulated bit-parallel): what each of its characters and classes last
+//! matched, and what may enter it next. A counted repetition is not
+//! written out: it gives its body one bit per count (one *lane*), and
+//! passing from one count to the next is a shift of the body's vectors,
+//! so `[a-z]{1,1000}` is one class node with 1,000 lanes, 16 machine words
+//! shifted per character. Characters in a row (`https://`) are one node
+//! too, a lane per character, and `a|b|c` is the class `[abc]`. The work
+//! per character is fixed when the pattern is compiled (its
+//! [`cost`](Regex::cost): a few steps per node and per distinct class, and
+//! about three per 64 lanes of each node), and a pattern costing more than
+//! [`MAX_COST`] is refused when the settings are read; an anchored pattern
+//! (`^...`) stops at the first character no branch of it can take.
 
 use std::fmt;
 
@@ -38,8 +60,21 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// The largest count a repetition may have (RE2's).
 const MAX_REPEAT: u32 = 1000;
 
-/// The largest program, in steps, a pattern may compile to.
-const MAX_PROGRAM: usize = 10_000;
+/// The most steps (a node visited, or 64 of its lanes) a pattern may cost
+/// per character of the text it is matched against. At this bound a
+/// 256 KiB value (the most annotations an object may carry) is matched in
+/// about a quarter of a second inside wasmtime (`BENCHMARKS.md`, "A
+/// regular expression on a long value"); an alternation of about 25
+/// names, or Gatekeeper's URL example, costs half of it.
+pub const MAX_COST: usize = 512;
+
+/// The steps of visiting a node, beside reading and writing its vectors:
+/// measured, a node costs about as much as reading and writing four
+/// words.
+const NODE_COST: usize = 4;
+
+/// The steps of looking a character up in a set.
+const SET_COST: usize = 2;
 
 /// The deepest nesting of groups.
 const MAX_DEPTH: usize = 100;
@@ -48,8 +83,27 @@ const MAX_DEPTH: usize = 100;
 #[derive(Clone)]
 pub struct Regex {
     source: String,
-    program: Vec<Inst>,
+    /// Boxed, so that a setting holding a regex (`AllowedValues`) stays as
+    /// small as one holding a list: settings are built on every request.
+    program: Box<Program>,
+}
+
+/// A compiled pattern.
+#[derive(Clone)]
+struct Program {
+    /// The syntax tree in preorder: a node's children come after it.
+    ops: Vec<Op>,
+    /// The children of concatenations and alternations (`Kind::Concat(from, to)`).
+    kids: Vec<usize>,
+    /// The sets of chains (`Kind::Chain`).
+    chain: Vec<usize>,
     sets: Vec<Set>,
+    /// Words of bit vectors the match needs.
+    words: usize,
+    /// Steps per character of the text.
+    cost: usize,
+    /// Every match starts at the text's start (`^...`, `\A...`).
+    anchored: bool,
 }
 
 impl Regex {
@@ -61,10 +115,20 @@ impl Regex {
             // `alternation` stops only at the end or at a `)` it did not open.
             return Err("unmatched `)`: remove it, or escape it as `\\)`".into());
         }
-        let mut c = Compiler { program: Vec::new(), sets: Vec::new() };
-        c.emit(&node)?;
-        c.push(Inst::Match)?;
-        Ok(Regex { source: pattern.to_string(), program: c.program, sets: c.sets })
+        let mut c = Compiler { ops: Vec::new(), kids: Vec::new(), chain: Vec::new(), sets: Vec::new(), words: 0, cost: 0 };
+        c.emit(&node, 1)?;
+        Ok(Regex {
+            source: pattern.to_string(),
+            program: Box::new(Program {
+                ops: c.ops,
+                kids: c.kids,
+                chain: c.chain,
+                sets: c.sets,
+                words: c.words,
+                cost: c.cost,
+                anchored: anchored(&node),
+            }),
+        })
     }
 
     /// The pattern as written.
@@ -72,59 +136,67 @@ impl Regex {
         &self.source
     }
 
-    /// Whether the expression matches some part of `text`.
-    pub fn is_match(&self, text: &str) -> bool {
-        let n = self.program.len();
-        let mut current = Threads::new(n);
-        let mut next = Threads::new(n);
-        let mut stack = Vec::new();
-        let mut prev: Option<char> = None;
-        let mut rest = text;
-        loop {
-            let ahead = rest.chars().next();
-            // A thread starting here: the match may begin anywhere.
-            if self.add(&mut current, &mut stack, 0, prev, ahead) {
-                return true;
-            }
-            let Some(c) = ahead else { return false };
-            rest = rest.get(c.len_utf8()..).unwrap_or_default();
-            let after = rest.chars().next();
-            next.clear();
-            for &pc in &current.dense {
-                if let Some(Inst::Char(set)) = self.program.get(pc)
-                    && self.sets.get(*set).is_some_and(|s| s.contains(c))
-                    && self.add(&mut next, &mut stack, pc + 1, Some(c), after)
-                {
-                    return true;
-                }
-            }
-            std::mem::swap(&mut current, &mut next);
-            prev = Some(c);
-        }
+    /// The steps a match costs per character of the text (at most
+    /// [`MAX_COST`]).
+    pub fn cost(&self) -> usize {
+        self.program.cost
     }
 
-    /// Adds the thread at `pc` and every thread it reaches without reading
-    /// a character (between `prev` and `next`); whether one of them is a
-    /// match.
-    fn add(&self, list: &mut Threads, stack: &mut Vec<usize>, pc: usize, prev: Option<char>, next: Option<char>) -> bool {
-        stack.clear();
-        stack.push(pc);
-        while let Some(pc) = stack.pop() {
-            if !list.insert(pc) {
-                continue;
+    /// Whether the expression matches some part of `text`.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.run(text).0
+    }
+
+    /// Whether the expression matches some part of `text`, and the steps
+    /// taken: words of bit vectors read or written, and nodes visited.
+    fn run(&self, text: &str) -> (bool, u64) {
+        let re = &*self.program;
+        let mut m = Machine { v: vec![0; re.words], pass: vec![false; re.ops.len()], hits: vec![false; re.sets.len()], steps: 0 };
+        let mut prev: Option<char> = None;
+        let mut chars = text.chars();
+        let mut next = chars.next();
+        loop {
+            // Between `prev` and `next`: what the text read so far lets
+            // every node end with, and whether the whole expression does.
+            m.settle(re, prev, next);
+            let root_passes = m.pass.first().copied().unwrap_or(false);
+            let root_ends = re.ops.first().is_some_and(|r| m.any(r.last, r.lanes));
+            if root_ends || root_passes {
+                return (true, m.steps);
             }
-            match self.program.get(pc) {
-                Some(Inst::Match) => return true,
-                Some(Inst::Jump(to)) => stack.push(*to),
-                Some(Inst::Split(a, b)) => {
-                    stack.push(*b);
-                    stack.push(*a);
-                }
-                Some(Inst::Look(look)) if look.holds(prev, next) => stack.push(pc + 1),
-                _ => {}
+            let Some(c) = next else { return (false, m.steps) };
+            // A match may start here: the root is entered, and so is
+            // every node a character may be read into.
+            m.enter(re);
+            let alive = m.read(re, c);
+            if re.anchored && !alive {
+                // Nothing but the text's start enters an anchored pattern.
+                return (false, m.steps);
             }
+            prev = Some(c);
+            next = chars.next();
         }
-        false
+    }
+}
+
+/// Whether every match of `node` starts at the text's start.
+fn anchored(node: &Node) -> bool {
+    match node {
+        Node::Look(Look::TextStart) => true,
+        Node::Empty | Node::Set(_) | Node::Look(_) => false,
+        Node::Concat(items) => {
+            for item in items {
+                match item {
+                    n if anchored(n) => return true,
+                    // Zero-width: the next item starts where this one did.
+                    Node::Look(_) | Node::Empty => {}
+                    _ => return false,
+                }
+            }
+            false
+        }
+        Node::Alternation(branches) => !branches.is_empty() && branches.iter().all(anchored),
+        Node::Repeat { node, min, .. } => *min > 0 && anchored(node),
     }
 }
 
@@ -161,53 +233,413 @@ impl<'de> Deserialize<'de> for Regex {
     }
 }
 
-/// The threads at one position: a sparse set of program counters, in the
-/// order they were added.
-struct Threads {
-    dense: Vec<usize>,
-    seen: Vec<bool>,
-}
-
-impl Threads {
-    fn new(n: usize) -> Threads {
-        Threads { dense: Vec::with_capacity(n), seen: vec![false; n] }
-    }
-
-    /// Adds `pc`; `false` if it was there already (or is out of range).
-    fn insert(&mut self, pc: usize) -> bool {
-        match self.seen.get_mut(pc) {
-            Some(seen) if !*seen => {
-                *seen = true;
-                self.dense.push(pc);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn clear(&mut self) {
-        for &pc in &self.dense {
-            if let Some(seen) = self.seen.get_mut(pc) {
-                *seen = false;
-            }
-        }
-        self.dense.clear();
-    }
-}
-
-/// One step of a program.
+/// A node of the compiled syntax tree. Its vectors hold one bit per lane:
+/// per copy that the counted repetitions around it make of it, the copies
+/// of the outermost repetition varying slowest.
 #[derive(Clone, Copy, Debug)]
-enum Inst {
-    /// Read a character of the set with this index.
-    Char(usize),
-    /// Go on if the position is such.
+struct Op {
+    kind: Kind,
+    /// Its lanes (1 outside counted repetitions).
+    lanes: usize,
+    /// Where its `last` vector starts: the lanes in which the text read so
+    /// far can end with this node just finished (for a class: just read).
+    last: usize,
+    /// Where its `entry` vector starts: the lanes in which the next
+    /// character may be read into this node (for a class: read by it).
+    entry: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Empty,
     Look(Look),
-    /// Go on at both.
-    Split(usize, usize),
-    /// Go on there.
-    Jump(usize),
-    /// A match.
-    Match,
+    /// A character of the set with this index.
+    Set(usize),
+    /// Characters of the sets `chain[from..to]`, one after the other:
+    /// a literal such as `https://`, matched as one shift of vectors with
+    /// a lane per character (and per lane of the node); `read` holds what
+    /// each character just read, `ready` what each may read next, `mask`
+    /// which of them the character being read is in.
+    Chain {
+        from: usize,
+        to: usize,
+        read: usize,
+        ready: usize,
+        mask: usize,
+    },
+    /// Children `kids[from..to]`, one after the other.
+    Concat(usize, usize),
+    /// Children `kids[from..to]`, any of them.
+    Alternation(usize, usize),
+    /// The node `body` (the next op), `min` to `copies` times, or, when
+    /// `looped`, `min` times and then any number more: then its last copy
+    /// (lane) repeats itself. The body has `copies` times this node's
+    /// lanes; `scratch` is a vector as wide, for folding its copies.
+    Repeat {
+        body: usize,
+        min: usize,
+        copies: usize,
+        looped: bool,
+        scratch: usize,
+    },
+}
+
+/// The state of one match: every node's vectors, side by side in `v`.
+struct Machine {
+    v: Vec<u64>,
+    /// Per node: whether it can be passed without reading a character
+    /// where the text is now (an empty group, `^` at the start).
+    pass: Vec<bool>,
+    /// Per set: whether the character being read is in it.
+    hits: Vec<bool>,
+    /// Words read or written, and nodes visited.
+    steps: u64,
+}
+
+/// Words holding `lanes` bits.
+fn words(lanes: usize) -> usize {
+    lanes.div_ceil(64)
+}
+
+/// The bits of a vector's last word that are lanes.
+fn last_mask(lanes: usize) -> u64 {
+    match lanes % 64 {
+        0 => u64::MAX,
+        r => (1u64 << r) - 1,
+    }
+}
+
+impl Machine {
+    fn word(&self, at: usize) -> u64 {
+        self.v.get(at).copied().unwrap_or(0)
+    }
+
+    fn put(&mut self, at: usize, w: u64) {
+        if let Some(slot) = self.v.get_mut(at) {
+            *slot = w;
+        }
+    }
+
+    fn passes(&self, op: usize) -> bool {
+        self.pass.get(op).copied().unwrap_or(false)
+    }
+
+    /// Whether any lane of the vector at `at` is set.
+    fn any(&mut self, at: usize, lanes: usize) -> bool {
+        let n = words(lanes);
+        self.steps += n as u64;
+        self.v.get(at..at + n).is_some_and(|w| w.iter().any(|&w| w != 0))
+    }
+
+    /// Whether any of lanes `from..to` of the vector at `at` is set.
+    fn any_in(&mut self, at: usize, from: usize, to: usize) -> bool {
+        if from >= to {
+            return false;
+        }
+        let (first, last) = (from / 64, (to - 1) / 64);
+        self.steps += (last - first + 1) as u64;
+        (first..=last).any(|i| {
+            let mut w = self.word(at + i);
+            if i == first {
+                w &= u64::MAX << (from % 64);
+            }
+            if i == last {
+                w &= last_mask(to);
+            }
+            w != 0
+        })
+    }
+
+    fn zero(&mut self, at: usize, lanes: usize) {
+        let n = words(lanes);
+        self.steps += n as u64;
+        if let Some(w) = self.v.get_mut(at..at + n) {
+            w.fill(0);
+        }
+    }
+
+    /// Sets lanes `from..to` of the vector at `at`.
+    fn fill(&mut self, at: usize, from: usize, to: usize) {
+        let mut lane = from;
+        while lane < to {
+            let (i, bit) = (lane / 64, lane % 64);
+            let n = (to - lane).min(64 - bit);
+            let bits = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << bit };
+            let w = self.word(at + i) | bits;
+            self.put(at + i, w);
+            lane += n;
+        }
+    }
+
+    /// `dst = src` (or `dst |= src`), vectors of `lanes`.
+    fn copy(&mut self, dst: usize, src: usize, lanes: usize, or: bool) {
+        let n = words(lanes);
+        self.steps += n as u64;
+        if n == 1 {
+            let w = self.word(src) | if or { self.word(dst) } else { 0 };
+            self.put(dst, w);
+            return;
+        }
+        for i in 0..n {
+            let w = self.word(src + i);
+            let old = if or { self.word(dst + i) } else { 0 };
+            self.put(dst + i, old | w);
+        }
+    }
+
+    /// `dst |= src` on lanes `from..to` only.
+    fn or_in(&mut self, dst: usize, src: usize, from: usize, to: usize) {
+        if from >= to {
+            return;
+        }
+        let (first, last) = (from / 64, (to - 1) / 64);
+        self.steps += (last - first + 1) as u64;
+        for i in first..=last {
+            let mut w = self.word(src + i);
+            if i == first {
+                w &= u64::MAX << (from % 64);
+            }
+            if i == last {
+                w &= last_mask(to);
+            }
+            let old = self.word(dst + i);
+            self.put(dst + i, old | w);
+        }
+    }
+
+    /// `dst = src << by` (or `dst |= src << by`), vectors of `lanes`;
+    /// `dst` may be `src`.
+    fn shift_up(&mut self, dst: usize, src: usize, lanes: usize, by: usize, or: bool) {
+        let n = words(lanes);
+        self.steps += n as u64;
+        let (ws, bs) = (by / 64, by % 64);
+        // From the top down: a word is read before it is written.
+        for i in (0..n).rev() {
+            let hi = if i >= ws { self.word(src + i - ws) } else { 0 };
+            let lo = if i > ws && bs > 0 { self.word(src + i - ws - 1) } else { 0 };
+            let mut w = if bs == 0 { hi } else { (hi << bs) | (lo >> (64 - bs)) };
+            if i + 1 == n {
+                w &= last_mask(lanes);
+            }
+            let old = if or { self.word(dst + i) } else { 0 };
+            self.put(dst + i, old | w);
+        }
+    }
+
+    /// `dst = src >> by` (or `dst |= src >> by`): `src` of `lanes`, `dst`
+    /// of `into` lanes (at most as many); `dst` may be `src`.
+    fn shift_down(&mut self, dst: usize, into: usize, src: usize, lanes: usize, by: usize, or: bool) {
+        let (n, m) = (words(lanes), words(into.min(lanes)));
+        self.steps += m as u64;
+        let (ws, bs) = (by / 64, by % 64);
+        // From the bottom up: a word is read before it is written.
+        for i in 0..m {
+            let lo = if i + ws < n { self.word(src + i + ws) } else { 0 };
+            let hi = if i + ws + 1 < n && bs > 0 { self.word(src + i + ws + 1) } else { 0 };
+            let mut w = if bs == 0 { lo } else { (lo >> bs) | (hi << (64 - bs)) };
+            if i + 1 == m {
+                w &= last_mask(into.min(lanes));
+            }
+            let old = if or { self.word(dst + i) } else { 0 };
+            self.put(dst + i, old | w);
+        }
+    }
+
+    /// From the leaves up: every node's `last` vector and whether it can
+    /// be passed, between `prev` and `next`.
+    fn settle(&mut self, re: &Program, prev: Option<char>, next: Option<char>) {
+        for (i, op) in re.ops.iter().enumerate().rev() {
+            self.steps += 1;
+            let pass = match op.kind {
+                Kind::Empty => true,
+                Kind::Look(look) => look.holds(prev, next),
+                // Its `last` is what `read` left.
+                Kind::Set(_) => false,
+                Kind::Chain { from, to, read, .. } => {
+                    // It ends where its last character was just read.
+                    let n = to.saturating_sub(from);
+                    self.shift_down(op.last, op.lanes, read, n * op.lanes, (n - 1) * op.lanes, false);
+                    false
+                }
+                Kind::Concat(from, to) => {
+                    // It ends where its last child ends, or an earlier one
+                    // if those after it can be passed.
+                    let kids = re.kids.get(from..to).unwrap_or_default();
+                    let mut all = true;
+                    for (i, &k) in kids.iter().rev().enumerate() {
+                        let Some(kid) = re.ops.get(k) else { continue };
+                        self.copy(op.last, kid.last, op.lanes, i > 0);
+                        if !self.passes(k) {
+                            all = false;
+                            break;
+                        }
+                    }
+                    if kids.is_empty() {
+                        self.zero(op.last, op.lanes);
+                    }
+                    all
+                }
+                Kind::Alternation(from, to) => {
+                    let kids = re.kids.get(from..to).unwrap_or_default();
+                    self.zero(op.last, op.lanes);
+                    let mut any = false;
+                    for &k in kids {
+                        if let Some(kid) = re.ops.get(k) {
+                            self.copy(op.last, kid.last, op.lanes, true);
+                        }
+                        any = any || self.passes(k);
+                    }
+                    any
+                }
+                Kind::Repeat { body, min, copies, scratch, .. } => {
+                    let Some(b) = re.ops.get(body) else { continue };
+                    let body_passes = self.passes(body);
+                    // It ends where copy `k` ends, for `k + 1 >= min`; if the
+                    // body can be passed, where any copy ends.
+                    let from = if body_passes { 0 } else { min.max(1) - 1 };
+                    if op.lanes == 1 {
+                        let ends = self.any_in(b.last, from, copies);
+                        self.zero(op.last, 1);
+                        self.put(op.last, u64::from(ends));
+                    } else {
+                        // Fold copies `from..` onto the first: halve their
+                        // number until one is left.
+                        self.shift_down(scratch, b.lanes, b.last, b.lanes, from * op.lanes, false);
+                        let mut n = copies - from;
+                        while n > 1 {
+                            let half = n.div_ceil(2);
+                            self.shift_down(scratch, b.lanes, scratch, b.lanes, half * op.lanes, true);
+                            n = half;
+                        }
+                        self.shift_down(op.last, op.lanes, scratch, b.lanes, 0, false);
+                    }
+                    min == 0 || body_passes
+                }
+            };
+            if let Some(p) = self.pass.get_mut(i) {
+                *p = pass;
+            }
+        }
+    }
+
+    /// From the root down: the lanes in which the next character may be
+    /// read into each node, a match starting here too.
+    fn enter(&mut self, re: &Program) {
+        if let Some(root) = re.ops.first() {
+            self.put(root.entry, 1);
+        }
+        for op in &re.ops {
+            self.steps += 1;
+            match op.kind {
+                Kind::Empty | Kind::Look(_) | Kind::Set(_) => {}
+                Kind::Chain { from, to, read, ready, .. } => {
+                    // Its first character is entered with it, each next one
+                    // where the one before was just read.
+                    let lanes = to.saturating_sub(from) * op.lanes;
+                    self.shift_up(ready, read, lanes, op.lanes, false);
+                    self.copy(ready, op.entry, op.lanes, true);
+                }
+                Kind::Concat(from, to) => {
+                    // The first child is entered with the node; each next
+                    // one where the one before it ends, or is entered and
+                    // can be passed.
+                    let mut before: Option<usize> = None;
+                    for &k in re.kids.get(from..to).unwrap_or_default() {
+                        let Some(kid) = re.ops.get(k) else { continue };
+                        match before.and_then(|b| re.ops.get(b).map(|o| (b, o))) {
+                            None => self.copy(kid.entry, op.entry, op.lanes, false),
+                            Some((b, prior)) => {
+                                self.copy(kid.entry, prior.last, op.lanes, false);
+                                if self.passes(b) {
+                                    self.copy(kid.entry, prior.entry, op.lanes, true);
+                                }
+                            }
+                        }
+                        before = Some(k);
+                    }
+                }
+                Kind::Alternation(from, to) => {
+                    for &k in re.kids.get(from..to).unwrap_or_default() {
+                        if let Some(kid) = re.ops.get(k) {
+                            self.copy(kid.entry, op.entry, op.lanes, false);
+                        }
+                    }
+                }
+                Kind::Repeat { body, copies, looped, .. } => {
+                    let Some(b) = re.ops.get(body) else { continue };
+                    // Copy 0 is entered with the node; copy `k + 1` where
+                    // copy `k` ends; the looping copy where it ends itself.
+                    self.shift_up(b.entry, b.last, b.lanes, op.lanes, false);
+                    self.copy(b.entry, op.entry, op.lanes, true);
+                    if looped {
+                        self.or_in(b.entry, b.last, (copies - 1) * op.lanes, b.lanes);
+                    }
+                    if self.passes(body) {
+                        // Passing a copy enters the next: every copy after
+                        // an entered one is entered.
+                        let mut by = op.lanes;
+                        while by < b.lanes {
+                            self.shift_up(b.entry, b.entry, b.lanes, by, true);
+                            by *= 2;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads `c`: a class ends in the lanes it was entered in if `c` is in
+    /// it, and nowhere else. Whether any lane of any class is left.
+    fn read(&mut self, re: &Program, c: char) -> bool {
+        for (hit, set) in self.hits.iter_mut().zip(&re.sets) {
+            *hit = set.contains(c);
+        }
+        self.steps += re.sets.len() as u64;
+        let mut alive = false;
+        for op in &re.ops {
+            match op.kind {
+                Kind::Set(s) => {
+                    if self.hits.get(s).copied().unwrap_or(false) {
+                        self.copy(op.last, op.entry, op.lanes, false);
+                        alive = alive || (re.anchored && self.any(op.last, op.lanes));
+                    } else {
+                        self.zero(op.last, op.lanes);
+                    }
+                }
+                Kind::Chain { from, to, read, ready, mask } => {
+                    let sets = re.chain.get(from..to).unwrap_or_default();
+                    let lanes = sets.len() * op.lanes;
+                    self.steps += sets.len() as u64 / 8;
+                    if op.lanes == 1 {
+                        // A bit per character, 64 to a word.
+                        for (i, chunk) in sets.chunks(64).enumerate() {
+                            let mut w = 0u64;
+                            for (bit, &s) in chunk.iter().enumerate() {
+                                w |= u64::from(self.hits.get(s).copied().unwrap_or(false)) << bit;
+                            }
+                            self.put(mask + i, w);
+                        }
+                    } else {
+                        self.zero(mask, lanes);
+                        for (i, &s) in sets.iter().enumerate() {
+                            if self.hits.get(s).copied().unwrap_or(false) {
+                                self.fill(mask, i * op.lanes, (i + 1) * op.lanes);
+                            }
+                        }
+                    }
+                    let n = words(lanes);
+                    self.steps += n as u64;
+                    for i in 0..n {
+                        let w = self.word(ready + i) & self.word(mask + i);
+                        self.put(read + i, w);
+                        alive = alive || w != 0;
+                    }
+                }
+                _ => {}
+            }
+        }
+        alive
+    }
 }
 
 /// What an assertion asks of a position.
@@ -696,68 +1128,119 @@ impl Parser {
 }
 
 struct Compiler {
-    program: Vec<Inst>,
+    ops: Vec<Op>,
+    kids: Vec<usize>,
+    chain: Vec<usize>,
     sets: Vec<Set>,
+    words: usize,
+    cost: usize,
 }
 
 impl Compiler {
-    fn push(&mut self, inst: Inst) -> Result<usize, String> {
-        if self.program.len() >= MAX_PROGRAM {
+    /// Room for a vector of `lanes` bits.
+    fn vector(&mut self, lanes: usize) -> usize {
+        let at = self.words;
+        self.words += words(lanes);
+        at
+    }
+
+    /// The index of `set`, added if new (each set is looked a character
+    /// up in once per character).
+    fn set(&mut self, set: &Set) -> Result<usize, String> {
+        match self.sets.iter().position(|s| s == set) {
+            Some(i) => Ok(i),
+            None => {
+                self.charge(SET_COST)?;
+                self.sets.push(set.clone());
+                Ok(self.sets.len() - 1)
+            }
+        }
+    }
+
+    /// Adds a chain of `sets` (two or more), with `lanes` copies of it.
+    fn chain(&mut self, sets: &[&Set], lanes: usize) -> Result<usize, String> {
+        let inner = lanes.saturating_mul(sets.len());
+        self.charge(2 * NODE_COST + 3 * words(lanes) + 5 * words(inner) + sets.len() / 4)?;
+        let last = self.vector(lanes);
+        let entry = self.vector(lanes);
+        let (read, ready, mask) = (self.vector(inner), self.vector(inner), self.vector(inner));
+        let from = self.chain.len();
+        for set in sets {
+            let i = self.set(set)?;
+            self.chain.push(i);
+        }
+        let to = self.chain.len();
+        self.ops.push(Op { kind: Kind::Chain { from, to, read, ready, mask }, lanes, last, entry });
+        Ok(self.ops.len() - 1)
+    }
+
+    /// Adds `steps` to the cost per character, refusing past [`MAX_COST`].
+    fn charge(&mut self, steps: usize) -> Result<(), String> {
+        self.cost = self.cost.saturating_add(steps);
+        if self.cost > MAX_COST {
             return Err(format!(
-                "the pattern is too large (more than {MAX_PROGRAM} steps once its repetitions are written out): repeat less"
+                "the pattern is too large: matching it would take more than {MAX_COST} steps per character of a value \
+                 (a few per literal, class or group, and a counted repetition its group again per 64 counts): \
+                 allow fewer alternatives (a list of values rather than `a|b|...`), repeat less, or nest fewer counted repetitions"
             ));
         }
-        self.program.push(inst);
-        Ok(self.program.len() - 1)
+        Ok(())
     }
 
-    fn patch(&mut self, at: usize, inst: Inst) {
-        if let Some(slot) = self.program.get_mut(at) {
-            *slot = inst;
-        }
-    }
-
-    fn emit(&mut self, node: &Node) -> Result<(), String> {
+    /// Adds `node`, with `lanes` copies of it, and what is under it; its index.
+    fn emit(&mut self, node: &Node, lanes: usize) -> Result<usize, String> {
         match node {
-            Node::Empty => {}
-            Node::Set(set) => {
-                let i = match self.sets.iter().position(|s| s == set) {
-                    Some(i) => i,
-                    None => {
-                        self.sets.push(set.clone());
-                        self.sets.len() - 1
+            // Characters in a row alone: their chain stands for the group.
+            Node::Concat(items) if items.len() > 1 && items.iter().all(|n| matches!(n, Node::Set(_))) => {
+                let sets: Vec<&Set> = items.iter().filter_map(|n| if let Node::Set(s) = n { Some(s) } else { None }).collect();
+                return self.chain(&sets, lanes);
+            }
+            // `a|b|c` is `[abc]`.
+            Node::Alternation(branches) if branches.iter().all(|n| matches!(n, Node::Set(_))) => {
+                let mut union = Set::default();
+                for branch in branches {
+                    if let Node::Set(s) = branch {
+                        union.union(s);
                     }
-                };
-                self.push(Inst::Char(i))?;
-            }
-            Node::Look(look) => {
-                self.push(Inst::Look(*look))?;
-            }
-            Node::Concat(items) => {
-                for item in items {
-                    self.emit(item)?;
                 }
+                return self.emit(&Node::Set(union), lanes);
             }
-            Node::Alternation(branches) => {
-                let mut jumps = Vec::new();
-                let last = branches.len().saturating_sub(1);
-                for (i, branch) in branches.iter().enumerate() {
-                    if i == last {
-                        self.emit(branch)?;
-                        break;
+            _ => {}
+        }
+        // Every node is visited three times per character and its vectors
+        // read and written about three times.
+        self.charge(NODE_COST + 3 * words(lanes))?;
+        let last = self.vector(lanes);
+        let entry = self.vector(lanes);
+        let at = self.ops.len();
+        self.ops.push(Op { kind: Kind::Empty, lanes, last, entry });
+        let kind = match node {
+            Node::Empty => Kind::Empty,
+            Node::Look(look) => Kind::Look(*look),
+            Node::Set(set) => Kind::Set(self.set(set)?),
+            Node::Concat(items) | Node::Alternation(items) => {
+                let mut kids = Vec::with_capacity(items.len());
+                let mut rest = items.as_slice();
+                while let Some((item, after)) = rest.split_first() {
+                    // Characters in a row make one chain.
+                    let run: Vec<&Set> = match node {
+                        Node::Concat(_) => rest.iter().map_while(|n| if let Node::Set(s) = n { Some(s) } else { None }).collect(),
+                        _ => Vec::new(),
+                    };
+                    if run.len() > 1 {
+                        kids.push(self.chain(&run, lanes)?);
+                        rest = rest.get(run.len()..).unwrap_or_default();
+                    } else {
+                        kids.push(self.emit(item, lanes)?);
+                        rest = after;
                     }
-                    let split = self.push(Inst::Split(0, 0))?;
-                    self.emit(branch)?;
-                    jumps.push(self.push(Inst::Jump(0))?);
-                    let next = self.program.len();
-                    self.patch(split, Inst::Split(split + 1, next));
                 }
-                let end = self.program.len();
-                for j in jumps {
-                    self.patch(j, Inst::Jump(end));
-                }
+                let from = self.kids.len();
+                self.kids.extend(kids);
+                let to = self.kids.len();
+                if matches!(node, Node::Concat(_)) { Kind::Concat(from, to) } else { Kind::Alternation(from, to) }
             }
-            Node::Repeat { node, min, max } => {
+            Node::Repeat { node: body, min, max } => {
                 if *min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
                     return Err(format!("a repetition counts at most {MAX_REPEAT}"));
                 }
@@ -766,32 +1249,47 @@ impl Compiler {
                 {
                     return Err(format!("`{{{min},{max}}}` repeats at least more than at most: write the smaller count first"));
                 }
-                for _ in 0..*min {
-                    self.emit(node)?;
+                // `{0}`: nothing.
+                if *max == Some(0) {
+                    return Ok(at);
                 }
-                match max {
-                    None => {
-                        let split = self.push(Inst::Split(0, 0))?;
-                        self.emit(node)?;
-                        self.push(Inst::Jump(split))?;
-                        let end = self.program.len();
-                        self.patch(split, Inst::Split(split + 1, end));
-                    }
-                    Some(max) => {
-                        let mut splits = Vec::new();
-                        for _ in *min..*max {
-                            splits.push(self.push(Inst::Split(0, 0))?);
-                            self.emit(node)?;
-                        }
-                        let end = self.program.len();
-                        for s in splits {
-                            self.patch(s, Inst::Split(s + 1, end));
-                        }
-                    }
-                }
+                let (min, looped) = (*min as usize, max.is_none());
+                // One lane per count, and with no upper count, one more
+                // that repeats itself.
+                let copies = match max {
+                    Some(max) => *max as usize,
+                    None => min + 1,
+                };
+                let inner = lanes.saturating_mul(copies);
+                let body_words = words(inner);
+                // Shifting copies along, and folding them (with lanes of
+                // their own) or filling them (a body that may be passed
+                // without reading) in about log2(copies) shifts each.
+                let log = (usize::BITS - copies.leading_zeros()) as usize;
+                let fold = if lanes > 1 { log } else { 0 };
+                let fill = if nullable(body) { log } else { 0 };
+                self.charge(body_words.saturating_mul(3 + fold + fill))?;
+                let scratch = if lanes > 1 { self.vector(inner) } else { 0 };
+                let body = self.emit(body, inner)?;
+                Kind::Repeat { body, min, copies, looped, scratch }
             }
+        };
+        if let Some(op) = self.ops.get_mut(at) {
+            op.kind = kind;
         }
-        Ok(())
+        Ok(at)
+    }
+}
+
+/// Whether `node` may match without reading a character (if its anchors
+/// hold).
+fn nullable(node: &Node) -> bool {
+    match node {
+        Node::Empty | Node::Look(_) => true,
+        Node::Set(_) => false,
+        Node::Concat(items) => items.iter().all(nullable),
+        Node::Alternation(branches) => branches.iter().any(nullable),
+        Node::Repeat { node, min, .. } => *min == 0 || nullable(node),
     }
 }
 
@@ -909,6 +1407,152 @@ mod tests {
         assert!(!evil.is_match(&text));
         let nested = Regex::new("^(a|aa)*(a|aa)*c$").unwrap();
         assert!(!nested.is_match(&"a".repeat(5_000)));
+    }
+
+    /// 250 KB of lowercase letters but `q`, the most annotations an object
+    /// carries, in the worst case for a Thompson automaton: every count of
+    /// `[a-z]{1,1000}` alive at every character.
+    fn letters() -> String {
+        let mut rng = Rng(7);
+        (0..250_000).map(|_| char::from(b"abcdefghijklmnoprstuvwxyz"[rng.below(25) as usize])).collect()
+    }
+
+    #[test]
+    fn a_counted_repetition_costs_a_shift_not_a_state_per_count() {
+        let text = letters();
+        let (ab, a) = ("ab".repeat(125_000), "a".repeat(250_000));
+        // Written out, `[a-z]{1,1000}q` is 2,000 states, 1,000 of them live
+        // at each character here: 250 million steps. As lanes, it is a
+        // 1,000-bit shift per character.
+        for (pattern, text, most) in [
+            ("[a-z]{1,1000}q", &text, 150),
+            ("(ab){1,1000}c", &ab, 350),
+            ("(?:a|aa){1,500}c", &a, 250),
+            ("(?:(?:[a-z]{1,3}){1,10}){1,40}q", &text, 400),
+        ] {
+            let re = Regex::new(pattern).unwrap();
+            assert!(re.cost() <= most, "`{pattern}` costs {}", re.cost());
+            let (found, steps) = re.run(text);
+            assert!(!found, "{pattern}");
+            assert!(steps <= (text.len() as u64 + 1) * re.cost() as u64, "`{pattern}`: {steps} steps");
+        }
+        let (found, steps) = Regex::new("[a-z]{1,1000}q").unwrap().run(&format!("{text}q"));
+        assert!(found && steps > 250_000, "the last character decides: {steps}");
+        // An anchored pattern stops where no branch of it goes on.
+        let (found, steps) = Regex::new("^v[0-9]+$").unwrap().run(&text);
+        assert!(!found && steps < 200, "{steps}");
+    }
+
+    #[test]
+    fn a_pattern_too_costly_to_match_is_refused() {
+        assert!(err("(a{1000}){1000}").contains("too large"));
+        let names: Vec<String> = (0..200).map(|i| format!("team-{i}")).collect();
+        let e = err(&format!("^({})$", names.join("|")));
+        assert!(e.starts_with(&format!("the pattern is too large: matching it would take more than {MAX_COST} steps")), "{e}");
+        assert!(e.contains("a list of values"), "{e}");
+        // Twenty names are fine.
+        assert!(m(&format!("^({})$", names.get(..20).unwrap().join("|")), "team-19"));
+        // Three counts nested: 3,000 lanes.
+        assert!(err("(?:(?:[a-z]{1,3}){1,10}){1,100}q").contains("too large"));
+        assert!(Regex::new("(?:(?:[a-z]{1,3}){1,10}){1,40}q").unwrap().cost() <= MAX_COST);
+    }
+
+    /// A pseudo-random source for the differential test (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            from[self.below(from.len() as u64) as usize]
+        }
+
+        /// A random pattern: literals, classes, anchors, groups,
+        /// alternations and repetitions, counts crossing 64 lanes.
+        fn pattern(&mut self, depth: u32) -> String {
+            let atom = |r: &mut Rng| -> String {
+                r.pick(&[
+                    "a", "b", "c", "ab", "abc", "[ab]", "[^a]", ".", r"\w", r"\b", r"\B", "^", "$", "(?m:^)", "(?m:$)", "(?i:A)", r"\n",
+                ])
+                .to_string()
+            };
+            if depth == 0 {
+                return atom(self);
+            }
+            let mut p = match self.below(5) {
+                0 => atom(self),
+                1 => format!("{}{}", self.pattern(depth - 1), self.pattern(depth - 1)),
+                2 => format!("(?:{}|{})", self.pattern(depth - 1), self.pattern(depth - 1)),
+                3 => format!("({}{}{})", self.pattern(depth - 1), self.pattern(depth - 1), self.pattern(depth - 1)),
+                _ => format!("(?:{})", self.pattern(depth - 1)),
+            };
+            if self.below(2) == 0 {
+                p = format!("(?:{p})");
+                let rep = match self.below(9) {
+                    0 => "*".to_string(),
+                    1 => "+".to_string(),
+                    2 => "?".to_string(),
+                    3 => format!("{{{}}}", self.below(4)),
+                    4 => format!("{{{},}}", self.below(4)),
+                    5 => {
+                        let lo = self.below(4);
+                        format!("{{{lo},{}}}", lo + self.below(4))
+                    }
+                    6 => {
+                        let lo = self.below(70);
+                        format!("{{{lo},{}}}", lo + self.below(70))
+                    }
+                    7 => format!("{{{},}}", 60 + self.below(10)),
+                    _ => format!("{{1,{}}}", 60 + self.below(80)),
+                };
+                p.push_str(&rep);
+                if self.below(4) == 0 {
+                    p.push('?');
+                }
+            }
+            p
+        }
+
+        fn text(&mut self) -> String {
+            let len = match self.below(4) {
+                0 => self.below(4),
+                1 | 2 => self.below(16),
+                _ => self.below(200),
+            };
+            let alphabet = ["a", "a", "b", "c", "A", " ", "\n", "_"];
+            (0..len).map(|_| self.pick(&alphabet)).collect()
+        }
+    }
+
+    #[test]
+    fn it_agrees_with_the_regex_crate_on_random_patterns() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut compared, mut matched) = (0, 0);
+        for _ in 0..3_000 {
+            let depth = 1 + rng.below(4) as u32;
+            let pattern = rng.pattern(depth);
+            let Ok(ours) = Regex::new(&pattern) else { continue };
+            // The same pattern with its word classes and boundaries ASCII,
+            // as RE2's are (the crate's are Unicode by default).
+            let ascii = pattern.replace(r"\w", r"(?-u:\w)").replace(r"\b", r"(?-u:\b)").replace(r"\B", r"(?-u:\B)");
+            let Ok(theirs) = regex::Regex::new(&ascii) else { continue };
+            for _ in 0..12 {
+                let text = rng.text();
+                let want = theirs.is_match(&text);
+                let (found, steps) = ours.run(&text);
+                assert_eq!(found, want, "`{pattern}` on {text:?}");
+                let bound = (text.chars().count() as u64 + 1) * ours.cost() as u64;
+                assert!(steps <= bound, "`{pattern}` on {text:?}: {steps} steps, more than {bound}");
+                compared += 1;
+                matched += usize::from(want);
+            }
+        }
+        assert!(compared > 25_000 && matched > compared / 5 && matched < compared * 4 / 5, "{compared} compared, {matched} matched");
     }
 
     #[test]

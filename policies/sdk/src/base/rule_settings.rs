@@ -58,8 +58,9 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
 
     /// Whether the rule judges containers one by one and leaves alone those
     /// whose image the shared `exemptImages` lists (asking
-    /// `Request::exempt_container`). A rule that counts what whole pods
-    /// hold does not, and refuses the setting rather than ignore it.
+    /// `Request::exempt_container`, or `ExemptGpus` for whether a pod
+    /// holds GPUs). A rule that counts what whole pods hold does not, and
+    /// refuses the setting rather than ignore it.
     const EXEMPTS_IMAGES: bool = false;
 
     /// Why a rule that does not exempt images refuses `exemptImages`.

@@ -1200,6 +1200,25 @@ impl PodTemplate<'_> {
         let unresolved = !self.spec.resource_claims.is_empty() && (!sources.claims.resolve || found.is_none());
         Ok(GpuUse { requests, claims: found.unwrap_or_default(), unresolved })
     }
+
+    /// [`PodTemplate::gpu_use`] without what the shared `exemptImages`
+    /// leaves out ([`ExemptGpus`]); the claims are not looked up when only
+    /// exempt containers name them.
+    pub fn gpu_use_counted(
+        &self,
+        sources: GpuSources<'_>,
+        exempt: &ExemptGpus,
+        namespace: &str,
+        cluster: &dyn Cluster,
+        lookup_needed_for: (&str, &str),
+        verdict: &mut dyn Report,
+    ) -> Result<GpuUse, Malformed> {
+        if !exempt.claims_count() {
+            let requests = exempt.requests(self.gpu_requests(sources.resources)?);
+            return Ok(GpuUse { requests, claims: Vec::new(), unresolved: false });
+        }
+        Ok(self.gpu_use(sources, namespace, cluster, lookup_needed_for, verdict)?.without(exempt))
+    }
 }
 
 /// Where a rule finds GPUs: its `gpuResourceNames`, `resourceClaims` and
@@ -1231,6 +1250,96 @@ impl GpuUse {
     /// Whether the pods hold no GPU.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty() && self.claims.is_empty()
+    }
+
+    /// The GPUs of the template's containers that the shared
+    /// `exemptImages` does not leave out ([`ExemptGpus`]): a claim not read
+    /// stays unresolved only if a container still counted may hold it.
+    pub fn without(mut self, exempt: &ExemptGpus) -> GpuUse {
+        self.requests = exempt.requests(self.requests);
+        self.claims.retain(|c| !exempt.claim(&c.claim));
+        self.unresolved = self.unresolved && exempt.claims_count;
+        self
+    }
+}
+
+/// What the shared `exemptImages` leaves out of a template's GPUs, for the
+/// rules that ask "does this pod hold GPUs" of its containers one by one,
+/// as Gatekeeper's GPU templates do: the GPU resources of containers whose
+/// image it lists, and the resource claims only they name (not looked up).
+/// A claim no container names is the pod's and still counts, and so does a
+/// GPU any other container holds: a pod whose every GPU is held by exempt
+/// containers is left alone by the GPU checks, and is no CPU pod either
+/// ([`ExemptGpus::holds_gpus`]); one more container holding a GPU brings
+/// the checks back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExemptGpus {
+    /// Paths of the exempt containers.
+    containers: Vec<Path>,
+    /// Pod claims named by exempt containers only.
+    claims: Vec<String>,
+    /// Whether some pod claim still counts: named by a container still
+    /// counted, or by none (the pod's).
+    claims_count: bool,
+    /// Whether an exempt container holds GPU resources or names a claim.
+    holds: bool,
+}
+
+impl ExemptGpus {
+    /// What `exemptImages`, as `req` carries it for the rule evaluating
+    /// it, leaves out of template `t` (`gpus`: the resources that count as
+    /// GPUs).
+    pub fn of(t: &PodTemplate<'_>, req: &crate::model::request::Request<'_>, gpus: &GpuResources) -> Result<ExemptGpus, Malformed> {
+        let mut out = ExemptGpus::default();
+        let mut counted: Vec<&str> = Vec::new();
+        let mut exempt: Vec<&str> = Vec::new();
+        for c in t.containers() {
+            let names = c.container.resources.claims.iter().map(|cl| &*cl.name);
+            if req.exempt_container(c.container) {
+                out.holds = out.holds || !c.container.resources.claims.is_empty() || !t.container_gpus(&c, gpus)?.is_empty();
+                out.containers.push(t.container_path(&c));
+                exempt.extend(names);
+            } else {
+                counted.extend(names);
+            }
+        }
+        for claim in &t.spec.resource_claims {
+            let name: &str = &claim.name;
+            if exempt.contains(&name) && !counted.contains(&name) {
+                out.claims.push(name.to_string());
+            } else {
+                out.claims_count = true;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether an exempt container holds GPU resources or names a resource
+    /// claim (which may bring GPUs): a template whose counted GPUs are none
+    /// is then left alone, not taken for a CPU pod.
+    pub fn holds_gpus(&self) -> bool {
+        self.holds
+    }
+
+    /// Whether a pod claim still counts (so the claims are looked up).
+    pub fn claims_count(&self) -> bool {
+        self.claims_count
+    }
+
+    /// Whether the container at `path` is exempt.
+    pub fn container(&self, path: &Path) -> bool {
+        self.containers.contains(path)
+    }
+
+    /// Whether the pod claim `name` is named by exempt containers only.
+    pub fn claim(&self, name: &str) -> bool {
+        self.claims.iter().any(|c| c == name)
+    }
+
+    /// `requests` without the exempt containers'.
+    pub fn requests(&self, mut requests: Vec<GpuRequest>) -> Vec<GpuRequest> {
+        requests.retain(|r| !self.container(&r.container_path));
+        requests
     }
 }
 
@@ -1430,5 +1539,34 @@ mod tests {
         );
         assert_eq!(p(&["device.attributes['other.example.com'].profile == '1g.10gb'"]), Pinned::Open, "another domain");
         assert_eq!(p(&["device.attributes['gpu.nvidia.com'].profileName == 'x'"]), Pinned::Unreadable, "read conservatively");
+    }
+
+    /// `exemptImages` leaves out the GPUs of listed containers and the
+    /// claims only they name; a claim another container names, or none
+    /// does, still counts.
+    #[test]
+    fn exempt_containers_hold_no_gpu_for_the_rules_that_ask() {
+        let json = r#"{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+            "namespace":"ml","operation":"CREATE","userInfo":{"username":"jane"},
+            "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{
+              "resourceClaims":[{"name":"mine","resourceClaimName":"a"},{"name":"shared","resourceClaimName":"b"},{"name":"pods","resourceClaimName":"c"}],
+              "containers":[
+                {"name":"probe","image":"registry.example.com/platform/probe:1","resources":{"limits":{"nvidia.com/gpu":"1"},"claims":[{"name":"mine"},{"name":"shared"}]}},
+                {"name":"app","image":"app:1","resources":{"claims":[{"name":"shared"}]}}]}}}"#;
+        let req = crate::model::request::Request::parse(json).unwrap();
+        let gpus = GpuResources::default();
+        let t = req.workload().unwrap().templates().next().unwrap();
+        let none = ExemptGpus::of(t, &req, &gpus).unwrap();
+        assert!(!none.holds_gpus() && none.claims_count() && !none.claim("mine"));
+        assert_eq!(none.requests(t.gpu_requests(&gpus).unwrap()).len(), 1, "without the setting, nothing is left out");
+
+        req.set_exempt_images(Some(vec![Glob::new("registry.example.com/platform/*")].into()));
+        let exempt = ExemptGpus::of(t, &req, &gpus).unwrap();
+        assert!(exempt.holds_gpus() && exempt.container(&t.container_path(&t.containers().next().unwrap())));
+        assert!(exempt.requests(t.gpu_requests(&gpus).unwrap()).is_empty());
+        assert!(exempt.claim("mine") && !exempt.claim("shared") && !exempt.claim("pods"));
+        assert!(exempt.claims_count(), "`shared` and `pods` still count");
+        let used = GpuUse { requests: t.gpu_requests(&gpus).unwrap(), claims: Vec::new(), unresolved: true }.without(&exempt);
+        assert!(used.requests.is_empty() && used.unresolved);
     }
 }

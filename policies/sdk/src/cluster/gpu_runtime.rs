@@ -60,6 +60,12 @@ impl Default for Settings {
 }
 
 impl RuleSettings for Settings {
+    /// A container whose image `exemptImages` lists holds no GPU for
+    /// these rules (`ExemptGpus`): a pod whose every GPU is held by such
+    /// containers needs no runtime class or toleration, and such a
+    /// container no `/dev/shm`.
+    const EXEMPTS_IMAGES: bool = true;
+
     fn validate(&self) -> Result<(), SettingsError> {
         validate("requirements", &self.requirements)?;
         self.gpu_resource_names.validate("gpuResourceNames")?;

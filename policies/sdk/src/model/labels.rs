@@ -16,7 +16,7 @@ use crate::base::rule_settings::SettingsError;
 use crate::base::text::quoted;
 use crate::decode::path::Path;
 use crate::model::pod::Labels;
-use crate::model::workload::Workload;
+use crate::model::workload::{PodTemplate, Workload};
 
 /// Label keys mapped to the values they may take. In settings:
 ///
@@ -212,8 +212,16 @@ impl RequiredLabels {
             [one] => problems.push(format!("label `{one}` is missing from `{path}`{}", self.hint(one))),
             many => problems.push(format!("labels {} are missing from `{path}`", quoted(many))),
         }
+        problems.extend(self.check_values(labels, path, |_| true));
+        problems
+    }
+
+    /// The empty and disallowed values of `labels` (at `path`), in key
+    /// order, of the keys `checked` keeps.
+    fn check_values(&self, labels: &Labels<'_>, path: &dyn fmt::Display, checked: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut problems = Vec::new();
         for (key, allowed) in &self.0 {
-            let Some(value) = labels.get(key.as_str()) else { continue };
+            let Some(value) = labels.get(key.as_str()).filter(|_| checked(key)) else { continue };
             if value.trim().is_empty() {
                 problems.push(format!("label `{key}` in `{path}` is empty{}", self.hint(key)));
             } else if !allowed.allows(value) {
@@ -247,8 +255,16 @@ impl RequiredLabels {
     /// record it with [`crate::Verdict::violation_keyed`] so that an
     /// UPDATE's old object with the same problem is recognised.
     pub fn check_set(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Vec<(String, String)> {
-        if let Some(object) = set.inherits {
-            return self.check_over(set, object);
+        match (&set.pods_only, set.inherits) {
+            (PodsOnly::Union, Some(object)) => return self.check_union(set, object),
+            (_, Some(object)) => return self.check_over(set, Some(object)),
+            (PodsOnly::Inherited(components), None) => {
+                // A value matters where a component's pods take it.
+                let reaches = |key: &str| components.iter().any(|c| !c.contains_key(key));
+                return self.check_values(set.labels, &set.path, reaches).into_iter().map(|p| (p.clone(), p)).collect();
+            }
+            _ if set.partial => return self.check_over(set, None),
+            _ => {}
         }
         let mut found: Vec<(String, String)> = self.check_at(set.labels, &set.path).into_iter().map(|p| (p.clone(), p)).collect();
         if let Some((_, first)) = found.first_mut()
@@ -266,12 +282,13 @@ impl RequiredLabels {
         label_sets(workload, scope, by_controller).iter().flat_map(|set| self.check_set(set, &workload.metadata.labels, pods_why)).collect()
     }
 
-    /// A set that adds to the object's labels (an InferenceService
-    /// component's): a label it leaves out is the object's, checked there;
-    /// one it sets must be allowed, and must agree with the object's, since
-    /// its pods get the component's value and the rest of the workload the
-    /// object's.
-    fn check_over(&self, set: &LabelSet<'_, '_>, object: &Labels<'_>) -> Vec<(String, String)> {
+    /// A set that adds to other labels: the object's (an InferenceService
+    /// component's, `object`), or a training runtime's (a TrainJob's
+    /// override, `None`). A label it leaves out is theirs, checked there or
+    /// not seen; one it sets must be allowed, and must agree with the
+    /// object's, since its pods get the component's value and the rest of
+    /// the workload the object's.
+    fn check_over(&self, set: &LabelSet<'_, '_>, object: Option<&Labels<'_>>) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for (key, allowed) in &self.0 {
             let Some(value) = set.labels.get(key.as_str()) else { continue };
@@ -280,7 +297,7 @@ impl RequiredLabels {
                 format!("label `{key}` in `{path}` is empty{}", self.hint(key))
             } else if !allowed.allows(value) {
                 format!("label `{key}` in `{path}` is `{value}`; allowed: {}", allowed.describe())
-            } else if let Some(theirs) = object.get(key.as_str()).filter(|o| *o != value) {
+            } else if let Some(theirs) = object.and_then(|o| o.get(key.as_str())).filter(|o| *o != value) {
                 format!(
                     "label `{key}` in `{path}` is `{value}`, but `metadata.labels` has `{theirs}`: these pods get `{value}` and the rest of the workload `{theirs}`, so make them agree (or leave it out of `{path}`)"
                 )
@@ -290,6 +307,35 @@ impl RequiredLabels {
             out.push((m.clone(), m));
         }
         out
+    }
+
+    /// A set whose pods get the object's labels with its own over them,
+    /// checked as those pods get them (with `podTemplatesOnly`, see
+    /// [`PodsOnly::Union`]): the two together must hold every required
+    /// label, and each value it sets must be allowed. The object's own
+    /// values are checked on the object's set, once.
+    fn check_union(&self, set: &LabelSet<'_, '_>, object: &Labels<'_>) -> Vec<(String, String)> {
+        let path = &set.path;
+        let missing: Vec<&str> = self
+            .0
+            .keys()
+            .filter(|k| !set.labels.contains_key(k.as_str()) && !object.contains_key(k.as_str()))
+            .map(String::as_str)
+            .collect();
+        let mut out = Vec::new();
+        match missing.as_slice() {
+            [] => {}
+            [one] => out.push(format!(
+                "label `{one}` is missing from both `{path}` and `metadata.labels`, the labels KServe gives these pods: set it in either{}",
+                self.hint(one)
+            )),
+            many => out.push(format!(
+                "labels {} are missing from both `{path}` and `metadata.labels`, the labels KServe gives these pods: set them in either",
+                quoted(many)
+            )),
+        }
+        out.extend(self.check_values(set.labels, path, |_| true));
+        out.into_iter().map(|p| (p.clone(), p)).collect()
     }
 
     /// What to copy from the object's labels to a template missing them.
@@ -369,6 +415,34 @@ pub struct LabelSet<'w, 'a> {
     /// InferenceService's labels and the component's, the component's
     /// winning).
     pub inherits: Option<&'w Labels<'a>>,
+    /// Whether the labels are only part of the pods' (a TrainJob's override
+    /// or runtime patch, which the Trainer merges over the pod template of
+    /// its training runtime): a label left out may come from the runtime,
+    /// which the request does not carry, so only what is written is judged.
+    pub partial: bool,
+    /// How much of the set is checked when only pod labels count
+    /// (`podTemplatesOnly`, [`LabelScope::object`] false).
+    pub pods_only: PodsOnly<'w, 'a>,
+}
+
+/// What is checked of a set when only pod labels count
+/// (`podTemplatesOnly`). An InferenceService's labels are not its pods',
+/// but KServe gives each component's pods the InferenceService's labels
+/// with the component's over them: the labels to hold to the requirements
+/// are that union, per component.
+#[derive(Clone, Debug, Default)]
+pub enum PodsOnly<'w, 'a> {
+    /// All of it, as [`RequiredLabels::check_set`] says.
+    #[default]
+    Whole,
+    /// The InferenceService's own labels: only their values, where a
+    /// component's pods take them (the components' labels, listed, leave
+    /// the key out); what the pods lack is each component's set's to say.
+    Inherited(Vec<&'w Labels<'a>>),
+    /// A component's labels over the InferenceService's
+    /// ([`LabelSet::inherits`]): the two together must hold every required
+    /// label, and each value the component sets must be allowed.
+    Union,
 }
 
 impl LabelSet<'_, '_> {
@@ -382,8 +456,12 @@ impl LabelSet<'_, '_> {
 /// the object's labels, then each job template (CronJob, JobSet) before the
 /// pod template inside it, then the pod templates. A TrainJob's trainer,
 /// completed by its training runtime, has no labels of its own and is left
-/// out. Where the labels of the pods really come from, as the controllers
-/// build them:
+/// out; the metadata of its overrides and runtime patches are labels of the
+/// pods they shape, over the runtime's: [`LabelSet::partial`]. An
+/// InferenceService predictor's workers, whose pods get the predictor's
+/// labels ([`crate::PodTemplate::shares_metadata`]), are left out too: the
+/// predictor's set covers them. Where the labels of the pods really come
+/// from, as the controllers build them:
 ///
 /// - the object's own labels are its pods' labels for a bare Pod, a
 ///   Kubeflow Notebook (the notebook-controller copies the Notebook's
@@ -392,14 +470,19 @@ impl LabelSet<'_, '_> {
 ///   template has no label set) and a KServe InferenceService (KServe gives
 ///   every component's pods the InferenceService's labels, the
 ///   component's own `labels` added over them: see [`LabelSet::inherits`]);
-///   these are checked whatever `scope.object` says;
+///   these are checked whatever `scope.object` says. Where only pod labels
+///   count (`scope.object` false, `scope.pod_templates` true), an
+///   InferenceService's labels are checked as each component's pods get
+///   them ([`PodsOnly`]): its own set only for the values its components
+///   take from it, each component's for the union;
 /// - an object a trusted controller made (`by_controller`, from
 ///   [`crate::model::request::Request::controller`]: a Notebook's
-///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod) has its
-///   own labels from that controller, not from its author, so only what
-///   reaches its pods is checked: a controller's Pod only where
-///   `scope.pod_templates` asks for pod labels, since its labels are its
-///   template's.
+///   StatefulSet, a Deployment's ReplicaSet, a ReplicaSet's Pod, a
+///   TrainJob's JobSet) has its own labels from that controller, not from
+///   its author, so only what reaches its pods is checked (not a JobSet's
+///   job templates, which label only the Jobs it makes): a controller's
+///   Pod only where `scope.pod_templates` asks for pod labels, since its
+///   labels are its template's.
 pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_controller: bool) -> Vec<LabelSet<'w, 'a>> {
     use crate::model::kind::WorkloadKind::{InferenceService, Notebook};
     let kind = workload.kind;
@@ -409,6 +492,14 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
     // controller's Pod: its labels are its template's.
     let (copy, controllers_pod) = (owns && by_controller, !owns && by_controller);
     let check_object = if controllers_pod { scope.pod_templates } else { (scope.object && !copy) || object_labels_pods };
+    let inherits = (kind == InferenceService).then_some(&workload.metadata.labels);
+    let mut components: Vec<&'w Labels<'a>> = Vec::new();
+    if inherits.is_some() && !scope.object && scope.pod_templates {
+        components = workload.templates().filter(|t| !t.shares_metadata()).filter_map(PodTemplate::labels).collect();
+    }
+    // With `podTemplatesOnly`, an InferenceService's labels count only as
+    // its components' pods get them.
+    let union = !components.is_empty();
     let mut sets = Vec::new();
     if check_object {
         sets.push(LabelSet {
@@ -417,19 +508,24 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
             site: LabelSite::Object,
             scope: Path::root(),
             inherits: None,
+            partial: false,
+            pods_only: if union { PodsOnly::Inherited(components) } else { PodsOnly::Whole },
         });
     }
-    let inherits = (kind == InferenceService).then_some(&workload.metadata.labels);
     let job = |j: &'w crate::model::workload::JobTemplate<'a>| LabelSet {
         path: j.path.keys(&["metadata", "labels"]),
         labels: &j.metadata.labels,
         site: LabelSite::JobTemplate,
         scope: j.path.clone(),
         inherits: None,
+        partial: false,
+        pods_only: PodsOnly::Whole,
     };
-    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object { &workload.job_templates } else { &[] };
+    // A controller's copy's job templates label only the Jobs it makes,
+    // themselves controllers' copies: no pod gets those labels.
+    let jobs: &[crate::model::workload::JobTemplate<'a>] = if scope.object && !copy { &workload.job_templates } else { &[] };
     let mut jobs_done = 0;
-    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.is_partial()) {
+    for t in workload.templates().filter(|t| owns && kind != Notebook && !t.shares_metadata()) {
         if let Some(i) = jobs.iter().skip(jobs_done).position(|j| t.path().0.starts_with(&j.path.0)) {
             let upto = jobs_done + i + 1;
             sets.extend(jobs.iter().take(upto).skip(jobs_done).map(job));
@@ -438,7 +534,16 @@ pub fn label_sets<'w, 'a>(workload: &'w Workload<'a>, scope: LabelScope, by_cont
         if scope.pod_templates
             && let Some(labels) = t.labels()
         {
-            sets.push(LabelSet { path: t.labels_path(), labels, site: LabelSite::PodTemplate, scope: t.path().clone(), inherits });
+            let pods_only = if union { PodsOnly::Union } else { PodsOnly::Whole };
+            sets.push(LabelSet {
+                path: t.labels_path(),
+                labels,
+                site: LabelSite::PodTemplate,
+                scope: t.path().clone(),
+                inherits,
+                partial: t.is_partial(),
+                pods_only,
+            });
         }
     }
     sets.extend(jobs.iter().skip(jobs_done).map(job));
@@ -588,9 +693,98 @@ mod tests {
         assert!(all[0].covers(t.path()) && all[1].covers(t.path()) && all[2].covers(t.path()) && !all[3].covers(t.path()));
         assert_eq!(paths(&label_sets(&js, LabelScope::POD_TEMPLATES_ONLY, false)).len(), 1, "no job templates with pod templates only");
         assert_eq!(paths(&label_sets(&js, LabelScope { object: true, pod_templates: false }, false)).len(), 3);
+        assert_eq!(
+            paths(&label_sets(&js, LabelScope::ALL, true)),
+            [(
+                "spec.replicatedJobs[0].template.spec.template.metadata.labels".into(),
+                LabelSite::PodTemplate,
+                "spec.replicatedJobs[0].template.spec.template".into()
+            )],
+            "a controller's JobSet (a TrainJob's): only what reaches its pods"
+        );
         let tj = workload(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"numNodes":2}}}"#);
         assert_eq!(paths(&label_sets(&tj, LabelScope::ALL, false)).len(), 1, "a trainer has no labels of its own");
         assert!(label_sets(&tj, LabelScope::POD_TEMPLATES_ONLY, false).is_empty());
+    }
+
+    #[test]
+    fn a_predictors_workers_are_covered_by_its_labels() {
+        use crate::model::kind::WorkloadKind;
+        let isvc = workload(
+            WorkloadKind::InferenceService,
+            r#"{"metadata":{"annotations":{"serving.kserve.io/deploymentMode":"Standard"}},"spec":{"predictor":{"labels":{"a":"b"},"workerSpec":{"containers":[{"name":"w"}]}}}}"#,
+        );
+        let sets = label_sets(&isvc, LabelScope::ALL, false);
+        assert_eq!(
+            paths(&sets),
+            [
+                ("metadata.labels".into(), LabelSite::Object, String::new()),
+                ("spec.predictor.labels".into(), LabelSite::PodTemplate, "spec.predictor".into())
+            ],
+            "the workers' labels are the predictor's: one set"
+        );
+        let workers = isvc.templates().find(|t| t.role == crate::model::workload::Role::PredictorWorker).unwrap();
+        assert!(sets[1].covers(workers.path()));
+        assert_eq!(workers.labels().and_then(|l| l.get("a")).map(|v| &**v), Some("b"));
+    }
+
+    #[test]
+    fn with_pod_templates_only_an_inference_service_is_checked_per_component() {
+        use crate::model::kind::WorkloadKind;
+        let isvc = |labels: &str, predictor: &str, transformer: &str| {
+            let json = format!(
+                r#"{{"metadata":{{"labels":{labels}}},"spec":{{"predictor":{{"labels":{predictor}}},"transformer":{{"labels":{transformer}}}}}}}"#
+            );
+            Workload::parse(WorkloadKind::InferenceService, Box::leak(json.into_boxed_str())).unwrap()
+        };
+        let problems = |w: &Workload<'_>, scope| reqs().check_workload(w, scope, false, "").into_iter().map(|(_, m)| m).collect::<Vec<_>>();
+        // Per component: each component's pods get both labels.
+        let per_component = isvc("{}", r#"{"team":"a","workload-type":"training"}"#, r#"{"team":"b","workload-type":"inference"}"#);
+        assert!(problems(&per_component, LabelScope::POD_TEMPLATES_ONLY).is_empty());
+        assert_eq!(
+            problems(&per_component, LabelScope::ALL),
+            ["labels `team`, `workload-type` are missing from `metadata.labels`"],
+            "the object's own labels count without `podTemplatesOnly`"
+        );
+        // The union, per component; the object's values once, where taken.
+        let w = isvc(r#"{"workload-type":"batch"}"#, r#"{"team":"a","workload-type":"training"}"#, "{}");
+        assert_eq!(
+            problems(&w, LabelScope::POD_TEMPLATES_ONLY),
+            [
+                "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`",
+                "label `team` is missing from both `spec.transformer.labels` and `metadata.labels`, the labels KServe gives these pods: set it in either"
+            ]
+        );
+        let overridden =
+            isvc(r#"{"team":"a","workload-type":"batch"}"#, r#"{"workload-type":"training"}"#, r#"{"workload-type":"inference"}"#);
+        assert!(problems(&overridden, LabelScope::POD_TEMPLATES_ONLY).is_empty(), "`batch` reaches no pod");
+    }
+
+    #[test]
+    fn a_train_jobs_overrides_label_its_pods_over_the_runtime() {
+        use crate::model::kind::WorkloadKind;
+        let tj = workload(
+            WorkloadKind::TrainJob,
+            r#"{"metadata":{"labels":{"team":"ml","workload-type":"training"}},"spec":{"trainer":{},"podTemplateOverrides":[
+                {"targetJobs":[{"name":"node"}],"metadata":{"labels":{"workload-type":"batch"}}},
+                {"targetJobs":[{"name":"node"}],"spec":{}}]}}"#,
+        );
+        let sets = label_sets(&tj, LabelScope::ALL, false);
+        assert_eq!(
+            paths(&sets)[1..],
+            [
+                ("spec.podTemplateOverrides[0].metadata.labels".into(), LabelSite::PodTemplate, "spec.podTemplateOverrides[0]".into()),
+                ("spec.podTemplateOverrides[1].metadata.labels".into(), LabelSite::PodTemplate, "spec.podTemplateOverrides[1]".into()),
+            ]
+        );
+        assert!(sets[1].partial && sets[2].partial && !sets[0].partial);
+        // What an override writes must be allowed; what it leaves out is the
+        // training runtime's, which the request does not carry.
+        let found: Vec<String> = reqs().check_workload(&tj, LabelScope::ALL, false, "pods").into_iter().map(|(_, m)| m).collect();
+        assert_eq!(
+            found,
+            ["label `workload-type` in `spec.podTemplateOverrides[0].metadata.labels` is `batch`; allowed: `training`, `inference`"]
+        );
     }
 
     #[test]

@@ -368,10 +368,12 @@ impl<'a> Request<'a> {
 
     /// Whether the rule evaluating the request leaves a container with
     /// image `image` alone (the shared `exemptImages`). A rule that judges
-    /// containers one by one asks this for each; a rule that counts what a
-    /// whole pod holds (its GPUs) does not, since the exempt container's
-    /// share is still the pod's. Image names are chosen by whoever writes
-    /// the object.
+    /// containers one by one asks this for each, and a rule that asks
+    /// whether a pod holds GPUs asks it through `ExemptGpus` (a pod whose
+    /// GPUs only exempt containers hold is left alone); a rule that counts
+    /// what a whole pod holds (a GPU quota) does not, since the exempt
+    /// container's share is still the pod's. Image names are chosen by
+    /// whoever writes the object.
     pub fn exempt_image(&self, image: Option<&str>) -> bool {
         let images = self.exempt_images.borrow();
         match (images.as_deref(), image) {
@@ -525,7 +527,8 @@ impl<'a> Request<'a> {
 }
 
 /// The options object of a `CONNECT` request (`PodExecOptions`,
-/// `PodAttachOptions`, `PodPortForwardOptions`): the fields any of them has.
+/// `PodAttachOptions`, `PodPortForwardOptions`, `PodProxyOptions`): the
+/// fields any of them has.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", expecting = "an object")]
 pub struct ConnectOptions<'a> {
@@ -544,6 +547,10 @@ pub struct ConnectOptions<'a> {
     /// Forwarded ports (portforward only).
     #[serde(default, deserialize_with = "nullable")]
     pub ports: Vec<i64>,
+    /// The path requested from the pod (proxy only): the URL after
+    /// `.../pods/<name>/proxy/`, without its leading slash.
+    #[serde(borrow, default)]
+    pub path: Option<Str<'a>>,
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::names::{label_key, label_value};
 use crate::base::rule_settings::SettingsError;
+use crate::model::kind::WorkloadKind;
 use crate::model::pod::{NodeSelectorTerm, PodSpec, SelectorRequirement, Toleration};
+use crate::model::request::Request;
+use crate::model::workload::{PodTemplate, Role};
 
 /// A node taint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,6 +287,90 @@ pub fn node_fits<'l>(spec: &PodSpec<'_>, labels: &dyn Fn(&str) -> Option<&'l str
     selector_ok && affinity_ok
 }
 
+/// Whether the request is the DaemonSet controller creating (or updating)
+/// one of its pods: a Pod whose trusted controller
+/// ([`Request::controller`]: the `controller: true` owner, in a request
+/// from the identity `trustedControllers` lists for it) is a `DaemonSet`
+/// of `apps`. A user's Pod that names a DaemonSet as its owner is not.
+pub fn made_by_daemon_set(req: &Request<'_>) -> bool {
+    req.workload().is_some_and(|w| w.kind == WorkloadKind::Pod)
+        && req.controller().is_some_and(|o| &*o.kind == "DaemonSet" && o.api_version.split_once('/').is_some_and(|(g, _)| g == "apps"))
+}
+
+/// The node a DaemonSet's pod was made for, when the DaemonSet controller
+/// chose it: the request is the controller's ([`made_by_daemon_set`]) and
+/// the pod's required node affinity is the one term the controller writes
+/// in place of the DaemonSet's own (`ReplaceDaemonSetPodNodeNameNodeAffinity`,
+/// `pkg/controller/daemon/util`): `matchFields: [{key: metadata.name,
+/// operator: In, values: [<node>]}]`.
+///
+/// The controller picks each node by matching it against the DaemonSet
+/// template's `nodeSelector` and required node affinity
+/// (`NodeShouldRunDaemonPod`), which a rule judged when the DaemonSet was
+/// admitted; the pod no longer carries that affinity. So what a rule asks
+/// of the pod's required affinity ("selects its pool", "selects a GPU
+/// product", "selects GPU nodes") holds as it held for the DaemonSet,
+/// while the pod's `nodeSelector` (kept), preferred terms (kept) and
+/// tolerations (less the controller's, [`authored_tolerations`]) are still
+/// judged. `None` for any other pod, a user's Pod that writes the same
+/// term included.
+pub fn node_chosen_by_daemon_set<'t>(req: &Request<'_>, t: &'t PodTemplate<'_>) -> Option<&'t str> {
+    if t.role != Role::Pod || !made_by_daemon_set(req) {
+        return None;
+    }
+    let [term] = t.spec.required_node_affinity()?.node_selector_terms.as_slice() else { return None };
+    let [field] = term.match_fields.as_slice() else { return None };
+    if !term.match_expressions.is_empty() || &*field.key != "metadata.name" || &*field.operator != "In" {
+        return None;
+    }
+    match field.values.as_slice() {
+        [node] => Some(&**node),
+        _ => None,
+    }
+}
+
+/// The tolerations the DaemonSet controller adds to every pod it creates
+/// (`AddOrUpdateDaemonPodTolerations`, `pkg/controller/daemon/util`), each
+/// `operator: Exists` with no value: the key and effect, and whether it is
+/// added only under `hostNetwork`.
+pub const DAEMON_TOLERATIONS: [(&str, &str, bool); 7] = [
+    ("node.kubernetes.io/not-ready", "NoExecute", false),
+    ("node.kubernetes.io/unreachable", "NoExecute", false),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule", false),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule", false),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule", false),
+    ("node.kubernetes.io/unschedulable", "NoSchedule", false),
+    ("node.kubernetes.io/network-unavailable", "NoSchedule", true),
+];
+
+/// Whether `tol` is one the DaemonSet controller adds to a pod (with
+/// `host_network` its `spec.hostNetwork`). The controller replaces a
+/// toleration of the template equal to its own in key, operator, value
+/// and effect, so the pod holds exactly its form.
+pub fn is_daemon_toleration(tol: &Toleration<'_>, host_network: bool) -> bool {
+    let (key, effect) = (tol.key.as_deref().unwrap_or(""), tol.effect.as_deref().unwrap_or(""));
+    tol.operator.as_deref() == Some("Exists")
+        && tol.value.as_deref().unwrap_or("").is_empty()
+        && DAEMON_TOLERATIONS.iter().any(|(k, e, only_host)| (host_network || !only_host) && key == *k && effect == *e)
+}
+
+/// The tolerations of template `t` its author wrote, with their index in
+/// `tolerations`: all of them, but in a pod the DaemonSet controller made
+/// ([`made_by_daemon_set`]), those the controller adds to every daemon pod
+/// ([`DAEMON_TOLERATIONS`]): the DaemonSet was judged without them, and
+/// they must not read as its author tolerating a node taint.
+pub fn authored_tolerations<'t, 'a>(req: &Request<'_>, t: &'t PodTemplate<'a>) -> impl Iterator<Item = (usize, &'t Toleration<'a>)> {
+    let daemon = t.role == Role::Pod && made_by_daemon_set(req);
+    let host_network = t.spec.host_network == Some(true);
+    t.spec.tolerations.iter().enumerate().filter(move |(_, tol)| !(daemon && is_daemon_toleration(tol, host_network)))
+}
+
+/// Whether the author of template `t` tolerates the taint
+/// ([`pod_tolerates`] over [`authored_tolerations`]).
+pub fn author_tolerates(req: &Request<'_>, t: &PodTemplate<'_>, taint: &Taint<'_>) -> bool {
+    authored_tolerations(req, t).any(|(_, tol)| tolerates(tol, taint))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +485,71 @@ mod tests {
         assert_eq!(label_demand(&spec(&both), "p").values().map(|v| v.len()), Some(1));
         let none = format!(r#"{{"nodeSelector":{{"p":"b"}},{}"#, &affinity(notin_first)[1..]);
         assert_eq!(label_demand(&spec(&none), "p"), LabelDemand::OneOf(BTreeSet::new()), "no node satisfies both");
+    }
+
+    /// A Pod created by `user`, owned by `owner` (`apiVersion`, `kind`).
+    fn pod_request(user: &str, owner: (&str, &str), spec: &str) -> String {
+        format!(
+            r#"{{"uid":"1","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"ml","operation":"CREATE","userInfo":{{"username":"{user}"}},"object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"agent-x7k2p","ownerReferences":[{{"apiVersion":"{}","kind":"{}","name":"agent","uid":"u","controller":true}}]}},"spec":{spec}}}}}"#,
+            owner.0, owner.1
+        )
+    }
+
+    const DS_CONTROLLER: &str = "system:serviceaccount:kube-system:daemon-set-controller";
+    const DS: (&str, &str) = ("apps/v1", "DaemonSet");
+    const NODE_TERM: &str = r#""affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-a"]}]}]}}}"#;
+
+    fn chosen(user: &str, owner: (&str, &str), spec: &str) -> Option<String> {
+        let text = pod_request(user, owner, spec);
+        let req = crate::model::request::Request::parse(&text).unwrap();
+        let t = req.workload().unwrap().templates().next().unwrap();
+        node_chosen_by_daemon_set(&req, t).map(str::to_string)
+    }
+
+    #[test]
+    fn a_daemon_set_pod_is_on_the_node_its_controller_chose() {
+        let spec = format!(r#"{{{NODE_TERM},"containers":[{{"name":"c"}}]}}"#);
+        assert_eq!(chosen(DS_CONTROLLER, DS, &spec).as_deref(), Some("node-a"));
+        assert_eq!(chosen("system:kube-controller-manager", DS, &spec).as_deref(), Some("node-a"));
+        assert_eq!(chosen("jane@example.com", DS, &spec), None, "a user's Pod writing the same term");
+        assert_eq!(chosen(DS_CONTROLLER, ("example.com/v1", "DaemonSet"), &spec), None, "not the apps DaemonSet");
+        assert_eq!(chosen(DS_CONTROLLER, ("apps/v1", "ReplicaSet"), &spec), None);
+        let no_affinity = r#"{"containers":[{"name":"c"}]}"#;
+        assert_eq!(chosen(DS_CONTROLLER, DS, no_affinity), None);
+        let two_terms =
+            spec.replace(r#"]}]}}}"#, r#"]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-b"]}]}]}}}"#);
+        assert_eq!(chosen(DS_CONTROLLER, DS, &two_terms), None, "not the controller's one term");
+        let with_expression =
+            spec.replace(r#"{"matchFields""#, r#"{"matchExpressions":[{"key":"tenant","operator":"In","values":["a"]}],"matchFields""#);
+        assert_eq!(chosen(DS_CONTROLLER, DS, &with_expression), None);
+        let by_label = spec.replace("metadata.name", "metadata.labels");
+        assert_eq!(chosen(DS_CONTROLLER, DS, &by_label), None);
+    }
+
+    #[test]
+    fn the_daemon_tolerations_are_the_controllers() {
+        let tolerations = r#""tolerations":[
+            {"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute"},
+            {"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"},
+            {"key":"node.kubernetes.io/unschedulable","operator":"Exists","effect":"NoSchedule"},
+            {"key":"node.kubernetes.io/network-unavailable","operator":"Exists","effect":"NoSchedule"},
+            {"key":"node.kubernetes.io/unreachable","operator":"Equal","value":"x","effect":"NoExecute"}]"#;
+        let authored = |user: &str, host_network: bool| {
+            let spec = format!(r#"{{"hostNetwork":{host_network},{tolerations},"containers":[{{"name":"c"}}]}}"#);
+            let text = pod_request(user, DS, &spec);
+            let req = crate::model::request::Request::parse(&text).unwrap();
+            let t = req.workload().unwrap().templates().next().unwrap();
+            authored_tolerations(&req, t).map(|(i, _)| i).collect::<Vec<_>>()
+        };
+        assert_eq!(authored(DS_CONTROLLER, false), [1, 3, 4], "network-unavailable is the controller's only under hostNetwork");
+        assert_eq!(authored(DS_CONTROLLER, true), [1, 4]);
+        assert_eq!(authored("jane@example.com", true), [0, 1, 2, 3, 4], "a user's Pod: every toleration is its author's");
+        let not_ready = Taint { key: "node.kubernetes.io/not-ready", value: "", effect: "NoExecute" };
+        let text = pod_request(DS_CONTROLLER, DS, &format!(r#"{{{tolerations},"containers":[{{"name":"c"}}]}}"#));
+        let req = crate::model::request::Request::parse(&text).unwrap();
+        let t = req.workload().unwrap().templates().next().unwrap();
+        assert!(!author_tolerates(&req, t, &not_ready), "the controller's toleration is not the author's");
+        assert!(pod_tolerates(&t.spec, &not_ready));
     }
 
     #[test]

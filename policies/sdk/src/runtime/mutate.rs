@@ -186,9 +186,11 @@ pub fn controlled_copy(req: &Request<'_>) -> bool {
 /// `annotations`), but a Notebook's own `metadata`: its template has no
 /// metadata (the field is pruned), and the notebook controller copies the
 /// Notebook's labels onto its pod. `None` for a TrainJob's trainer, whose
-/// pod metadata comes from its training runtime.
+/// pod metadata comes from its training runtime, and for an
+/// InferenceService predictor's workers, whose pods get the predictor's
+/// ([`PodTemplate::shares_metadata`]): written there, it reaches them.
 pub fn pod_metadata_path(w: &Workload<'_>, t: &PodTemplate<'_>) -> Option<Path> {
-    if t.is_partial() || t.is_default() {
+    if t.is_partial() || t.is_default() || t.shares_metadata() {
         return None;
     }
     if t.role == Role::Pod || w.kind == WorkloadKind::Notebook {
@@ -443,6 +445,13 @@ mod tests {
         let tj = Workload::parse(WorkloadKind::TrainJob, r#"{"spec":{"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":1}}}}}"#)
             .unwrap();
         assert!(tj.templates().next().is_none_or(|t| pod_metadata_path(&tj, t).is_none()));
+        let isvc = Workload::parse(
+            WorkloadKind::InferenceService,
+            r#"{"metadata":{"annotations":{"serving.kserve.io/deploymentMode":"Standard"}},"spec":{"predictor":{"workerSpec":{}}}}"#,
+        )
+        .unwrap();
+        let paths: Vec<Option<String>> = isvc.templates().map(|t| pod_metadata_path(&isvc, t).map(|p| p.to_string())).collect();
+        assert_eq!(paths, [Some("spec.predictor".to_string()), None], "the workers' pods get the predictor's metadata");
     }
 
     #[test]

@@ -95,17 +95,20 @@ struct VolcanoTask<'a> {
     template: PodTemplateSpec<'a>,
 }
 
+/// A JobSet's spec; also the shape of a TrainJob's runtime patch of its
+/// training runtime's JobSet (`JobSetSpecPatch`: replicated jobs by name,
+/// each a Job template patch).
 #[derive(Default)]
-struct JobSetSpec<'a> {
-    suspend: Option<bool>,
-    replicated_jobs: Vec<ReplicatedJob<'a>>,
+pub(super) struct JobSetSpec<'a> {
+    pub(super) suspend: Option<bool>,
+    pub(super) replicated_jobs: Vec<ReplicatedJob<'a>>,
 }
 
 #[derive(Default)]
-struct ReplicatedJob<'a> {
-    name: Option<Str<'a>>,
-    replicas: Option<i64>,
-    template: JobTemplateSpec<'a>,
+pub(super) struct ReplicatedJob<'a> {
+    pub(super) name: Option<Str<'a>>,
+    pub(super) replicas: Option<i64>,
+    pub(super) template: JobTemplateSpec<'a>,
 }
 
 #[derive(Default)]

@@ -1,6 +1,7 @@
 //! The Kubeflow training operator's jobs (PyTorchJob, MPIJob, TFJob,
 //! JAXJob, XGBoostJob, PaddleJob: replica specs, elastic and run policies)
-//! and Kubeflow Trainer's TrainJob (a trainer completed by its runtime).
+//! and Kubeflow Trainer's TrainJob (a trainer, and overrides of the pods of
+//! its runtime's replicated jobs, completed by its runtime).
 
 use std::collections::BTreeMap;
 
@@ -8,9 +9,10 @@ use crate::decode::dec::{Dec, Decode, R, Str};
 use crate::decode::path::Path;
 use crate::decode_struct;
 use crate::model::kind::WorkloadKind;
-use crate::model::pod::{Container, EnvVar, PodSpec, Resources, StrMap, Toleration};
+use crate::model::pod::{Container, EnvVar, ObjectMeta, PodSpec, Resources};
 
-use super::template::{PodTemplate, Role, Scale, Shape};
+use super::batch::JobSetSpec;
+use super::template::{PodTemplate, Role, Scale, ScaleWhy, Shape};
 use super::{KubeflowJob, Obj, PodTemplateSpec, Workload};
 
 /// Decodes an object of one of this family's kinds.
@@ -28,8 +30,13 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
             for (role, spec) in o.spec.replica_specs {
                 let rpath = spec_path.keys(&[field, &role]);
                 let mut scale = Scale::field(rpath.key("replicas"), spec.replicas, 1, "1 replica");
+                // An elastic job's HorizontalPodAutoscaler scales the
+                // workers up to `maxReplicas`; the operator runs
+                // `replicas` of them, whatever `maxReplicas` says (a
+                // `kubectl scale` may set more).
                 if &*role == "Worker"
                     && let Some(max) = elastic.max_replicas
+                    && scale.pods.is_some_and(|n| u64::try_from(max).unwrap_or(0) > n)
                 {
                     scale = Scale::field(spec_path.keys(&["elasticPolicy", "maxReplicas"]), Some(max), 1, "");
                 }
@@ -76,7 +83,7 @@ pub(super) fn decode<'a>(kind: WorkloadKind, d: &mut Dec<'a>) -> R<Workload<'a>>
                     .unwrap_or_default(),
                 dataset_storage_uri: o.spec.initializer.as_ref().and_then(|i| i.dataset.as_ref()).and_then(|m| m.storage_uri.clone()),
             });
-            w.others.extend(o.spec.into_template(&spec_path));
+            o.spec.into_templates(&spec_path, &mut w.others);
             w
         }
         _ => return Err(d.invalid_type("a workload of this family")),
@@ -134,8 +141,12 @@ struct TrainJobSpec<'a> {
     runtime_ref: Option<RuntimeRef<'a>>,
     trainer: Option<Trainer<'a>>,
     initializer: Option<Initializer<'a>>,
-    /// `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
+    /// `podSpecOverrides` (Trainer v2.0).
+    pod_spec_overrides: Vec<PodOverride<'a>>,
+    /// `podTemplateOverrides` (Trainer v2.1).
     pod_template_overrides: Vec<PodOverride<'a>>,
+    /// `runtimePatches` (Trainer v2.2+).
+    runtime_patches: Vec<RuntimePatch<'a>>,
 }
 
 /// `spec.initializer`: what the initializer jobs download before training.
@@ -167,52 +178,108 @@ struct Trainer<'a> {
     resources_per_node: Resources<'a>,
 }
 
-/// An override: the pod fields v2.1 keeps under `spec`, v2.0 at the top.
+/// An override of the pods of replicated jobs (`targetJobs`): v2.1's
+/// `metadata` and `spec` (a `PodTemplateSpec` the Trainer merges over the
+/// replicated job's), or v2.0's pod fields beside `targetJobs` (`inline`).
 #[derive(Default)]
 struct PodOverride<'a> {
-    tolerations: Vec<Toleration<'a>>,
-    node_selector: StrMap<'a>,
-    service_account_name: Option<Str<'a>>,
-    spec: Option<OverrideSpec<'a>>,
+    target_jobs: Vec<TargetJob<'a>>,
+    metadata: Option<ObjectMeta<'a>>,
+    spec: Option<PodSpec<'a>>,
+    inline: PodSpec<'a>,
 }
 
 #[derive(Default)]
-struct OverrideSpec<'a> {
-    tolerations: Vec<Toleration<'a>>,
-    node_selector: StrMap<'a>,
-    service_account_name: Option<Str<'a>>,
+struct TargetJob<'a> {
+    name: Option<Str<'a>>,
+}
+
+/// A runtime patch: `trainingRuntimeSpec.template.spec` is a JobSet spec
+/// patch (replicated jobs by name, each a Job template patch). Its
+/// `template.metadata` labels the JobSet only.
+#[derive(Default)]
+struct RuntimePatch<'a> {
+    spec: Option<JobSetSpec<'a>>,
+}
+
+impl<'a> Decode<'a> for RuntimePatch<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        Ok(RuntimePatch { spec: decode_at(d, &["trainingRuntimeSpec", "template", "spec"])? })
+    }
+}
+
+/// The value at `path` inside the object at the cursor, if there; the rest
+/// skipped. One function for each nesting the model reads (three objects
+/// deep for a runtime patch's JobSet spec), instead of a type for each.
+fn decode_at<'a, T: Decode<'a>>(d: &mut Dec<'a>, path: &[&str]) -> R<Option<T>> {
+    let Some((first, rest)) = path.split_first() else { return Option::<T>::decode(d) };
+    let mut out = None;
+    d.object(|d, key| {
+        if &*key == *first {
+            out = decode_at(d, rest)?;
+        } else {
+            d.skip()?;
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// An override of the pods of the runtime's replicated jobs `jobs`. Its
+/// pods: none of its own; it shapes those of the replicated jobs, counted
+/// there.
+#[inline(never)] // One body for the three kinds of override.
+fn override_of<'a>(path: Path, shape: Shape, metadata: Option<ObjectMeta<'a>>, spec: PodSpec<'a>, jobs: Vec<Str<'a>>) -> PodTemplate<'a> {
+    let scale = Scale { pods: Some(0), why: ScaleWhy::Words("it shapes the pods of the training runtime's replicated jobs") };
+    PodTemplate::new(path, shape, Role::Override, metadata, spec, scale).shaping(jobs)
 }
 
 impl<'a> TrainJobSpec<'a> {
-    fn into_template(self, spec: &Path) -> Option<PodTemplate<'a>> {
-        let trainer = self.trainer?;
-        let mut pod = PodSpec::default();
-        for o in self.pod_template_overrides {
-            pod.tolerations.extend(o.tolerations);
-            pod.node_selector.extend(o.node_selector);
-            if o.service_account_name.is_some() {
-                pod.service_account_name = o.service_account_name;
-            }
-            if let Some(s) = o.spec {
-                pod.tolerations.extend(s.tolerations);
-                pod.node_selector.extend(s.node_selector);
-                if s.service_account_name.is_some() {
-                    pod.service_account_name = s.service_account_name;
-                }
+    /// The templates, in the order of the TrainJob's fields: the trainer,
+    /// then each override (v2.0, v2.1), then each runtime patch's
+    /// replicated jobs (v2.2+).
+    #[inline(never)] // As `PodTemplateSpec::into_template`: kept out of `decode`.
+    fn into_templates(self, spec: &Path, out: &mut Vec<PodTemplate<'a>>) {
+        if let Some(trainer) = self.trainer {
+            let mut pod = PodSpec::default();
+            pod.containers.push(Container {
+                name: Str::from("trainer"),
+                image: trainer.image,
+                command: trainer.command,
+                args: trainer.args,
+                env: trainer.env,
+                resources: trainer.resources_per_node,
+                ..Container::default()
+            });
+            let path = spec.key("trainer");
+            let scale = Scale::field(path.key("numNodes"), trainer.num_nodes, 1, "the training runtime's node count, counted as 1");
+            out.push(PodTemplate::new(path, Shape::Trainer, Role::Trainer, None, pod, scale));
+        }
+        for (field, overrides) in [("podSpecOverrides", self.pod_spec_overrides), ("podTemplateOverrides", self.pod_template_overrides)] {
+            for (i, o) in overrides.into_iter().enumerate() {
+                let jobs = o.target_jobs.into_iter().filter_map(|t| t.name).collect();
+                let (shape, metadata, pod) = if field == "podSpecOverrides" {
+                    (Shape::SpecPatch, None, o.inline)
+                } else {
+                    (Shape::Patch, Some(o.metadata.unwrap_or_default()), o.spec.unwrap_or_default())
+                };
+                out.push(override_of(spec.key(field).index(i), shape, metadata, pod, jobs));
             }
         }
-        pod.containers.push(Container {
-            name: Str::from("trainer"),
-            image: trainer.image,
-            command: trainer.command,
-            args: trainer.args,
-            env: trainer.env,
-            resources: trainer.resources_per_node,
-            ..Container::default()
-        });
-        let path = spec.key("trainer");
-        let scale = Scale::field(path.key("numNodes"), trainer.num_nodes, 1, "the training runtime's node count, counted as 1");
-        Some(PodTemplate::new(path, Shape::Trainer, Role::Trainer, None, pod, scale))
+        for (i, patch) in self.runtime_patches.into_iter().enumerate() {
+            let Some(js) = patch.spec else { continue };
+            let at = spec.key("runtimePatches").index(i).keys(&["trainingRuntimeSpec", "template", "spec", "replicatedJobs"]);
+            for (j, job) in js.replicated_jobs.into_iter().enumerate() {
+                let t = job.template.spec.template;
+                if t.metadata.is_none() && t.spec.is_none() {
+                    continue;
+                }
+                let path = at.index(j).keys(&["template", "spec", "template"]);
+                let jobs = job.name.into_iter().collect();
+                out.push(override_of(path, Shape::Patch, Some(t.metadata.unwrap_or_default()), t.spec.unwrap_or_default(), jobs));
+            }
+        }
     }
 }
 
@@ -251,8 +318,9 @@ impl<'a> Decode<'a> for TrainJobSpec<'a> {
                 "runtimeRef" => out.runtime_ref = Decode::decode(d)?,
                 "trainer" => out.trainer = Decode::decode(d)?,
                 "initializer" => out.initializer = Decode::decode(d)?,
-                // `podTemplateOverrides` (Trainer v2.1+); `podSpecOverrides` before.
-                "podTemplateOverrides" | "podSpecOverrides" => out.pod_template_overrides = Decode::decode(d)?,
+                "podSpecOverrides" => out.pod_spec_overrides = Decode::decode(d)?,
+                "podTemplateOverrides" => out.pod_template_overrides = Decode::decode(d)?,
+                "runtimePatches" => out.runtime_patches = Decode::decode(d)?,
                 _ => d.skip()?,
             }
             Ok(())
@@ -277,5 +345,26 @@ decode_struct!(Trainer {
     "numProcPerNode" => num_proc_per_node,
     "resourcesPerNode" => resources_per_node,
 });
-decode_struct!(PodOverride { "tolerations" => tolerations, "nodeSelector" => node_selector, "serviceAccountName" => service_account_name, "spec" => spec });
-decode_struct!(OverrideSpec { "tolerations" => tolerations, "nodeSelector" => node_selector, "serviceAccountName" => service_account_name });
+decode_struct!(TargetJob { "name" => name });
+
+impl<'a> Decode<'a> for PodOverride<'a> {
+    #[inline(never)]
+    fn decode(d: &mut Dec<'a>) -> R<Self> {
+        let mut out = PodOverride::default();
+        d.object(|d, key| {
+            match &*key {
+                "targetJobs" => out.target_jobs = Decode::decode(d)?,
+                "metadata" => out.metadata = Decode::decode(d)?,
+                "spec" => out.spec = Decode::decode(d)?,
+                // v2.0: the pod fields beside `targetJobs`.
+                _ => {
+                    if !out.inline.decode_field(&key, d)? {
+                        d.skip()?;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}

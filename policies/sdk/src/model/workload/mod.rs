@@ -30,7 +30,10 @@ use crate::model::pod::{EnvVar, ObjectMeta, PodSpec};
 
 pub use ray::KUBERAY_UNBOUNDED;
 use template::Shape;
-pub use template::{ContainerList, ContainerRef, ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy, ShmShortfall, StorageUri};
+pub use template::{
+    Concurrency, ContainerList, ContainerRef, CronJobs, JobsBound, ModelSpec, ModelStorage, PodTemplate, Role, Scale, ScaleWhy,
+    ShmShortfall, StorageUri,
+};
 
 /// A Ray worker group (`workerGroupSpecs[i]`).
 #[derive(Clone, Debug)]
@@ -138,6 +141,20 @@ pub struct TrainJob<'a> {
     pub dataset_storage_uri: Option<Str<'a>>,
 }
 
+/// The replicated job of a training runtime whose pods the Trainer fills
+/// from a TrainJob's `spec.trainer` (`constants.Node` in `kubeflow/trainer`:
+/// "the name of the Job and container for the trainer node"; every
+/// upstream runtime names its trainer job so).
+pub const TRAINER_JOB: &str = "node";
+
+/// What a rule says of a TrainJob's trainer when none of its overrides
+/// writes a field (`what`: `sets a service account`): `` neither
+/// `spec.podTemplateOverrides` nor `spec.runtimePatches` sets a service
+/// account for replicated job `node` ``.
+pub fn trainer_overrides_lack(what: &str) -> String {
+    format!("neither `spec.podTemplateOverrides` nor `spec.runtimePatches` {what} for replicated job `{TRAINER_JOB}`")
+}
+
 /// A workload object: its metadata and every pod template in it.
 #[derive(Clone, Debug)]
 pub struct Workload<'a> {
@@ -197,11 +214,42 @@ impl<'a> Workload<'a> {
     /// - Volcano Job tasks, JobSet replicated jobs, both LeaderWorkerSet
     ///   templates, a TrainJob's trainer: all of them (these kinds do not
     ///   say which template runs what).
-    /// - Every other kind: none, it is not a distributed job.
+    /// - Every other kind: none, it is not a distributed job. An
+    ///   InferenceService's multi-node predictor serves, it does not train:
+    ///   its head and workers hold the GPUs KServe spreads over them, not
+    ///   equal shares of a training collective.
     pub fn training_workers(&self) -> impl Iterator<Item = &PodTemplate<'a>> {
         let kind = self.kind;
         let launcher = self.kubeflow.as_ref().and_then(|k| k.run_launcher_as_worker).unwrap_or(false);
         self.templates().filter(move |t| t.is_training_worker(kind, launcher))
+    }
+
+    /// A TrainJob's trainer (`spec.trainer`), if it has one.
+    pub fn trainer(&self) -> Option<&PodTemplate<'a>> {
+        self.templates().find(|t| t.role == Role::Trainer)
+    }
+
+    /// A TrainJob's overrides and runtime patches that shape the trainer's
+    /// pods (those of replicated job [`TRAINER_JOB`]), in order: with the
+    /// training runtime, they make the pods [`Workload::trainer`] runs in.
+    pub fn trainer_overrides(&self) -> impl Iterator<Item = &PodTemplate<'a>> {
+        self.templates().filter(|t| t.shapes(TRAINER_JOB))
+    }
+
+    /// The template whose containers say whether the pods `t` describes
+    /// request GPUs: `t` itself, but for a TrainJob's override or runtime
+    /// patch, which writes no resources, the trainer when the override
+    /// shapes the trainer's pods and `spec.trainer.resourcesPerNode` is set
+    /// (the Trainer gives those to the trainer's `node` container); `None`
+    /// for any other override: its pods' resources are the training
+    /// runtime's, which the request does not carry.
+    pub fn gpu_holder<'w>(&'w self, t: &'w PodTemplate<'a>) -> Option<&'w PodTemplate<'a>> {
+        if t.role != Role::Override {
+            return Some(t);
+        }
+        let trainer = self.trainer().filter(|_| t.shapes(TRAINER_JOB))?;
+        let sized = trainer.spec.containers.iter().any(|c| !c.resources.limits.is_empty() || !c.resources.requests.is_empty());
+        sized.then_some(trainer)
     }
 
     /// A short description for messages: `` RayCluster `train` ``.

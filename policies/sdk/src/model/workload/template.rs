@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::base::error::Malformed;
 use crate::decode::dec::Str;
-use crate::decode::path::Path;
+use crate::decode::path::{Path, Seg};
 use crate::model::kind::WorkloadKind;
 use crate::model::pod::{Container, HostPort, ObjectMeta, PodSpec, StrMap};
 
@@ -36,8 +36,19 @@ pub enum Role {
     Worker,
     /// A TrainJob's trainer nodes.
     Trainer,
-    /// An InferenceService's predictor.
+    /// A TrainJob's override of the pods of replicated jobs of its training
+    /// runtime: an entry of `podTemplateOverrides` (Trainer v2.1;
+    /// `podSpecOverrides` in v2.0) or a replicated job of a runtime patch
+    /// (`runtimePatches`, v2.2+). Only part of a pod: what it leaves out
+    /// is the runtime's. [`PodTemplate::jobs`] names the replicated jobs.
+    Override,
+    /// An InferenceService's predictor (with a `workerSpec`, the head of
+    /// its multi-node group).
     Predictor,
+    /// An InferenceService predictor's workers (`workerSpec`, multi-node
+    /// inference): the pods of the worker Deployment KServe builds in
+    /// Standard mode.
+    PredictorWorker,
     /// An InferenceService's transformer.
     Transformer,
     /// An InferenceService's explainer.
@@ -47,14 +58,26 @@ pub enum Role {
 impl Role {
     /// Whether pods of this role are the workers of a distributed job: Ray
     /// worker groups, Kubeflow replicas other than launchers and parameter
-    /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes.
+    /// servers, Volcano tasks, replicated jobs, LWS pods, trainer nodes, an
+    /// InferenceService predictor's workers (not a training job's, so not
+    /// in [`Workload::training_workers`]).
     ///
     /// A role alone cannot tell a Kubeflow launcher or parameter server
     /// from a worker, so every `Replica` counts here; for the answer per
     /// kind and replica type use [`PodTemplate::is_training_worker`] or
     /// [`Workload::training_workers`].
     pub fn is_worker(self) -> bool {
-        matches!(self, Role::RayWorker | Role::Replica | Role::Task | Role::ReplicatedJob | Role::Leader | Role::Worker | Role::Trainer)
+        matches!(
+            self,
+            Role::RayWorker
+                | Role::Replica
+                | Role::Task
+                | Role::ReplicatedJob
+                | Role::Leader
+                | Role::Worker
+                | Role::Trainer
+                | Role::PredictorWorker
+        )
     }
 }
 
@@ -91,6 +114,144 @@ pub enum ScaleWhy {
     /// The first, a bound below the second:
     /// `` `spec.completions: 2` (below `spec.parallelism: 8`) ``.
     Below(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// The first, and the second that explains it:
+    /// `` `spec.predictor.minReplicas: 2`, with `serving.kserve.io/autoscalerClass: none` in `metadata.annotations` (no autoscaler) ``.
+    Under(Box<ScaleWhy>, Box<ScaleWhy>),
+    /// An annotation (`key: value`) found in the annotations at `at`, and
+    /// what it says about the scale.
+    Annotation {
+        /// The annotations it is in (`metadata.annotations`).
+        at: Path,
+        /// Its key.
+        key: &'static str,
+        /// Its value.
+        value: &'static str,
+        /// What it makes of the scale (` (no autoscaler)`), or nothing.
+        says: &'static str,
+    },
+    /// The nodes KServe spreads a multi-node predictor's GPUs over
+    /// (`workerSpec`'s `tensorParallelSize` × `pipelineParallelSize`),
+    /// less its head: `` KServe's 4 nodes for `…tensorParallelSize: 8` ×
+    /// `pipelineParallelSize: 2` GPUs at 4 per worker, less the head ``.
+    Nodes {
+        /// The `workerSpec`.
+        at: Path,
+        /// `tensorParallelSize`, as written.
+        tensor: Option<i64>,
+        /// `pipelineParallelSize`, as written.
+        pipeline: Option<i64>,
+        /// The nodes, head included.
+        nodes: u64,
+        /// The GPUs KServe gives each worker.
+        per_worker: u64,
+    },
+    /// A CronJob's Jobs at once.
+    CronJobs(Box<CronJobs>),
+}
+
+/// How many of a CronJob's Jobs run at once, read from its
+/// `concurrencyPolicy`, its `schedule` and its job template's
+/// `activeDeadlineSeconds` and `suspend` (the CronJob controller,
+/// `pkg/controller/cronjob`: with `Forbid` a run is skipped while a Job is
+/// active, with `Replace` the active Jobs are deleted first, with `Allow`,
+/// the default, a Job starts at every run whatever still runs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CronJobs {
+    /// `spec.concurrencyPolicy` as written.
+    pub policy: Concurrency,
+    /// What bounds the Jobs at once.
+    pub bound: JobsBound,
+}
+
+/// A CronJob's `spec.concurrencyPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Concurrency {
+    /// Not set: `Allow`, the API server's default.
+    Unset,
+    /// `Allow`.
+    Allow,
+    /// `Forbid`.
+    Forbid,
+    /// `Replace`.
+    Replace,
+    /// Another value (the API server refuses it; the controller would run
+    /// a Job at every run, as with `Allow`).
+    Other,
+}
+
+/// What bounds a CronJob's Jobs at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobsBound {
+    /// `Forbid` or `Replace`: one Job at a time.
+    OneAtATime,
+    /// Every Job ends within `deadline` seconds of its start (the job
+    /// template's `activeDeadlineSeconds`) and runs start at least `gap`
+    /// seconds apart: `jobs`, `deadline / gap` rounded up, overlap at most.
+    Deadline {
+        /// `activeDeadlineSeconds`.
+        deadline: i64,
+        /// The smallest gap between runs ([`crate::base::cron::min_gap_seconds`]).
+        gap: u64,
+        /// Jobs at once.
+        jobs: u64,
+    },
+    /// No `activeDeadlineSeconds`: nothing ends a Job.
+    NoDeadline,
+    /// A deadline, but a schedule this SDK cannot read.
+    Unreadable,
+    /// A deadline, but the Jobs start suspended (`suspend: true` in the job
+    /// template): each deadline counts from whenever its Job is resumed.
+    Suspended,
+}
+
+impl fmt::Display for CronJobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const POLICY: &str = "spec.concurrencyPolicy";
+        const DEADLINE: &str = "spec.jobTemplate.spec.activeDeadlineSeconds";
+        let one = match self.policy {
+            Concurrency::Forbid => Some("Forbid"),
+            Concurrency::Replace => Some("Replace"),
+            _ => None,
+        };
+        if let (JobsBound::OneAtATime, Some(p)) = (self.bound, one) {
+            return write!(f, "`{POLICY}: {p}` (one Job at a time)");
+        }
+        if let JobsBound::Deadline { deadline, gap, jobs } = self.bound {
+            let jobs = crate::base::text::count(jobs, "Job");
+            return write!(f, "{jobs} at once (`{DEADLINE}: {deadline}` over runs of `spec.schedule` at least {} apart)", Seconds(gap));
+        }
+        let every = "a new Job at every run of `spec.schedule`, however many still run";
+        match self.policy {
+            Concurrency::Allow => write!(f, "`{POLICY}: Allow` ({every})")?,
+            Concurrency::Unset => write!(f, "`{POLICY}` is not set (`Allow`: {every})")?,
+            _ => write!(f, "`{POLICY}` is neither `Forbid` nor `Replace` ({every})")?,
+        }
+        match self.bound {
+            JobsBound::NoDeadline => write!(f, ", and `{DEADLINE}` is not set to end them"),
+            JobsBound::Unreadable => {
+                write!(f, ", and `spec.schedule` is not a schedule this rule can read, so how many overlap within `{DEADLINE}` is unknown")
+            }
+            JobsBound::Suspended => write!(
+                f,
+                ", and the Jobs start suspended (`spec.jobTemplate.spec.suspend: true`), so their `activeDeadlineSeconds` counts from whenever each is resumed"
+            ),
+            JobsBound::OneAtATime | JobsBound::Deadline { .. } => Ok(()),
+        }
+    }
+}
+
+/// A number of seconds in the largest unit that writes it whole: `1 h`,
+/// `5 min`, `90 s`.
+struct Seconds(u64);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            s if s >= 3600 && s % 3600 == 0 => write!(f, "{} h", s / 3600),
+            s if s >= 60 && s % 60 == 0 => write!(f, "{} min", s / 60),
+            s => write!(f, "{s} s"),
+        }
+    }
 }
 
 impl fmt::Display for ScaleWhy {
@@ -103,6 +264,22 @@ impl fmt::Display for ScaleWhy {
             ScaleWhy::BesideLeader(path, size) => write!(f, "(`{path}: {size}` - 1 leader)"),
             ScaleWhy::Times(a, b) => write!(f, "{a} × {b}"),
             ScaleWhy::Below(a, b) => write!(f, "{a}, below {b}"),
+            ScaleWhy::CronJobs(c) => c.fmt(f),
+            ScaleWhy::Under(a, b) => write!(f, "{a}, with {b}"),
+            ScaleWhy::Annotation { at, key, value, says } => write!(f, "`{key}: {value}` in `{at}`{says}"),
+            ScaleWhy::Nodes { at, tensor, pipeline, nodes, per_worker } => {
+                let size = |f: &mut fmt::Formatter<'_>, key: &str, v: &Option<i64>, first: bool| match (v, first) {
+                    (Some(n), true) => write!(f, "`{at}.{key}: {n}`"),
+                    (Some(n), false) => write!(f, "`{key}: {n}`"),
+                    (None, true) => write!(f, "`{at}.{key}` (not set: 1)"),
+                    (None, false) => write!(f, "`{key}` (not set: 1)"),
+                };
+                write!(f, "KServe's {nodes} nodes for ")?;
+                size(f, "tensorParallelSize", tensor, true)?;
+                f.write_str(" × ")?;
+                size(f, "pipelineParallelSize", pipeline, false)?;
+                write!(f, " GPUs at {per_worker} per worker, less the head")
+            }
         }
     }
 }
@@ -129,14 +306,15 @@ impl Scale {
         Scale { pods: None, why: ScaleWhy::Says(path, says) }
     }
 
+    /// The product; when one of the two is unbounded, that one alone
+    /// says why (a bound times no bound is no bound).
     #[inline(never)]
     pub(super) fn times(self, other: Scale) -> Scale {
-        Scale {
-            pods: match (self.pods, other.pods) {
-                (Some(a), Some(b)) => Some(a.saturating_mul(b)),
-                _ => None,
-            },
-            why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)),
+        match (self.pods, other.pods) {
+            (Some(a), Some(b)) => Scale { pods: Some(a.saturating_mul(b)), why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)) },
+            (None, Some(_)) => self,
+            (Some(_), None) => other,
+            (None, None) => Scale { pods: None, why: ScaleWhy::Times(Box::new(self.why), Box::new(other.why)) },
         }
     }
 }
@@ -190,6 +368,10 @@ pub(super) enum Shape {
     /// A pod spec inline in the object, with `labels` and `annotations`
     /// beside it (an InferenceService component).
     Inline,
+    /// An InferenceService predictor's `workerSpec`: a pod spec inline,
+    /// whose pods get the predictor's labels and annotations (its metadata
+    /// path is the predictor's).
+    Worker,
     /// TrainJob's `spec.trainer`: one container whose resources are
     /// `resourcesPerNode`; the rest of the pod comes from the referenced
     /// TrainingRuntime.
@@ -199,6 +381,14 @@ pub(super) enum Shape {
     /// path of the field that would replace it, so that messages say where
     /// to write one, but not in the object, so nothing edits it.
     Default,
+    /// A `PodTemplateSpec` the Trainer merges over a replicated job's pod
+    /// template of the runtime (a TrainJob's `podTemplateOverrides` entry,
+    /// or a runtime patch's `template.spec.template`): paths as a
+    /// template's, but only part of a pod.
+    Patch,
+    /// A pod spec the Trainer merges over a replicated job's pod spec (a
+    /// TrainJob's `podSpecOverrides` entry, Trainer v2.0): no metadata.
+    SpecPatch,
 }
 
 /// Which container list a container is in.
@@ -278,10 +468,18 @@ pub struct PodTemplate<'a> {
     /// What the template is for.
     pub role: Role,
     /// The name of its group where the kind names them: a Ray `groupName`,
-    /// a Kubeflow replica type, a Volcano task, a replicated job.
+    /// a Kubeflow replica type, a Volcano task, a replicated job; for a
+    /// TrainJob's override or runtime patch, the replicated job it shapes
+    /// (`None` when it names several: see [`PodTemplate::jobs`]).
     pub name: Option<Str<'a>>,
+    /// A TrainJob's override or runtime patch ([`Role::Override`]): the
+    /// replicated jobs of the training runtime whose pods it shapes
+    /// (`targetJobs`, a runtime patch's replicated job `name`), in order.
+    /// Empty for every other template.
+    pub jobs: Vec<Str<'a>>,
     /// The template's own metadata; `None` for a bare Pod (whose metadata is
-    /// the workload's) and for TrainJob's trainer.
+    /// the workload's), TrainJob's trainer and a v2.0 `podSpecOverrides`
+    /// entry.
     pub metadata: Option<ObjectMeta<'a>>,
     /// The pod spec.
     pub spec: PodSpec<'a>,
@@ -310,11 +508,34 @@ impl<'a> PodTemplate<'a> {
         spec: PodSpec<'a>,
         scale: Scale,
     ) -> PodTemplate<'a> {
-        PodTemplate { path, shape, role, name: None, metadata, spec, model: None, storage_uris: Vec::new(), added: None, scale }
+        PodTemplate {
+            path,
+            shape,
+            role,
+            name: None,
+            jobs: Vec::new(),
+            metadata,
+            spec,
+            model: None,
+            storage_uris: Vec::new(),
+            added: None,
+            scale,
+        }
     }
 
     pub(super) fn named(mut self, name: Option<Str<'a>>) -> PodTemplate<'a> {
         self.name = name;
+        self
+    }
+
+    /// An override of the pods of the replicated jobs `jobs`: named after
+    /// the one it shapes, if one.
+    pub(super) fn shaping(mut self, jobs: Vec<Str<'a>>) -> PodTemplate<'a> {
+        self.name = match jobs.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        };
+        self.jobs = jobs;
         self
     }
 
@@ -327,21 +548,33 @@ impl<'a> PodTemplate<'a> {
     pub fn spec_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("spec"),
-            Shape::Template | Shape::Default => self.path.key("spec"),
-            Shape::Inline | Shape::Trainer => self.path.clone(),
+            Shape::Template | Shape::Default | Shape::Patch => self.path.key("spec"),
+            Shape::Inline | Shape::Worker | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
         }
     }
 
     /// Path of the template's metadata (`spec.template.metadata`, or
     /// `metadata` for a Pod). An InferenceService component keeps `labels`
     /// and `annotations` on the component itself, so its metadata path is
-    /// the component's.
+    /// the component's; its predictor's workers get the predictor's, so
+    /// theirs is the predictor's (see [`PodTemplate::shares_metadata`]).
     pub fn metadata_path(&self) -> Path {
         match self.shape {
             Shape::Pod => Path::root().key("metadata"),
-            Shape::Template | Shape::Default => self.path.key("metadata"),
-            Shape::Inline | Shape::Trainer => self.path.clone(),
+            Shape::Template | Shape::Default | Shape::Patch => self.path.key("metadata"),
+            Shape::Inline | Shape::Trainer | Shape::SpecPatch => self.path.clone(),
+            Shape::Worker => Path(self.path.0.split_last().map(|(_, parent)| parent.to_vec()).unwrap_or_default()),
         }
+    }
+
+    /// Whether the template's pods get another template's labels and
+    /// annotations, which its `metadata` then repeats: an InferenceService
+    /// predictor's workers get the predictor's (KServe's `reconcileWorker`).
+    /// A rule that judges a template's labels or annotations judges them
+    /// once, on that other template, whose label set
+    /// ([`crate::model::labels::LabelSet::covers`]) covers this one.
+    pub fn shares_metadata(&self) -> bool {
+        self.shape == Shape::Worker
     }
 
     /// Path of the template's labels.
@@ -357,10 +590,19 @@ impl<'a> PodTemplate<'a> {
     }
 
     /// Whether the template is only part of a pod: a TrainJob's trainer,
-    /// completed by its TrainingRuntime. Pod-level fields such as
-    /// `runtimeClassName` are then set elsewhere.
+    /// override or runtime patch, which the Trainer merges over the pod
+    /// templates of the referenced TrainingRuntime. What it leaves out
+    /// (`runtimeClassName`, a security context, the other containers) is
+    /// the runtime's, which the request does not carry; what it writes is
+    /// in the pods.
     pub fn is_partial(&self) -> bool {
-        self.shape == Shape::Trainer
+        matches!(self.shape, Shape::Trainer | Shape::Patch | Shape::SpecPatch)
+    }
+
+    /// Whether this is a TrainJob's override or runtime patch that shapes
+    /// the pods of the runtime's replicated job `job`.
+    pub fn shapes(&self, job: &str) -> bool {
+        self.role == Role::Override && self.jobs.iter().any(|j| *j == job)
     }
 
     /// Every container: regular, then init, then ephemeral, each in order,
@@ -472,9 +714,25 @@ impl<'a> PodTemplate<'a> {
             (Role::Leader, _) => "the leader template".into(),
             (Role::Worker, _) => "the worker template".into(),
             (Role::Predictor, _) => "the predictor".into(),
+            (Role::PredictorWorker, _) => "the predictor's workers".into(),
             (Role::Transformer, _) => "the transformer".into(),
             (Role::Explainer, _) => "the explainer".into(),
             (Role::Trainer, _) => "the trainer".into(),
+            (Role::Override, _) => {
+                let what = if self.path.0.get(1).is_some_and(|s| matches!(s, Seg::Key(k) if k == "runtimePatches")) {
+                    "the runtime patch"
+                } else {
+                    "the override"
+                };
+                match self.jobs.as_slice() {
+                    [] => format!("{what} at `{}`", self.path),
+                    [one] => format!("{what} of replicated job `{one}`"),
+                    many => {
+                        let names: Vec<&str> = many.iter().map(|j| &**j).collect();
+                        format!("{what} of replicated jobs {}", crate::base::text::quoted(&names))
+                    }
+                }
+            }
             (Role::Pod, _) => "the pod".into(),
             _ => format!("`{}`", self.path),
         }
