@@ -657,15 +657,15 @@ pub fn select(resolved: &Resolved, only: &[String]) -> Result<Selection> {
         }
     }
     let deployment = resolved.deployment.as_ref();
-    if let Some(d) = deployment {
-        if let Some(off) = names.iter().find(|r| !d.rules.contains(r.metadata.name)) {
-            bail!(
-                "--rules: {} does not turn `{}` on (it turns on {})",
-                d.shown(),
-                off.metadata.name,
-                d.rules.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
-            );
-        }
+    if let Some(d) = deployment
+        && let Some(off) = names.iter().find(|r| !d.rules.contains(r.metadata.name))
+    {
+        bail!(
+            "--rules: {} does not turn `{}` on (it turns on {})",
+            d.shown(),
+            off.metadata.name,
+            d.rules.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
+        );
     }
     let chosen_by = match (only.is_empty(), deployment) {
         (false, _) => Some("--rules".to_string()),
