@@ -624,21 +624,28 @@ pub struct Selection {
 
 impl Selection {
     /// The notes a command prints on standard error once: which rules it
-    /// checks and why, and what it left out.
+    /// checks and why, and which run in monitor mode.
     pub fn notes(&self) -> Vec<String> {
-        let mut notes = Vec::new();
-        let names = |rules: &[(&NativePolicy, String)]| rules.iter().map(|(r, _)| r.metadata.name).collect::<Vec<_>>().join(", ");
-        if let Some(by) = &self.chosen_by {
-            notes.push(format!("checking the {} rule(s) {by} turns on: {}", self.rules.len(), names(&self.rules)));
-        }
+        let mut notes = self.chosen().into_iter().collect::<Vec<_>>();
         if !self.monitored.is_empty() {
             notes.push(format!(
-                "{} run(s) in Kubewarden's monitor mode (`spec.mode: monitor`): its refusals are reported as warnings, as the rule's \
+                "in Kubewarden's monitor mode (`spec.mode: monitor`): {}; their refusals are reported as warnings, as a rule's \
                  `mode: audit` reports them",
                 self.monitored.join(", ")
             ));
         }
         notes
+    }
+
+    /// The note that names the rules checked and what chose them, when
+    /// something did.
+    pub fn chosen(&self) -> Option<String> {
+        let names = self.rules.iter().map(|(r, _)| r.metadata.name).collect::<Vec<_>>().join(", ");
+        let n = self.rules.len();
+        self.chosen_by.as_deref().map(|by| match by {
+            "--rules" => format!("checking the {n} rule(s) `--rules` names: {names}"),
+            _ => format!("checking the {n} rule(s) {by} turns on: {names}"),
+        })
     }
 }
 
@@ -688,11 +695,17 @@ pub fn select(resolved: &Resolved, only: &[String]) -> Result<Selection> {
     let deployed = |name: &str| deployment.is_some_and(|d| d.rules.contains(name));
     for (name, given) in &resolved.rules {
         if !chosen.iter().any(|r| r.metadata.name == name) && !deployed(name) {
-            bail!(
-                "{}: settings for `{name}`, which {} does not turn on: add it (`--rules`), or leave these settings out",
-                given.origin,
-                chosen_by.as_deref().unwrap_or("this command")
-            );
+            match chosen_by.as_deref() {
+                Some("--rules") => bail!(
+                    "{}: settings for `{name}`, which `--rules` does not name: add it to `--rules`, or leave these settings out",
+                    given.origin
+                ),
+                by => bail!(
+                    "{}: settings for `{name}`, which {} does not turn on: turn it on there, or leave these settings out",
+                    given.origin,
+                    by.unwrap_or("this command")
+                ),
+            }
         }
     }
     for rule in native::RULES.iter().filter(|r| chosen.iter().any(|c| std::ptr::eq(*c, *r))) {

@@ -487,7 +487,9 @@ fn dump_objects(path: &std::path::Path) -> Result<Vec<Value>> {
 /// Runs `aigov simulate`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
     let (config, selection) = args.evaluator.config()?;
-    for note in selection.notes() {
+    // Monitor mode is not said apart: simulate judges every rule enforced,
+    // and counts what monitor mode lets through among the audited.
+    if let Some(note) = selection.chosen() {
         let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {note}");
     }
     // Each rule enforced, with what its settings audit today kept aside.

@@ -137,7 +137,7 @@ fn scan_checks_exactly_the_rules_the_deployment_turns_on() {
     let out = aigov(&["scan", "--native", "--format", "json", &samples(), "--settings", &policy, "--rules", "idle-gpu-pods"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["rules"].as_array().unwrap().len(), 1, "{}", report["rules"]);
-    assert!(text(&out.stderr).contains("checking the 1 rule(s) --rules turns on: idle-gpu-pods"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("checking the 1 rule(s) `--rules` names: idle-gpu-pods"), "{}", text(&out.stderr));
     let out = aigov(&["scan", "--native", &samples(), "--settings", &policy, "--rules", "gpu-quota"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
