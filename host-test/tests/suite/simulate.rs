@@ -260,6 +260,20 @@ fn simulate_counts_what_audit_lets_through_as_would_be_denials() {
     // Where nothing it audits runs, a rule can be enforced now.
     assert!(said.contains("`idle-gpu-pods`: enforce now in ml-training, team-nlp, with `auditNamespaces: [ml-research]`"), "{said}");
     assert!(text(&out.stderr).contains("checking the 3 rule(s)"), "{}", text(&out.stderr));
+
+    // A policy in Kubewarden's monitor mode refuses nothing today: what it
+    // would refuse is audited too.
+    let monitored = dir.write("monitored.yaml", &bundle_policy("      gpu-runtime-class: {}\n").replace("mode: protect", "mode: monitor"));
+    let out = aigov(&["simulate", "--native", "--format", "json", "--cluster", &cluster, "--settings", &monitored]);
+    let sim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let total = &sim["rules"]["gpu-runtime-class"]["total"];
+    assert_eq!(total["denied"], 1, "{sim}");
+    assert_eq!(total["audited"], 1, "{sim}");
+    assert!(!text(&out.stderr).contains("reported as warnings"), "{}", text(&out.stderr));
+    // scan says it runs in monitor mode, and warns instead of denying.
+    let out = aigov(&["scan", "--native", &cluster, "--settings", &monitored]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("in Kubewarden's monitor mode (`spec.mode: monitor`): gpu-runtime-class"), "{}", text(&out.stderr));
 }
 
 #[test]
