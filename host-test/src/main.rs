@@ -333,6 +333,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // Never a panic, even with standard error closed too.
             let _ = writeln!(std::io::stderr().lock(), "aigov: {e:#}");
+            if e.downcast_ref::<aigov::tools::report::model::NothingToCheck>().is_some() {
+                return ExitCode::from(aigov::tools::report::model::NOTHING_TO_CHECK);
+            }
             return ExitCode::from(2);
         }
     };

@@ -26,7 +26,7 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Value>> {
     if text.trim_start().starts_with('{')
         && !text.contains("\\ud")
         && !text.contains("\\uD")
-        && let Ok(v) = serde_json::from_str::<Value>(text)
+        && let Ok(Strict(v)) = serde_json::from_str::<Strict>(text)
         && !has_float(&v)
     {
         return Ok(vec![v]);
@@ -76,10 +76,90 @@ impl std::fmt::Display for InvalidDocument {
     }
 }
 
+/// A value read as [`Value`] reads it, but a mapping that holds a key twice
+/// is refused, naming the key, as the API server and kubectl refuse it
+/// (`Value` keeps the last, silently: `cat a.yaml b.yaml` without `---`
+/// would lose an object).
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any valid YAML or JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_none<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        Strict::deserialize(d).map(|s| s.0)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{key}` appears twice in one mapping (kubectl refuses that; two objects in one file need `---` between them)"
+                )));
+            }
+            let Strict(value) = map.next_value()?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 fn parse_yaml(text: &str) -> Result<Vec<Value>> {
     let mut docs = Vec::new();
     for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(de).context(InvalidDocument(i + 1))?;
+        let Strict(v) = Strict::deserialize(de).context(InvalidDocument(i + 1))?;
         if !v.is_null() {
             docs.push(v);
         }
@@ -428,6 +508,25 @@ pub fn admission_request(doc: Value, identity: &Identity) -> Result<(Value, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_given_twice_is_refused_by_name() {
+        // Two objects concatenated without `---`, in YAML and in JSON.
+        let two = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n";
+        for text in [two, r#"{"kind": "Pod", "metadata": {"name": "a", "name": "b"}}"#] {
+            for parsed in [parse_manifests(text), parse_documents(text)] {
+                let e = format!("{:#}", parsed.unwrap_err());
+                assert!(e.starts_with("document 1 is not valid YAML or JSON: "), "{e}");
+                assert!(e.contains("appears twice in one mapping (kubectl refuses that"), "{e}");
+            }
+        }
+        assert!(format!("{:#}", parse_documents(two).unwrap_err()).contains("the key `apiVersion` appears twice"));
+        // Alike keys in different mappings are fine; values read as before.
+        let v = parse_manifests("a: {name: x}\nb: {name: y}\nc: [1, -2, 1.5, null, true]\n").unwrap();
+        assert_eq!(v, [json!({"a": {"name": "x"}, "b": {"name": "y"}, "c": [1, -2, 1.5, null, true]})]);
+        let v = parse_manifests(r#"{"a": {"name": "x"}, "b": [1, {"name": "y"}]}"#).unwrap();
+        assert_eq!(v, [json!({"a": {"name": "x"}, "b": [1, {"name": "y"}]})]);
+    }
 
     #[test]
     fn plain_objects_become_create_requests() {

@@ -4,11 +4,17 @@
 //! a policy file as `aigov manifests` writes it (`ClusterAdmissionPolicy`
 //! or `AdmissionPolicy` documents, each one's rule found by its module
 //! reference or its `app.kubernetes.io/name` label, its `spec.settings`
-//! taken); and what a rule runs with when none are given: its defaults, or,
-//! for a rule with no safe default, nothing ([`required`] says what to
-//! write).
+//! taken; or the `policies.yml` of a standalone policy-server), or a
+//! deployment directory `aigov manifests` wrote (its overlay, or `bundle/`);
+//! and what a rule runs with when none are given: its defaults, or, for a
+//! rule with no safe default, nothing ([`required`] says what to write).
+//!
+//! A policy file or a deployment directory is a team's deployment: the
+//! rules it turns on are the rules a command that runs several checks
+//! ([`Deployment`], [`select`]), with the settings, the mode and the
+//! namespace exclusions of their policies.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use aigov_sdk::NativePolicy;
@@ -21,10 +27,13 @@ use crate::run::native::{self, Names};
 /// The `--settings` flag, declared once for every command that takes it.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SettingsArgs {
-    /// Settings: FILE for the rule (YAML or JSON, or a policy file `aigov
-    /// manifests` wrote, whose `spec.settings` are read), or RULE=FILE for
-    /// one rule of several (repeatable). Without it, a rule runs with its
-    /// defaults; a rule with no safe default (trusted-sources) needs it.
+    /// Settings: FILE for the rule (YAML or JSON, a policy file `aigov
+    /// manifests` wrote, whose `spec.settings` are read, or the directory
+    /// it wrote: its overlay or its bundle), or RULE=FILE for one rule of
+    /// several (repeatable). A policy file or directory is the team's
+    /// deployment: commands that run several rules run the rules it turns
+    /// on. Without it, a rule runs with its defaults; a rule with no safe
+    /// default (trusted-sources) needs it.
     #[arg(long = "settings", value_name = "[RULE=]FILE")]
     pub settings: Vec<SettingsArg>,
 }
@@ -87,6 +96,11 @@ pub struct Policy {
     pub what: String,
     /// Its `spec.settings` (`{}` when it has none).
     pub settings: Value,
+    /// Its `spec.mode` (`policyMode` in `policies.yml`), when it has one.
+    pub mode: Option<String>,
+    /// The namespaces its `namespaceSelector` keeps requests from
+    /// (`kubernetes.io/metadata.name NotIn [...]`), when it has one.
+    pub excluded: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -95,6 +109,8 @@ impl std::fmt::Debug for Policy {
             .field("rule", &self.rule.metadata.name)
             .field("what", &self.what)
             .field("settings", &self.settings)
+            .field("mode", &self.mode)
+            .field("excluded", &self.excluded)
             .finish()
     }
 }
@@ -111,10 +127,23 @@ pub enum Contents {
 /// The kinds of a Kubewarden policy, whose `spec.settings` are a rule's.
 pub const POLICY_KINDS: [&str; 2] = ["ClusterAdmissionPolicy", "AdmissionPolicy"];
 
-/// Reads a settings file: one settings object, or policy documents.
+/// Where `aigov manifests` writes the overlay, relative to its directory.
+pub const OVERLAY: &str = "overlay/kustomization.yaml";
+
+/// Reads a settings file: one settings object, policy documents (or the
+/// entries of a policy-server's `policies.yml`), or a deployment directory
+/// ([`read_deployment`]).
 pub fn read_file(path: &Path) -> Result<Contents> {
+    if path.is_dir() {
+        return read_deployment(path).map(Contents::Policies);
+    }
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if let [doc] = docs.as_slice()
+        && let Some(entries) = server_entries(doc)
+    {
+        return entries.iter().map(|(name, entry)| server_policy(path, name, entry)).collect::<Result<_>>().map(Contents::Policies);
+    }
     let is_policy = |d: &Value| d.get("kind").and_then(Value::as_str).is_some_and(|k| POLICY_KINDS.contains(&k));
     if let Some(other) = docs.iter().position(|d| !is_policy(d)).filter(|_| docs.iter().any(is_policy)) {
         bail!(
@@ -170,7 +199,114 @@ fn policy(path: &Path, doc: &Value) -> Result<Policy> {
         None | Some(Value::Null) => json!({}),
         Some(s) => s.clone(),
     };
-    Ok(Policy { rule, what, settings })
+    let mode = doc.pointer("/spec/mode").and_then(Value::as_str).map(str::to_string);
+    Ok(Policy { rule, what, settings, mode, excluded: excluded_namespaces(doc.pointer("/spec/namespaceSelector")) })
+}
+
+/// The namespaces a policy's `namespaceSelector` keeps requests from: the
+/// values of its `kubernetes.io/metadata.name NotIn` expressions (what
+/// `aigov manifests` writes); `None` without a selector.
+fn excluded_namespaces(selector: Option<&Value>) -> Option<Vec<String>> {
+    let selector = selector.filter(|s| !s.is_null())?;
+    let mut out = Vec::new();
+    for e in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let field = |k: &str| e.get(k).and_then(Value::as_str);
+        if field("key") == Some("kubernetes.io/metadata.name") && field("operator") == Some("NotIn") {
+            out.extend(e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string));
+        }
+    }
+    Some(out)
+}
+
+/// The entries of a standalone policy-server's `policies.yml`, as `aigov
+/// manifests` writes it (a map of names to `{module, policyMode,
+/// settings, ...}`), or `None` when `doc` is not one.
+pub fn server_entries(doc: &Value) -> Option<&serde_json::Map<String, Value>> {
+    let map = doc.as_object().filter(|m| !m.is_empty() && !m.contains_key("kind") && !m.contains_key("apiVersion"))?;
+    map.values().all(|v| v.get("module").is_some_and(Value::is_string)).then_some(map)
+}
+
+/// One entry of a `policies.yml`.
+fn server_policy(path: &Path, name: &str, entry: &Value) -> Result<Policy> {
+    let what = format!("policy `{name}`");
+    let module = entry.get("module").and_then(Value::as_str).unwrap_or_default();
+    let rule = match module_rule(module).and_then(|m| native::lookup(m, Names::RulesAndBundle).ok()) {
+        Some(rule) => rule,
+        None => native::lookup(name, Names::RulesAndBundle)
+            .with_context(|| format!("{}: {what}: its module `{module}` names no rule", path.display()))?,
+    };
+    let settings = match entry.get("settings") {
+        None | Some(Value::Null) => json!({}),
+        Some(s) => s.clone(),
+    };
+    let mode = entry.get("policyMode").and_then(Value::as_str).map(str::to_string);
+    Ok(Policy { rule, what, settings, mode, excluded: None })
+}
+
+/// The policies of a deployment directory `aigov manifests` wrote: its
+/// overlay's (`DIR/overlay/kustomization.yaml`, or `DIR/kustomization.yaml`
+/// when DIR is the overlay or `bundle/`), each resource read as a policy
+/// file (a directory's `cluster-admission-policy.yaml`), the overlay's
+/// `patches` that set `/spec/mode` applied to them.
+pub fn read_deployment(dir: &Path) -> Result<Vec<Policy>> {
+    let kustomization = [dir.join(OVERLAY), dir.join("kustomization.yaml")].into_iter().find(|p| p.is_file()).with_context(|| {
+        format!(
+            "{} holds no kustomization.yaml (nor {OVERLAY}): give the directory `aigov manifests` wrote, its overlay/ or bundle/, \
+             or a policy file",
+            dir.display()
+        )
+    })?;
+    let base = kustomization.parent().unwrap_or(dir);
+    let text = std::fs::read_to_string(&kustomization).with_context(|| format!("reading {}", kustomization.display()))?;
+    let doc =
+        parse_documents(&text).with_context(|| format!("parsing {}", kustomization.display()))?.into_iter().next().unwrap_or_default();
+    let mut mode = None;
+    for patch in doc.get("patches").and_then(Value::as_array).into_iter().flatten() {
+        let ops = patch.get("patch").and_then(Value::as_str).map(parse_documents).transpose()?.unwrap_or_default();
+        for op in ops.iter().flat_map(|o| o.as_array().cloned().unwrap_or_default()) {
+            if op.get("path").and_then(Value::as_str) == Some("/spec/mode") {
+                mode = op.get("value").and_then(Value::as_str).map(str::to_string);
+            }
+        }
+    }
+    let mut policies = Vec::new();
+    for resource in doc.get("resources").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        let path = base.join(resource);
+        let file = if path.is_dir() { path.join("cluster-admission-policy.yaml") } else { path };
+        match read_file(&file).with_context(|| format!("{}: resource `{resource}`", kustomization.display()))? {
+            Contents::Policies(found) => policies.extend(found.into_iter().map(|p| Policy { mode: mode.clone().or(p.mode), ..p })),
+            Contents::Settings(_) => bail!("{}: resource `{resource}` is no policy", kustomization.display()),
+        }
+    }
+    if policies.is_empty() {
+        bail!("{} turns on no rule: uncomment a rule's line, or regenerate with `aigov manifests --enable RULE`", kustomization.display());
+    }
+    Ok(policies)
+}
+
+/// A bundle's policy as the policies of the rules its `settings.rules`
+/// turns on, each with the bundle's mode and namespace exclusions; any
+/// other policy as it is.
+fn expand(policy: Policy) -> Result<Vec<Policy>> {
+    if !native::is_bundle(policy.rule) {
+        return Ok(vec![policy]);
+    }
+    let Some(rules) = policy.settings.get("rules").and_then(Value::as_object) else {
+        bail!("{}: the bundle's settings are `rules: {{<rule>: {{…}}}}`, and these have no `rules` object", policy.what);
+    };
+    rules
+        .iter()
+        .map(|(name, s)| {
+            let rule = native::lookup(name, Names::Rules).with_context(|| format!("{}: `settings.rules.{name}`", policy.what))?;
+            Ok(Policy {
+                rule,
+                what: format!("{}, `settings.rules.{name}`", policy.what),
+                settings: if s.is_null() { json!({}) } else { s.clone() },
+                mode: policy.mode.clone(),
+                excluded: policy.excluded.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The rule a module reference names: the repository's last segment,
@@ -206,6 +342,51 @@ pub struct Resolved {
     pub whole: Option<Given>,
     /// Settings by rule: with [`Scope::Every`], or inside the bundle.
     pub rules: BTreeMap<String, Given>,
+    /// The deployment a policy file, a deployment directory or the
+    /// bundle's settings gave: `None` when none was given.
+    pub deployment: Option<Deployment>,
+}
+
+/// What a team deployed, as the policy files it gave say: the rules
+/// turned on, and how their policies receive requests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deployment {
+    /// Where it was read (the files and directories given).
+    pub origin: Vec<String>,
+    /// The rules turned on.
+    pub rules: BTreeSet<String>,
+    /// Rules whose policy runs in Kubewarden's monitor mode (`spec.mode:
+    /// monitor`): logged, never refused.
+    pub monitored: BTreeSet<String>,
+    /// Namespaces the policies' `namespaceSelector` keeps requests from
+    /// (their union), when a policy has one.
+    pub excluded: Option<Vec<String>>,
+}
+
+impl Deployment {
+    /// The files it was read from, for messages: `a.yaml and b/`.
+    pub fn shown(&self) -> String {
+        self.origin.join(" and ")
+    }
+
+    fn add(&mut self, origin: &str, policy: &Policy) {
+        if !self.origin.iter().any(|o| o == origin) {
+            self.origin.push(origin.to_string());
+        }
+        let name = policy.rule.metadata.name.to_string();
+        if policy.mode.as_deref() == Some("monitor") {
+            self.monitored.insert(name.clone());
+        }
+        self.rules.insert(name);
+        if let Some(excluded) = &policy.excluded {
+            let into = self.excluded.get_or_insert_with(Vec::new);
+            for ns in excluded {
+                if !into.contains(ns) {
+                    into.push(ns.clone());
+                }
+            }
+        }
+    }
 }
 
 impl Resolved {
@@ -225,11 +406,21 @@ impl Resolved {
         Ok(())
     }
 
-    /// Each rule the bundle's settings turn on, with its settings.
+    /// Each rule the bundle's settings turn on, with its settings; the
+    /// rules they turn on are the deployment.
     fn set_bundle_rules(&mut self, settings: &Value, origin: &str) -> Result<()> {
         let Some(rules) = settings.get("rules").and_then(Value::as_object) else {
             bail!("{origin}: the bundle's settings are `rules: {{<rule>: {{…}}}}`, and these have no `rules` object");
         };
+        let deployment = self.deployment.get_or_insert_with(Deployment::default);
+        if !deployment.origin.iter().any(|o| o == origin) {
+            deployment.origin.push(origin.to_string());
+        }
+        for name in rules.keys() {
+            deployment
+                .rules
+                .insert(native::lookup(name, Names::Rules).with_context(|| format!("{origin}: `rules.{name}`"))?.metadata.name.into());
+        }
         for (name, s) in rules {
             let rule = native::lookup(name, Names::Rules).with_context(|| format!("{origin}: `rules.{name}`"))?;
             let s = if s.is_null() { json!({}) } else { s.clone() };
@@ -252,25 +443,52 @@ pub fn resolve(args: &[SettingsArg], scope: Scope<'_>) -> Result<Resolved> {
             (Contents::Settings(v), None) => found.push((None, v, file)),
             (Contents::Settings(v), Some(rule)) => found.push((Some(native::lookup(rule, Names::RulesAndBundle)?.metadata.name), v, file)),
             (Contents::Policies(policies), named) => {
+                // A policy-server's policies.yml lists every rule and the
+                // bundle: its deployment is the bundle's, when it has one.
+                let policies = if policies.iter().any(|p| native::is_bundle(p.rule)) && policies.len() > 1 && named.is_none() {
+                    policies.into_iter().filter(|p| native::is_bundle(p.rule)).collect()
+                } else {
+                    policies
+                };
+                let whole_bundle = matches!(scope, Scope::One(one) if one == bundle) && named.is_none();
+                let policies: Vec<Policy> = if named.as_deref() == Some(bundle) {
+                    policies
+                } else {
+                    policies.into_iter().map(expand).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect()
+                };
                 let listed = || policies.iter().map(|p| format!("`{}`", p.rule.metadata.name)).collect::<Vec<_>>().join(", ");
                 let wanted = match (named, scope) {
                     (Some(rule), _) => Some(rule.as_str()),
-                    (None, Scope::One(rule)) => Some(rule),
+                    (None, Scope::One(rule)) if rule != bundle => Some(rule),
+                    (None, Scope::One(_)) => None,
                     (None, Scope::Any) if policies.len() == 1 => None,
                     (None, Scope::Any) => {
                         bail!("{file} holds policies of {}: name the rule whose settings to take (`--settings RULE={file}`)", listed())
                     }
                     (None, Scope::Every) => None,
                 };
-                let take = |p: &Policy| (Some(p.rule.metadata.name), p.settings.clone(), format!("{file}, {}", p.what));
+                let take = |p: &Policy| (Some(p.rule.metadata.name), with_mode(p), format!("{file}, {}", p.what));
                 match wanted {
                     Some(rule) => match policies.iter().find(|p| p.rule.metadata.name == rule) {
                         Some(p) => found.push(take(p)),
-                        // The bundle takes the policies of its rules.
-                        None if rule == bundle && named.is_none() => found.extend(policies.iter().map(take)),
-                        None => bail!("{file} holds no policy of `{rule}` (it holds policies of {})", listed()),
+                        None if named.is_some() => bail!("{file} holds no policy of `{rule}` (it holds policies of {})", listed()),
+                        None => bail!(
+                            "{file} does not turn `{rule}` on (it turns on {}): evaluate one of those, or leave --settings out to run \
+                             `{rule}` with its defaults",
+                            listed()
+                        ),
                     },
-                    None => found.extend(policies.iter().map(take)),
+                    None => {
+                        // Unnamed, the policies are the deployment.
+                        let deployment = out.deployment.get_or_insert_with(Deployment::default);
+                        for p in &policies {
+                            deployment.add(&file, p);
+                        }
+                        found.extend(policies.iter().map(take));
+                        if whole_bundle && policies.is_empty() {
+                            bail!("{file} turns on no rule");
+                        }
+                    }
                 }
             }
         }
@@ -279,6 +497,30 @@ pub fn resolve(args: &[SettingsArg], scope: Scope<'_>) -> Result<Resolved> {
         }
     }
     Ok(out)
+}
+
+/// A policy's settings as the rule runs under it: in Kubewarden's
+/// `monitor` mode nothing is refused, which the rule's own `mode: audit`
+/// says (admitted, the refusal reported).
+fn with_mode(p: &Policy) -> Value {
+    let mut settings = p.settings.clone();
+    if p.mode.as_deref() != Some("monitor") {
+        return settings;
+    }
+    // The bundle's own settings are its rules'.
+    let each: Vec<&mut Value> = match settings.get_mut("rules").and_then(Value::as_object_mut) {
+        Some(rules) if native::is_bundle(p.rule) => rules.values_mut().collect(),
+        _ => vec![&mut settings],
+    };
+    for s in each {
+        if s.is_null() {
+            *s = json!({});
+        }
+        if let Some(map) = s.as_object_mut() {
+            map.insert("mode".into(), json!("audit"));
+        }
+    }
+    settings
 }
 
 /// Puts settings for `rule` (`None`: the one the command runs) where
@@ -299,7 +541,7 @@ fn place(out: &mut Resolved, scope: Scope<'_>, rule: Option<&'static str>, setti
         (Scope::Every, None) if settings.get("rules").is_some_and(Value::is_object) => out.set_bundle_rules(settings, &origin),
         (Scope::Every, None) => bail!(
             "{origin}: these settings are for which rule? This command runs every rule: write `--settings RULE={origin}` \
-             (or give a policy file, or the bundle's settings, `rules: {{<rule>: {{…}}}}`)"
+             (or give a policy file, the directory `aigov manifests` wrote, or the bundle's settings, `rules: {{<rule>: {{…}}}}`)"
         ),
     }
 }
@@ -336,8 +578,9 @@ pub fn for_rule(rule: &NativePolicy, given: Option<&Given>) -> Result<String> {
 }
 
 /// The bundle's settings: those given whole (each rule given by name
-/// turned on over them), else every rule turned on, each with its
-/// settings or defaults; a rule with no safe default needs settings.
+/// turned on over them); else the rules a deployment turns on, with their
+/// settings; else every rule, each with its settings or defaults (a rule
+/// with no safe default needs settings).
 pub fn for_bundle(resolved: &Resolved) -> Result<String> {
     let mut rules = match &resolved.whole {
         Some(given) => {
@@ -350,12 +593,11 @@ pub fn for_bundle(resolved: &Resolved) -> Result<String> {
             }
         }
         None => {
-            let mut every = Map::new();
-            for rule in native::RULES {
-                let given = resolved.rules.get(rule.metadata.name);
-                every.insert(rule.metadata.name.to_string(), serde_json::from_str(&for_rule(rule, given)?)?);
+            let mut on = Map::new();
+            for (rule, settings) in select(resolved, &[])?.rules {
+                on.insert(rule.metadata.name.to_string(), serde_json::from_str(&settings)?);
             }
-            every
+            on
         }
     };
     for (name, given) in &resolved.rules {
@@ -364,18 +606,127 @@ pub fn for_bundle(resolved: &Resolved) -> Result<String> {
     Ok(json!({ "rules": rules }).to_string())
 }
 
-/// Settings by rule for a command that runs every rule: those given, and
-/// an error naming every rule with no safe default that has none.
-pub fn for_every_rule(resolved: &Resolved) -> Result<BTreeMap<String, Given>> {
-    let missing: Vec<anyhow::Error> = native::RULES
-        .iter()
-        .filter(|r| !resolved.rules.contains_key(r.metadata.name))
-        .filter_map(|r| needs_settings(r).map(|why| required(r, &why)))
-        .collect();
-    if let Some(first) = missing.into_iter().reduce(|a, b| anyhow::anyhow!("{a:#}; and {b:#}")) {
-        return Err(first);
+/// The rules a command that runs several checks, with their settings.
+#[derive(Clone, Default)]
+pub struct Selection {
+    /// Each rule with the settings it runs with (JSON), in rule order.
+    pub rules: Vec<(&'static NativePolicy, String)>,
+    /// Where each rule's settings came from, when given.
+    pub origins: BTreeMap<String, String>,
+    /// What chose the rules, for the note that names them: `--rules`, or
+    /// the deployment's files; `None` when every rule runs.
+    pub chosen_by: Option<String>,
+    /// Rules whose policy runs in monitor mode (run as `mode: audit`).
+    pub monitored: Vec<String>,
+    /// Namespaces the deployment's policies receive no request from.
+    pub excluded: Option<Vec<String>>,
+}
+
+impl Selection {
+    /// The notes a command prints on standard error once: which rules it
+    /// checks and why, and which run in monitor mode.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = self.chosen().into_iter().collect::<Vec<_>>();
+        if !self.monitored.is_empty() {
+            notes.push(format!(
+                "in Kubewarden's monitor mode (`spec.mode: monitor`): {}; their refusals are reported as warnings, as a rule's \
+                 `mode: audit` reports them",
+                self.monitored.join(", ")
+            ));
+        }
+        notes
     }
-    Ok(resolved.rules.clone())
+
+    /// The note that names the rules checked and what chose them, when
+    /// something did.
+    pub fn chosen(&self) -> Option<String> {
+        let names = self.rules.iter().map(|(r, _)| r.metadata.name).collect::<Vec<_>>().join(", ");
+        let n = self.rules.len();
+        self.chosen_by.as_deref().map(|by| match by {
+            "--rules" => format!("checking the {n} rule(s) `--rules` names: {names}"),
+            _ => format!("checking the {n} rule(s) {by} turns on: {names}"),
+        })
+    }
+}
+
+/// The rules a command that runs several rules checks, with their
+/// settings: those `--rules` names (`only`), each turned on by the
+/// deployment when one was given; else the deployment's; else every rule
+/// but those with no safe default and no settings given. Settings given
+/// for a rule that is not checked are refused, as is a rule checked with
+/// no safe default and no settings.
+pub fn select(resolved: &Resolved, only: &[String]) -> Result<Selection> {
+    let mut names: Vec<&'static NativePolicy> = Vec::new();
+    for name in only {
+        let rule = native::lookup(name, Names::Rules).map_err(|e| anyhow::anyhow!("--rules: {e:#}"))?;
+        if !names.iter().any(|r| std::ptr::eq(*r, rule)) {
+            names.push(rule);
+        }
+    }
+    let deployment = resolved.deployment.as_ref();
+    if let Some(d) = deployment
+        && let Some(off) = names.iter().find(|r| !d.rules.contains(r.metadata.name))
+    {
+        bail!(
+            "--rules: {} does not turn `{}` on (it turns on {})",
+            d.shown(),
+            off.metadata.name,
+            d.rules.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let chosen_by = match (only.is_empty(), deployment) {
+        (false, _) => Some("--rules".to_string()),
+        (true, Some(d)) => Some(d.shown()),
+        (true, None) => None,
+    };
+    let chosen: Vec<&'static NativePolicy> = match (only.is_empty(), deployment) {
+        (false, _) => names,
+        (true, Some(d)) => native::RULES.iter().filter(|r| d.rules.contains(r.metadata.name)).collect(),
+        (true, None) => native::RULES.iter().collect(),
+    };
+    let mut selection = Selection {
+        chosen_by: chosen_by.clone(),
+        monitored: deployment.map(|d| d.monitored.iter().cloned().collect()).unwrap_or_default(),
+        excluded: deployment.and_then(|d| d.excluded.clone()),
+        ..Selection::default()
+    };
+    // Settings of a rule the deployment turns on and `--rules` leaves
+    // out are the deployment's: not checked today, not refused.
+    let deployed = |name: &str| deployment.is_some_and(|d| d.rules.contains(name));
+    for (name, given) in &resolved.rules {
+        if !chosen.iter().any(|r| r.metadata.name == name) && !deployed(name) {
+            match chosen_by.as_deref() {
+                Some("--rules") => bail!(
+                    "{}: settings for `{name}`, which `--rules` does not name: add it to `--rules`, or leave these settings out",
+                    given.origin
+                ),
+                by => bail!(
+                    "{}: settings for `{name}`, which {} does not turn on: turn it on there, or leave these settings out",
+                    given.origin,
+                    by.unwrap_or("this command")
+                ),
+            }
+        }
+    }
+    for rule in native::RULES.iter().filter(|r| chosen.iter().any(|c| std::ptr::eq(*c, *r))) {
+        let name = rule.metadata.name;
+        match (resolved.rules.get(name), needs_settings(rule)) {
+            (Some(given), _) => {
+                selection.origins.insert(name.to_string(), given.origin.clone());
+                selection.rules.push((rule, given.json.clone()));
+            }
+            (None, None) => selection.rules.push((rule, "{}".to_string())),
+            (None, Some(why)) if chosen_by.is_none() => {
+                return Err(anyhow::anyhow!(
+                    "{:#}; or check only the rules your team turns on: `--settings` with its deployment (the bundle's policy file, or \
+                     the directory `aigov manifests` wrote), or `--rules a,b`",
+                    required(rule, &why)
+                ));
+            }
+            (None, Some(why)) => return Err(required(rule, &why)),
+        }
+    }
+    Ok(selection)
 }
 
 #[cfg(test)]
@@ -427,6 +778,8 @@ mod tests {
         assert_eq!(one.whole.as_ref().unwrap().json, r#"{"allowedUsers":["oncall"]}"#);
         assert!(one.whole.unwrap().origin.ends_with("policy.yaml, ClusterAdmissionPolicy `aigov-exec-guard`"));
         let e = resolve(&[arg(path)], Scope::One("gpu-quota")).unwrap_err().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on (it turns on `exec-guard`)"), "{e}");
+        let e = resolve(&[arg(&format!("gpu-quota={path}"))], Scope::One("gpu-quota")).unwrap_err().to_string();
         assert!(e.contains("holds no policy of `gpu-quota` (it holds policies of `exec-guard`)"), "{e}");
         let every = resolve(&[arg(path)], Scope::Every).unwrap();
         assert_eq!(every.rules["exec-guard"].json, r#"{"allowedUsers":["oncall"]}"#);
@@ -472,14 +825,116 @@ mod tests {
         let e = for_rule(trusted, None).unwrap_err().to_string();
         assert!(e.starts_with("`trusted-sources` has no safe default settings and none were given (setting `allowedImages`: "), "{e}");
         assert!(e.contains("--settings trusted-sources=FILE") && e.contains("host-test/settings/trusted-sources.yaml"), "{e}");
-        assert!(for_every_rule(&Resolved::default()).unwrap_err().to_string().contains("`trusted-sources` has no safe default"));
+        // Every rule: the one with no safe default needs settings, and the
+        // error says how to run only the rules a team turned on.
+        let e = select(&Resolved::default(), &[]).err().unwrap().to_string();
+        assert!(e.starts_with("`trusted-sources` has no safe default") && e.ends_with("`--settings` with its deployment (the bundle's policy file, or the directory `aigov manifests` wrote), or `--rules a,b`"), "{e}");
         assert!(for_bundle(&Resolved::default()).unwrap_err().to_string().contains("`trusted-sources` has no safe default"));
+        // Asked for by name, it needs settings.
+        let e = select(&Resolved::default(), &["trusted-sources".into()]).err().unwrap().to_string();
+        assert!(e.contains("`trusted-sources` has no safe default"), "{e}");
         assert_eq!(for_rule(native::rule("exec-guard").unwrap(), None).unwrap(), "{}");
         let given = Given { json: r#"{"allowedImages":["registry.example.com/*"],"checkModelSources":false}"#.into(), origin: "f".into() };
-        let resolved = Resolved { whole: None, rules: [("trusted-sources".to_string(), given)].into() };
+        let resolved = Resolved { whole: None, rules: [("trusted-sources".to_string(), given)].into(), deployment: None };
         let bundle: Value = serde_json::from_str(&for_bundle(&resolved).unwrap()).unwrap();
         assert_eq!(bundle["rules"]["trusted-sources"], json!({"allowedImages": ["registry.example.com/*"], "checkModelSources": false}));
         assert_eq!(bundle["rules"].as_object().unwrap().len(), native::RULES.len());
         assert!((native::BUNDLE.validate_settings)(bundle.to_string().as_bytes()).valid);
+    }
+
+    const BUNDLE_POLICY: &str = "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\n\
+        metadata: {name: aigov-bundle, labels: {app.kubernetes.io/name: aigov-bundle}}\n\
+        spec:\n  module: registry://registry.example.com/aigov/aigov-bundle:v0.1.0@sha256:00\n\
+        \x20 namespaceSelector:\n    matchExpressions:\n    - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, gpu-operator]}\n\
+        \x20 settings:\n    rules:\n      gpu-runtime-class: {mode: audit}\n      idle-gpu-pods: {}\n";
+
+    #[test]
+    fn a_deployment_turns_on_exactly_its_rules() {
+        let file = temp("bundle.yaml", BUNDLE_POLICY);
+        let path = file.to_str().unwrap();
+        let r = resolve(&[arg(path)], Scope::Every).unwrap();
+        let d = r.deployment.as_ref().unwrap();
+        assert_eq!(d.rules.iter().map(String::as_str).collect::<Vec<_>>(), ["gpu-runtime-class", "idle-gpu-pods"]);
+        assert_eq!(d.excluded.as_deref(), Some(&["kube-system".to_string(), "gpu-operator".to_string()][..]));
+        let chosen = select(&r, &[]).unwrap();
+        let names: Vec<&str> = chosen.rules.iter().map(|(r, _)| r.metadata.name).collect();
+        assert_eq!(names, ["gpu-runtime-class", "idle-gpu-pods"], "trusted-sources needs nothing: it is off");
+        assert_eq!(chosen.rules[0].1, r#"{"mode":"audit"}"#);
+        assert!(
+            chosen.notes()[0].starts_with("checking the 2 rule(s) ")
+                && chosen.notes()[0].ends_with("turns on: gpu-runtime-class, idle-gpu-pods")
+        );
+        // --rules narrows it, to rules it turns on.
+        assert_eq!(select(&r, &["idle-gpu-pods".into()]).unwrap().rules.len(), 1);
+        let e = select(&r, &["gpu-quota".into()]).err().unwrap().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on (it turns on gpu-runtime-class, idle-gpu-pods)"), "{e}");
+        // Settings for a rule that is off are refused, not ignored.
+        let plain = temp("quota.yaml", "{}\n");
+        let r = resolve(&[arg(path), arg(&format!("gpu-quota={}", plain.display()))], Scope::Every).unwrap();
+        let e = select(&r, &[]).err().unwrap().to_string();
+        assert!(e.contains("settings for `gpu-quota`, which") && e.contains("does not turn on"), "{e}");
+        // One rule of it, for eval; a rule it does not turn on is named.
+        let one = resolve(&[arg(path)], Scope::One("gpu-runtime-class")).unwrap();
+        assert_eq!(one.whole.unwrap().json, r#"{"mode":"audit"}"#);
+        let e = resolve(&[arg(path)], Scope::One("gpu-quota")).unwrap_err().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on"), "{e}");
+        // The bundle, for eval: those rules only.
+        let b = resolve(&[arg(path)], Scope::One("aigov-bundle")).unwrap();
+        let settings: Value = serde_json::from_str(&for_bundle(&b).unwrap()).unwrap();
+        assert_eq!(settings, json!({"rules": {"gpu-runtime-class": {"mode": "audit"}, "idle-gpu-pods": {}}}));
+    }
+
+    #[test]
+    fn a_deployment_directory_is_its_overlay_and_its_policies() {
+        let dir = std::env::temp_dir().join(format!("aigov-deploy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (rule, settings) in [("exec-guard", "{allowedUsers: [oncall]}"), ("owner-label", "{}")] {
+            std::fs::create_dir_all(dir.join(rule)).unwrap();
+            let policy = POLICY
+                .replace("exec-guard", rule)
+                .replace("\n  settings:\n    allowedUsers: [oncall]\n", &format!("\n  settings: {settings}\n"));
+            std::fs::write(dir.join(rule).join("cluster-admission-policy.yaml"), policy).unwrap();
+        }
+        std::fs::create_dir_all(dir.join("overlay")).unwrap();
+        let overlay = "resources:\n- ../exec-guard\n# - ../owner-label\n";
+        std::fs::write(dir.join(OVERLAY), overlay).unwrap();
+        for given in [dir.clone(), dir.join("overlay")] {
+            let r = resolve(&[arg(given.to_str().unwrap())], Scope::Every).unwrap();
+            let chosen = select(&r, &[]).unwrap();
+            assert_eq!(chosen.rules.iter().map(|(r, _)| r.metadata.name).collect::<Vec<_>>(), ["exec-guard"]);
+            assert_eq!(chosen.rules[0].1, r#"{"allowedUsers":["oncall"]}"#);
+        }
+        // The overlay's monitor patch: monitored, run as audit.
+        let monitored = format!(
+            "{overlay}patches:\n- target: {{kind: ClusterAdmissionPolicy}}\n  patch: |\n    - op: add\n      path: /spec/mode\n      value: monitor\n"
+        );
+        std::fs::write(dir.join(OVERLAY), monitored).unwrap();
+        let r = resolve(&[arg(dir.to_str().unwrap())], Scope::Every).unwrap();
+        let chosen = select(&r, &[]).unwrap();
+        assert_eq!(chosen.monitored, ["exec-guard"]);
+        assert_eq!(chosen.rules[0].1, r#"{"allowedUsers":["oncall"],"mode":"audit"}"#);
+        std::fs::write(dir.join(OVERLAY), "resources: []\n").unwrap();
+        let e = format!("{:#}", resolve(&[arg(dir.to_str().unwrap())], Scope::Every).unwrap_err());
+        assert!(e.contains("turns on no rule"), "{e}");
+        let e = format!(
+            "{:#}",
+            resolve(&[arg(dir.join("exec-guard").parent().unwrap().parent().unwrap().to_str().unwrap())], Scope::Every).unwrap_err()
+        );
+        assert!(e.contains("holds no kustomization.yaml"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_policy_servers_policies_yml_is_read() {
+        let text = "aigov-bundle:\n  module: registry://r/aigov-bundle:v0.1.0@sha256:00\n  policyMode: protect\n  settings: {rules: {exec-guard: {}}}\n\
+                    exec-guard:\n  module: registry://r/exec-guard:v0.1.0@sha256:00\n  policyMode: monitor\n  settings: {}\n\
+                    owner-label:\n  module: registry://r/owner-label:v0.1.0@sha256:00\n  policyMode: protect\n  settings: {}\n";
+        let file = temp("policies.yml", text);
+        let Contents::Policies(policies) = read_file(&file).unwrap() else { panic!("not read as policies") };
+        assert_eq!(policies.len(), 3);
+        assert_eq!(policies[1].mode.as_deref(), Some("monitor"));
+        // Its deployment is the bundle's.
+        let r = resolve(&[arg(file.to_str().unwrap())], Scope::Every).unwrap();
+        assert_eq!(select(&r, &[]).unwrap().rules.iter().map(|(r, _)| r.metadata.name).collect::<Vec<_>>(), ["exec-guard"]);
     }
 }

@@ -23,7 +23,7 @@ use crate::run::artifact::{self, Evaluator};
 use crate::run::cluster::FixtureCluster;
 use crate::run::native::{self, Names};
 use crate::run::settings::{self, Scope, SettingsArgs};
-use crate::tools::report::model::{RuleResult, Target, violations};
+use crate::tools::report::model::{NothingToCheck, RuleResult, Target, audit_lines, violations};
 use crate::tools::scan::read::{Input, documents, not_an_object, read_file};
 
 /// How `aigov eval` prints its answer.
@@ -40,10 +40,12 @@ pub enum Format {
 /// `aigov eval --help`'s closing words.
 const AFTER_HELP: &str = "\
 Exit status: 0 when every document is admitted, 1 when a rule denies one, 2 when eval could \
-not run (a usage error, settings the rule refuses or needs, missing artifacts).
+not run (a usage error, settings the rule refuses or needs, missing artifacts), 3 when there \
+was nothing to check (no Kubernetes object in the file).
 
     aigov eval gpu-runtime-class job.yaml                  # the verdict, for people
-    aigov eval aigov-bundle job.yaml --settings trusted-sources=ts.yaml   # every rule at once
+    aigov eval gpu-runtime-class job.yaml --settings policy.yaml --namespace team-nlp   # as your cluster judges it there
+    aigov eval aigov-bundle job.yaml --settings deploy/aigov/bundle/cluster-admission-policy.yaml   # every rule your cluster turns on
     helm template chart | aigov eval opencost-labels - --document 2
     aigov eval exec-guard job.yaml --format json | jq .accepted   # Kubewarden's answer, for scripts";
 
@@ -67,9 +69,15 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = document_number)]
     pub document: Option<usize>,
     /// `text`: the verdict for people; `json`: Kubewarden's
-    /// ValidationResponse, for scripts.
+    /// ValidationResponse, for scripts (of several documents, one JSON list
+    /// naming each document's object, with its response).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// With `--operation UPDATE`: the object before the update (a plain
+    /// manifest). Without it, the old object is the new one, and nothing
+    /// the update changes can be told apart.
+    #[arg(long, value_name = "FILE")]
+    pub old: Option<PathBuf>,
     /// Directory (or file) of YAML/JSON objects served to cluster lookups.
     /// Without it, what a rule would look up is not checked, and the
     /// verdict says what was not (as `aigov scan` does).
@@ -113,6 +121,17 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let evaluator = resolve(&engine, &args.artifact, &args.artifacts, args.component, args.native)?;
     let settings = settings_of(&evaluator, &args.settings)?;
     let inputs = read_inputs(&args.request, args.document)?;
+    let mut submission = args.submission.clone();
+    let update = submission.operation.as_deref().is_some_and(|op| op.eq_ignore_ascii_case("UPDATE"));
+    match (&args.old, update) {
+        (Some(old), true) => submission.old_object = Some(read_old(old)?),
+        (Some(_), false) => bail!("--old is the object before an update: give it with `--operation UPDATE`"),
+        (None, true) => note(
+            "--operation UPDATE without --old: the old object is the new one, so the update changes nothing a rule could tell apart \
+             (a problem both have is allowed with `allowExistingViolations`, the default); give the object before the update with --old FILE",
+        ),
+        (None, false) => {}
+    }
     // No cluster to ask: lookups are not checked (and said so), not
     // answered as if nothing existed, which a rule must refuse.
     let cluster = Arc::new(match &args.cluster {
@@ -120,17 +139,30 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
         None => FixtureCluster::offline(),
     });
     let mut evaluated = Vec::new();
+    let mut skipped = Vec::new();
     for input in inputs {
         if let Some(reason) = not_an_object(&input.value) {
-            bail!("{}: {reason}", input.source);
+            skipped.push(format!("{}: {reason}", input.source));
+            continue;
         }
-        let (request, changed) = request_of(input.value.clone(), &input.source.to_string(), &args.submission)?;
+        let (request, changed) = request_of(input.value.clone(), &input.source.to_string(), &submission)?;
         if let Some(changed) = changed {
             note(&changed);
         }
         let response = evaluator.validate(&request.to_string(), &settings, &cluster)?;
         let object = request.get("object").filter(|o| !o.is_null()).cloned();
         evaluated.push(Evaluated { input, target: Target::of(&request), object, response });
+    }
+    for s in &skipped {
+        note(&format!("skipped {s}"));
+    }
+    if evaluated.is_empty() {
+        return Err(NothingToCheck(format!(
+            "{}: no Kubernetes object to check ({} document(s) skipped): give a manifest, an AdmissionRequest or an AdmissionReview",
+            args.request.display(),
+            skipped.len()
+        ))
+        .into());
     }
     match args.format {
         Format::Json => write_json(&evaluated, out)?,
@@ -172,7 +204,14 @@ fn settings_of(evaluator: &Evaluator, args: &SettingsArgs) -> Result<String> {
     let name = evaluator.name.as_str();
     let resolved = settings::resolve(&args.settings, Scope::One(name))?;
     let text = match native::lookup(name, Names::RulesAndBundle) {
-        Ok(rule) if native::is_bundle(rule) => settings::for_bundle(&resolved)?,
+        Ok(rule) if native::is_bundle(rule) => {
+            if resolved.whole.is_none() {
+                for n in settings::select(&resolved, &[])?.notes() {
+                    note(&n);
+                }
+            }
+            settings::for_bundle(&resolved)?
+        }
         Ok(rule) => settings::for_rule(rule, resolved.whole.as_ref())?,
         // An artifact that is no rule of this build: its settings or `{}`.
         Err(_) => resolved.whole.as_ref().map_or_else(|| "{}".to_string(), |g| g.json.clone()),
@@ -191,6 +230,22 @@ fn bundle_members(settings: &str) -> Vec<String> {
     value.get("rules").and_then(Value::as_object).map(|rules| rules.keys().cloned().collect()).unwrap_or_default()
 }
 
+/// The object before an update (`--old`): one plain object.
+fn read_old(path: &Path) -> Result<Value> {
+    let (name, text) = read_file(path)?;
+    let mut docs = documents(&name, &text).with_context(|| format!("parsing {name}"))?;
+    match docs.len() {
+        1 => {
+            let old = docs.remove(0).value;
+            if crate::run::admission::is_verbatim(&old) || not_an_object(&old).is_some() {
+                bail!("--old {name}: not a plain Kubernetes object");
+            }
+            Ok(old)
+        }
+        n => bail!("--old {name} holds {n} documents: give the one object before the update"),
+    }
+}
+
 /// The documents of the manifest (`-`: standard input), or only document
 /// `only` (from 1).
 fn read_inputs(path: &Path, only: Option<usize>) -> Result<Vec<Input>> {
@@ -198,7 +253,7 @@ fn read_inputs(path: &Path, only: Option<usize>) -> Result<Vec<Input>> {
     let inputs = documents(&name, &text).with_context(|| format!("parsing {name}"))?;
     let count = inputs.last().map_or(0, |i| i.source.document);
     if count == 0 {
-        bail!("{name} holds no document: give a manifest, an AdmissionRequest or an AdmissionReview");
+        return Err(NothingToCheck(format!("{name} holds no document: give a manifest, an AdmissionRequest or an AdmissionReview")).into());
     }
     match only {
         None => Ok(inputs),
@@ -213,12 +268,35 @@ fn read_inputs(path: &Path, only: Option<usize>) -> Result<Vec<Input>> {
     }
 }
 
-/// Kubewarden's answers, one pretty JSON document each; a mutation's diff
-/// on standard error (the patched object is `mutated_object`, whole, as
+/// Kubewarden's answer, as pretty JSON: of one document, its
+/// `ValidationResponse`; of several, one JSON list, each entry naming its
+/// document (`document`, `item` of a `List`) and object (`kind`,
+/// `namespace`, `name`) beside its `response`. A mutation's diff on
+/// standard error (the patched object is `mutated_object`, whole, as
 /// Kubewarden receives it).
 fn write_json(evaluated: &[Evaluated], out: &mut dyn Write) -> Result<()> {
+    if let [one] = evaluated {
+        writeln!(out, "{}", serde_json::to_string_pretty(&one.response)?)?;
+    } else {
+        let list: Vec<Value> = evaluated
+            .iter()
+            .map(|e| {
+                let mut entry = serde_json::json!({
+                    "document": e.input.source.document,
+                    "kind": e.target.kind,
+                    "namespace": e.target.namespace,
+                    "name": e.target.name,
+                    "response": e.response,
+                });
+                if let (Some(item), Some(map)) = (e.input.source.item, entry.as_object_mut()) {
+                    map.insert("item".into(), item.into());
+                }
+                entry
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+    }
     for e in evaluated {
-        writeln!(out, "{}", serde_json::to_string_pretty(&e.response)?)?;
         let changes = RuleResult::evaluated_on(Ok(e.response.clone()), e.object.as_ref()).changes();
         if !changes.is_empty() {
             out.flush()?;
@@ -278,7 +356,7 @@ fn write_text(
                 denied: !r.accepted,
                 lines: violations(r.message.as_deref().unwrap_or_default()).into_iter().map(str::to_string).collect(),
                 warnings: r.warnings.clone(),
-                audit: audit_lines(r.audit_annotations.iter()),
+                audit: audit_lines(r).into_iter().map(|(k, line)| format!("audit annotation `{k}`: {line}")).collect(),
             };
             rule_verdict(out, name, &said, &changes, metadata, governed)?;
         } else {
@@ -292,17 +370,6 @@ fn write_text(
         writeln!(out, "\n{of} of {} documents {word}", evaluated.len())?;
     }
     Ok(())
-}
-
-fn audit_lines<'a>(annotations: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<String> {
-    let mut out = Vec::new();
-    for (k, v) in annotations {
-        // The SDK's `violations` annotation holds one per line.
-        for line in v.split('\n').filter(|l| !l.trim().is_empty()) {
-            out.push(format!("audit annotation `{k}`: {}", line.trim()));
-        }
-    }
-    out
 }
 
 /// One rule's verdict and what it said.
@@ -363,11 +430,11 @@ fn bundle_verdict(out: &mut dyn Write, e: &Evaluated, members: &[String], change
             None => unowned.warnings.push(w.clone()),
         }
     }
-    for (k, v) in &r.audit_annotations {
+    for (k, line) in audit_lines(r) {
         let found = k.split_once('.').and_then(|(rule, own)| Some((members.iter().position(|m| m == rule)?, own.to_string())));
         match found.and_then(|(i, own)| Some((said.get_mut(i)?, own))) {
-            Some((s, own)) => s.audit.extend(audit_lines([(&own, v)].into_iter())),
-            None => unowned.audit.extend(audit_lines([(k, v)].into_iter())),
+            Some((s, own)) => s.audit.push(format!("audit annotation `{own}`: {line}")),
+            None => unowned.audit.push(format!("audit annotation `{k}`: {line}")),
         }
     }
     let mut admitted = Vec::new();

@@ -1,10 +1,20 @@
-//! `aigov simulate`: what would the rules do to what already runs? Reads what
-//! `kubectl get <kinds> -A -o json` writes (a `List`, or a directory of
-//! them), submits every object as a CREATE (as Kubewarden's audit scanner
-//! does), answers the rules' cluster lookups from the same dump, and reports
-//! per rule and per namespace how many workloads would be denied or warned,
-//! the most common reasons, and where each rule can be enforced today
-//! without breaking anything.
+//! `aigov simulate`: what breaks if I enforce? Reads what `kubectl get
+//! <kinds> -A -o json` writes (a `List`, or a directory of them), submits
+//! every object as the CREATE that made it (as Kubewarden's audit scanner
+//! does; [`Running`]: what the scheduler and the API server set after
+//! admission left out, a controller's objects judged through their
+//! controller), answers the rules' cluster lookups from the same dump, and
+//! reports per rule and per namespace how many workloads would be denied
+//! if the rule were enforced, the most common reasons, and where each rule
+//! can be enforced today without breaking anything.
+//!
+//! The rules are those the team's deployment turns on (or `--rules`, or
+//! every rule), with their settings but enforced: a finding that `mode:
+//! audit` or `auditNamespaces` only reports today is a would-be denial,
+//! and the report says how many of them are audited today. Objects in the
+//! namespaces the policies never see (`--exclude-namespaces`, or the
+//! deployment's `namespaceSelector`) are left out, as the webhook leaves
+//! them.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -14,10 +24,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use aigov_sdk::base::glob::{Glob, any_match};
+
 use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
 use crate::tools::report::model::{Outcome, Report, Summary};
-use crate::tools::scan::evaluate::{Config, EvaluatorArgs, scan_with};
+use crate::tools::scan::evaluate::{Config, EvaluatorArgs, Running, scan_with};
 
 /// Output format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,11 +48,16 @@ pub enum Format {
 #[command(after_help = "\
 Take the dump with, for example:
 
-    kubectl get pods,deployments,statefulsets,jobs,cronjobs,rayclusters,rayjobs,namespaces,resourcequotas -A -o json > dump.json
-    aigov simulate --cluster dump.json --format markdown > rollout.md
+    kubectl get pods,replicasets,deployments,statefulsets,daemonsets,jobs,cronjobs,rayclusters,rayjobs,namespaces,resourcequotas -A -o json > dump.json
+    aigov simulate --cluster dump.json --settings deploy/aigov/bundle/cluster-admission-policy.yaml --format markdown > rollout.md
 
-Namespaces, quotas and running pods in the dump answer the rules' cluster lookups. Exit status \
-0 whatever the verdicts (this is a report); 2 if the simulation could not run.")]
+The rules are those your deployment turns on (--settings with its policy file or directory), or \
+--rules, or every rule; each is judged as if enforced (`mode: audit` and `auditNamespaces` set \
+aside: what they audit today counts as would-be denials, and the report says how many). Objects \
+are judged as the CREATE that made them: what the scheduler and the API server set afterwards \
+(`status`, `spec.nodeName`, ...) left out, a pod whose controller the dump holds judged through \
+it. Namespaces, quotas and running pods in the dump answer the rules' cluster lookups. Exit \
+status 0 whatever the verdicts (this is a report); 2 if the simulation could not run.")]
 pub struct Args {
     /// The dump: a file (a `List` or several documents) or a directory of them.
     #[arg(long)]
@@ -54,6 +71,11 @@ pub struct Args {
     /// How many of the most common reasons to show per rule.
     #[arg(long, default_value_t = 3)]
     pub top: usize,
+    /// Namespaces the policies never receive requests from (comma-separated;
+    /// default: the deployment's `namespaceSelector`, else those `aigov
+    /// manifests` excludes, kube-system and kubewarden).
+    #[arg(long, value_delimiter = ',', value_name = "NS,...")]
+    pub exclude_namespaces: Option<Vec<String>>,
 }
 
 /// Counts for one rule, in one namespace or in all.
@@ -61,8 +83,11 @@ pub struct Args {
 pub struct Counts {
     /// Objects the rule governs.
     pub governed: usize,
-    /// Denied.
+    /// Would be denied if the rule were enforced.
     pub denied: usize,
+    /// Of those, how many today's settings only audit (`mode: audit`,
+    /// `auditNamespaces`, or the policy's monitor mode).
+    pub audited: usize,
     /// Admitted with warnings.
     pub warned: usize,
     /// The rule could not evaluate them.
@@ -72,10 +97,13 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, outcome: Outcome) {
+    fn add(&mut self, outcome: Outcome, audited: bool) {
         match outcome {
             Outcome::NotGoverned => return,
-            Outcome::Deny => self.denied += 1,
+            Outcome::Deny => {
+                self.denied += 1;
+                self.audited += usize::from(audited);
+            }
             Outcome::Warn => self.warned += 1,
             Outcome::Error => self.errors += 1,
             Outcome::Pass => {}
@@ -115,6 +143,52 @@ pub struct Simulation {
     pub rules: Vec<RuleImpact>,
     /// The scan's totals over documents (denied by any rule, and so on).
     pub summary: Summary,
+    /// Objects judged through their controller, which the dump holds.
+    pub through_controllers: usize,
+    /// Objects left out: in a namespace the policies never see.
+    pub excluded: usize,
+}
+
+/// What a rule's settings audit today: `mode: audit` everywhere, or the
+/// namespaces `auditNamespaces` lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Audited {
+    /// `mode: audit`.
+    pub everywhere: bool,
+    /// `auditNamespaces`.
+    pub namespaces: Vec<Glob>,
+}
+
+impl Audited {
+    /// From a rule's settings (JSON).
+    pub fn of(settings: &Value) -> Audited {
+        Audited {
+            everywhere: settings.get("mode").and_then(Value::as_str) == Some("audit"),
+            namespaces: settings
+                .get("auditNamespaces")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|g| Glob::new(g.to_string()))
+                .collect(),
+        }
+    }
+
+    fn covers(&self, namespace: Option<&str>) -> bool {
+        self.everywhere || namespace.is_some_and(|ns| any_match(&self.namespaces, ns))
+    }
+}
+
+/// Settings as the rule would run enforced: without `mode: audit` and
+/// `auditNamespaces`.
+pub fn enforced(settings: &Value) -> Value {
+    let mut out = settings.clone();
+    if let Some(map) = out.as_object_mut() {
+        map.remove("mode");
+        map.remove("auditNamespaces");
+    }
+    out
 }
 
 /// A violation's shape, to count alike reasons together: backquoted values
@@ -150,8 +224,9 @@ pub fn reason_shape(violation: &str) -> String {
 
 const CLUSTER_SCOPED: &str = "(cluster)";
 
-/// Sums a scan's report into a simulation.
-pub fn simulate(report: &Report) -> Simulation {
+/// Sums a scan's report into a simulation (`audited`: what each rule's
+/// settings audit today, by rule name).
+pub fn simulate(report: &Report, audited: &BTreeMap<String, Audited>) -> Simulation {
     let mut namespaces: Vec<String> =
         report.documents.iter().map(|d| d.target.namespace.clone().unwrap_or_else(|| CLUSTER_SCOPED.into())).collect();
     namespaces.sort();
@@ -166,9 +241,10 @@ pub fn simulate(report: &Report) -> Simulation {
             for doc in &report.documents {
                 let Some(result) = doc.results.get(i) else { continue };
                 let ns = doc.target.namespace.clone().unwrap_or_else(|| CLUSTER_SCOPED.into());
-                impact.total.add(result.outcome);
+                let today = audited.get(&rule.name).is_some_and(|a| a.covers(doc.target.namespace.as_deref()));
+                impact.total.add(result.outcome, today);
                 if result.outcome != Outcome::NotGoverned {
-                    impact.namespaces.entry(ns).or_default().add(result.outcome);
+                    impact.namespaces.entry(ns).or_default().add(result.outcome, today);
                 }
                 let lines: Vec<String> = match result.outcome {
                     Outcome::Deny => result.violations().into_iter().map(str::to_string).collect(),
@@ -187,7 +263,15 @@ pub fn simulate(report: &Report) -> Simulation {
             impact
         })
         .collect();
-    Simulation { objects: report.documents.len(), namespaces, rules, summary: report.summary() }
+    let skipped = |prefix: &str| report.skipped.iter().filter(|n| n.reason.starts_with(prefix)).count();
+    Simulation {
+        objects: report.documents.len(),
+        namespaces,
+        rules,
+        summary: report.summary(),
+        through_controllers: skipped("judged through its controller"),
+        excluded: skipped("in namespace"),
+    }
 }
 
 impl RuleImpact {
@@ -204,10 +288,11 @@ impl RuleImpact {
 
 /// The simulation as JSON.
 pub fn to_json(s: &Simulation, top: usize) -> Value {
-    let counts =
-        |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "warned": c.warned, "mutated": c.mutated, "errors": c.errors});
+    let counts = |c: &Counts| json!({"governed": c.governed, "denied": c.denied, "audited": c.audited, "warned": c.warned, "mutated": c.mutated, "errors": c.errors});
     json!({
         "objects": s.objects,
+        "throughControllers": s.through_controllers,
+        "excluded": s.excluded,
         "namespaces": s.namespaces,
         "summary": {
             "documents": s.summary.documents, "denied": s.summary.denied, "warned": s.summary.warned,
@@ -228,6 +313,7 @@ fn cell(c: Option<&Counts>) -> String {
         None => "-".into(),
         Some(c) if c.governed == 0 => "-".into(),
         Some(c) if c.errors > 0 => format!("{} denied, {} errors", c.denied, c.errors),
+        Some(c) if c.audited > 0 => format!("{} ({} audited)/{}", c.denied, c.audited, c.warned),
         Some(c) => format!("{}/{}", c.denied, c.warned),
     }
 }
@@ -259,7 +345,7 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
     };
     let h = |title: &str| if markdown { format!("\n## {title}\n\n") } else { format!("\n{title}\n") };
     out.push_str(&format!(
-        "{}aigov simulate: {} objects in {} namespaces; {} would be denied, {} admitted with warnings, {} changed by mutating rules, {} pass{}\n",
+        "{}aigov simulate: {} objects in {} namespaces; if every rule were enforced, {} would be denied, {} admitted with warnings, {} changed by mutating rules, {} pass{}\n",
         if markdown { "# " } else { "" },
         s.objects,
         s.namespaces.len(),
@@ -269,14 +355,36 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
         s.summary.passed,
         if s.summary.errors > 0 { format!(", {} could not be evaluated", s.summary.errors) } else { String::new() }
     ));
+    let audited: usize = s.rules.iter().map(|r| r.total.audited).sum();
+    let mut also = Vec::new();
+    if audited > 0 {
+        also.push(format!("{audited} of the would-be denials are only audited today (`mode: audit`, `auditNamespaces`, or monitor mode)"));
+    }
+    if s.through_controllers > 0 {
+        also.push(format!("{} objects were judged through their controller, which the dump holds", s.through_controllers));
+    }
+    if s.excluded > 0 {
+        also.push(format!("{} objects left out: in namespaces the policies never see", s.excluded));
+    }
+    if !also.is_empty() {
+        out.push_str(&format!("{}{}\n", if markdown { "\n" } else { "" }, also.join("; ")));
+    }
     out.push_str(&h("Per rule"));
-    let mut rows = vec![vec!["rule".into(), "governed".into(), "denied".into(), "warned".into(), "enforceable today in".into()]];
+    let mut rows = vec![vec![
+        "rule".into(),
+        "governed".into(),
+        "would deny".into(),
+        "audited today".into(),
+        "warned".into(),
+        "enforceable today in".into(),
+    ]];
     for r in &s.rules {
         let ready = r.ready();
         rows.push(vec![
             r.rule.clone(),
             r.total.governed.to_string(),
             r.total.denied.to_string(),
+            r.total.audited.to_string(),
             r.total.warned.to_string(),
             if r.total.governed == 0 {
                 "(governs nothing here)".into()
@@ -293,7 +401,7 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
             out.push_str(&if markdown { format!("- {n} x {example}\n") } else { format!("    {n:>6} x {example}\n") });
         }
     }
-    out.push_str(&h("Per namespace (denied/warned)"));
+    out.push_str(&h("Per namespace (would deny/warned)"));
     let mut header = vec!["namespace".to_string()];
     header.extend(s.rules.iter().map(|r| r.rule.clone()));
     let mut rows = vec![header];
@@ -311,6 +419,13 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
         let blocked = r.blocked();
         let line = if blocked.is_empty() {
             format!("{step}. `{}`: enforce everywhere now; nothing running would be denied", r.rule)
+        } else if ready.is_empty() && r.total.audited == r.total.denied {
+            format!(
+                "{step}. `{}`: keep auditing; {} objects it audits today would be denied if enforced, in {}: fix them before enforcing",
+                r.rule,
+                r.total.denied + r.total.errors,
+                blocked.join(", ")
+            )
         } else if ready.is_empty() {
             format!(
                 "{step}. `{}`: audit first, `mode: audit` in its settings (or the policy's `spec.mode: monitor`); {} objects would be denied in {}",
@@ -358,15 +473,56 @@ pub fn load_cluster(path: &std::path::Path) -> Result<FixtureCluster> {
     FixtureCluster::from_objects(crate::run::admission::parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?)
 }
 
+/// Every object of a dump (a file or a directory), as [`load_cluster`]
+/// reads it, `List`s expanded.
+fn dump_objects(path: &std::path::Path) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for file in crate::tools::scan::read::collect_files(&[path.to_path_buf()], None)?.files {
+        let (name, text) = crate::tools::scan::read::read_file(&file)?;
+        out.extend(crate::tools::scan::read::documents(&name, &text)?.into_iter().map(|i| i.value));
+    }
+    Ok(out)
+}
+
 /// Runs `aigov simulate`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
-    let config = Config { paths: vec![args.cluster.clone()], cluster: None, identity: Identity::default(), ..args.evaluator.config()? };
-    let cluster = Arc::new(load_cluster(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?);
+    let (config, selection) = args.evaluator.config()?;
+    // Monitor mode is not said apart: simulate judges every rule enforced,
+    // and counts what monitor mode lets through among the audited.
+    if let Some(note) = selection.chosen() {
+        let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {note}");
+    }
+    // Each rule enforced, with what its settings audit today kept aside.
+    let mut audited = BTreeMap::new();
+    let mut settings = config.settings.clone();
+    for (rule, json) in &selection.rules {
+        let value: Value = serde_json::from_str(json)?;
+        audited.insert(rule.metadata.name.to_string(), Audited::of(&value));
+        if let Some(given) = settings.get_mut(rule.metadata.name) {
+            given.json = enforced(&value).to_string();
+        }
+    }
+    let excluded = match (&args.exclude_namespaces, &selection.excluded) {
+        (Some(flag), _) => flag.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
+        (None, Some(deployed)) => deployed.clone(),
+        (None, None) => crate::dist::package::DEFAULT_EXCLUDED_NAMESPACES.iter().map(|n| n.to_string()).collect(),
+    };
+    let objects = dump_objects(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?;
+    let config = Config {
+        paths: vec![args.cluster.clone()],
+        cluster: None,
+        identity: Identity::default(),
+        settings,
+        excluded_namespaces: excluded,
+        running: Some(Arc::new(Running::of(&objects))),
+        ..config
+    };
+    let cluster = Arc::new(FixtureCluster::from_objects(objects).with_context(|| format!("loading the dump {}", args.cluster.display()))?);
     let report = scan_with(&config, cluster, &mut progress_bar())?;
     for e in &report.errors {
         let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {}: {}", e.source, e.reason);
     }
-    let s = simulate(&report);
+    let s = simulate(&report, &audited);
     match args.format {
         Format::Table => write!(out, "{}", render(&s, args.top, false))?,
         Format::Markdown => write!(out, "{}", render(&s, args.top, true))?,

@@ -5,6 +5,7 @@
 //!   setting's value, configures the rule as its defaults do);
 //! - the commands of the README's "Checking workloads before you submit"
 //!   run as they are written, on files named as they are there;
+//! - so do the rule READMEs' `aigov scan` commands, each checking its rule;
 //! - every sample manifest a Markdown file names exists.
 
 use std::path::{Path, PathBuf};
@@ -138,6 +139,44 @@ fn the_readmes_walkthrough_runs_as_written() {
     }
     let scan = Command::new("sh").args(["-c", &lines[0]]).current_dir(&dir).output().unwrap();
     assert_eq!(scan.status.code(), Some(1), "the samples hold denials");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every rule README's `aigov scan` commands, with the rule.
+fn rule_scans() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for rule in aigov::run::native::names() {
+        let readme = std::fs::read_to_string(root().join("policies").join(rule).join("README.md")).unwrap();
+        for block in readme.split("```sh\n").skip(1).filter_map(|b| b.split("```").next()) {
+            for line in block.lines().map(|l| l.split(" # ").next().unwrap().trim()) {
+                if line.starts_with("target/release/aigov scan ") {
+                    out.push((rule, line.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_rule_readmes_scans_run_as_written() {
+    let scans = rule_scans();
+    assert!(scans.len() >= 7, "{scans:?}");
+    let dir = workspace();
+    // The directories of manifests the READMEs name, as the samples.
+    std::os::unix::fs::symlink(dir.join("my-manifests"), dir.join("manifests")).unwrap();
+    std::fs::create_dir_all(dir.join("host-test")).unwrap();
+    std::os::unix::fs::symlink(root().join("host-test/samples"), dir.join("host-test/samples")).unwrap();
+    copy(&root().join("host-test/settings/trusted-sources.yaml"), &dir.join("my-trusted-sources.yaml"));
+    for (rule, line) in &scans {
+        let out = Command::new("sh").args(["-c", &format!("{line} --format json")]).current_dir(&dir).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // 0 admitted, 1 denied; 2 would be the command itself refused.
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{rule}'s README: `{line}` exited {:?}:\n{stderr}", out.status.code());
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("`{line}`: {e}\n{stderr}"));
+        let rules: Vec<&str> = report["rules"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(rules, [*rule], "{rule}'s README scans with its rule: `{line}`");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

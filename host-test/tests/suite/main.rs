@@ -22,6 +22,7 @@ mod mutation;
 mod one_program;
 mod reports;
 mod robustness;
+mod scan_deployment;
 mod scan_samples;
 mod simulate;
 mod sparse_model;

@@ -377,10 +377,13 @@ fn eval_reads_stdin_and_every_document() {
         assert_eq!(out.status.code(), Some(2), "--document {n}");
         assert!(text(&out.stderr).contains(says), "--document {n}: {}", text(&out.stderr));
     }
-    // JSON, one response per document.
+    // JSON: one list, each entry naming its document's object beside its response.
     let json = aigov(&["eval", "opencost-labels", &two, "--native", "--format", "json"]);
-    let answers: Vec<Value> = serde_json::Deserializer::from_slice(&json.stdout).into_iter().map(Result::unwrap).collect();
-    assert_eq!(answers.iter().map(|a| a["accepted"].as_bool().unwrap()).collect::<Vec<_>>(), [false, true]);
+    let answers: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let answers = answers.as_array().unwrap();
+    assert_eq!(answers.iter().map(|a| a["response"]["accepted"].as_bool().unwrap()).collect::<Vec<_>>(), [false, true]);
+    assert_eq!(answers.iter().map(|a| a["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["Deployment", "Service"]);
+    assert_eq!(answers[1]["document"], 2);
 }
 
 /// Writes the manifests for exec-guard and trusted-sources, and the bundle

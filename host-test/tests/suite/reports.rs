@@ -344,8 +344,9 @@ fn a_path_without_manifests_fails_and_says_what_was_searched() {
     std::fs::write(dir.join("empty/.git/config.yaml"), POD).unwrap();
     std::fs::write(dir.join("empty/README.md"), "").unwrap();
     let empty = dir.join("empty");
+    // Nothing to check: its own exit status, neither denied (1) nor could not run (2).
     let (code, _, err) = aigov(&["scan", "--native", empty.to_str().unwrap()], "");
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 3, "{err}");
     assert!(err.contains(&format!("no manifests in {}: no .yaml, .yml or .json file in it or below it", empty.display())), "{err}");
     // Files, but nothing Kubernetes would take: nothing was checked.
     std::fs::create_dir_all(dir.join("ci")).unwrap();
@@ -353,7 +354,7 @@ fn a_path_without_manifests_fails_and_says_what_was_searched() {
     std::fs::write(dir.join("ci/empty.yaml"), "# nothing\n").unwrap();
     for format in ["table", "json"] {
         let (code, out, err) = aigov(&["scan", "--native", "--format", format, dir.join("ci").to_str().unwrap()], "");
-        assert_eq!(code, 1, "{format}: {out}");
+        assert_eq!(code, 3, "{format}: {out}");
         assert!(err.contains("aigov scan: no Kubernetes object to check in "), "{err}");
         assert!(
             err.contains("(2 file(s) read, 1 document(s) skipped as not Kubernetes objects): point the scan at the manifests"),
@@ -364,7 +365,7 @@ fn a_path_without_manifests_fails_and_says_what_was_searched() {
     assert_eq!(code, 0, "{err}");
     // An empty rendering on stdin is nothing to check too.
     let (code, _, err) = aigov(&["scan", "--native", "-"], "");
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 3, "{err}");
     assert!(err.contains("no Kubernetes object to check in <stdin>"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

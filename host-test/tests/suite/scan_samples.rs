@@ -425,6 +425,7 @@ fn the_bundle_split_per_rule_agrees_with_each_rule_alone() {
             identity: Identity::default(),
             strategy,
             jobs,
+            ..Config::default()
         };
         let alone = scan(&config(Strategy::PerRule, 1)).unwrap();
         let bundled = scan(&config(Strategy::Bundle, 2)).unwrap();

@@ -163,7 +163,8 @@ fn the_markdown_report_names_a_phased_rollout() {
     assert!(!text.contains("monitor mode") && !text.contains("`mode: monitor`"), "a setting no rule has: {text}");
 
     // The advice is settings the rule takes: written into its settings,
-    // the namespaces it names audit, and nothing running is denied.
+    // the namespaces it names audit; what they audit is still what
+    // enforcing would deny, and the report says it is audited today.
     let line = text.lines().find(|l| l.contains("`gpu-runtime-class`: enforce now")).unwrap();
     let audit = line.split("`auditNamespaces: ").nth(1).and_then(|rest| rest.split('`').next()).unwrap();
     assert_eq!(audit, "[team-11, team-14]", "{line}");
@@ -193,6 +194,151 @@ fn the_markdown_report_names_a_phased_rollout() {
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_file(&advised).unwrap();
     let rule = &after["rules"]["gpu-runtime-class"];
-    assert_eq!(rule["total"]["denied"], 0, "{after}");
-    assert!(rule["total"]["warned"].as_u64().unwrap() > 0, "{after}");
+    assert!(rule["total"]["denied"].as_u64().unwrap() > 0, "{after}");
+    assert_eq!(rule["total"]["audited"], rule["total"]["denied"], "{after}");
+    assert_eq!(rule["namespaces"]["team-11"]["audited"], rule["namespaces"]["team-11"]["denied"], "{after}");
+}
+
+/// A dump directory holding `objects` (one `List`) and the samples named.
+fn dump(dir: &crate::scan_deployment::Scratch, samples: &[&str], objects: Vec<Value>) -> String {
+    let at = dir.0.join("dump");
+    std::fs::create_dir_all(&at).unwrap();
+    for s in samples {
+        std::fs::copy(root().join("host-test/samples").join(s), at.join(s)).unwrap();
+    }
+    std::fs::write(at.join("objects.json"), json!({"apiVersion": "v1", "kind": "List", "items": objects}).to_string()).unwrap();
+    at.display().to_string()
+}
+
+/// A running GPU pod without the runtime class, in `ns`.
+fn gpu_pod(ns: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}")},
+        "spec": {"containers": [{"name": "main", "image": "pytorch/pytorch:2.4.0", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+        "status": {"phase": "Running"},
+    })
+}
+
+#[test]
+fn simulate_counts_what_audit_lets_through_as_would_be_denials() {
+    use crate::scan_deployment::{Scratch, aigov, bundle_policy, text};
+    let dir = Scratch::new("simulate-audit");
+    // The team's settings today: two rules in audit, one auditing the
+    // namespace its devbox runs in.
+    let policy = dir.write(
+        "policy.yaml",
+        &bundle_policy(
+            "      gpu-runtime-class: {mode: audit}\n      ray-cluster-limits: {mode: audit}\n      idle-gpu-pods: {auditNamespaces: [ml-research]}\n",
+        ),
+    );
+    let cluster = dump(&dir, &["05-raycluster-oversized.yaml", "30-idle-gpu-devbox.yaml"], vec![gpu_pod("team-nlp", "trainer")]);
+    let out = aigov(&["simulate", "--native", "--format", "json", "--cluster", &cluster, "--settings", &policy]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&String> = sim["rules"].as_object().unwrap().keys().collect();
+    assert_eq!(rules, ["gpu-runtime-class", "idle-gpu-pods", "ray-cluster-limits"], "only the rules turned on");
+    for rule in ["gpu-runtime-class", "ray-cluster-limits", "idle-gpu-pods"] {
+        let total = &sim["rules"][rule]["total"];
+        assert!(total["denied"].as_u64().unwrap() >= 1, "{rule}: what it audits today would be denied: {total}");
+        assert_eq!(total["audited"], total["denied"], "{rule}: {total}");
+        assert_eq!(total["warned"], 0, "{rule}: an audited finding is no mere warning: {total}");
+    }
+
+    // The advice is what breaks if they enforce, never "enforce now".
+    let out = aigov(&["simulate", "--native", "--cluster", &cluster, "--settings", &policy]);
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(said.contains("if every rule were enforced, 3 would be denied"), "{said}");
+    assert!(said.contains("3 of the would-be denials are only audited today"), "{said}");
+    assert!(!said.contains("enforce everywhere now"), "{said}");
+    assert!(
+        said.contains("`ray-cluster-limits`: keep auditing; 1 objects it audits today would be denied if enforced, in ml-training"),
+        "{said}"
+    );
+    // Where nothing it audits runs, a rule can be enforced now.
+    assert!(said.contains("`idle-gpu-pods`: enforce now in ml-training, team-nlp, with `auditNamespaces: [ml-research]`"), "{said}");
+    assert!(text(&out.stderr).contains("checking the 3 rule(s)"), "{}", text(&out.stderr));
+
+    // A policy in Kubewarden's monitor mode refuses nothing today: what it
+    // would refuse is audited too.
+    let monitored = dir.write("monitored.yaml", &bundle_policy("      gpu-runtime-class: {}\n").replace("mode: protect", "mode: monitor"));
+    let out = aigov(&["simulate", "--native", "--format", "json", "--cluster", &cluster, "--settings", &monitored]);
+    let sim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let total = &sim["rules"]["gpu-runtime-class"]["total"];
+    assert_eq!(total["denied"], 1, "{sim}");
+    assert_eq!(total["audited"], 1, "{sim}");
+    assert!(!text(&out.stderr).contains("reported as warnings"), "{}", text(&out.stderr));
+    // scan says it runs in monitor mode, and warns instead of denying.
+    let out = aigov(&["scan", "--native", &cluster, "--settings", &monitored]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("in Kubewarden's monitor mode (`spec.mode: monitor`): gpu-runtime-class"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn simulate_sees_what_the_policies_see_as_they_were_admitted() {
+    use crate::scan_deployment::{Scratch, aigov, bundle_policy, text};
+    let dir = Scratch::new("simulate-scope");
+    let policy = dir.write("policy.yaml", &bundle_policy("      gpu-runtime-class: {}\n"));
+    // A Deployment, its ReplicaSet and its Pod: one workload. Pods in the
+    // namespaces the policies never see.
+    let template = gpu_pod("team-a", "x");
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "team-a", "uid": "uid-deploy"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
+                 "template": {"metadata": {"labels": {"app": "serve"}}, "spec": template["spec"].clone()}},
+    });
+    let mut replicaset = deployment.clone();
+    replicaset["kind"] = json!("ReplicaSet");
+    replicaset["metadata"] = json!({"name": "serve-5d8f", "namespace": "team-a", "uid": "uid-rs",
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "serve", "uid": "uid-deploy", "controller": true}]});
+    let mut pod = gpu_pod("team-a", "serve-5d8f-abcde");
+    pod["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve-5d8f", "uid": "uid-rs", "controller": true}]);
+    let cluster = dump(&dir, &[], vec![deployment, replicaset, pod, gpu_pod("kube-system", "dcgm"), gpu_pod("gpu-operator", "validator")]);
+    let simulate = |cluster: &str, extra: &[&str]| -> Value {
+        let mut args = vec!["simulate", "--native", "--format", "json", "--cluster", cluster];
+        args.extend(extra);
+        let out = aigov(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let sim = simulate(&cluster, &["--settings", &policy]);
+    let gpu = &sim["rules"]["gpu-runtime-class"]["total"];
+    // The Deployment (its ReplicaSet and Pod judged through it) and the
+    // gpu-operator pod; kube-system is excluded, as the policy excludes it.
+    assert_eq!(gpu["denied"], 2, "{sim}");
+    assert_eq!(sim["throughControllers"], 2, "{sim}");
+    assert_eq!(sim["excluded"], 1, "{sim}");
+    assert!(sim["rules"]["gpu-runtime-class"]["namespaces"].get("kube-system").is_none(), "{sim}");
+    // --exclude-namespaces, as `aigov manifests` takes it.
+    let sim = simulate(&cluster, &["--settings", &policy, "--exclude-namespaces", "kube-system,gpu-operator"]);
+    assert_eq!(sim["rules"]["gpu-runtime-class"]["total"]["denied"], 1, "{sim}");
+    assert_eq!(sim["excluded"], 2, "{sim}");
+    // Without a deployment, the namespaces `aigov manifests` excludes.
+    let sim = simulate(&cluster, &["--rules", "gpu-runtime-class"]);
+    assert_eq!(sim["excluded"], 1, "{sim}");
+
+    // `spec.nodeName`, set by the scheduler on a running pod, is not what
+    // its owner submitted: tenant-node-pools refuses a pod bound by name
+    // to a node outside its pool, but not the pod the scheduler placed.
+    let settings = dir.write("tenants.yaml", "tenantLabel: null\ntenants: {team-a: [team-a]}\n");
+    let mut placed = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "etl", "namespace": "misc", "uid": "uid-etl"},
+        "spec": {"containers": [{"name": "main", "image": "python:3.12"}], "nodeName": "node-7"},
+        "status": {"phase": "Running"},
+    });
+    let cluster = dump(&dir, &[], vec![placed.clone()]);
+    let tenants = format!("tenant-node-pools={settings}");
+    let sim = simulate(&cluster, &["--rules", "tenant-node-pools", "--settings", &tenants]);
+    assert_eq!(sim["rules"]["tenant-node-pools"]["total"]["governed"], 1, "{sim}");
+    assert_eq!(sim["rules"]["tenant-node-pools"]["total"]["denied"], 0, "{sim}");
+    // The same pod submitted with `nodeName`, by a person: refused.
+    placed.as_object_mut().unwrap().remove("status");
+    let submitted = dir.write("pod.json", &placed.to_string());
+    let out = aigov(&["scan", "--native", &submitted, "--rules", "tenant-node-pools", "--settings", &tenants]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 }

@@ -161,7 +161,7 @@ impl<'o> Writer<'o> {
             }
             Item::Skipped(n) => self.skipped.push(n.clone()),
             Item::Error(n) => self.errors.push(n.clone()),
-            Item::Overridden(_) => {}
+            Item::Overridden(_) | Item::Defaulted(_) => {}
         }
         Ok(())
     }

@@ -74,7 +74,7 @@ impl Writer {
                 self.errors.push(note.clone());
                 return Ok(());
             }
-            Item::Skipped(_) | Item::Overridden(_) => return Ok(()),
+            Item::Skipped(_) | Item::Overridden(_) | Item::Defaulted(_) => return Ok(()),
         };
         let name = esc(&format!("{}: {} {}", doc.source, doc.target.what(), doc.target.object()));
         for ((rule, suite), result) in self.rules.iter().zip(&mut self.suites).zip(&doc.results) {

@@ -41,13 +41,15 @@ impl Form {
 /// When `aigov scan` exits with status 1.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailOn {
-    /// A rule denied a document, could not evaluate it, a file could not be
-    /// read, or there was no Kubernetes object to check.
+    /// A rule denied a document, could not evaluate it, or a file could
+    /// not be read (exit status 1); no Kubernetes object to check is exit
+    /// status 3.
     #[default]
     Deny,
     /// As `deny`, and also when a rule admitted a document with warnings.
     Warn,
-    /// Never: report only (exit status 0 whatever the verdicts).
+    /// Never: report only (exit status 0 whatever the verdicts, and when
+    /// there was nothing to check).
     None,
 }
 
@@ -405,6 +407,7 @@ impl Report {
             Item::Skipped(n) => self.skipped.push(n),
             Item::Error(n) => self.errors.push(n),
             Item::Overridden(s) => self.overridden.push(s),
+            Item::Defaulted(_) => {}
         }
     }
 
@@ -440,6 +443,9 @@ pub enum Item {
     Error(Note),
     /// A verbatim request whose `userInfo` `--user`/`--group` replaced.
     Overridden(Source),
+    /// A plain object that names no namespace, judged in `default` (the
+    /// document that follows).
+    Defaulted(Source),
 }
 
 /// Counts a report's summary as its items arrive.
@@ -464,7 +470,7 @@ impl Tally {
             }
             Item::Skipped(_) => s.skipped += 1,
             Item::Error(_) => s.errors += 1,
-            Item::Overridden(_) => {}
+            Item::Overridden(_) | Item::Defaulted(_) => {}
         }
     }
 }
@@ -537,9 +543,38 @@ pub fn nothing_checked(s: &Summary) -> bool {
     s.documents == 0 && s.errors == 0
 }
 
-/// The exit status for a report: 1 when it fails by `fail_on`, else 0.
+/// The error of a command that found nothing to check (a directory
+/// without manifests, a file without a Kubernetes object): `aigov` exits
+/// with [`NOTHING_TO_CHECK`] for it, not 2 (could not run) nor 1 (denied).
+#[derive(Debug)]
+pub struct NothingToCheck(pub String);
+
+impl std::fmt::Display for NothingToCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NothingToCheck {}
+
+/// The exit status of a scan that found nothing to check (no Kubernetes
+/// object in what it read): neither a pass nor a denial.
+pub const NOTHING_TO_CHECK: u8 = 3;
+
+/// The exit status for a summary: 3 when there was nothing to check
+/// ([`NOTHING_TO_CHECK`]), 1 when it fails by `fail_on`, else 0;
+/// `--fail-on none` is 0 whatever happened.
+pub fn exit_code(s: &Summary, fail_on: FailOn) -> u8 {
+    match fail_on {
+        FailOn::None => 0,
+        _ if nothing_checked(s) => NOTHING_TO_CHECK,
+        _ => u8::from(fails(s, fail_on)),
+    }
+}
+
+/// The exit status for a report ([`exit_code`]).
 pub fn exit_status(report: &Report, fail_on: FailOn) -> u8 {
-    u8::from(fails(&report.summary(), fail_on))
+    exit_code(&report.summary(), fail_on)
 }
 
 /// Feeds a finished report to a writer, items in the order a scan yields
@@ -556,6 +591,23 @@ pub(crate) fn replay(report: &Report, add: &mut dyn FnMut(&Item) -> Result<()>) 
         add(&Item::Skipped(n.clone()))?;
     }
     Ok(())
+}
+
+/// The lines of a response's audit annotations (`(key, line)`: the SDK's
+/// `violations` annotation holds one per line) that its warnings do not
+/// already say: in audit mode every violation is both a warning and a line
+/// of the annotation, and a report says it once.
+pub fn audit_lines(response: &ValidationResponse) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    for (k, v) in &response.audit_annotations {
+        for line in v.split('\n').map(str::trim).filter(|l| !l.is_empty()) {
+            let warned = response.warnings.iter().any(|w| w.strip_suffix(line).is_some_and(|head| head.ends_with(": ")));
+            if !warned {
+                out.push((k.as_str(), line));
+            }
+        }
+    }
+    out
 }
 
 /// The violations of a rejection message: the SDK joins a rule's

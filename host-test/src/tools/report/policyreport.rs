@@ -136,7 +136,7 @@ impl<'s> Writer<'s> {
                 group.results.write(serde_norway::to_string(&[result])?.as_bytes())?;
                 return Ok(());
             }
-            Item::Skipped(_) | Item::Overridden(_) => return Ok(()),
+            Item::Skipped(_) | Item::Overridden(_) | Item::Defaulted(_) => return Ok(()),
         };
         let group = group(&mut self.groups, self.spill, &doc.target.namespace)?;
         for (rule, r) in self.rules.iter().zip(&doc.results) {

@@ -119,7 +119,7 @@ impl Writer {
                 }
             }
             Item::Error(n) => self.errors.push(n.clone()),
-            Item::Skipped(_) | Item::Overridden(_) => {}
+            Item::Skipped(_) | Item::Overridden(_) | Item::Defaulted(_) => {}
         }
         Ok(())
     }

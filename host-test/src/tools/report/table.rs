@@ -10,8 +10,8 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::model::{
-    DocumentReport, FailOn, Form, Item, Note, Outcome, Report, RuleInfo, RuleResult, Summary, Tally, Unchecked, fails, nothing_checked,
-    replay, violations,
+    DocumentReport, FailOn, Form, Item, Note, Outcome, Report, RuleInfo, RuleResult, Summary, Tally, Unchecked, audit_lines, fails,
+    nothing_checked, replay, violations,
 };
 use super::spill::Spill;
 
@@ -147,11 +147,8 @@ fn document_details(out: &mut String, i: usize, d: &DocumentReport, rules: &[Rul
                 for change in r.changes() {
                     diff_line(out, 4, &change, width);
                 }
-                for (k, v) in &resp.audit_annotations {
-                    // The SDK's `violations` annotation holds one per line.
-                    for line in v.split('\n').filter(|l| !l.trim().is_empty()) {
-                        bullet(out, 4, &format!("audit annotation `{k}`: {}", line.trim()), width);
-                    }
+                for (k, line) in audit_lines(resp) {
+                    bullet(out, 4, &format!("audit annotation `{k}`: {line}"), width);
                 }
                 if !resp.accepted
                     && let Some(docs) = &rule.docs
@@ -210,6 +207,8 @@ pub struct Writer {
     errors: Vec<Note>,
     tally: Tally,
     unchecked: Unchecked,
+    /// Documents that name no namespace, judged in `default`.
+    defaulted: usize,
 }
 
 impl Writer {
@@ -256,6 +255,7 @@ impl Writer {
             errors: Vec::new(),
             tally: Tally::default(),
             unchecked: Unchecked::default(),
+            defaulted: 0,
         })
     }
 
@@ -322,6 +322,7 @@ impl Writer {
             Item::Skipped(n) => self.skipped.push(n.clone()),
             Item::Error(n) => self.errors.push(n.clone()),
             Item::Overridden(_) => {}
+            Item::Defaulted(_) => self.defaulted += 1,
         }
         Ok(())
     }
@@ -409,10 +410,24 @@ Under each row, the rules that did more than admit it; --wide shows every rule i
         if let Some(line) = self.unchecked.line() {
             text.push_str(&format!("\nNot {}\n", line.strip_prefix("not ").unwrap_or(&line)));
         }
+        if let Some(line) = defaulted_line(self.defaulted) {
+            text.push_str(&format!("\n{line}\n"));
+        }
         text.push_str(&summary_line(&s, self.fail_on));
         out.write_all(text.as_bytes())?;
         Ok(())
     }
+}
+
+/// What a report says of the documents that name no namespace: they were
+/// judged in `default`, as `kubectl apply` without `-n` creates them.
+pub fn defaulted_line(documents: usize) -> Option<String> {
+    (documents > 0).then(|| {
+        format!(
+            "{documents} document(s) name no namespace and were judged in `default`, where `kubectl apply` without `-n` creates them: \
+             `--namespace NS` judges them as installed in NS"
+        )
+    })
 }
 
 /// The last line of the table report.
@@ -437,7 +452,7 @@ fn summary_line(s: &Summary, fail_on: FailOn) -> String {
     }
     let mut out = format!("\nSummary: {} document(s): {}.", s.documents, parts.join(", "));
     let gate = match (fails(s, fail_on), fail_on) {
-        (true, _) if nothing_checked(s) => " No Kubernetes object to check: exit status 1 (point the scan at the manifests).",
+        (true, _) if nothing_checked(s) => " No Kubernetes object to check: exit status 3 (point the scan at the manifests).",
         (true, _) => " Exit status 1 (`--fail-on none` reports without failing).",
         (_, FailOn::None) if s.denied + s.errors + s.warned > 0 => " Exit status 0 (`--fail-on none`).",
         _ => "",

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::run::admission::{Identity, admission_request, is_verbatim};
 use crate::run::artifact::{self, Evaluator, Warm};
 use crate::run::cluster::FixtureCluster;
-use crate::run::settings::{self, Given, Scope, SettingsArgs};
+use crate::run::settings::{self, Given, Scope, Selection, SettingsArgs};
 use crate::run::{engine, native};
 use crate::tools::report::model::{DocumentReport, Form, Item, Note, Report, RuleInfo, RuleResult, Source, Target};
 use crate::tools::scan::read::{Input, Left, collect_files, documents, failed_document, not_an_object, read_file, shown};
@@ -32,6 +32,11 @@ pub struct EvaluatorArgs {
     pub artifacts: PathBuf,
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// Only these rules (comma-separated; each turned on by the deployment
+    /// `--settings` gives, if one is given). Without it, the rules the
+    /// deployment turns on, or every rule.
+    #[arg(long, value_delimiter = ',', value_name = "RULE,...")]
+    pub rules: Vec<String>,
     /// Evaluate with the components instead of the Kubewarden modules.
     #[arg(long, conflicts_with = "native")]
     pub component: bool,
@@ -50,12 +55,26 @@ impl EvaluatorArgs {
         }
     }
 
-    /// A scan's configuration with the artifacts, settings and form the
-    /// flags choose (and nothing to scan yet). A rule with no safe default
-    /// must be given settings.
-    pub fn config(&self) -> Result<Config> {
-        let settings = settings::for_every_rule(&settings::resolve(&self.settings.settings, Scope::Every)?)?;
-        Ok(Config { artifacts: self.artifacts.clone(), settings, form: self.form(), ..Config::default() })
+    /// A scan's configuration with the artifacts, rules, settings and
+    /// form the flags choose (and nothing to scan yet), and what chose the
+    /// rules ([`settings::select`]: the rules `--rules` names, or those the
+    /// deployment `--settings` gives turns on, or every rule that can run).
+    pub fn config(&self) -> Result<(Config, Selection)> {
+        let selection = settings::select(&settings::resolve(&self.settings.settings, Scope::Every)?, &self.rules)?;
+        let settings = selection
+            .rules
+            .iter()
+            .filter_map(|(rule, json)| {
+                let name = rule.metadata.name;
+                let origin = selection.origins.get(name)?;
+                Some((name.to_string(), Given { json: json.clone(), origin: origin.clone() }))
+            })
+            .collect();
+        let rules = selection.rules.iter().map(|(r, _)| r.metadata.name.to_string()).collect();
+        let excluded_namespaces = selection.excluded.clone().unwrap_or_default();
+        let config =
+            Config { artifacts: self.artifacts.clone(), settings, rules, excluded_namespaces, form: self.form(), ..Config::default() };
+        Ok((config, selection))
     }
 }
 
@@ -71,10 +90,22 @@ pub struct Config {
     /// Settings by rule name (a rule without: its defaults, or the
     /// example settings of a rule that has no safe default).
     pub settings: BTreeMap<String, Given>,
+    /// The rules to run, by name (empty: every rule).
+    pub rules: Vec<String>,
+    /// Namespaces whose objects are not evaluated, as a policy's
+    /// `namespaceSelector` keeps their requests away (each such document
+    /// is skipped, saying so).
+    pub excluded_namespaces: Vec<String>,
     /// Which form evaluates.
     pub form: Form,
     /// Who submits (`--user`, `--group`).
     pub identity: Identity,
+    /// `--namespace`: the namespace of a plain object that names none
+    /// (else `default`, said in the report).
+    pub namespace: Option<String>,
+    /// What already runs, when the documents are a cluster's objects
+    /// (`aigov simulate`): see [`Running`].
+    pub running: Option<Arc<Running>>,
     /// How the documents are evaluated.
     pub strategy: Strategy,
     /// Workers evaluating documents (0: one per core).
@@ -144,13 +175,14 @@ fn artifact_path(config: &Config, name: &str) -> PathBuf {
 }
 
 fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Rules> {
-    for rule in config.settings.keys() {
+    for rule in config.settings.keys().chain(&config.rules) {
         if native::rule(rule).is_none() {
             bail!("no rule named `{rule}`");
         }
     }
     let loaded = native::RULES
         .iter()
+        .filter(|rule| config.rules.is_empty() || config.rules.iter().any(|r| r == rule.metadata.name))
         .map(|rule| {
             let name = rule.metadata.name;
             let path = match config.form {
@@ -223,6 +255,119 @@ fn load_bundle(engine: &wasmtime::Engine, config: &Config, loaded: &[Loaded]) ->
     Ok(Some(BundleRules { evaluator, settings, members, mutating }))
 }
 
+/// The objects of a cluster dump (`aigov simulate`), each submitted as
+/// the CREATE that made it: what the scheduler and the API server set
+/// after admission (`status`, a Pod's `spec.nodeName`, `managedFields`,
+/// `resourceVersion`, ...) taken out; an object its controller made (a `controller: true` owner reference of a
+/// kind [`aigov_sdk::model::trust::DEFAULTS`] lists) judged through that
+/// controller when the dump holds it (one Deployment, not its ReplicaSet
+/// and three Pods), else submitted as that controller's identity.
+#[derive(Clone, Debug, Default)]
+pub struct Running {
+    /// Every object of the dump: `(apiVersion's group, kind, namespace,
+    /// name)`, and its `uid`.
+    objects: std::collections::HashSet<(String, String, String, String)>,
+    uids: std::collections::HashSet<String>,
+}
+
+impl Running {
+    /// The index of `objects`.
+    pub fn of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Running {
+        let mut r = Running::default();
+        for o in objects {
+            let at = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+            let group = at("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g).to_string();
+            r.objects.insert((group, at("/kind"), at("/metadata/namespace"), at("/metadata/name")));
+            let uid = at("/metadata/uid");
+            if !uid.is_empty() {
+                r.uids.insert(uid);
+            }
+        }
+        r
+    }
+
+    /// The controller owner reference of `object` of a kind a known
+    /// controller manages: `(kind.group, name, in the dump)`.
+    fn controller(&self, object: &Value) -> Option<(String, String, bool)> {
+        let owners = object.pointer("/metadata/ownerReferences")?.as_array()?;
+        let owner = owners.iter().find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))?;
+        let at = |k: &str| owner.get(k).and_then(Value::as_str).unwrap_or_default();
+        let group = at("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        let kind = if group.is_empty() { at("kind").to_string() } else { format!("{}.{group}", at("kind")) };
+        aigov_sdk::model::trust::DEFAULTS.iter().find(|(owners, _)| owners.contains(&kind.as_str()))?;
+        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+        let present = (!at("uid").is_empty() && self.uids.contains(at("uid")))
+            || self.objects.contains(&(group.to_string(), at("kind").to_string(), namespace.to_string(), at("name").to_string()));
+        Some((kind, at("name").to_string(), present))
+    }
+}
+
+/// The fields the scheduler, the kubelet and the API server write after
+/// an object was admitted: left out when a running object is judged as
+/// the CREATE that made it.
+pub const SET_AFTER_ADMISSION: [&str; 8] = [
+    "/status",
+    "/spec/nodeName",
+    "/metadata/managedFields",
+    "/metadata/resourceVersion",
+    "/metadata/generation",
+    "/metadata/deletionTimestamp",
+    "/metadata/deletionGracePeriodSeconds",
+    "/metadata/selfLink",
+];
+
+/// Removes the field at JSON Pointer `pointer` (of plain keys) from `value`.
+fn remove_at(value: &mut Value, pointer: &str) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else { return };
+    let parent = if parent.is_empty() { Some(value) } else { value.pointer_mut(parent) };
+    if let Some(map) = parent.and_then(Value::as_object_mut) {
+        map.remove(key);
+    }
+}
+
+/// A plain object as `config` submits it: a running object without what
+/// was set after admission (`Err`: judged through its controller, why),
+/// the namespace `--namespace` gives one that names none. Returns whether the object names no namespace and none
+/// was given (it is judged in `default`), and the user to submit it as
+/// (a running object's controller).
+fn submitted(value: &mut Value, config: &Config) -> std::result::Result<(bool, Option<String>), String> {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut user = None;
+    if let Some(running) = &config.running {
+        if let Some((owner, name, present)) = running.controller(value) {
+            if present {
+                return Err(format!("judged through its controller, {owner} `{name}`, which the dump holds"));
+            }
+            user = aigov_sdk::model::trust::DEFAULTS
+                .iter()
+                .find(|(owners, _)| owners.contains(&owner.as_str()))
+                .and_then(|(_, users)| users.first())
+                .map(|u| u.to_string());
+        }
+        for pointer in SET_AFTER_ADMISSION {
+            if pointer != "/spec/nodeName" || kind == "Pod" {
+                remove_at(value, pointer);
+            }
+        }
+    }
+    let namespaced = !crate::run::admission::CLUSTER_SCOPED.contains(&kind.as_str())
+        && !crate::run::admission::CONNECT_KINDS.iter().any(|(k, _)| *k == kind);
+    let named = value.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|ns| !ns.is_empty());
+    let mut defaulted = false;
+    if namespaced && !named {
+        match (&config.namespace, value.as_object_mut()) {
+            (Some(ns), Some(map)) => {
+                let meta = map.entry("metadata").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+            }
+            _ => defaulted = true,
+        }
+    }
+    Ok((defaulted, user))
+}
+
 /// A document made ready for the rules: its AdmissionRequest as JSON text,
 /// and what the report needs of it.
 struct Prepared {
@@ -235,22 +380,47 @@ struct Prepared {
     verbatim: bool,
     /// Whether `--user`/`--group` replaced something in it.
     overridden: bool,
+    /// Whether it names no namespace and was judged in `default`.
+    defaulted: bool,
 }
 
 /// A document as a request, or why it is not evaluated.
-fn prepare(input: Input, identity: &Identity) -> std::result::Result<Prepared, Note> {
+fn prepare(mut input: Input, config: &Config) -> std::result::Result<Prepared, Note> {
     if let Some(reason) = not_an_object(&input.value) {
         return Err(Note { source: input.source, reason });
     }
     let verbatim = is_verbatim(&input.value);
-    let (mut request, changed) = match admission_request(input.value, identity) {
+    let (defaulted, controller) = if verbatim {
+        (false, None)
+    } else {
+        submitted(&mut input.value, config).map_err(|reason| Note { source: input.source.clone(), reason })?
+    };
+    let identity = match controller {
+        Some(user) if config.identity.user.is_none() => {
+            Identity { user: Some(user), groups: vec!["system:serviceaccounts".into(), "system:authenticated".into()] }
+        }
+        _ => config.identity.clone(),
+    };
+    let (mut request, changed) = match admission_request(input.value, &identity) {
         Ok(r) => r,
         Err(e) => return Err(Note { source: input.source, reason: format!("cannot make an admission request of it: {e:#}") }),
     };
     let target = Target::of(&request);
+    let excluded = |ns: &str| config.excluded_namespaces.iter().any(|x| x == ns);
+    let in_excluded = match (&target.namespace, target.kind.as_str()) {
+        (Some(ns), _) => excluded(ns).then(|| ns.clone()),
+        (None, "Namespace") => target.name.clone().filter(|n| excluded(n)),
+        (None, _) => None,
+    };
+    if let Some(ns) = in_excluded {
+        return Err(Note {
+            source: input.source,
+            reason: format!("in namespace `{ns}`, from which the policies' `namespaceSelector` keeps requests away"),
+        });
+    }
     let text = request.to_string();
     let original = request.as_object_mut().and_then(|m| m.remove("object")).filter(|o| !o.is_null());
-    Ok(Prepared { source: input.source, target, text, original, verbatim, overridden: !changed.is_empty() })
+    Ok(Prepared { source: input.source, target, text, original, verbatim, overridden: !changed.is_empty(), defaulted })
 }
 
 /// Evaluates documents: every governing rule through `evaluate(rule index,
@@ -265,8 +435,9 @@ pub fn evaluate_inputs(
     let mut documents = Vec::new();
     let mut skipped = Vec::new();
     let mut overridden = Vec::new();
+    let config = Config { identity: identity.clone(), ..Config::default() };
     for input in inputs {
-        let p = match prepare(input, identity) {
+        let p = match prepare(input, &config) {
             Ok(p) => p,
             Err(note) => {
                 skipped.push(note);
@@ -589,8 +760,8 @@ impl Scanner {
             });
             for _ in 0..workers {
                 let done_tx = done_tx.clone();
-                let (work_rx, rules, cluster, identity, engine, found, stopped) =
-                    (&work_rx, &self.rules, &self.cluster, &self.config.identity, &self.engine, &found, &stopped);
+                let (work_rx, rules, cluster, config, engine, found, stopped) =
+                    (&work_rx, &self.rules, &self.cluster, &self.config, &self.engine, &found, &stopped);
                 s.spawn(move || {
                     let mut worker = Worker::new(rules, engine, cluster);
                     loop {
@@ -606,11 +777,14 @@ impl Scanner {
                             continue;
                         }
                         let mut items = Vec::with_capacity(chunk.len());
-                        let mut evaluate = |input: Input, items: &mut Vec<Item>| match prepare(input, identity) {
+                        let mut evaluate = |input: Input, items: &mut Vec<Item>| match prepare(input, config) {
                             Err(note) => items.push(Item::Skipped(note)),
                             Ok(p) => {
                                 if p.overridden {
                                     items.push(Item::Overridden(p.source.clone()));
+                                }
+                                if p.defaulted {
+                                    items.push(Item::Defaulted(p.source.clone()));
                                 }
                                 let results = worker.results(&p);
                                 items.push(Item::Document(DocumentReport { source: p.source, target: p.target, results }));
@@ -686,7 +860,7 @@ impl Scanner {
     /// it alone (the bundle's and the mutating rules'), after 20 untimed.
     pub fn time_document(&self, manifest: &str, iterations: usize) -> Result<(std::time::Duration, std::time::Duration)> {
         let input = documents("bench", manifest)?.into_iter().next().context("no document")?;
-        let p = prepare(input, &self.config.identity).map_err(|n| anyhow::anyhow!("{}", n.reason))?;
+        let p = prepare(input, &self.config).map_err(|n| anyhow::anyhow!("{}", n.reason))?;
         let mut worker = Worker::new(&self.rules, &self.engine, &self.cluster);
         let median = |mut v: Vec<std::time::Duration>| {
             v.sort();

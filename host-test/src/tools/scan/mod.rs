@@ -15,18 +15,23 @@
 //! as a short diff (the JSON Patch from the document to the rule's patched
 //! object, one line per operation); `mutate` in the table.
 //!
+//! Which rules: those the team's deployment turns on (`--settings` with a
+//! policy file or the directory `aigov manifests` wrote), or `--rules`, or
+//! every rule ([`crate::run::settings::select`]); the reports carry those
+//! rules only.
+//!
 //! Directories are walked once each, whatever links lead back to them, and
 //! a pipe, socket or device among the manifests is not read: both are
 //! said on stderr and listed among the skipped (see [`read::collect_files`]).
 //!
 //! Exit status, for CI pipelines: 0 when nothing was denied, 1 when a rule
-//! denied a document, failed to evaluate it, a file could not be read, or
-//! there was no Kubernetes object to check (`--fail-on warn` also fails on
-//! warnings, `--fail-on none` never fails), 2 when the scan itself could
-//! not run (missing artifacts, bad settings, a path that does not exist or
-//! a directory without manifests). Files that could not be read are named
-//! on stderr too, whatever the format, so a CI log says why a report
-//! written to a file failed the job.
+//! denied a document, failed to evaluate it, or a file could not be read
+//! (`--fail-on warn` also fails on warnings, `--fail-on none` never
+//! fails), 2 when the scan itself could not run (missing artifacts, bad
+//! settings, a path that does not exist), 3 when there was nothing to
+//! check (no Kubernetes object in what it read). Files that could not be
+//! read are named on stderr too, whatever the format, so a CI log says why
+//! a report written to a file failed the job.
 //!
 //! In three parts: [`read`] reads the documents, [`evaluate`] evaluates
 //! them, and the report model and writers in [`crate::tools::report`] write
@@ -47,9 +52,9 @@ use anyhow::{Context, Result};
 
 use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
-use crate::tools::report::model::{FailOn, Item, Note, Source, Summary, Tally, Unchecked, fails, nothing_checked};
+use crate::tools::report::model::{FailOn, Item, Note, Source, Summary, Tally, Unchecked, exit_code, nothing_checked};
 use crate::tools::report::spill::Spill;
-use crate::tools::report::table::{Layout, WRAP_WIDTH};
+use crate::tools::report::table::{Layout, WRAP_WIDTH, defaulted_line};
 use crate::tools::report::{json, junit, policyreport, sarif, table};
 use evaluate::{Config, EvaluatorArgs, Scanner};
 
@@ -76,19 +81,24 @@ pub enum Format {
 Every document in every file (directories are searched for .yaml, .yml and .json, each directory once \
 however many links lead to it, and a pipe, socket or device among them is not read: both are named on \
 stderr; `-` reads stdin, and so does a named pipe given as a path, such as `<(helm template chart)`) \
-goes through every rule whose webhook rules match it. Plain objects are submitted as CREATE by a \
-default user; AdmissionRequest and AdmissionReview documents are used as they are, except that \
---user and --group replace their `userInfo` (reported on stderr).
+goes through every rule whose webhook rules match it. Which rules: those your deployment turns on \
+(`--settings` with the bundle's policy file, or the directory `aigov manifests` wrote), or \
+`--rules a,b`, or every rule (trusted-sources, which has no safe default, then needs its settings); \
+the reports carry those rules only. Plain objects are submitted as CREATE by a default user, in \
+their namespace (else --namespace, else `default`, which the report says); AdmissionRequest and \
+AdmissionReview documents are used as they are, except that --user and --group replace their \
+`userInfo` (reported on stderr).
 
 A rejection's message holds one violation per line; the table shows each as a bullet and counts \
 them, and the JSON report lists them under `violations` (and totals them in `summary`).
 
-Exit status: 0 if nothing was denied; 1 if a rule denied a document, could not evaluate it, a \
-file could not be parsed, or no Kubernetes object was found (see --fail-on); 2 if the scan could \
-not run (a directory without manifests among them). In CI:
+Exit status: 0 if nothing was denied; 1 if a rule denied a document, could not evaluate it, or a \
+file could not be parsed (see --fail-on); 2 if the scan could not run (bad settings, a path that \
+does not exist, missing artifacts); 3 if there was nothing to check (no Kubernetes object found). \
+In CI:
 
-    aigov scan k8s/ --artifacts artifacts        # fails the job when a manifest would be rejected
-    helm template chart | aigov scan -           # rendered charts, from stdin")]
+    aigov scan k8s/ --settings deploy/aigov/bundle/cluster-admission-policy.yaml   # fails the job when your cluster would reject a manifest
+    helm template chart | aigov scan - --namespace team-nlp --rules gpu-runtime-class   # a rendered chart, from stdin")]
 pub struct Args {
     /// Files or directories of manifests (YAML or JSON, multi-document); `-` for stdin.
     #[arg(required = true)]
@@ -119,6 +129,10 @@ pub struct Args {
     /// AdmissionRequests and AdmissionReviews).
     #[arg(long = "group")]
     pub groups: Vec<String>,
+    /// The namespace of plain objects that name none, as `kubectl apply -n`
+    /// installs them (default: `default`, which the report then says).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
     /// Workers evaluating documents (default: one per core). The output
     /// is the same whatever the number.
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
@@ -127,13 +141,18 @@ pub struct Args {
 
 /// Runs `aigov scan`, writing the report to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let (config, selection) = args.evaluator.config()?;
     let config = Config {
         paths: args.paths.clone(),
         cluster: args.cluster.clone(),
         identity: Identity { user: args.user.clone(), groups: args.groups.clone() },
+        namespace: args.namespace.clone(),
         jobs: args.jobs,
-        ..args.evaluator.config()?
+        ..config
     };
+    for note in selection.notes() {
+        let _ = writeln!(std::io::stderr().lock(), "aigov scan: {note}");
+    }
     let cluster = Arc::new(match &config.cluster {
         Some(dir) => FixtureCluster::from_dir(dir).with_context(|| format!("loading the cluster fixtures in {}", dir.display()))?,
         // No cluster to ask: lookups are not checked (and said so), not
@@ -174,6 +193,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(line) = written.unchecked.line().filter(|_| args.format != Format::Table) {
         let _ = writeln!(err, "aigov scan: {line}");
     }
+    if let Some(line) = defaulted_line(written.defaulted).filter(|_| args.format != Format::Table) {
+        let _ = writeln!(err, "aigov scan: {line}");
+    }
     if nothing_checked(&written.summary) {
         let _ = writeln!(
             err,
@@ -182,10 +204,10 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
             args.paths.iter().map(|p| read::shown(p)).collect::<Vec<_>>().join(", "),
             scanner.files(),
             written.summary.skipped.saturating_sub(scanner.left().len()),
-            if args.fail_on == FailOn::None { " (exit status 0: `--fail-on none`)" } else { "" }
+            if args.fail_on == FailOn::None { " (exit status 0: `--fail-on none`)" } else { " (exit status 3)" }
         );
     }
-    Ok(ExitCode::from(u8::from(fails(&written.summary, args.fail_on))))
+    Ok(ExitCode::from(exit_code(&written.summary, args.fail_on)))
 }
 
 /// What a scan wrote a report of, beside the report.
@@ -199,6 +221,8 @@ pub struct Written {
     pub unreadable: Vec<Note>,
     /// What rules could not check without a cluster to ask.
     pub unchecked: Unchecked,
+    /// Documents that name no namespace, judged in `default`.
+    pub defaulted: usize,
 }
 
 /// Runs a scan and writes its report in `format` (a table laid out as
@@ -260,6 +284,7 @@ fn stream(scanner: &Scanner, written: &mut Written, add: &mut dyn FnMut(&Item) -
         match &item {
             Item::Overridden(s) => written.overridden.push(s.clone()),
             Item::Error(n) => written.unreadable.push(n.clone()),
+            Item::Defaulted(_) => written.defaulted += 1,
             Item::Document(_) | Item::Skipped(_) => {}
         }
         add(&item)

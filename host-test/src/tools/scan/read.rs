@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::run::admission::{InvalidDocument, parse_manifests};
-use crate::tools::report::model::Source;
+use crate::tools::report::model::{NothingToCheck, Source};
 
 /// A document read from a file.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,11 +83,12 @@ pub fn collect_files(paths: &[PathBuf], exclude: Option<&Path>) -> Result<Collec
                     .map(|l| format!("{}: {}", l.path.display(), l.reason))
                     .collect();
                 let left = if left.is_empty() { String::new() } else { format!("; not read: {}", left.join("; ")) };
-                bail!(
+                return Err(NothingToCheck(format!(
                     "no manifests in {}: no .yaml, .yml or .json file in it or below it (hidden files and directories are skipped{also}{left}); \
                      give the directory that holds the manifests, or name the files",
                     p.display()
-                );
+                ))
+                .into());
             }
         } else {
             bail!("{} is {}: name manifest files, directories of them, or `-` for standard input", p.display(), what(&meta.file_type()));
