@@ -360,7 +360,7 @@ fn shm_violation(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, short: ShmShortf
                 "{} of {} has no memory-backed `/dev/shm`, and the container runtime's default is 64 MiB: PyTorch's data loader workers and NCCL exchange data through it and fail with `Bus error` when it is full; mount an `emptyDir` with `medium: Memory` at `/dev/shm` (`{}`)",
                 c.describe(),
                 t.describe(),
-                t.container_path(&c).key("volumeMounts")
+                t.container_path(c).key("volumeMounts")
             )),
             ShmShortfall::Below { field, size } => {
                 let want = s.min_shared_memory.as_deref().unwrap_or("");

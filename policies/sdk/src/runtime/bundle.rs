@@ -247,8 +247,9 @@ fn run(
     cluster: &dyn Cluster,
     answers: &mut Vec<(&'static str, ValidationResponse)>,
 ) -> Result<Option<String>, ValidationResponse> {
-    let settings_error =
-        |entry: &Entry, e: SettingsError| ValidationResponse::reject(format!("invalid settings: {}{e}", settings_prefix(entry.name())), Some(400));
+    let settings_error = |entry: &Entry, e: SettingsError| {
+        ValidationResponse::reject(format!("invalid settings: {}{e}", settings_prefix(entry.name())), Some(400))
+    };
     let split = enabled.iter().position(|(e, _)| !e.metadata.mutating).unwrap_or(enabled.len());
     let (mutating, validating) = enabled.split_at(split);
     let mut doc: Option<json::Doc> = None;
