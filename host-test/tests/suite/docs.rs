@@ -84,9 +84,10 @@ fn copy(from: &Path, to: &Path) {
 }
 
 /// The files the walkthrough names, made from the samples, in a directory
-/// laid out as the repository is (`target/release/aigov`, `artifacts`).
-fn workspace() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aigov-walkthrough-{}", std::process::id()));
+/// laid out as the repository is (`target/release/aigov`, `artifacts`):
+/// one per test (`test`), since the tests of one process run at once.
+fn workspace(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("aigov-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let samples = root().join("host-test/samples");
     for entry in std::fs::read_dir(&samples).unwrap() {
@@ -127,7 +128,7 @@ fn workspace() -> PathBuf {
 fn the_readmes_walkthrough_runs_as_written() {
     let lines = walkthrough();
     assert!(lines.len() >= 10, "{lines:?}");
-    let dir = workspace();
+    let dir = workspace("walkthrough");
     for line in &lines {
         // Helm is not installed here: the chart's rendering is a file.
         let run = line.replace("helm template chart/", "cat chart.yaml");
@@ -162,7 +163,7 @@ fn rule_scans() -> Vec<(&'static str, String)> {
 fn the_rule_readmes_scans_run_as_written() {
     let scans = rule_scans();
     assert!(scans.len() >= 7, "{scans:?}");
-    let dir = workspace();
+    let dir = workspace("rule-scans");
     // The directories of manifests the READMEs name, as the samples.
     std::os::unix::fs::symlink(dir.join("my-manifests"), dir.join("manifests")).unwrap();
     std::fs::create_dir_all(dir.join("host-test")).unwrap();
