@@ -213,7 +213,7 @@ fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings
                     resources.push(c.source_ref());
                 }
             }
-            Err(ClaimError::Lookup(e)) => return lookup_failed(&e, s),
+            Err(ClaimError::Lookup(e) | ClaimError::TemplatePending(_, e)) => return lookup_failed(&e, s),
             Err(ClaimError::Malformed(e)) => return unreadable(e.0),
         }
     }

@@ -18,7 +18,7 @@ use crate::cluster::lookup::{Cluster, LookupError, OnLookupError, Report};
 use crate::decode::dec::{Str, nullable};
 use crate::decode::path::Path;
 use crate::model::pod::Resources;
-use crate::model::workload::{ContainerList, ContainerRef, PodTemplate};
+use crate::model::workload::{ContainerList, ContainerRef, PodTemplate, Role};
 
 /// The extended resources that count as GPUs: wildcard patterns, by default
 /// `nvidia.com/gpu`, `nvidia.com/gpu.shared` (time-sliced GPUs with
@@ -509,6 +509,12 @@ impl ClaimedGpus {
 pub enum ClaimError {
     /// The lookup failed.
     Lookup(LookupError),
+    /// A workload's pod template names a ResourceClaimTemplate (its name
+    /// here) that does not exist yet. Kubernetes accepts the workload, and
+    /// its pods wait for the template (a Helm chart installs the workload
+    /// before objects of kinds it does not know): the claims are judged
+    /// when the pods are created, not refused at the parent.
+    TemplatePending(String, LookupError),
     /// The claim object could not be read.
     Malformed(Malformed),
 }
@@ -516,7 +522,7 @@ pub enum ClaimError {
 impl fmt::Display for ClaimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ClaimError::Lookup(e) => write!(f, "{e}"),
+            ClaimError::Lookup(e) | ClaimError::TemplatePending(_, e) => write!(f, "{e}"),
             ClaimError::Malformed(e) => write!(f, "{e}"),
         }
     }
@@ -1064,6 +1070,27 @@ impl PodClaim {
 }
 
 impl PodTemplate<'_> {
+    /// A failed lookup of claim object `name` of `kind`: a
+    /// ResourceClaimTemplate not found for a workload's pod template is
+    /// [`ClaimError::TemplatePending`]; a Pod's, and anything else, a
+    /// failed lookup.
+    fn claim_error(&self, kind: &str, name: &str, e: LookupError) -> ClaimError {
+        match e {
+            LookupError::NotFound(_) if kind == "ResourceClaimTemplate" && self.role != Role::Pod => {
+                ClaimError::TemplatePending(name.to_string(), e)
+            }
+            e => ClaimError::Lookup(e),
+        }
+    }
+
+    /// The warning for [`ClaimError::TemplatePending`].
+    fn template_pending(&self, name: &str, namespace: &str) -> String {
+        format!(
+            "ResourceClaimTemplate `{name}`, which `{}` names, does not exist in namespace `{namespace}` yet: Kubernetes accepts this and the pods wait for it; what they claim is checked when they are created",
+            self.spec_path().key("resourceClaims")
+        )
+    }
+
     /// Every `spec.resourceClaims` entry of this template with the spec of
     /// the ResourceClaim or ResourceClaimTemplate it names, read in
     /// `namespace` through the cluster interface (an entry naming neither
@@ -1076,7 +1103,7 @@ impl PodTemplate<'_> {
                 (None, Some(n)) => ("ResourceClaimTemplate", n),
                 (None, None) => continue,
             };
-            let json = cluster.get_resource(DRA_API_VERSION, kind, name, Some(namespace)).map_err(ClaimError::Lookup)?;
+            let json = cluster.get_resource(DRA_API_VERSION, kind, name, Some(namespace)).map_err(|e| self.claim_error(kind, name, e))?;
             let what = format!("the {kind} `{name}`");
             let spec = if kind == "ResourceClaim" { ClaimSpec::of_claim(&json, &what) } else { ClaimSpec::of_template(&json, &what) }
                 .map_err(ClaimError::Malformed)?;
@@ -1100,6 +1127,10 @@ impl PodTemplate<'_> {
         match self.claim_specs(namespace, cluster) {
             Ok(c) => Ok(Some(c)),
             Err(ClaimError::Malformed(e)) => Err(e),
+            Err(ClaimError::TemplatePending(name, _)) => {
+                verdict.warning(self.template_pending(&name, namespace));
+                Ok(None)
+            }
             Err(ClaimError::Lookup(e)) => {
                 let what =
                     format!("the resource claims of `{}` could not be read ({})", self.spec_path().key("resourceClaims"), e.first_line());
@@ -1125,7 +1156,7 @@ impl PodTemplate<'_> {
                 (None, Some(n)) => ("ResourceClaimTemplate", n),
                 (None, None) => continue,
             };
-            let json = cluster.get_resource(DRA_API_VERSION, kind, name, Some(namespace)).map_err(ClaimError::Lookup)?;
+            let json = cluster.get_resource(DRA_API_VERSION, kind, name, Some(namespace)).map_err(|e| self.claim_error(kind, name, e))?;
             let what = format!("the {kind} `{name}`");
             let spec = if kind == "ResourceClaim" {
                 crate::decode::explain::decode::<ClaimWire<'_>>(&json, &what).map_err(ClaimError::Malformed)?.spec
@@ -1173,6 +1204,10 @@ impl PodTemplate<'_> {
         match self.claimed_gpus(namespace, cluster, settings) {
             Ok(c) => Ok(Some(c)),
             Err(ClaimError::Malformed(e)) => Err(e),
+            Err(ClaimError::TemplatePending(name, _)) => {
+                verdict.warning(self.template_pending(&name, namespace));
+                Ok(None)
+            }
             Err(ClaimError::Lookup(e)) => {
                 let what =
                     format!("the resource claims of `{}` could not be read ({})", self.spec_path().key("resourceClaims"), e.first_line());
