@@ -25,6 +25,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use aigov_sdk::base::glob::{Glob, any_match};
+use aigov_sdk::base::text::count;
 
 use crate::run::admission::Identity;
 use crate::run::cluster::FixtureCluster;
@@ -345,10 +346,10 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
     };
     let h = |title: &str| if markdown { format!("\n## {title}\n\n") } else { format!("\n{title}\n") };
     out.push_str(&format!(
-        "{}aigov simulate: {} objects in {} namespaces; if every rule were enforced, {} would be denied, {} admitted with warnings, {} changed by mutating rules, {} pass{}\n",
+        "{}aigov simulate: {} in {}; if every rule were enforced, {} would be denied, {} admitted with warnings, {} changed by mutating rules, {} pass{}\n",
         if markdown { "# " } else { "" },
-        s.objects,
-        s.namespaces.len(),
+        count(s.objects as u64, "object"),
+        count(s.namespaces.len() as u64, "namespace"),
         s.summary.denied,
         s.summary.warned,
         s.summary.mutated,
@@ -361,10 +362,14 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
         also.push(format!("{audited} of the would-be denials are only audited today (`mode: audit`, `auditNamespaces`, or monitor mode)"));
     }
     if s.through_controllers > 0 {
-        also.push(format!("{} objects were judged through their controller, which the dump holds", s.through_controllers));
+        let were = if s.through_controllers == 1 { "was" } else { "were" };
+        also.push(format!(
+            "{} {were} judged through their controller, which the dump holds",
+            count(s.through_controllers as u64, "object")
+        ));
     }
     if s.excluded > 0 {
-        also.push(format!("{} objects left out: in namespaces the policies never see", s.excluded));
+        also.push(format!("{} left out: in namespaces the policies never see", count(s.excluded as u64, "object")));
     }
     if !also.is_empty() {
         out.push_str(&format!("{}{}\n", if markdown { "\n" } else { "" }, also.join("; ")));
@@ -421,16 +426,16 @@ pub fn render(s: &Simulation, top: usize, markdown: bool) -> String {
             format!("{step}. `{}`: enforce everywhere now; nothing running would be denied", r.rule)
         } else if ready.is_empty() && r.total.audited == r.total.denied {
             format!(
-                "{step}. `{}`: keep auditing; {} objects it audits today would be denied if enforced, in {}: fix them before enforcing",
+                "{step}. `{}`: keep auditing; {} it audits today would be denied if enforced, in {}: fix them before enforcing",
                 r.rule,
-                r.total.denied + r.total.errors,
+                count((r.total.denied + r.total.errors) as u64, "object"),
                 blocked.join(", ")
             )
         } else if ready.is_empty() {
             format!(
-                "{step}. `{}`: audit first, `mode: audit` in its settings (or the policy's `spec.mode: monitor`); {} objects would be denied in {}",
+                "{step}. `{}`: audit first, `mode: audit` in its settings (or the policy's `spec.mode: monitor`); {} would be denied in {}",
                 r.rule,
-                r.total.denied + r.total.errors,
+                count((r.total.denied + r.total.errors) as u64, "object"),
                 blocked.join(", ")
             )
         } else {

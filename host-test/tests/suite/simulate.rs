@@ -254,7 +254,7 @@ fn simulate_counts_what_audit_lets_through_as_would_be_denials() {
     assert!(said.contains("3 of the would-be denials are only audited today"), "{said}");
     assert!(!said.contains("enforce everywhere now"), "{said}");
     assert!(
-        said.contains("`ray-cluster-limits`: keep auditing; 1 objects it audits today would be denied if enforced, in ml-training"),
+        said.contains("`ray-cluster-limits`: keep auditing; 1 object it audits today would be denied if enforced, in ml-training"),
         "{said}"
     );
     // Where nothing it audits runs, a rule can be enforced now.
