@@ -94,9 +94,13 @@ fn patterns(list: &[Glob]) -> String {
     quoted(&names)
 }
 
+/// Whether the job's pods may hold GPUs: a template requests a GPU
+/// resource, or claims devices through Dynamic Resource Allocation. The
+/// rule reads no claim objects, so any claim counts: a GPU that comes
+/// through a ResourceClaimTemplate is queued as one `nvidia.com/gpu` is.
 fn requests_gpu(w: &Workload<'_>, s: &Settings) -> Result<bool, Malformed> {
     for t in w.templates() {
-        if t.requests_gpu(&s.gpu_resource_names)? {
+        if !t.spec.resource_claims.is_empty() || t.requests_gpu(&s.gpu_resource_names)? {
             return Ok(true);
         }
     }
