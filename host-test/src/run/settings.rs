@@ -199,8 +199,26 @@ fn policy(path: &Path, doc: &Value) -> Result<Policy> {
         None | Some(Value::Null) => json!({}),
         Some(s) => s.clone(),
     };
-    let mode = doc.pointer("/spec/mode").and_then(Value::as_str).map(str::to_string);
+    let mode = policy_mode(path, &what, "spec.mode", doc.pointer("/spec/mode"))?;
     Ok(Policy { rule, what, settings, mode, excluded: excluded_namespaces(doc.pointer("/spec/namespaceSelector")) })
+}
+
+/// A policy's Kubewarden mode (`field`: `spec.mode`, or `policyMode` in a
+/// `policies.yml`), as Kubewarden takes it: `protect` or `monitor`.
+/// aigov's own `mode` (`enforce`, `audit`) belongs in the settings:
+/// written here, it is refused saying where it goes.
+fn policy_mode(path: &Path, what: &str, field: &str, mode: Option<&Value>) -> Result<Option<String>> {
+    let Some(mode) = mode.filter(|m| !m.is_null()) else { return Ok(None) };
+    let at = format!("{}: {what}: `{field}`", path.display());
+    match mode.as_str() {
+        Some(m @ ("protect" | "monitor")) => Ok(Some(m.to_string())),
+        Some(m @ ("audit" | "enforce")) => bail!(
+            "{at} is `{m}`, which Kubewarden refuses: it takes `protect` or `monitor` there. `{m}` is the rule's own `mode`: set `mode: {m}` in the policy's settings, or `{field}: {}` to have Kubewarden report refusals without enforcing them",
+            if m == "audit" { "monitor" } else { "protect" }
+        ),
+        Some(m) => bail!("{at} is `{m}`: Kubewarden takes `protect` (refuse) or `monitor` (only report)"),
+        None => bail!("{at} is {mode}, not a string: Kubewarden takes `protect` or `monitor`"),
+    }
 }
 
 /// The namespaces a policy's `namespaceSelector` keeps requests from: the
@@ -239,7 +257,7 @@ fn server_policy(path: &Path, name: &str, entry: &Value) -> Result<Policy> {
         None | Some(Value::Null) => json!({}),
         Some(s) => s.clone(),
     };
-    let mode = entry.get("policyMode").and_then(Value::as_str).map(str::to_string);
+    let mode = policy_mode(path, &what, "policyMode", entry.get("policyMode"))?;
     Ok(Policy { rule, what, settings, mode, excluded: None })
 }
 
@@ -922,6 +940,26 @@ mod tests {
         );
         assert!(e.contains("holds no kustomization.yaml"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_policy_mode_kubewarden_refuses_is_refused_saying_where_it_goes() {
+        let with_mode = |mode: &str| POLICY.replace("  settings:\n", &format!("  mode: {mode}\n  settings:\n"));
+        for ok in ["protect", "monitor"] {
+            let file = temp(&format!("mode-{ok}.yaml"), &with_mode(ok));
+            let Contents::Policies(p) = read_file(&file).unwrap() else { panic!("not read as policies") };
+            assert_eq!(p[0].mode.as_deref(), Some(ok));
+        }
+        let file = temp("mode-audit.yaml", &with_mode("audit"));
+        let e = format!("{:#}", read_file(&file).err().unwrap());
+        assert!(e.contains("ClusterAdmissionPolicy `aigov-exec-guard`: `spec.mode` is `audit`, which Kubewarden refuses"), "{e}");
+        assert!(e.contains("set `mode: audit` in the policy's settings, or `spec.mode: monitor`"), "{e}");
+        let file = temp("mode-typo.yaml", &with_mode("protected"));
+        let e = format!("{:#}", read_file(&file).err().unwrap());
+        assert!(e.contains("`spec.mode` is `protected`: Kubewarden takes `protect` (refuse) or `monitor` (only report)"), "{e}");
+        let yml = "exec-guard:\n  module: registry://r/exec-guard:v0.1.0@sha256:00\n  policyMode: enforce\n  settings: {}\n";
+        let e = format!("{:#}", read_file(&temp("policies-enforce.yml", yml)).err().unwrap());
+        assert!(e.contains("policy `exec-guard`: `policyMode` is `enforce`, which Kubewarden refuses"), "{e}");
     }
 
     #[test]
