@@ -187,16 +187,8 @@ fn claims(
     s: &Settings,
     v: &mut Verdict,
 ) -> Result<Vec<(String, String)>, Malformed> {
-    if !exempt.claims_count() {
-        return Ok(Vec::new());
-    }
     let needed_for = (", so their GPUs cannot be checked", "; admitted");
-    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
-    Ok(found
-        .into_iter()
-        .filter(|c| !exempt.claim(&c.claim))
-        .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
-        .collect())
+    t.claimed_classes_counted(exempt, ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)
 }
 
 /// Whether the template's runtime class was refused.

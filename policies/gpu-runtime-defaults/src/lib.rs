@@ -146,16 +146,8 @@ fn claims(
     s: &Settings,
     v: &mut Verdict,
 ) -> Result<Vec<(String, String)>, Malformed> {
-    if !exempt.claims_count() {
-        return Ok(Vec::new());
-    }
     let needed_for = (", so the rule cannot tell which GPU defaults the pod needs", "; admitted without GPU defaults for them");
-    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
-    Ok(found
-        .into_iter()
-        .filter(|c| !exempt.claim(&c.claim))
-        .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
-        .collect())
+    t.claimed_classes_counted(exempt, ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)
 }
 
 aigov_sdk::export_policy!(GpuRuntimeDefaults);

@@ -1236,6 +1236,32 @@ impl PodTemplate<'_> {
         Ok(GpuUse { requests, claims: found.unwrap_or_default(), unresolved })
     }
 
+    /// The `(device class, claim)` pairs of the GPUs this template's pods
+    /// claim through DRA, but for claims only `exempt` containers name
+    /// (none looked up when no other claim counts); a failed lookup
+    /// reported as [`PodTemplate::claimed_gpus_or_report`] does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn claimed_classes_counted(
+        &self,
+        exempt: &ExemptGpus,
+        namespace: &str,
+        cluster: &dyn Cluster,
+        settings: ClaimLookup<'_>,
+        on: OnLookupError,
+        lookup_needed_for: (&str, &str),
+        verdict: &mut dyn Report,
+    ) -> Result<Vec<(String, String)>, Malformed> {
+        if !exempt.claims_count() {
+            return Ok(Vec::new());
+        }
+        let found = self.claimed_gpus_or_report(namespace, cluster, settings, on, lookup_needed_for, verdict)?;
+        Ok(found
+            .into_iter()
+            .filter(|c| !exempt.claim(&c.claim))
+            .flat_map(|c| c.classes.into_iter().map(move |class| (class, c.claim.clone())))
+            .collect())
+    }
+
     /// [`PodTemplate::gpu_use`] without what the shared `exemptImages`
     /// leaves out ([`ExemptGpus`]); the claims are not looked up when only
     /// exempt containers name them.
