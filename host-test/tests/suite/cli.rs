@@ -12,7 +12,8 @@
 //!   test` runs every case through the same code as the `cases` test);
 //! - `aigov manifests` leaves a file edited since it wrote it alone, names
 //!   it and exits with status 1, and overwrites it with `--force`; without
-//!   `--enable`, it keeps the rules the overlay turns on;
+//!   `--enable`, it keeps the rules the overlay turns on; it says on stderr
+//!   when it is about to compile the components, and only then;
 //! - `aigov scan` finishes on a folder holding a link loop and a named
 //!   pipe, walking each directory once and reading no pipe, and says what
 //!   it left on stderr and in the JSON report's `skipped`;
@@ -155,6 +156,33 @@ fn eval_applies_user_and_group_to_verbatim_requests() {
     let bare = root().join("host-test/samples/08-exec-into-cpu-notebook.yaml");
     let out = aigov(&["eval", "exec-guard", bare.to_str().unwrap(), "--native", "--cluster", cluster, "--user", "x", "--format", "json"]);
     assert!(text(&out.stderr).contains("is an AdmissionRequest, used verbatim but for userInfo.username"), "{}", text(&out.stderr));
+}
+
+/// The first `aigov manifests` compiles every component to read its
+/// metadata, half a minute on two cores: it says so before the wait, and a
+/// later run, reading the compiled code from the cache, does not.
+#[test]
+fn manifests_say_when_they_compile() {
+    let scratch = std::env::temp_dir().join(format!("aigov-cli-compiling-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_aigov"))
+            .args(["manifests", "--output", scratch.join("deploy").to_str().unwrap(), "--enable", "gpu-runtime-class", "--force"])
+            .env("AIGOV_CACHE_DIR", scratch.join("cache"))
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{} (run `make artifacts` first)", text(&first.stderr));
+    let all = aigov::run::native::RULES.len() + 1;
+    let said = format!("aigov: compiling {all} of {all} components to read their metadata (about 30 s for all of them");
+    assert!(text(&first.stderr).contains(&said), "{}", text(&first.stderr));
+    let again = run();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(!text(&again.stderr).contains("compiling"), "cached: {}", text(&again.stderr));
+    std::fs::remove_dir_all(&scratch).unwrap();
 }
 
 #[test]
