@@ -52,7 +52,7 @@ use serde_json::Value;
 use crate::dist::layout;
 use crate::dist::oci::OciArtifact;
 use crate::run::artifact::{self, module_metadata};
-use crate::run::{engine, native};
+use crate::run::{compiled, engine, native};
 
 mod artifacthub;
 mod edited;
@@ -169,8 +169,30 @@ impl Packaged {
 /// Every rule linked into aigov, and the bundle, read from `artifacts`.
 fn load_all(artifacts: &Path) -> Result<(Vec<Packaged>, Packaged)> {
     let engine = engine::new_engine()?;
+    announce_compiling(&engine, artifacts);
     let rules = native::RULES.iter().map(|policy| load(&engine, artifacts, policy)).collect::<Result<_>>()?;
     Ok((rules, load(&engine, artifacts, &native::BUNDLE)?))
+}
+
+/// Says on stderr, before the wait, that reading the components' metadata
+/// (for their OCI configs and digests) compiles them: about 20 s of CPU for
+/// the whole catalogue, 30 to 50 s on a busy two-core machine, the first
+/// time only, since the compiled code is cached. A command silent that
+/// long looks hung.
+fn announce_compiling(engine: &wasmtime::Engine, artifacts: &Path) {
+    let cache = compiled::Cache::from_env();
+    let all: Vec<&str> = native::RULES.iter().chain([&native::BUNDLE]).map(|p| p.metadata.name).collect();
+    let uncached = all
+        .iter()
+        .filter(|name| std::fs::read(artifact::component_path(artifacts, name)).is_ok_and(|wasm| !cache.holds(engine, &wasm)))
+        .count();
+    if uncached > 0 {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "aigov: compiling {uncached} of {} components to read their metadata (about 30 s for all of them; later runs reuse the compiled code)…",
+            all.len()
+        );
+    }
 }
 
 /// Runs `aigov build package`: the OCI layout and the checksums.

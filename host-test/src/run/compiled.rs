@@ -67,6 +67,13 @@ impl Cache {
         Cache { dir: None }
     }
 
+    /// Whether loading `bytes` would find its compiled code here, as far as
+    /// an entry's name tells (a damaged entry is still compiled again): a
+    /// command about to compile many artifacts can say so first.
+    pub fn holds(&self, engine: &Engine, bytes: &[u8]) -> bool {
+        self.dir.as_ref().is_some_and(|dir| dir.join(entry_name(engine, bytes)).is_file())
+    }
+
     /// The core module of `bytes`, compiled or from the cache.
     #[allow(unsafe_code)]
     pub fn module(&self, engine: &Engine, bytes: &[u8]) -> Result<Module> {

@@ -7,12 +7,15 @@
 //!   refuses `--operation`, `--namespace` and `--name` with one
 //!   (`one_program.rs` holds the rest of `eval`, and of the command line
 //!   as one program);
+//! - a rule in audit mode shows each violation once in `eval` and `scan`,
+//!   though its answer holds it as a warning and an audit annotation;
 //! - `aigov test` runs a rule's cases six ways and exits 0, and names a
 //!   case whose expectation the rule does not meet and exits 1 (`make
 //!   test` runs every case through the same code as the `cases` test);
 //! - `aigov manifests` leaves a file edited since it wrote it alone, names
 //!   it and exits with status 1, and overwrites it with `--force`; without
-//!   `--enable`, it keeps the rules the overlay turns on;
+//!   `--enable`, it keeps the rules the overlay turns on; it says on stderr
+//!   when it is about to compile the components, and only then;
 //! - `aigov scan` finishes on a folder holding a link loop and a named
 //!   pipe, walking each directory once and reading no pipe, and says what
 //!   it left on stderr and in the JSON report's `skipped`;
@@ -155,6 +158,65 @@ fn eval_applies_user_and_group_to_verbatim_requests() {
     let bare = root().join("host-test/samples/08-exec-into-cpu-notebook.yaml");
     let out = aigov(&["eval", "exec-guard", bare.to_str().unwrap(), "--native", "--cluster", cluster, "--user", "x", "--format", "json"]);
     assert!(text(&out.stderr).contains("is an AdmissionRequest, used verbatim but for userInfo.username"), "{}", text(&out.stderr));
+}
+
+/// A rule in audit mode answers with each violation twice, as a warning
+/// (the submitter's) and in an audit annotation (the API server's audit
+/// log): the command line shows it once, alone or in the bundle.
+#[test]
+fn audit_mode_shows_each_violation_once() {
+    let scratch = std::env::temp_dir().join(format!("aigov-cli-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let pod = scratch.join("pod.yaml");
+    std::fs::write(&pod, "{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: ml}, spec: {containers: [{name: c, image: i}]}}")
+        .unwrap();
+    std::fs::write(scratch.join("audit.yaml"), "mode: audit\n").unwrap();
+    std::fs::write(scratch.join("bundle.yaml"), "rules: {opencost-labels: {mode: audit}}\n").unwrap();
+    let (pod, audit, bundle) = (pod.to_str().unwrap(), scratch.join("audit.yaml"), scratch.join("bundle.yaml"));
+    let violation = "are missing from `metadata.labels`";
+    for args in [
+        vec!["eval", "opencost-labels", pod, "--native", "--settings", audit.to_str().unwrap()],
+        vec!["eval", "aigov-bundle", pod, "--native", "--settings", bundle.to_str().unwrap()],
+        vec!["scan", pod, "--native", "--rules", "opencost-labels", "--settings", &format!("opencost-labels={}", audit.display())],
+    ] {
+        let out = aigov(&args);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "audit admits: {stdout}{}", text(&out.stderr));
+        // The table wraps long lines: its prefix, which it never wraps, counts.
+        assert_eq!(stdout.matches("(audit mode, not enforced)").count(), 1, "aigov {}: once\n{stdout}", args.join(" "));
+        assert!(!stdout.contains("audit annotation"), "aigov {}: not again as the annotation\n{stdout}", args.join(" "));
+        if args[0] == "eval" {
+            assert_eq!(stdout.matches(violation).count(), 1, "aigov {}: once\n{stdout}", args.join(" "));
+        }
+    }
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// The first `aigov manifests` compiles every component to read its
+/// metadata, half a minute on two cores: it says so before the wait, and a
+/// later run, reading the compiled code from the cache, does not.
+#[test]
+fn manifests_say_when_they_compile() {
+    let scratch = std::env::temp_dir().join(format!("aigov-cli-compiling-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_aigov"))
+            .args(["manifests", "--output", scratch.join("deploy").to_str().unwrap(), "--enable", "gpu-runtime-class", "--force"])
+            .env("AIGOV_CACHE_DIR", scratch.join("cache"))
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{} (run `make artifacts` first)", text(&first.stderr));
+    let all = aigov::run::native::RULES.len() + 1;
+    let said = format!("aigov: compiling {all} of {all} components to read their metadata (about 30 s for all of them");
+    assert!(text(&first.stderr).contains(&said), "{}", text(&first.stderr));
+    let again = run();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(!text(&again.stderr).contains("compiling"), "cached: {}", text(&again.stderr));
+    std::fs::remove_dir_all(&scratch).unwrap();
 }
 
 #[test]

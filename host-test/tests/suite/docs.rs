@@ -6,6 +6,8 @@
 //! - the commands of the README's "Checking workloads before you submit"
 //!   run as they are written, on files named as they are there;
 //! - so do the rule READMEs' `aigov scan` commands, each checking its rule;
+//! - so does the quick start's `aigov eval` for a denied workload, with
+//!   the message its kubectl error line shows;
 //! - every sample manifest a Markdown file names exists.
 
 use std::path::{Path, PathBuf};
@@ -140,6 +142,42 @@ fn the_readmes_walkthrough_runs_as_written() {
     }
     let scan = Command::new("sh").args(["-c", &lines[0]]).current_dir(&dir).output().unwrap();
     assert_eq!(scan.status.code(), Some(1), "the samples hold denials");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The README's quick start for a data scientist whose workload was
+/// denied: its `aigov eval` line runs as written, with the policy file the
+/// cluster runs, on the Job the kubectl error it shows was for, and says
+/// what that error says, in the words of the webhook it names.
+#[test]
+fn the_quick_start_for_a_denied_workload_runs_as_written() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme.split("\n### Data scientist: ").nth(1).unwrap().split("\n## ").next().unwrap();
+    let error = section.lines().find(|l| l.starts_with("Error from server: ")).expect("a kubectl error line");
+    let (webhook, message) = error.split_once(" denied the request: ").unwrap();
+    // Kubewarden names a ClusterAdmissionPolicy's webhook `clusterwide-<policy>.kubewarden.admission`.
+    assert!(webhook.ends_with("admission webhook \"clusterwide-aigov-gpu-runtime-class.kubewarden.admission\""), "{error}");
+    let eval = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .and_then(|b| b.lines().map(|l| l.split(" # ").next().unwrap().trim()).find(|l| l.starts_with("target/release/aigov eval ")))
+        .expect("an `aigov eval` line");
+    let dir = workspace("quick-start");
+    // What `kubectl get clusteradmissionpolicy aigov-gpu-runtime-class -o yaml` gives: the policy as applied.
+    copy(&dir.join("deploy/aigov/gpu-runtime-class/cluster-admission-policy.yaml"), &dir.join("policy.yaml"));
+    std::fs::write(
+        dir.join("job.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: finetune}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      \
+         tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]\n      containers:\n      \
+         - {name: trainer, image: pytorch/pytorch:2.3.0, resources: {limits: {nvidia.com/gpu: 1}}}\n",
+    )
+    .unwrap();
+    let out = Command::new("sh").args(["-c", eval]).current_dir(&dir).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "`{eval}` denies:\n{stdout}\n{stderr}");
+    assert!(stdout.starts_with("Job team-nlp/finetune\n"), "{stdout}");
+    assert!(stdout.contains(&format!("    - {message}\n")), "the README's kubectl error says what `{eval}` says:\n{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

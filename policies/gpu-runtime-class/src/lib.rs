@@ -13,7 +13,8 @@
 mod settings;
 
 use aigov_sdk::cluster::gpu_runtime::{self, CalledFor};
-use aigov_sdk::model::scheduling::{author_tolerates, pod_tolerates};
+use aigov_sdk::model::pod::Toleration;
+use aigov_sdk::model::scheduling::{author_tolerates, authored_tolerations, pod_tolerates, why_not_tolerated};
 use aigov_sdk::prelude::*;
 
 pub use settings::{PodRuntimeClasses, Requirement, Settings, SharedMemory, Taint};
@@ -93,12 +94,12 @@ fn check_override(w: &Workload<'_>, t: &PodTemplate<'_>, s: &Settings, v: &mut V
         if pod_tolerates(&t.spec, &taint.node_taint()) {
             continue;
         }
+        let at = t.spec_path().key("tolerations");
         v.violation(format!(
-            "`{}` replaces the training runtime's tolerations in the trainer's pods ({why}), but does not tolerate the taint of {} GPU nodes (`{}`), so they can never be scheduled there: add `{}`",
-            t.spec_path().key("tolerations"),
+            "`{at}` replaces the training runtime's tolerations in the trainer's pods ({why}), but does not tolerate the taint of {} GPU nodes (`{}`), so they can never be scheduled there: {}",
             r.vendor,
             taint.shown(),
-            taint.toleration_shown()
+            toleration_fix(&at, t.spec.tolerations.iter().enumerate(), taint)
         ));
     }
     Ok(())
@@ -203,9 +204,14 @@ fn check_runtime_class(t: &PodTemplate<'_>, r: &Requirement, why: &CalledFor<'_>
         many => format!("one of the runtime classes {}", quoted(many)),
     };
     let vendor = &r.vendor;
+    // The first class listed is the one to set (`Requirement::runtime_classes`).
+    let set = r.runtime_classes.first().map(String::as_str).unwrap_or_default();
     v.violation(match rc {
-        Some(rc) => format!("`{field}` is `{rc}`, but pods with {vendor} GPUs need {need} ({why})"),
-        None => format!("`{field}` is not set, but pods with {vendor} GPUs need {need} ({why})"),
+        Some(rc) => format!("`{field}` is `{rc}`, but pods with {vendor} GPUs need {need} ({why}): set `runtimeClassName: {set}`"),
+        None => format!(
+            "`{field}` is not set, but pods with {vendor} GPUs need {need} ({why}): add `runtimeClassName: {set}` to `{}`",
+            t.spec_path()
+        ),
     });
     true
 }
@@ -218,13 +224,33 @@ fn check_toleration(req: &Request<'_>, t: &PodTemplate<'_>, r: &Requirement, v: 
     if author_tolerates(req, t, &taint.node_taint()) {
         return;
     }
+    let at = t.spec_path().key("tolerations");
     v.violation(format!(
-        "`{}` does not tolerate the taint of {} GPU nodes (`{}`), so the pod can never be scheduled there: add `{}`",
-        t.spec_path().key("tolerations"),
+        "`{at}` does not tolerate the taint of {} GPU nodes (`{}`), so the pod can never be scheduled there: {}",
         r.vendor,
         taint.shown(),
-        taint.toleration_shown()
+        toleration_fix(&at, authored_tolerations(req, t), taint)
     ));
+}
+
+/// What to write: the toleration of `taint`, and first, for each of the
+/// `tolerations` (at `at`) that names the taint's key but misses it (a
+/// toleration of `nvidia.com/gpu=true` beside GKE's
+/// `nvidia.com/gpu=present` taint), which one and why, as the scheduler
+/// decides it.
+fn toleration_fix<'t, 'a: 't>(at: &Path, tolerations: impl Iterator<Item = (usize, &'t Toleration<'a>)>, taint: &Taint) -> String {
+    let near: Vec<String> = tolerations
+        .filter_map(|(i, tol)| {
+            let why = why_not_tolerated(tol, &taint.node_taint());
+            (!why.is_empty()).then(|| format!("`{}` names its key, but {}", at.index(i), why.join("; and ")))
+        })
+        .collect();
+    let want = taint.toleration_shown();
+    match near.as_slice() {
+        [] => format!("add `{want}`"),
+        [one] => format!("{one}: change it to `{want}`"),
+        many => format!("{}: change one of them to `{want}`", many.join("; ")),
+    }
 }
 
 aigov_sdk::export_policy!(GpuRuntimeClass);

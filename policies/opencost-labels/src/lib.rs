@@ -97,7 +97,9 @@ mod tests {
         assert!(eval("v1", "Pod", &pod(LABELS)).is_empty());
         assert_eq!(
             eval("v1", "Pod", &pod("null")),
-            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`"]
+            [
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels` (allowed: `opencost.io/team`: any value; `opencost.io/workload-category`: `training`, `inference`, `development`, `data-processing`)"
+            ]
         );
     }
 
@@ -131,7 +133,7 @@ mod tests {
             eval("apps/v1", "Deployment", &deployment(own, "{}")),
             [
                 "label `opencost.io/workload-category` in `metadata.labels` is `batch`; allowed: `training`, `inference`, `development`, `data-processing`",
-                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels`: \
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels` (allowed: `opencost.io/team`: any value; `opencost.io/workload-category`: `training`, `inference`, `development`, `data-processing`): \
                  OpenCost attributes cost by the labels of the pods, so copy `opencost.io/team: ml` from `metadata.labels`",
             ]
         );
@@ -139,8 +141,8 @@ mod tests {
         assert_eq!(
             eval("apps/v1", "Deployment", &deployment("{}", "{}")),
             [
-                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`",
-                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels`",
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels` (allowed: `opencost.io/team`: any value; `opencost.io/workload-category`: `training`, `inference`, `development`, `data-processing`)",
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `spec.template.metadata.labels` (allowed: `opencost.io/team`: any value; `opencost.io/workload-category`: `training`, `inference`, `development`, `data-processing`)",
             ]
         );
         // A template whose values are wrong (not missing) gets the plain message.
@@ -169,7 +171,9 @@ mod tests {
         let json = request("apps/v1", "Deployment", "CREATE", "", &deployment("{}", LABELS));
         assert_eq!(
             eval_with(&json, &settings).unwrap(),
-            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`"]
+            [
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels` (allowed: `opencost.io/team`: any value; `opencost.io/workload-category`: `training`, `inference`, `development`, `data-processing`)"
+            ]
         );
     }
 
@@ -238,7 +242,9 @@ mod tests {
         let tj = r#"{"metadata":{"name":"sft"},"spec":{"runtimeRef":{"name":"torch"},"trainer":{"resourcesPerNode":{"limits":{"nvidia.com/gpu":4}}}}}"#;
         assert_eq!(
             eval("trainer.kubeflow.org/v1alpha1", "TrainJob", tj),
-            ["labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels`"]
+            [
+                "labels `opencost.io/team`, `opencost.io/workload-category` are missing from `metadata.labels` (allowed: `opencost.io/team`: any value; `opencost.io/workload-category`: `training`, `inference`, `development`, `data-processing`)"
+            ]
         );
     }
 

@@ -550,7 +550,7 @@ fn labels_come_first_then_the_cluster() {
     assert_eq!(
         p,
         [
-            "labels `cost-center`, `workload-type` are missing from `metadata.labels`",
+            "labels `cost-center`, `workload-type` are missing from `metadata.labels` (allowed: `cost-center`: any value; `workload-type`: `jupyter-notebook`, `ml-training`, `cpu-training`, `data-processing`, `model-inference`, `report-generation`)",
             "label `compute-type` in `metadata.labels` is `cpu`, but `spec.workerGroupSpecs[0]` (`g`) requests GPUs: set it to `gpu` or `mixed`",
             "`spec.workerGroupSpecs[0]` (`g`) has `maxReplicas: 9`, but a worker group that requests GPUs may scale to at most 8 workers: set `maxReplicas` to at most 8",
         ]
@@ -565,7 +565,9 @@ fn a_rayjob_on_an_existing_cluster_is_checked_for_labels_only() {
     let w = Workload::parse(WorkloadKind::RayJob, json).unwrap();
     assert_eq!(
         check(&w, &Settings::default()).unwrap(),
-        ["labels `compute-type`, `cost-center`, `workload-type` are missing from `metadata.labels`"]
+        [
+            "labels `compute-type`, `cost-center`, `workload-type` are missing from `metadata.labels` (allowed: `compute-type`: `gpu`, `cpu`, `mixed`; `cost-center`: any value; `workload-type`: `jupyter-notebook`, `ml-training`, `cpu-training`, `data-processing`, `model-inference`, `report-generation`)"
+        ]
     );
 }
 

@@ -210,7 +210,7 @@ impl RequiredLabels {
         match missing.as_slice() {
             [] => {}
             [one] => problems.push(format!("label `{one}` is missing from `{path}`{}", self.hint(one))),
-            many => problems.push(format!("labels {} are missing from `{path}`", quoted(many))),
+            many => problems.push(format!("labels {} are missing from `{path}`{}", quoted(many), self.hints(many))),
         }
         problems.extend(self.check_values(labels, path, |_| true));
         problems
@@ -229,6 +229,24 @@ impl RequiredLabels {
             }
         }
         problems
+    }
+
+    /// What each of several missing `keys` may be, when any of them is
+    /// restricted: `` (allowed: `team`: any value; `tier`: `gold`, `silver`) ``,
+    /// so that one message says everything to write.
+    fn hints(&self, keys: &[&str]) -> String {
+        let allowed = |key: &str| self.0.get(key).filter(|a| !a.any());
+        if !keys.iter().any(|k| allowed(k).is_some()) {
+            return String::new();
+        }
+        let each: Vec<String> = keys
+            .iter()
+            .map(|k| match allowed(k) {
+                Some(a) => format!("`{k}`: {}", a.describe()),
+                None => format!("`{k}`: any value"),
+            })
+            .collect();
+        format!(" (allowed: {})", each.join("; "))
     }
 
     fn hint(&self, key: &str) -> String {
@@ -268,8 +286,17 @@ impl RequiredLabels {
         }
         let mut found: Vec<(String, String)> = self.check_at(set.labels, &set.path).into_iter().map(|p| (p.clone(), p)).collect();
         if let Some((_, first)) = found.first_mut()
-            && let Some(hint) = self.copy_hint(set, own, pods_why)
+            && let Some((hint, every)) = self.copy_hint(set, own, pods_why)
         {
+            // When the copy gives every missing label a value, the values
+            // each may take are noise beside it.
+            let missing: Vec<&str> = self.0.keys().filter(|k| !set.labels.contains_key(k.as_str())).map(String::as_str).collect();
+            if every
+                && missing.len() > 1
+                && let Some(plain) = first.strip_suffix(self.hints(&missing).as_str())
+            {
+                *first = plain.to_string();
+            }
             first.push_str(&hint);
         }
         found
@@ -330,8 +357,9 @@ impl RequiredLabels {
                 self.hint(one)
             )),
             many => out.push(format!(
-                "labels {} are missing from both `{path}` and `metadata.labels`, the labels KServe gives these pods: set them in either",
-                quoted(many)
+                "labels {} are missing from both `{path}` and `metadata.labels`, the labels KServe gives these pods: set them in either{}",
+                quoted(many),
+                self.hints(many)
             )),
         }
         out.extend(self.check_values(set.labels, path, |_| true));
@@ -341,12 +369,14 @@ impl RequiredLabels {
     /// What to copy from the object's labels to a template missing them.
     /// `check` reports missing labels first, so the hint goes on its first
     /// message.
-    fn copy_hint(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Option<String> {
+    /// With it, whether it gives every missing label.
+    fn copy_hint(&self, set: &LabelSet<'_, '_>, own: &Labels<'_>, pods_why: &str) -> Option<(String, bool)> {
         let why = match set.site {
             LabelSite::Object => return None,
             LabelSite::JobTemplate => "the Jobs created from this template get their labels from it",
             LabelSite::PodTemplate => pods_why,
         };
+        let missing = self.0.keys().filter(|key| !set.labels.contains_key(key.as_str())).count();
         let copy: Vec<String> = self
             .0
             .iter()
@@ -360,7 +390,7 @@ impl RequiredLabels {
         if copy.is_empty() {
             return None;
         }
-        Some(format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)))
+        Some((format!(": {why}, so copy {} from `metadata.labels`", quoted(&copy)), copy.len() == missing))
     }
 }
 
@@ -626,7 +656,27 @@ mod tests {
 
     #[test]
     fn missing_are_reported_together_in_key_order() {
-        assert_eq!(reqs().check(&labels(&[]), "metadata.labels"), ["labels `team`, `workload-type` are missing from `metadata.labels`"]);
+        assert_eq!(
+            reqs().check(&labels(&[]), "metadata.labels"),
+            [
+                "labels `team`, `workload-type` are missing from `metadata.labels` (allowed: `team`: any value; `workload-type`: `training`, `inference`)"
+            ],
+            "each with what it may be"
+        );
+        let any = RequiredLabels::new([("team", &[][..]), ("owner", &[][..])]);
+        assert_eq!(
+            any.check(&labels(&[]), "metadata.labels"),
+            ["labels `owner`, `team` are missing from `metadata.labels`"],
+            "nothing to say when any value will do"
+        );
+        let mut re = reqs();
+        re.0.insert("version".into(), AllowedValues::Regex(Regex::new("^v[0-9]+$").unwrap()));
+        assert_eq!(
+            re.check(&labels(&[("team", "ml")]), "metadata.labels"),
+            [
+                "labels `version`, `workload-type` are missing from `metadata.labels` (allowed: `version`: a value matching the regular expression `^v[0-9]+$`; `workload-type`: `training`, `inference`)"
+            ]
+        );
         assert_eq!(
             reqs().check(&labels(&[("team", "ml")]), "spec.template.metadata.labels"),
             ["label `workload-type` is missing from `spec.template.metadata.labels` (allowed: `training`, `inference`)"]
@@ -743,7 +793,9 @@ mod tests {
         assert!(problems(&per_component, LabelScope::POD_TEMPLATES_ONLY).is_empty());
         assert_eq!(
             problems(&per_component, LabelScope::ALL),
-            ["labels `team`, `workload-type` are missing from `metadata.labels`"],
+            [
+                "labels `team`, `workload-type` are missing from `metadata.labels` (allowed: `team`: any value; `workload-type`: `training`, `inference`)"
+            ],
             "the object's own labels count without `podTemplatesOnly`"
         );
         // The union, per component; the object's values once, where taken.
@@ -803,8 +855,8 @@ mod tests {
                     "label `workload-type` in `metadata.labels` is `batch`; allowed: `training`, `inference`".to_string()
                 ),
                 (
-                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels`".to_string(),
-                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels`: cost tools read pod labels, so copy `team: ml` from `metadata.labels`".to_string()
+                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels` (allowed: `team`: any value; `workload-type`: `training`, `inference`)".to_string(),
+                    "labels `team`, `workload-type` are missing from `spec.template.metadata.labels` (allowed: `team`: any value; `workload-type`: `training`, `inference`): cost tools read pod labels, so copy `team: ml` from `metadata.labels`".to_string()
                 ),
             ]
         );

@@ -105,6 +105,42 @@ pub fn tolerates(t: &Toleration<'_>, taint: &Taint<'_>) -> bool {
     }
 }
 
+/// Why a toleration that names the taint's key does not tolerate it, each
+/// test of [`tolerates`] it fails in the scheduler's order (effect, then
+/// operator and value): for a message that says which toleration almost
+/// matches and what to change. Empty when it tolerates the taint, or names
+/// another key or none (an empty key is `Exists` on every key).
+pub fn why_not_tolerated(t: &Toleration<'_>, taint: &Taint<'_>) -> Vec<String> {
+    if t.key.as_deref() != Some(taint.key) || tolerates(t, taint) {
+        return Vec::new();
+    }
+    let mut why = Vec::new();
+    let effect = t.effect.as_deref().unwrap_or("");
+    if !effect.is_empty() && effect != taint.effect {
+        why.push(format!(
+            "its `effect: {effect}` tolerates only `{effect}` taints, and this one is `{}` (without `effect` it tolerates every effect)",
+            taint.effect
+        ));
+    }
+    let value = t.value.as_deref().unwrap_or("");
+    let operator = match t.operator.as_deref() {
+        None | Some("") => "no `operator` (so `Equal`)",
+        Some("Equal") => "`operator: Equal`",
+        Some("Exists") => return why,
+        Some(other) => {
+            why.push(format!("its `operator: {other}` is neither `Equal` nor `Exists`, so it tolerates nothing"));
+            return why;
+        }
+    };
+    match (value, taint.value) {
+        (v, tv) if v == tv => {}
+        ("", tv) => why.push(format!("with {operator} and no `value` it tolerates only a taint without a value, and this one's is `{tv}`")),
+        (v, "") => why.push(format!("with {operator} it tolerates only the value `{v}`, and this taint has no value")),
+        (v, tv) => why.push(format!("with {operator} it tolerates only the value `{v}`, and this taint's is `{tv}`")),
+    }
+    why
+}
+
 /// Whether any of the pod's tolerations tolerates the taint.
 pub fn pod_tolerates(spec: &PodSpec<'_>, taint: &Taint<'_>) -> bool {
     spec.tolerations.iter().any(|t| tolerates(t, taint))
@@ -386,6 +422,34 @@ mod tests {
     }
 
     const GPU: Taint<'static> = Taint { key: "nvidia.com/gpu", value: "", effect: "NoSchedule" };
+
+    #[test]
+    fn a_near_miss_says_each_test_it_fails() {
+        let present = Taint { key: "nvidia.com/gpu", value: "present", effect: "NoSchedule" };
+        assert_eq!(
+            why_not_tolerated(&tol(Some("nvidia.com/gpu"), Some("Equal"), Some("true"), None), &present),
+            ["with `operator: Equal` it tolerates only the value `true`, and this taint's is `present`"],
+            "GKE's taint, a toleration written for another cluster"
+        );
+        assert_eq!(
+            why_not_tolerated(&tol(Some("nvidia.com/gpu"), None, None, Some("NoExecute")), &present),
+            [
+                "its `effect: NoExecute` tolerates only `NoExecute` taints, and this one is `NoSchedule` (without `effect` it tolerates every effect)",
+                "with no `operator` (so `Equal`) and no `value` it tolerates only a taint without a value, and this one's is `present`",
+            ]
+        );
+        assert_eq!(
+            why_not_tolerated(&tol(Some("nvidia.com/gpu"), Some("Equal"), Some("true"), Some("NoSchedule")), &GPU),
+            ["with `operator: Equal` it tolerates only the value `true`, and this taint has no value"]
+        );
+        assert_eq!(
+            why_not_tolerated(&tol(Some("nvidia.com/gpu"), Some("In"), None, None), &GPU),
+            ["its `operator: In` is neither `Equal` nor `Exists`, so it tolerates nothing"]
+        );
+        assert!(why_not_tolerated(&tol(Some("nvidia.com/gpu"), Some("Exists"), None, None), &present).is_empty(), "it tolerates");
+        assert!(why_not_tolerated(&tol(Some("other"), Some("Equal"), Some("true"), None), &present).is_empty(), "another key");
+        assert!(why_not_tolerated(&tol(None, Some("Exists"), None, Some("NoExecute")), &present).is_empty(), "no key");
+    }
 
     #[test]
     fn tolerations_match_as_the_scheduler_matches_them() {
