@@ -63,7 +63,7 @@ KEY        ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: apiserver-check wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check kubewarden-bench playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
+.PHONY: apiserver-check walkthrough-check wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check kubewarden-bench playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
@@ -310,6 +310,13 @@ fuzz-smoke: artifacts fuzz-deps
 manifests-check: artifacts
 	AIGOV=$(AIGOV) host-test/tests/manifests/check.sh
 
+## The rollout path of a platform engineer adopting three rules, run as
+## written and checked at each step: manifests --settings in audit,
+## settings check, scan, simulate against running objects, enforce,
+## regenerate (nothing written), simulate (a few seconds).
+walkthrough-check: artifacts
+	AIGOV=$(AIGOV) host-test/tests/walkthrough/walkthrough.sh
+
 ## The fixture API server `make kubewarden-bench` gives policy-server
 ## answers discovery, get, list and watch as the API server does (Python's
 ## standard library only; a few seconds).
@@ -493,7 +500,7 @@ playground-check: playground chromium-deps case-records
 ## part's output is printed whole when the part ends. TEST_JOBS=1 runs them
 ## one after another.
 TEST_JOBS  ?= 2
-TEST_PARTS := reproducible lint unit wasmtime-check e2e fuzz-smoke jco-check playground-check reports-check manifests-check sizes-check apiserver-check
+TEST_PARTS := reproducible lint unit wasmtime-check e2e fuzz-smoke jco-check playground-check reports-check manifests-check walkthrough-check sizes-check apiserver-check
 test:
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-parts
 
