@@ -179,3 +179,77 @@ fn regenerating_writes_nothing_and_keeps_settings_edited_in_a_policy() {
     assert!(now.contains("\n    maxGpuWorkerReplicas: 6\n") && now.contains("\n  mode: monitor "), "the mode edit is carried: {now}");
     std::fs::remove_dir_all(&work).unwrap();
 }
+
+#[test]
+fn settings_check_reports_every_error_with_its_line() {
+    let work = scratch("check");
+    let dest = work.join("deploy");
+    let out = manifests(&dest, &["--enable", "exec-guard,ray-cluster-limits"]);
+    assert!(out.status.success(), "{} (run `make artifacts` first)", text(&out.stderr));
+    // policies.yml, as written, is accepted.
+    let served = dest.join("policies.yml");
+    let out = aigov(&["settings", "check", served.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // Two policies in one file, three refusals (two in one policy) and a
+    // mode Kubewarden refuses: every one, each at its line.
+    let exec = read(&dest.join("exec-guard/cluster-admission-policy.yaml"))
+        .replace("\n  settings: {}\n", "\n  settings:\n    allowedUser: [oncall]\n    guardPortForward: maybe\n");
+    let ray = read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml"))
+        .replace("\n  settings: {}\n", "\n  settings:\n    maxGpuWorkerReplicas: lots\n");
+    let monitored =
+        read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml")).replace("\n  # mode: monitor ", "\n  mode: audit #");
+    let both = format!("{exec}---\n{ray}---\n{monitored}");
+    let file = work.join("both.yaml");
+    std::fs::write(&file, &both).unwrap();
+    let line_of =
+        |needle: &str, from: usize| both.lines().enumerate().skip(from).find(|(_, l)| l.contains(needle)).map(|(i, _)| i + 1).unwrap();
+    let out = aigov(&["settings", "check", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    let f = file.display();
+    let second = line_of("name: aigov-ray-cluster-limits", 0);
+    let third_start = both.lines().enumerate().filter(|(_, l)| *l == "---").nth(1).map(|(i, _)| i + 2).unwrap();
+    let third_doc =
+        both.lines().enumerate().skip(third_start - 1).find(|(_, l)| !l.trim().is_empty() && !l.starts_with('#')).unwrap().0 + 1;
+    for expected in [
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-exec-guard`: `exec-guard` refuses these settings: setting `allowedUser`",
+            line_of("allowedUser:", 0)
+        ),
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-exec-guard`: `exec-guard` refuses these settings: setting `guardPortForward`",
+            line_of("guardPortForward: maybe", 0)
+        ),
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `ray-cluster-limits` refuses these settings: setting `maxGpuWorkerReplicas`",
+            line_of("maxGpuWorkerReplicas: lots", second)
+        ),
+        format!("{f}:{third_doc}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.mode` is `audit`, which Kubewarden refuses"),
+    ] {
+        assert!(said.contains(&expected), "{expected}\nnot in:\n{said}");
+    }
+    assert_eq!(said.lines().count(), 4, "{said}");
+
+    // A YAML error names its likely cause beside the parser's position.
+    let tabbed = work.join("tabbed.yaml");
+    std::fs::write(&tabbed, exec.replace("\n    guardPortForward: maybe\n", "\n\tguardPortForward: true\n")).unwrap();
+    let out = aigov(&["settings", "check", tabbed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("is indented with a tab; YAML indents with spaces only"), "{}", text(&out.stderr));
+    let star = work.join("star.yaml");
+    std::fs::write(&star, "allowedUsers: [*]\n").unwrap();
+    let out = aigov(&["settings", "check", &format!("exec-guard={}", star.display())]);
+    assert!(
+        text(&out.stderr).contains("line 1 starts with `*`") && text(&out.stderr).contains("put it in quotes"),
+        "{}",
+        text(&out.stderr)
+    );
+    // ... and so does regenerating over it.
+    std::fs::write(dest.join("exec-guard/cluster-admission-policy.yaml"), exec.replace("guardPortForward: maybe", "note: see: here"))
+        .unwrap();
+    let out = manifests(&dest, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("holds `: `, which YAML reads as another key: put the value in quotes"), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(&work).unwrap();
+}
