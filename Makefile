@@ -47,9 +47,11 @@ WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARG
 REGISTRY   ?= ghcr.io/aigov-dev/policies
 # make manifests: the directory to write to (required), the rules the
 # Kustomize overlay turns on (comma-separated), and FORCE=1 to overwrite
-# files edited since aigov wrote them.
+# files edited since aigov wrote them; SETTINGS: rules' settings, RULE=FILE
+# separated by spaces (each `aigov manifests --settings RULE=FILE`).
 DEST       ?=
 ENABLE     ?=
+SETTINGS   ?=
 FORCE      ?=
 # INSECURE=1: talk plain HTTP to the registry (a lab or loopback registry).
 INSECURE   ?=
@@ -69,7 +71,7 @@ help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
 	@echo "make test          clippy, native tests, every case three ways, registry round trip, reproducibility"
 	@echo "make artifacts     modules, components, OCI layout (artifacts/oci), SHA256SUMS"
-	@echo "make manifests DEST=dir [REGISTRY=host/prefix] [ENABLE=rule-a,rule-b] [FORCE=1]"
+	@echo "make manifests DEST=dir [REGISTRY=host/prefix] [ENABLE=rule-a,rule-b] [SETTINGS='rule-a=file ...'] [FORCE=1]"
 	@echo "                   deployment manifests into dir; files edited there are left alone"
 	@echo "make push REGISTRY=host:port/prefix [INSECURE=1] [KEY=cosign.key]   push every rule in both forms, signed with KEY"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
@@ -153,7 +155,7 @@ artifacts: wasm aigov
 ## the directory named; a file edited since aigov wrote it is left alone
 ## (and named, with exit status 1) unless FORCE=1.
 manifests: $(if $(DEST),artifacts,manifests-need-dest)
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --output $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --output $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(foreach s,$(SETTINGS),--settings $(s)) $(if $(FORCE),--force)
 
 manifests-need-dest:
 	@echo "make manifests needs DEST=<dir>, the directory your deployment manifests live in, e.g."

@@ -89,8 +89,12 @@ pub enum SettingsCheck {
     /// FILE (what `aigov manifests` writes, as your team edited it), its
     /// rule found by its module reference or `app.kubernetes.io/name`
     /// label, its `spec.settings` checked by the rule (the bundle's by
-    /// every rule in it). RULE=FILE checks a file of one rule's settings.
-    /// Exit status 2, naming the setting, when one is refused.
+    /// every rule in it), its `spec.mode` as Kubewarden takes it;
+    /// `policies.yml` too. RULE=FILE checks a file of one rule's settings.
+    /// Every refusal in every file is reported at once, each as
+    /// `FILE:LINE:` at the setting refused (else at its policy); a YAML
+    /// error is named with its likely cause. Exit status 2 when anything
+    /// is refused.
     Check {
         /// Policy files, or RULE=FILE for a settings file.
         #[arg(value_name = "[RULE=]FILE", required = true)]
