@@ -47,9 +47,11 @@ WASM_RUSTFLAGS = --remap-path-prefix=$(CURDIR)=/aigov --remap-path-prefix=$(CARG
 REGISTRY   ?= ghcr.io/aigov-dev/policies
 # make manifests: the directory to write to (required), the rules the
 # Kustomize overlay turns on (comma-separated), and FORCE=1 to overwrite
-# files edited since aigov wrote them.
+# files edited since aigov wrote them; SETTINGS: rules' settings, RULE=FILE
+# separated by spaces (each `aigov manifests --settings RULE=FILE`).
 DEST       ?=
 ENABLE     ?=
+SETTINGS   ?=
 FORCE      ?=
 # INSECURE=1: talk plain HTTP to the registry (a lab or loopback registry).
 INSECURE   ?=
@@ -63,13 +65,13 @@ KEY        ?=
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 unexport SOURCE_DATE_EPOCH
 
-.PHONY: apiserver-check wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check kubewarden-bench playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
+.PHONY: apiserver-check walkthrough-check wasmtime-cli wasmtime-check case-records fuzz fuzz-deps fuzz-smoke reports-check manifests-check jco-deps jco-check kubewarden-check kubewarden-bench playground playground-deps playground-check chromium-deps help setup aigov wasm artifacts manifests manifests-need-dest demo bench sizes sizes-check push test test-parts lint unit cases e2e e2e-deps reproducible clean
 
 help:
 	@echo "make demo          build every rule and evaluate the bundled sample workloads"
 	@echo "make test          clippy, native tests, every case three ways, registry round trip, reproducibility"
 	@echo "make artifacts     modules, components, OCI layout (artifacts/oci), SHA256SUMS"
-	@echo "make manifests DEST=dir [REGISTRY=host/prefix] [ENABLE=rule-a,rule-b] [FORCE=1]"
+	@echo "make manifests DEST=dir [REGISTRY=host/prefix] [ENABLE=rule-a,rule-b] [SETTINGS='rule-a=file ...'] [FORCE=1]"
 	@echo "                   deployment manifests into dir; files edited there are left alone"
 	@echo "make push REGISTRY=host:port/prefix [INSECURE=1] [KEY=cosign.key]   push every rule in both forms, signed with KEY"
 	@echo "make bench         per-request timings; see BENCHMARKS.md"
@@ -153,7 +155,7 @@ artifacts: wasm aigov
 ## the directory named; a file edited since aigov wrote it is left alone
 ## (and named, with exit status 1) unless FORCE=1.
 manifests: $(if $(DEST),artifacts,manifests-need-dest)
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --output $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(if $(FORCE),--force)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(AIGOV) manifests --artifacts $(ARTIFACTS) --output $(DEST) --registry $(REGISTRY) $(if $(ENABLE),--enable $(ENABLE)) $(foreach s,$(SETTINGS),--settings $(s)) $(if $(FORCE),--force)
 
 manifests-need-dest:
 	@echo "make manifests needs DEST=<dir>, the directory your deployment manifests live in, e.g."
@@ -309,6 +311,13 @@ fuzz-smoke: artifacts fuzz-deps
 ## documented monitor patch.
 manifests-check: artifacts
 	AIGOV=$(AIGOV) host-test/tests/manifests/check.sh
+
+## The rollout path of a platform engineer adopting three rules, run as
+## written and checked at each step: manifests --settings in audit,
+## settings check, scan, simulate against running objects, enforce,
+## regenerate (nothing written), simulate (a few seconds).
+walkthrough-check: artifacts
+	AIGOV=$(AIGOV) host-test/tests/walkthrough/walkthrough.sh
 
 ## The fixture API server `make kubewarden-bench` gives policy-server
 ## answers discovery, get, list and watch as the API server does (Python's
@@ -493,7 +502,7 @@ playground-check: playground chromium-deps case-records
 ## part's output is printed whole when the part ends. TEST_JOBS=1 runs them
 ## one after another.
 TEST_JOBS  ?= 2
-TEST_PARTS := reproducible lint unit wasmtime-check e2e fuzz-smoke jco-check playground-check reports-check manifests-check sizes-check apiserver-check
+TEST_PARTS := reproducible lint unit wasmtime-check e2e fuzz-smoke jco-check playground-check reports-check manifests-check walkthrough-check sizes-check apiserver-check
 test:
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-parts
 

@@ -35,6 +35,7 @@ pub mod run {
     pub mod nesting;
     pub mod settings;
     pub mod wapc;
+    pub mod yaml_hint;
 }
 
 pub mod dist {
@@ -62,6 +63,7 @@ pub mod tools {
     pub mod report;
     pub mod scan;
     pub mod scanbench;
+    pub mod settings_check;
     pub mod simulate;
     pub mod sizes;
 }

@@ -52,6 +52,7 @@ use serde_json::Value;
 use crate::dist::layout;
 use crate::dist::oci::OciArtifact;
 use crate::run::artifact::{self, module_metadata};
+use crate::run::settings::{self, Scope, SettingsArg};
 use crate::run::{compiled, engine, native};
 
 mod artifacthub;
@@ -68,7 +69,7 @@ pub use kustomize::{OVERLAY, enabled_in_overlay, overlay};
 pub use policy::{BUNDLE_DIR, bundle_cluster_admission_policy, cluster_admission_policy, defaults_comment};
 pub use policy_server::policy_server_config;
 use protected::write;
-pub use protected::{Kept, KeptReason, RECORD, WriteReport, read_record, write_protected};
+pub use protected::{Edited, Kept, KeptReason, RECORD, WriteReport, read_record, write_protected, write_protected_with};
 pub use webhook::{Dropped, Gate, SETTING_GATED_RESOURCES, merge_rules, webhook_rules};
 
 /// Where the published bundle lives unless `--registry` says otherwise.
@@ -98,8 +99,25 @@ what was edited since). A file that was edited, or that aigov did not write, is 
 named, and the exit status is 1: merge by hand (generate into an empty directory and diff), or \
 pass --force to overwrite.
 
-ArtifactHub's `createdAt` is SOURCE_DATE_EPOCH when set (the Makefile sets the last commit's \
-time), else now. Nothing else depends on the environment.")]
+A rule's settings are, in this order: those --settings gives; else those of its policy in DIR, \
+<rule>/cluster-admission-policy.yaml, as your team edited them (and its `spec.mode`, if \
+uncommented); else its defaults. Edits there are carried into every file written (the bundle's \
+policy, policies.yml), so a policy edited only in `spec.settings` and `spec.mode` (or in its \
+comments) is no conflict: it is left as edited, and regenerating exits 0. Settings given with \
+--settings replace those edited in the rule's policy, which is rewritten.
+
+--settings RULE=FILE: FILE is what `aigov settings check RULE=FILE` checks: the rule's settings \
+(YAML or JSON), or a policy file holding the rule's policy (its `spec.settings`; the bundle's \
+policy: its `settings.rules.RULE`). They are checked by the rule first: refused, nothing is \
+written and the exit status is 2. A rule given settings is turned on in the overlay and the \
+bundle, with those the overlay already turns on; --enable, when given, says exactly which rules \
+are on (a rule given settings but left out of it keeps them in its own policy, off).
+
+ArtifactHub's `createdAt` is kept from the file in DIR when nothing else in it changes; else it \
+is SOURCE_DATE_EPOCH when set (the Makefile sets the last commit's time), else now. Nothing \
+else depends on the environment.
+
+Exit status: 0; 1 when a file was left alone; 2 on an error (refused settings included).")]
 pub struct ManifestsArgs {
     /// Where `make artifacts` put the modules and components.
     #[arg(long, default_value = "artifacts")]
@@ -121,6 +139,13 @@ pub struct ManifestsArgs {
     /// an empty value excludes none).
     #[arg(long, value_delimiter = ',', default_value = "kube-system,kubewarden")]
     pub exclude_namespaces: Vec<String>,
+    /// A rule's settings, RULE=FILE (repeatable): a file of its settings
+    /// (YAML or JSON) or a policy file holding its policy, written into
+    /// its policy's `spec.settings`, the bundle's `settings.rules.RULE` and
+    /// policies.yml, and turning the rule on unless --enable is given
+    /// (see below).
+    #[arg(long = "settings", value_name = "RULE=FILE")]
+    pub settings: Vec<SettingsArg>,
     /// Overwrite files that were edited since aigov wrote them, or that aigov
     /// did not write.
     #[arg(long)]
@@ -142,6 +167,10 @@ pub struct Packaged {
     /// ([`native::deployable_settings`]). Its manifests write only what
     /// differs from the defaults ([`Packaged::written_settings`]).
     pub settings: Value,
+    /// Kubewarden's `spec.mode` its policy sets (`protect` or `monitor`),
+    /// as a team set it in the policy aigov wrote; `None`: not set (the
+    /// line is written commented out).
+    pub mode: Option<String>,
 }
 
 impl Packaged {
@@ -221,40 +250,108 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Reads and checks `--settings RULE=FILE` of `aigov manifests`: each
+/// rule's settings (over nothing: what the file says), by rule.
+fn given_settings(args: &[SettingsArg]) -> Result<std::collections::BTreeMap<String, Value>> {
+    let mut out = std::collections::BTreeMap::new();
+    for arg in args {
+        let Some(rule) = arg.rule.as_deref() else {
+            bail!("--settings {arg}: name the rule these settings are for: --settings RULE={arg}");
+        };
+        let policy = native::lookup(rule, native::Names::RulesAndBundle)?;
+        let name = policy.metadata.name;
+        if native::is_bundle(policy) {
+            bail!(
+                "--settings {arg}: the bundle's settings are its rules': give each rule's, --settings RULE=FILE (a bundle's policy file \
+                 gives each the settings it holds for it)"
+            );
+        }
+        let resolved = settings::resolve(std::slice::from_ref(arg), Scope::One(name)).with_context(|| format!("--settings {arg}"))?;
+        let given = resolved.whole.with_context(|| format!("--settings {arg}: no settings of `{name}` there"))?;
+        let value: Value = serde_json::from_str(&given.json)?;
+        let answer = (policy.validate_settings)(given.json.as_bytes());
+        if !answer.valid {
+            bail!(
+                "--settings {arg}: `{name}` refuses these settings: {}; nothing was written (`aigov settings check {arg}` checks them)",
+                answer.message.unwrap_or_default()
+            );
+        }
+        if out.insert(name.to_string(), value).is_some() {
+            bail!("--settings: the settings of `{name}` are given twice; give them once");
+        }
+    }
+    Ok(out)
+}
+
+/// ArtifactHub's `createdAt` as the file at `path` has it, when there is one.
+fn existing_created_at(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find(|l| l.starts_with("createdAt:")).map(str::to_string)
+}
+
 /// Runs `aigov manifests`.
 pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCode> {
     for rule in &args.enable {
         native::lookup(rule, native::Names::Rules).map_err(|e| anyhow::anyhow!("--enable: {e}"))?;
     }
     let excluded = excluded_namespaces(&args.exclude_namespaces)?;
+    let given = given_settings(&args.settings)?;
+    let mut err = std::io::stderr().lock();
     let enable = if args.enable.is_empty() {
         // Regenerating must not switch off what the team turned on.
         let overlay = args.output.join(OVERLAY);
-        let kept = enabled_in_overlay(&overlay)?;
+        let mut kept = enabled_in_overlay(&overlay)?;
         if !kept.is_empty() {
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "aigov: no --enable: keeping the rules {} turns on: {}",
-                overlay.display(),
-                kept.join(", ")
-            );
+            let _ = writeln!(err, "aigov: no --enable: keeping the rules {} turns on: {}", overlay.display(), kept.join(", "));
         }
+        let added: Vec<String> = given.keys().filter(|r| !kept.contains(r)).cloned().collect();
+        if !added.is_empty() {
+            let _ = writeln!(err, "aigov: turning on the rule(s) given --settings: {}", added.join(", "));
+        }
+        kept.extend(added);
         kept
     } else {
+        for rule in given.keys().filter(|r| !args.enable.contains(r)) {
+            let _ = writeln!(
+                err,
+                "aigov: `{rule}` is given --settings but left out of --enable: its settings are written in {}, and it stays off",
+                args.output.join(edited::policy_path(rule)).display()
+            );
+        }
         args.enable.clone()
     };
-    let (mut rules, bundle) = load_all(&args.artifacts)?;
+    let (mut rules, mut bundle) = load_all(&args.artifacts)?;
     let carried = edited::carry(&args.output, &mut rules)?;
+    edited::carry_bundle_mode(&args.output, &mut bundle)?;
+    let carried: Vec<&String> = carried.iter().filter(|r| !given.contains_key(*r)).collect();
     if !carried.is_empty() {
         let _ = writeln!(
-            std::io::stderr().lock(),
-            "aigov: keeping the settings edited in {}: {}",
+            err,
+            "aigov: keeping the settings (and mode) each rule's policy sets, {}: {}",
             args.output.join(edited::policy_path("<rule>")).display(),
-            carried.join(", ")
+            carried.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
-    let files = manifests(&rules, &bundle, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
-    let report = write_protected(&args.output, &files, args.force)?;
+    for r in &mut rules {
+        if let (Some(settings), Some(rule)) = (given.get(&r.name), native::rule(&r.name)) {
+            r.settings = edited::over_defaults(rule, settings);
+        }
+    }
+    let mut files = manifests(&rules, &bundle, &args.registry, &enable, &excluded, &artifacthub_created_at()?)?;
+    // ArtifactHub's `createdAt` changes only with the rest of the file.
+    for (relative, content) in files.iter_mut().filter(|(p, _)| p.ends_with("/artifacthub-pkg.yml")) {
+        let path = args.output.join(&*relative);
+        if let (Some(old), Some(new)) = (existing_created_at(&path), content.lines().find(|l| l.starts_with("createdAt:"))) {
+            let kept = content.replacen(new, &old, 1);
+            if std::fs::read_to_string(&path).is_ok_and(|t| t == kept) {
+                *content = kept;
+            }
+        }
+    }
+    let given_rules: std::collections::BTreeSet<String> = given.keys().cloned().collect();
+    let report = write_protected_with(&args.output, &files, args.force, &|relative, current, new| {
+        edited::judge(relative, current, new, &given_rules)
+    })?;
     for r in rules.iter().chain([&bundle]) {
         writeln!(out, "{:<20} {}", r.name, r.pinned(&args.registry, &r.module))?;
     }
@@ -266,13 +363,24 @@ pub fn run_manifests(args: &ManifestsArgs, out: &mut dyn Write) -> Result<ExitCo
         "{}: {} file(s) written, {} unchanged, {} left alone",
         args.output.display(),
         report.written.len(),
-        report.unchanged.len(),
+        report.unchanged.len() + report.same.len(),
         report.kept.len()
     )?;
+    if !report.same.is_empty() {
+        let _ = writeln!(err, "aigov: kept as edited (only their settings, mode or comments were edited, and those are carried):");
+        for path in &report.same {
+            let _ = writeln!(err, "  {}", args.output.join(path).display());
+        }
+    }
+    if !report.superseded.is_empty() {
+        let _ = writeln!(err, "aigov: rewritten with the settings --settings gives, replacing those edited there:");
+        for path in &report.superseded {
+            let _ = writeln!(err, "  {}", args.output.join(path).display());
+        }
+    }
     if report.kept.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "aigov: left alone (the new version was not written):");
     for k in &report.kept {
         let why = match k.reason {
@@ -313,7 +421,7 @@ pub fn load(engine: &wasmtime::Engine, artifacts: &Path, policy: &aigov_sdk::Nat
             );
         }
     }
-    Ok(Packaged { name: name.to_string(), metadata, module, component, settings: native::deployable_settings(policy)? })
+    Ok(Packaged { name: name.to_string(), metadata, module, component, settings: native::deployable_settings(policy)?, mode: None })
 }
 
 /// Writes the OCI layout and the checksums next to the artifacts (`rules`

@@ -137,12 +137,56 @@ pub fn read_file(path: &Path) -> Result<Contents> {
     if path.is_dir() {
         return read_deployment(path).map(Contents::Policies);
     }
+    match read_each(path)? {
+        Each::Settings(v) => Ok(Contents::Settings(v)),
+        Each::Policies(each) => each.into_iter().map(|p| p.policy).collect::<Result<_>>().map(Contents::Policies),
+    }
+}
+
+/// What a settings file holds, each policy read on its own: one that
+/// cannot be read does not hide the others ([`read_file`] stops at it).
+pub enum Each {
+    /// A settings object (an empty file: `{}`).
+    Settings(Value),
+    /// Each policy document (or `policies.yml` entry), in the file's order.
+    Policies(Vec<Located>),
+}
+
+/// One policy of a file, where it is, and what reading it gave.
+pub struct Located {
+    /// The policy, or why it could not be read (its `spec.mode`, its rule).
+    pub policy: Result<Policy>,
+    /// Its document, counted from 0 among the file's non-empty documents;
+    /// or, in a `policies.yml`, its entry's name.
+    pub at: Place,
+}
+
+/// Where a policy is in its file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// The n-th non-empty document (from 0).
+    Document(usize),
+    /// The entry of a `policies.yml` so named.
+    Entry(String),
+}
+
+/// Reads a settings file (not a directory), each policy on its own.
+pub fn read_each(path: &Path) -> Result<Each> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut docs = parse_documents(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let mut docs = parse_documents(&text)
+        .map_err(|e| match crate::run::yaml_hint::hint(&text, &e) {
+            Some(hint) => anyhow::anyhow!("{e:#}; {hint}"),
+            None => e,
+        })
+        .with_context(|| format!("parsing {}", path.display()))?;
     if let [doc] = docs.as_slice()
         && let Some(entries) = server_entries(doc)
     {
-        return entries.iter().map(|(name, entry)| server_policy(path, name, entry)).collect::<Result<_>>().map(Contents::Policies);
+        let each = entries
+            .iter()
+            .map(|(name, entry)| Located { policy: server_policy(path, name, entry), at: Place::Entry(name.clone()) })
+            .collect();
+        return Ok(Each::Policies(each));
     }
     let is_policy = |d: &Value| d.get("kind").and_then(Value::as_str).is_some_and(|k| POLICY_KINDS.contains(&k));
     if let Some(other) = docs.iter().position(|d| !is_policy(d)).filter(|_| docs.iter().any(is_policy)) {
@@ -153,11 +197,12 @@ pub fn read_file(path: &Path) -> Result<Contents> {
         );
     }
     if docs.iter().any(is_policy) {
-        return docs.iter().map(|d| policy(path, d)).collect::<Result<_>>().map(Contents::Policies);
+        let each = docs.iter().enumerate().map(|(i, d)| Located { policy: policy(path, d), at: Place::Document(i) }).collect();
+        return Ok(Each::Policies(each));
     }
     match docs.len() {
-        0 => Ok(Contents::Settings(json!({}))),
-        1 => Ok(Contents::Settings(docs.remove(0))),
+        0 => Ok(Each::Settings(json!({}))),
+        1 => Ok(Each::Settings(docs.remove(0))),
         n => bail!("{} holds {n} documents; settings are one object (or policy documents)", path.display()),
     }
 }

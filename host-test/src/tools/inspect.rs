@@ -9,7 +9,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use aigov_sdk::NativePolicy;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
@@ -17,7 +16,7 @@ use crate::run::artifact::{self, ArtifactKind};
 use crate::run::component::{Metadata, PolicyComponent};
 use crate::run::engine;
 use crate::run::native::{self, Names};
-use crate::run::settings::{self, Contents, SettingsArg};
+use crate::run::settings::{self, SettingsArg};
 
 /// `aigov inspect`: a module's Kubewarden metadata, or a component's
 /// metadata and WIT world.
@@ -90,8 +89,12 @@ pub enum SettingsCheck {
     /// FILE (what `aigov manifests` writes, as your team edited it), its
     /// rule found by its module reference or `app.kubernetes.io/name`
     /// label, its `spec.settings` checked by the rule (the bundle's by
-    /// every rule in it). RULE=FILE checks a file of one rule's settings.
-    /// Exit status 2, naming the setting, when one is refused.
+    /// every rule in it), its `spec.mode` as Kubewarden takes it;
+    /// `policies.yml` too. RULE=FILE checks a file of one rule's settings.
+    /// Every refusal in every file is reported at once, each as
+    /// `FILE:LINE:` at the setting refused (else at its policy); a YAML
+    /// error is named with its likely cause. Exit status 2 when anything
+    /// is refused.
     Check {
         /// Policy files, or RULE=FILE for a settings file.
         #[arg(value_name = "[RULE=]FILE", required = true)]
@@ -133,44 +136,6 @@ fn defaults(rule: &str, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks every policy's (or settings file's) settings with its rule: one
-/// line each on `out`, each refusal on standard error, exit status 2 when
-/// any is refused.
 fn check(files: &[SettingsArg], out: &mut dyn Write) -> Result<ExitCode> {
-    let mut refused = 0;
-    for arg in files {
-        let file = arg.file.display().to_string();
-        let checked: Vec<(&'static NativePolicy, String, Value)> = match (settings::read_file(&arg.file)?, &arg.rule) {
-            (Contents::Policies(policies), None) => {
-                policies.into_iter().map(|p| (p.rule, format!("{file}: {}", p.what), p.settings)).collect()
-            }
-            (Contents::Policies(policies), Some(rule)) => {
-                let p = policies
-                    .into_iter()
-                    .find(|p| p.rule.metadata.name == rule)
-                    .with_context(|| format!("{file} holds no policy of `{rule}`"))?;
-                vec![(p.rule, format!("{file}: {}", p.what), p.settings)]
-            }
-            (Contents::Settings(v), Some(rule)) => vec![(native::lookup(rule, Names::RulesAndBundle)?, file.clone(), v)],
-            (Contents::Settings(_), None) => bail!(
-                "{file} holds no ClusterAdmissionPolicy or AdmissionPolicy: check a policy file, or name the rule these settings are for \
-                 (`aigov settings check RULE={file}`)"
-            ),
-        };
-        for (rule, origin, value) in checked {
-            let name = rule.metadata.name;
-            let answer = (rule.validate_settings)(value.to_string().as_bytes());
-            if answer.valid {
-                writeln!(out, "{origin}: the settings of `{name}` are valid")?;
-            } else {
-                refused += 1;
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "aigov: {origin}: `{name}` refuses these settings: {}",
-                    answer.message.unwrap_or_default()
-                );
-            }
-        }
-    }
-    Ok(if refused == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    crate::tools::settings_check::check(files, out)
 }

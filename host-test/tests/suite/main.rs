@@ -18,6 +18,7 @@ mod export_cases;
 mod forms_fuzz;
 mod late_failures;
 mod limits;
+mod manifests;
 mod mutation;
 mod one_program;
 mod reports;

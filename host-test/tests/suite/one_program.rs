@@ -423,9 +423,10 @@ fn settings_check_reads_the_policies_a_team_edited() {
     let out = aigov(&["settings", "check", &paths[0], &paths[1], &paths[2]]);
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{said}");
+    let line = std::fs::read_to_string(&exec).unwrap().lines().position(|l| l.contains("allowedUser:")).unwrap() + 1;
     assert!(
         said.contains(&format!(
-            "{}: ClusterAdmissionPolicy `aigov-exec-guard`: `exec-guard` refuses these settings: setting `allowedUser`: unknown setting",
+            "{}:{line}: ClusterAdmissionPolicy `aigov-exec-guard`: `exec-guard` refuses these settings: setting `allowedUser`: unknown setting",
             paths[0]
         )),
         "{said}"

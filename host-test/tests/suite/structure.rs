@@ -180,6 +180,7 @@ fn generated_policies_exclude_system_namespaces_and_unguarded_subresources() {
             module: form(ArtifactKind::Module),
             component: form(ArtifactKind::Component),
             settings: aigov::run::native::deployable_settings(rule).unwrap(),
+            mode: None,
         };
         // The policy server loads the policy only with settings the rule
         // accepts: a rule that refuses its defaults ships example settings.

@@ -89,6 +89,9 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
         let _ = writeln!(out, "# Its settings are the EXAMPLE lists of host-test/settings/{}.yaml (the rule has no", r.name);
         let _ = writeln!(out, "# safe default list): replace them with your own before applying. Every other");
         let _ = writeln!(out, "# setting is at its default, listed at the end; each is documented in");
+    } else if written.as_object().is_some_and(|w| !w.is_empty()) {
+        let _ = writeln!(out, "# Its settings are those under `settings`; every other setting is at its default,");
+        let _ = writeln!(out, "# listed at the end; each is documented in");
     } else {
         let _ = writeln!(out, "# Every setting is at its default, listed at the end; each is documented in");
     }
@@ -105,7 +108,7 @@ pub fn cluster_admission_policy(r: &Packaged, registry: &str, excluded: &[String
             d.resource, d.when, d.resource
         );
     }
-    let mut out = render_policy(out, &resource, excluded)?;
+    let mut out = render_policy(out, &resource, r.mode.as_deref(), excluded)?;
     out.push_str(&defaults_comment(r, &written)?);
     Ok(out)
 }
@@ -148,14 +151,20 @@ fn policy_resource<'a>(name: String, app: &'a str, m: &'a Metadata, spec: Policy
     }
 }
 
-/// A `ClusterAdmissionPolicy` after its `header` comments, with a commented
-/// `mode: monitor` line and the `namespaceSelector` at the top of `spec`.
-fn render_policy<S: Serialize>(mut out: String, resource: &Resource<'_, S>, excluded: &[String]) -> Result<String> {
+/// A `ClusterAdmissionPolicy` after its `header` comments, with its `mode`
+/// (a commented `mode: monitor` line when it has none) and the
+/// `namespaceSelector` at the top of `spec`.
+fn render_policy<S: Serialize>(mut out: String, resource: &Resource<'_, S>, mode: Option<&str>, excluded: &[String]) -> Result<String> {
     for line in yaml(resource)?.lines() {
         out.push_str(line);
         out.push('\n');
         if line == "spec:" {
-            out.push_str("  # mode: monitor   # uncomment to log what the policy would reject without rejecting it\n");
+            match mode {
+                Some(mode) => {
+                    let _ = writeln!(out, "  mode: {mode}   # Kubewarden's: protect rejects, monitor only logs what it would reject");
+                }
+                None => out.push_str("  # mode: monitor   # uncomment to log what the policy would reject without rejecting it\n"),
+            }
             out.push_str(&namespace_selector(excluded));
             out.push_str(
                 "  # objectSelector: set it to the settings' `objectSelector`, if you give the rule one, and the\n\
@@ -238,7 +247,7 @@ pub fn bundle_cluster_admission_policy(
             d.resource, d.when, d.resource
         );
     }
-    render_policy(out, &resource, excluded)
+    render_policy(out, &resource, bundle.mode.as_deref(), excluded)
 }
 
 /// The rules a bundle deployment turns on, and what follows from them.

@@ -29,10 +29,10 @@ struct ServerPolicy<'a> {
 /// every rule, and the bundle running the rules `enable` turns on (when it
 /// turns on any).
 pub fn policy_server_config(rules: &[Packaged], bundle: &Packaged, enable: &[String], registry: &str) -> Result<String> {
-    fn entry<'m>(r: &Packaged, m: &'m Metadata, registry: &str, settings: Value) -> ServerPolicy<'m> {
+    fn entry<'m>(r: &'m Packaged, m: &'m Metadata, registry: &str, settings: Value) -> ServerPolicy<'m> {
         ServerPolicy {
             module: r.module_url(registry),
-            policy_mode: "protect",
+            policy_mode: r.mode.as_deref().unwrap_or("protect"),
             allowed_to_mutate: m.mutating,
             context_aware_resources: &m.context_aware_resources,
             host_capabilities: &m.host_capabilities,

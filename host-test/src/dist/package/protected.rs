@@ -34,6 +34,19 @@ pub struct Kept {
     pub reason: KeptReason,
 }
 
+/// What an edit to a file aigov wrote amounts to ([`write_protected_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edited {
+    /// It changes what the file means: the file is left alone and named.
+    Conflict,
+    /// The file means what aigov writes now (the edit was carried into
+    /// it): left as edited, and recorded as it is.
+    Same,
+    /// The new content replaces the edit (it gives, on purpose, what the
+    /// edit gave another way).
+    Superseded,
+}
+
 /// What [`write_protected`] did, file by file (paths relative to the
 /// output directory).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -42,6 +55,12 @@ pub struct WriteReport {
     pub written: Vec<String>,
     /// Files that already held exactly the new content.
     pub unchanged: Vec<String>,
+    /// Files edited since aigov wrote them that mean what aigov writes now
+    /// ([`Edited::Same`]), left as edited.
+    pub same: Vec<String>,
+    /// Files edited since aigov wrote them whose edit the new content
+    /// replaced ([`Edited::Superseded`]); in `written` too.
+    pub superseded: Vec<String>,
     /// Files left alone.
     pub kept: Vec<Kept>,
 }
@@ -72,6 +91,17 @@ fn hex_digest(bytes: &[u8]) -> String {
 /// file that differs from what aigov last wrote there (unless `force`),
 /// and records what it wrote in [`RECORD`].
 pub fn write_protected(dir: &Path, files: &[(String, String)], force: bool) -> Result<WriteReport> {
+    write_protected_with(dir, files, force, &|_, _, _| Edited::Conflict)
+}
+
+/// [`write_protected`], with `judge` (relative path, current bytes, new
+/// content) saying what an edit to a file aigov wrote amounts to.
+pub fn write_protected_with(
+    dir: &Path,
+    files: &[(String, String)],
+    force: bool,
+    judge: &dyn Fn(&str, &[u8], &str) -> Edited,
+) -> Result<WriteReport> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let previous = read_record(dir)?;
     let mut record = BTreeMap::new();
@@ -84,25 +114,46 @@ pub fn write_protected(dir: &Path, files: &[(String, String)], force: bool) -> R
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        match current {
-            Some(bytes) if bytes == content.as_bytes() => {
-                report.unchanged.push(relative.clone());
-                record.insert(relative.clone(), new_hex);
+        let Some(bytes) = current else {
+            write(&path, content)?;
+            report.written.push(relative.clone());
+            record.insert(relative.clone(), new_hex);
+            continue;
+        };
+        if bytes == content.as_bytes() {
+            report.unchanged.push(relative.clone());
+            record.insert(relative.clone(), new_hex);
+            continue;
+        }
+        let as_written = previous.get(relative) == Some(&hex_digest(&bytes));
+        // Only a file aigov wrote once is judged: its edits can have been
+        // carried into the new content.
+        let verdict = if force || !previous.contains_key(relative) { Edited::Conflict } else { judge(relative, &bytes, content) };
+        if verdict == Edited::Same {
+            // Left as the team wrote it, and recorded so: once the new
+            // content means something else, it follows (with the edits
+            // carried).
+            if as_written {
+                report.unchanged.push(relative.clone())
+            } else {
+                report.same.push(relative.clone())
             }
-            Some(bytes) if !force && previous.get(relative) != Some(&hex_digest(&bytes)) => {
-                let reason = if previous.contains_key(relative) { KeptReason::Edited } else { KeptReason::NotGenerated };
-                // Keep the old checksum, so the file still counts as edited
-                // next time.
-                if let Some(old) = previous.get(relative) {
-                    record.insert(relative.clone(), old.clone());
-                }
-                report.kept.push(Kept { path: relative.clone(), reason });
+            record.insert(relative.clone(), hex_digest(&bytes));
+        } else if force || as_written || verdict == Edited::Superseded {
+            write(&path, content)?;
+            report.written.push(relative.clone());
+            if !as_written && !force {
+                report.superseded.push(relative.clone());
             }
-            _ => {
-                write(&path, content)?;
-                report.written.push(relative.clone());
-                record.insert(relative.clone(), new_hex);
+            record.insert(relative.clone(), new_hex);
+        } else {
+            let reason = if previous.contains_key(relative) { KeptReason::Edited } else { KeptReason::NotGenerated };
+            // Keep the old checksum, so the file still counts as edited
+            // next time.
+            if let Some(old) = previous.get(relative) {
+                record.insert(relative.clone(), old.clone());
             }
+            report.kept.push(Kept { path: relative.clone(), reason });
         }
     }
     let mut text = String::new();

@@ -99,6 +99,7 @@ fn packaged(rule: &str) -> Packaged {
         module: form(ArtifactKind::Module, media_types::KUBEWARDEN_LAYER),
         component: form(ArtifactKind::Component, media_types::WASM_LAYER),
         settings: (policy.default_settings)(),
+        mode: None,
     }
 }
 
@@ -275,6 +276,7 @@ fn packaged_bundle() -> Packaged {
         module: form(ArtifactKind::Module, media_types::KUBEWARDEN_LAYER),
         component: form(ArtifactKind::Component, media_types::WASM_LAYER),
         settings: (native::BUNDLE.default_settings)(),
+        mode: None,
     }
 }
 
