@@ -60,6 +60,9 @@ pub struct FixtureCluster {
     /// No cluster to ask (`aigov scan` without `--cluster`): every lookup
     /// is answered [`LookupError::offline`].
     offline: bool,
+    /// No clock for the rule (the component's case): [`Cluster::now`] is
+    /// `None`.
+    clockless: bool,
 }
 
 /// One kind's objects, as indexes into `objects`, in the order they were added.
@@ -88,6 +91,13 @@ impl FixtureCluster {
     /// exists, which a rule must refuse).
     pub fn offline() -> FixtureCluster {
         FixtureCluster { offline: true, ..FixtureCluster::default() }
+    }
+
+    /// The same cluster for a rule that reads no clock, as the component
+    /// reads none ([`aigov_sdk::cluster::host_clock`]).
+    pub fn without_clock(mut self) -> FixtureCluster {
+        self.clockless = true;
+        self
     }
 
     /// Whether this is [`FixtureCluster::offline`].
@@ -386,6 +396,10 @@ impl Scoped {
 }
 
 impl Cluster for Scoped {
+    fn now(&self) -> Option<i64> {
+        if self.cluster.clockless { None } else { aigov_sdk::cluster::host_clock() }
+    }
+
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
         self.grant("get_resource")?;
         self.allow(api_version, kind)?;
@@ -483,6 +497,10 @@ impl<C: Cluster> Recording<C> {
 }
 
 impl<C: Cluster> Cluster for Recording<C> {
+    fn now(&self) -> Option<i64> {
+        self.inner.now()
+    }
+
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
         let answer = self.inner.get_resource(api_version, kind, name, namespace);
         self.keep("get-resource", &[Some(api_version), Some(kind), Some(name), namespace], answer)

@@ -310,7 +310,26 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
         .filter(|o| !o.is_null());
     let mut settings_answers: Vec<(&str, SettingsResponse)> = Vec::new();
     let mut answers: Vec<(&str, ValidationResponse)> = Vec::new();
+    // The component reads no clock: where the native rule's answer depends
+    // on one (an exception's `until`), the component must answer as the
+    // native rule does without a clock, not as the case expects.
+    let clockless = clockless_answer(forms, case, request.as_deref(), &settings);
     for e in &forms.evaluators {
+        if let (Some(req), Some(want), true) = (&request, &clockless, e.form() == "component") {
+            match e.validate(req, &settings, &cluster) {
+                Ok(r) if r == *want => {}
+                Ok(r) => problems.push(format!(
+                    "component disagrees with the native rule without a clock: {} vs {}",
+                    serde_json::to_string(&r).unwrap_or_default(),
+                    serde_json::to_string(want).unwrap_or_default()
+                )),
+                Err(err) => problems.push(format!("component: validate failed: {err:#}")),
+            }
+            if let Ok(r) = e.validate_settings(&settings) {
+                settings_answers.push((e.form(), r));
+            }
+            continue;
+        }
         match e.validate_settings(&settings) {
             Ok(r) => {
                 check_settings(&case.expect, &r).into_iter().for_each(|p| problems.push(format!("{}: {p}", e.form())));
@@ -342,11 +361,22 @@ pub fn run(forms: &Forms, case: &Case) -> std::result::Result<(), Vec<String>> {
         idempotent(forms, req, mutated.get(), &settings, &cluster, &mut problems);
     }
     if let (Some((_, single_settings)), Some(single)) = (settings_answers.first(), answers.first().map(|(_, r)| r)) {
-        bundle_agrees(forms, &settings, single_settings, single, request.as_deref(), &cluster, &mut problems);
+        bundle_agrees(forms, &settings, single_settings, (single, clockless.as_ref()), request.as_deref(), &cluster, &mut problems);
     } else if let Some((_, single_settings)) = settings_answers.first() {
         bundle_agrees_on_settings(forms, &settings, single_settings, &mut problems);
     }
     if problems.is_empty() { Ok(()) } else { Err(problems) }
+}
+
+/// The native rule's answer without a clock, when it differs from its
+/// answer with one: what the component, which imports no clock, must say.
+fn clockless_answer(forms: &Forms, case: &Case, request: Option<&str>, settings: &str) -> Option<ValidationResponse> {
+    let request = request?;
+    let native = forms.evaluators.first().filter(|e| e.form() == "native")?;
+    let with = native.validate(request, settings, &Arc::new(FixtureCluster::from_objects(case.cluster.clone()).ok()?)).ok()?;
+    let without = FixtureCluster::from_objects(case.cluster.clone()).ok()?.without_clock();
+    let without = native.validate(request, settings, &Arc::new(without)).ok()?;
+    (with != without).then_some(without)
 }
 
 /// The parent-child property ([`crate::tools::children`]), natively: the
@@ -437,7 +467,7 @@ fn bundle_agrees(
     forms: &Forms,
     settings: &str,
     single_settings: &SettingsResponse,
-    single: &ValidationResponse,
+    (single, clockless): (&ValidationResponse, Option<&ValidationResponse>),
     request: Option<&str>,
     cluster: &Arc<FixtureCluster>,
     problems: &mut Vec<String>,
@@ -457,14 +487,20 @@ fn bundle_agrees(
         aigov_sdk::runtime::bundle::prefixed(rule, single.clone())
     };
     let bundled = bundle_settings(rule, settings);
+    // The bundle's component reads no clock either.
+    let clockless = clockless.map(|c| aigov_sdk::runtime::bundle::prefixed(rule, c.clone()));
     for e in forms.bundle.iter() {
+        let want = match &clockless {
+            Some(c) if e.form() == "bundle (component)" => c,
+            _ => &want,
+        };
         match e.validate(request, &bundled, cluster) {
-            Ok(r) if r == want => {}
+            Ok(r) if r == *want => {}
             Ok(r) => problems.push(format!(
                 "{} disagrees with the rule: {} vs {}",
                 e.form(),
                 serde_json::to_string(&r).unwrap_or_default(),
-                serde_json::to_string(&want).unwrap_or_default()
+                serde_json::to_string(want).unwrap_or_default()
             )),
             Err(err) => problems.push(format!("{}: validate failed: {err:#}", e.form())),
         }

@@ -77,6 +77,20 @@ pub struct Args {
     /// manifests` excludes, kube-system and kubewarden).
     #[arg(long, value_delimiter = ',', value_name = "NS,...")]
     pub exclude_namespaces: Option<Vec<String>>,
+    /// Write to FILE the exceptions that would excuse every would-be denial
+    /// until --until: a YAML `exceptions:` list, each entry scoped to one
+    /// rule, its namespace and, where the objects carry a stable
+    /// `app.kubernetes.io/name`, their labels. Give the file to each rule
+    /// (`--settings RULE=FILE`), or add its entries to each rule's settings.
+    #[arg(long, value_name = "FILE", requires = "until")]
+    pub write_exceptions: Option<PathBuf>,
+    /// When the exceptions --write-exceptions writes end: a date
+    /// (`2027-03-01`, its first instant in UTC) or an RFC 3339 date-time.
+    #[arg(long, value_name = "DATE", requires = "write_exceptions")]
+    pub until: Option<String>,
+    /// The reason the exceptions --write-exceptions writes give.
+    #[arg(long, value_name = "TEXT", default_value = "ran before the rule was enforced (aigov simulate); fix by the date")]
+    pub reason: String,
 }
 
 /// Counts for one rule, in one namespace or in all.
@@ -491,6 +505,11 @@ fn dump_objects(path: &std::path::Path) -> Result<Vec<Value>> {
 
 /// Runs `aigov simulate`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
+    if let Some(until) = &args.until
+        && aigov_sdk::runtime::exceptions::until_seconds(until).is_none()
+    {
+        anyhow::bail!("--until `{until}` is not a date (`2027-03-01`) or an RFC 3339 date-time (`2027-03-01T00:00:00Z`)");
+    }
     let (config, selection) = args.evaluator.config()?;
     // Monitor mode is not said apart: simulate judges every rule enforced,
     // and counts what monitor mode lets through among the audited.
@@ -513,6 +532,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
         (None, None) => crate::dist::package::DEFAULT_EXCLUDED_NAMESPACES.iter().map(|n| n.to_string()).collect(),
     };
     let objects = dump_objects(&args.cluster).with_context(|| format!("loading the dump {}", args.cluster.display()))?;
+    let labels = args.write_exceptions.is_some().then(|| stable_labels(&objects));
     let config = Config {
         paths: vec![args.cluster.clone()],
         cluster: None,
@@ -528,12 +548,123 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<std::process::ExitCode> {
         let _ = writeln!(std::io::stderr().lock(), "aigov simulate: {}: {}", e.source, e.reason);
     }
     let s = simulate(&report, &audited);
+    if let (Some(path), Some(until), Some(labels)) = (&args.write_exceptions, &args.until, &labels) {
+        let (list, unscoped) = exceptions(&report, labels, until, &args.reason);
+        let rules: std::collections::BTreeSet<&str> = list.iter().filter_map(|e| e["rules"].get(0).and_then(Value::as_str)).collect();
+        let text = format!(
+            "# Written by `aigov simulate --write-exceptions`: what would be denied today, excused until {until}.\n# Give this file to each rule it names (`--settings RULE=FILE`), or add the entries to each rule's settings.\n{}",
+            serde_norway::to_string(&json!({"exceptions": list}))?
+        );
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "aigov simulate: wrote {} exception(s) for {} rule(s) ({}) to {}",
+            list.len(),
+            rules.len(),
+            rules.into_iter().collect::<Vec<_>>().join(", "),
+            path.display()
+        );
+        if unscoped > 0 {
+            let _ = writeln!(
+                err,
+                "aigov simulate: {unscoped} cluster-scoped object(s) would be denied and carry no stable `{STABLE_LABEL}`: no exception is written for them (one without a namespace or a label would excuse the rule everywhere)"
+            );
+        }
+    }
     match args.format {
         Format::Table => write!(out, "{}", render(&s, args.top, false))?,
         Format::Markdown => write!(out, "{}", render(&s, args.top, true))?,
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&s, args.top))?)?,
     }
     Ok(std::process::ExitCode::from(if report.errors.is_empty() { 0 } else { 2 }))
+}
+
+/// The label an exception [`simulate`] writes selects objects by, where
+/// they and the objects their controllers make all carry it.
+pub const STABLE_LABEL: &str = "app.kubernetes.io/name";
+
+/// Each object's [`STABLE_LABEL`] value, by kind, namespace and name,
+/// where the objects its controller makes from it carry the same: a Pod's
+/// own; a Deployment's, StatefulSet's, DaemonSet's, ReplicaSet's or Job's
+/// when its pod template carries the same value (their ReplicaSets and pods
+/// take the template's labels); a CronJob's when its Job template and that
+/// Job's pod template do. Other kinds are scoped by namespace only.
+pub fn stable_labels(objects: &[Value]) -> BTreeMap<(String, Option<String>, String), String> {
+    let key = STABLE_LABEL.replace('/', "~1");
+    let label = |o: &Value, at: &str| o.pointer(&format!("{at}/metadata/labels/{key}")).and_then(Value::as_str).map(str::to_string);
+    objects
+        .iter()
+        .filter_map(|o| {
+            let own = label(o, "")?;
+            let same = |at: &str| label(o, at).as_deref() == Some(own.as_str());
+            let kept = match o["kind"].as_str()? {
+                "Pod" => true,
+                "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => same("/spec/template"),
+                "CronJob" => same("/spec/jobTemplate") && same("/spec/jobTemplate/spec/template"),
+                _ => false,
+            };
+            let meta = &o["metadata"];
+            let id = (o["kind"].as_str()?.to_string(), meta["namespace"].as_str().map(str::to_string), meta["name"].as_str()?.to_string());
+            kept.then_some((id, own))
+        })
+        .collect()
+}
+
+/// The exceptions that excuse what `report` would deny, until `until`:
+/// per rule and namespace, one exception, with an object selector on
+/// [`STABLE_LABEL`] when every object denied there carries one
+/// ([`stable_labels`]); and how many cluster-scoped objects without the
+/// label get none.
+pub fn exceptions(
+    report: &Report,
+    labels: &BTreeMap<(String, Option<String>, String), String>,
+    until: &str,
+    reason: &str,
+) -> (Vec<Value>, usize) {
+    let mut out = Vec::new();
+    let mut unscoped = 0;
+    for (i, rule) in report.rules.iter().enumerate() {
+        // Namespace → (every object labelled, the label values, how many).
+        let mut groups: BTreeMap<Option<String>, (bool, std::collections::BTreeSet<String>, usize)> = BTreeMap::new();
+        for doc in &report.documents {
+            if doc.results.get(i).is_none_or(|r| r.outcome != Outcome::Deny) {
+                continue;
+            }
+            let t = &doc.target;
+            let label = t.name.as_ref().and_then(|name| labels.get(&(t.kind.clone(), t.namespace.clone(), name.clone())));
+            let group = groups.entry(t.namespace.clone()).or_insert((true, Default::default(), 0));
+            group.2 += 1;
+            match label {
+                Some(l) => {
+                    group.1.insert(l.clone());
+                }
+                None => group.0 = false,
+            }
+        }
+        for (namespace, (labelled, values, n)) in groups {
+            let mut e = serde_json::Map::new();
+            e.insert("rules".into(), json!([rule.name]));
+            match (&namespace, labelled) {
+                (Some(ns), _) => {
+                    e.insert("namespaces".into(), json!([ns]));
+                }
+                (None, false) => {
+                    unscoped += n;
+                    continue;
+                }
+                (None, true) => {}
+            }
+            if labelled {
+                let values: Vec<&String> = values.iter().collect();
+                e.insert("objectSelector".into(), json!({"matchExpressions": [{"key": STABLE_LABEL, "operator": "In", "values": values}]}));
+            }
+            e.insert("until".into(), json!(until));
+            e.insert("reason".into(), json!(reason));
+            out.push(Value::Object(e));
+        }
+    }
+    (out, unscoped)
 }
 
 #[cfg(test)]

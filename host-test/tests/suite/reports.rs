@@ -109,6 +109,61 @@ fn streamed_reports_are_the_reports_of_the_finished_scan() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn openreports_hold_what_the_policyreports_hold_split_to_fit_etcd() {
+    use policyreport::{Flavour, MAX_RESULTS_BYTES, render_as};
+    let config = samples_config(&[]);
+    let report = evaluate::scan(&config).unwrap();
+    let now = chrono::Utc::now();
+    let docs = |text: &str| -> Vec<Value> {
+        text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_norway::from_str(d).unwrap()).collect()
+    };
+    let wg = docs(&policyreport::render(&report, &now).unwrap());
+    let open = docs(&render_as(&report, &now, Flavour::OpenReports, MAX_RESULTS_BYTES).unwrap());
+    assert_eq!(wg.len(), open.len(), "one report per namespace in either flavour");
+    for (w, o) in wg.iter().zip(&open) {
+        assert_eq!(o["apiVersion"], "openreports.io/v1alpha1");
+        let kind = match w["kind"].as_str().unwrap() {
+            "PolicyReport" => "Report",
+            "ClusterPolicyReport" => "ClusterReport",
+            k => panic!("{k}"),
+        };
+        assert_eq!(o["kind"], kind);
+        assert_eq!(o["source"], "aigov");
+        for key in ["metadata", "results", "summary"] {
+            assert_eq!(o[key], w[key], "{key} of {}", w["metadata"]["name"]);
+        }
+    }
+    // The same streamed by `aigov scan --format openreports`.
+    let streamed = streamed(&config, Format::Openreports);
+    assert_eq!(docs(&streamed).len(), open.len());
+    assert!(streamed.contains("kind: Report\n") && streamed.contains("source: aigov\n"));
+
+    // A namespace whose results pass the limit is split: each report under
+    // it (a single result larger than the limit would have one to itself),
+    // named after the namespace in order, with its own summary, and the
+    // results together are the namespace's, in order.
+    let largest = wg.iter().max_by_key(|r| r["results"].as_array().map_or(0, Vec::len)).unwrap();
+    let namespace = largest["metadata"]["namespace"].as_str().unwrap();
+    let results = largest["results"].as_array().unwrap();
+    assert!(results.len() >= 4, "{namespace}: {} results", results.len());
+    let limit = serde_norway::to_string(&results[..2]).unwrap().len();
+    let split = docs(&render_as(&report, &now, Flavour::OpenReports, limit).unwrap());
+    let parts: Vec<&Value> = split.iter().filter(|r| r["metadata"]["namespace"] == namespace).collect();
+    assert!(parts.len() >= 2, "{} parts", parts.len());
+    let mut together = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let name = if i == 0 { format!("aigov-{namespace}") } else { format!("aigov-{namespace}-{}", i + 1) };
+        assert_eq!(part["metadata"]["name"], name.as_str());
+        let these = part["results"].as_array().unwrap();
+        assert!(serde_norway::to_string(these).unwrap().len() <= limit || these.len() == 1, "{name} is over the limit");
+        let fails = these.iter().filter(|r| r["result"] == "fail").count();
+        assert_eq!(part["summary"]["fail"], fails, "{name}'s summary");
+        together.extend(these.iter().cloned());
+    }
+    assert_eq!(&together, results, "split, the results are the namespace's, in order");
+}
+
 /// `(file name, line, column, message)` of every result.
 fn located(log: &Value) -> Vec<(String, usize, usize, String)> {
     log["runs"][0]["results"]

@@ -342,3 +342,71 @@ fn simulate_sees_what_the_policies_see_as_they_were_admitted() {
     let out = aigov(&["scan", "--native", &submitted, "--rules", "tenant-node-pools", "--settings", &tenants]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 }
+
+#[test]
+fn simulate_writes_the_exceptions_that_grandfather_what_runs_today() {
+    use crate::scan_deployment::{Scratch, aigov, text};
+    let dir = Scratch::new("simulate-exceptions");
+    let labelled = |ns: &str, name: &str, app: &str| {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns, "labels": {"app.kubernetes.io/name": app}},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": app}}, "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": app}},
+                "spec": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.6.0", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+            }},
+        })
+    };
+    let cluster = dump(
+        &dir,
+        &[],
+        vec![
+            gpu_pod("team-nlp", "trainer"),
+            gpu_pod("team-nlp", "eval"),
+            labelled("team-cv", "bert", "bert"),
+            labelled("team-cv", "gpt", "gpt"),
+        ],
+    );
+    let file = dir.0.join("exceptions.yaml").display().to_string();
+    let simulate = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--native", "--rules", "gpu-runtime-class", "--format", "json", "--cluster", &cluster];
+        args.extend(extra);
+        let out = aigov(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (serde_json::from_slice::<Value>(&out.stdout).unwrap(), text(&out.stderr))
+    };
+    let (before, said) = simulate(&["--write-exceptions", &file, "--until", "2099-03-01", "--reason", "runs since before the rule"]);
+    assert_eq!(before["rules"]["gpu-runtime-class"]["total"]["denied"], 4, "{before}");
+    assert!(said.contains(&format!("wrote 2 exception(s) for 1 rule(s) (gpu-runtime-class) to {file}")), "{said}");
+    let written: Value = serde_norway::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        written,
+        json!({"exceptions": [
+            {"rules": ["gpu-runtime-class"], "namespaces": ["team-cv"],
+             "objectSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": ["bert", "gpt"]}]},
+             "until": "2099-03-01", "reason": "runs since before the rule"},
+            {"rules": ["gpu-runtime-class"], "namespaces": ["team-nlp"], "until": "2099-03-01", "reason": "runs since before the rule"},
+        ]}),
+        "the unlabelled pods are scoped by namespace only"
+    );
+
+    // With the exceptions, nothing would be denied, and each excused
+    // object says which exception excused it.
+    let (after, _) = simulate(&["--settings", &format!("gpu-runtime-class={file}")]);
+    let total = &after["rules"]["gpu-runtime-class"]["total"];
+    assert_eq!(total["denied"], 0, "{after}");
+    assert_eq!(total["warned"], 4, "{after}");
+    let reasons = after["rules"]["gpu-runtime-class"]["reasons"].to_string();
+    assert!(reasons.contains("excused by exception 1 until 2099-03-01: runs since before the rule"), "{reasons}");
+    assert!(reasons.contains("excused by exception 2 until 2099-03-01: runs since before the rule"), "{reasons}");
+
+    // Past the date, they excuse nothing, and say so.
+    std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace("2099-03-01", "2020-03-01")).unwrap();
+    let (expired, _) = simulate(&["--settings", &format!("gpu-runtime-class={file}")]);
+    assert_eq!(expired["rules"]["gpu-runtime-class"]["total"]["denied"], 4, "{expired}");
+
+    let out = aigov(&["simulate", "--native", "--cluster", &cluster, "--write-exceptions", &file, "--until", "next March"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("--until `next March` is not a date"), "{}", text(&out.stderr));
+}

@@ -69,6 +69,10 @@ pub enum Format {
     /// `wgpolicyk8s.io/v1alpha2` PolicyReports (one per namespace) and a
     /// ClusterPolicyReport, as Kubewarden's audit scanner and Kyverno write.
     Policyreport,
+    /// `openreports.io/v1alpha1` Reports (one per namespace) and a
+    /// ClusterReport, as Kubewarden's audit scanner and Kyverno now write by
+    /// default.
+    Openreports,
     /// JUnit XML: a test suite per rule, a test case per document.
     Junit,
     /// SARIF 2.1.0, each violation at the line and column of its field.
@@ -260,8 +264,10 @@ pub fn write_report(scanner: &Scanner, format: Format, fail_on: FailOn, layout: 
             w.finish(out)?;
             s
         }
-        Format::Policyreport => {
-            let mut w = policyreport::Writer::new(scanner.rules(), chrono::Utc::now(), &Spill::file);
+        Format::Policyreport | Format::Openreports => {
+            let flavour =
+                if format == Format::Openreports { policyreport::Flavour::OpenReports } else { policyreport::Flavour::PolicyReport };
+            let mut w = policyreport::Writer::new(scanner.rules(), chrono::Utc::now(), &Spill::file).flavour(flavour);
             let s = stream(scanner, &mut written, &mut |item| w.add(item))?;
             w.finish(out)?;
             s

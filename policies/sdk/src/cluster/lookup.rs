@@ -285,6 +285,29 @@ pub trait Cluster {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<String, LookupError>;
+
+    /// The time now, in seconds since the Unix epoch, by the host's clock:
+    /// [`host_clock`] unless the host says otherwise.
+    fn now(&self) -> Option<i64> {
+        host_clock()
+    }
+}
+
+/// The host's wall clock, in seconds since the Unix epoch: natively the
+/// system's, in the waPC module WASI preview 1's `clock_time_get` (which
+/// Kubewarden links into every waPC module, as it links the `fd_write` and
+/// `random_get` the modules already import). `None` in the component,
+/// which imports no clock.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub fn host_clock() -> Option<i64> {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_secs()).ok()
+}
+
+/// The host's wall clock: the component imports none.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub fn host_clock() -> Option<i64> {
+    None
 }
 
 /// A cluster that answers nothing: for hosts without lookups.
@@ -336,6 +359,9 @@ impl<'c> Memoized<'c> {
 }
 
 impl Cluster for Memoized<'_> {
+    fn now(&self) -> Option<i64> {
+        self.inner.now()
+    }
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
         self.answer(&[Some("get"), Some(api_version), Some(kind), Some(name), namespace], || {
             self.inner.get_resource(api_version, kind, name, namespace)

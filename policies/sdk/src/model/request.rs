@@ -261,6 +261,10 @@ pub struct Request<'a> {
     /// The shared `exemptImages` of the rule evaluating the request (set
     /// by the runtime before the rule runs).
     exempt_images: RefCell<Option<Rc<[Glob]>>>,
+    /// Container names left alone as exempt images are: those of an
+    /// exception scoped to containers, while the runtime finds what it
+    /// excuses ([`crate::runtime::exceptions`]).
+    exempt_names: RefCell<Option<Rc<[Glob]>>>,
     /// The shared `trustedControllers` of the rule evaluating the request
     /// (set by the runtime before the rule runs).
     trusted: RefCell<TrustedControllers>,
@@ -294,7 +298,13 @@ impl<'a> Request<'a> {
                 None => Object::Raw(raw),
             };
         }
-        Ok(Request { header, exempt_images: RefCell::default(), trusted: RefCell::default(), controller: Cell::default() })
+        Ok(Request {
+            header,
+            exempt_images: RefCell::default(),
+            exempt_names: RefCell::default(),
+            trusted: RefCell::default(),
+            controller: Cell::default(),
+        })
     }
 
     /// The same request with another object (an old object, or a mutated
@@ -327,13 +337,25 @@ impl<'a> Request<'a> {
                 Err(e) => return Err(explain(object, &e, "the object")),
             },
         };
-        Ok(Request { header, exempt_images: self.exempt_images.clone(), trusted: self.trusted.clone(), controller: Cell::default() })
+        Ok(Request {
+            header,
+            exempt_images: self.exempt_images.clone(),
+            exempt_names: self.exempt_names.clone(),
+            trusted: self.trusted.clone(),
+            controller: Cell::default(),
+        })
     }
 
     /// Sets the images whose containers the rule about to run leaves alone
     /// (the shared `exemptImages`).
     pub fn set_exempt_images(&self, images: Option<Rc<[Glob]>>) {
         *self.exempt_images.borrow_mut() = images;
+    }
+
+    /// Sets the container names the rule about to run leaves alone as it
+    /// leaves exempt images alone (an exception's `containers`).
+    pub fn set_exempt_names(&self, names: Option<Rc<[Glob]>>) {
+        *self.exempt_names.borrow_mut() = names;
     }
 
     /// Sets whom the rule about to run trusts as controllers (the shared
@@ -417,9 +439,11 @@ impl<'a> Request<'a> {
         self.exempt_container(c.container) || self.injected(c)
     }
 
-    /// [`Request::exempt_image`] of a container's image.
+    /// [`Request::exempt_image`] of a container's image, or the
+    /// container's name is one an exception scoped to containers names.
     pub fn exempt_container(&self, container: &crate::model::pod::Container<'_>) -> bool {
         self.exempt_image(container.image.as_deref())
+            || self.exempt_names.borrow().as_deref().is_some_and(|names| any_match(names, &container.name))
     }
 
     /// The parsed header fields.

@@ -20,7 +20,9 @@
 //! After it runs: on UPDATE with `allowExistingViolations` (the default),
 //! violations the old object already had are dropped (and reported as
 //! warnings), so a label edit on a workload created before the rule existed
-//! goes through while anything new is refused; edits of a mutating rule are
+//! goes through while anything new is refused; violations a matching
+//! exception in force excuses are dropped too, each with a warning
+//! ([`crate::runtime::exceptions`]); edits of a mutating rule are
 //! applied only when the request is admitted and is a CREATE or UPDATE, and
 //! on UPDATE only where the API server accepts them
 //! ([`mutate::update_allows`]; the others become warnings).
@@ -277,6 +279,9 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
             old.into_iter().map(|(_, v)| format!("{} (allowed: the object already had this before the update): {v}", P::METADATA.name)),
         );
     }
+    if !violations.is_empty() && !shared.exceptions.is_empty() {
+        violations = excuse::<P>(request, settings, cluster, violations, &mut outcome);
+    }
     outcome.violations = violations.into_iter().map(|(_, v)| v).collect();
     if request.operation() == Operation::Update && !edits.is_empty() {
         let (kept, refused): (Vec<Edit>, Vec<Edit>) = edits.into_iter().partition(|e| mutate::update_allows(request, e.path()));
@@ -299,6 +304,83 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
         }
     }
     outcome
+}
+
+/// Key of the audit annotation that lists the violations exceptions excused.
+pub const EXCEPTIONS_ANNOTATION: &str = "exceptions";
+
+/// The violations the shared `exceptions` leave: each exception that
+/// matches the request excuses what it covers while in force, with a
+/// warning per violation excused; one expired, or whose date the host
+/// cannot tell, excuses nothing and says so ([`crate::runtime::exceptions`]).
+fn excuse<P: Exported>(
+    request: &Request<'_>,
+    settings: &Settings<P::Settings>,
+    cluster: &dyn Cluster,
+    violations: Vec<(String, String)>,
+    outcome: &mut Outcome,
+) -> Vec<(String, String)> {
+    let name = P::METADATA.name;
+    let shared = &settings.shared;
+    let now = cluster.now();
+    let mut left = violations;
+    let mut excused = Vec::new();
+    for (n, e) in shared.exceptions_for(name, request) {
+        if left.is_empty() {
+            break;
+        }
+        let covered: Vec<String> = if e.scoped_to_containers() {
+            match without_containers::<P>(request, settings, cluster, e) {
+                Some(remaining) => left.iter().map(|(k, _)| k).filter(|k| !remaining.contains(k)).cloned().collect(),
+                None => Vec::new(),
+            }
+        } else {
+            left.iter().map(|(k, _)| k.clone()).collect()
+        };
+        if covered.is_empty() {
+            continue;
+        }
+        let (until, reason) = (&e.until, &e.reason);
+        match now {
+            None => outcome.warnings.push(format!(
+                "{name}: exception {n} ({reason}) not applied: this host gives the rule no clock to tell whether `until: {until}` has passed; the Kubewarden module and the native harness read one"
+            )),
+            Some(now) if !e.in_force(now) => outcome.warnings.push(format!(
+                "{name}: exception {n} expired on {until} ({reason}): what it excused is refused again; fix the workload, or give the exception a later `until`"
+            )),
+            Some(_) => {
+                let (out, kept): (Vec<_>, Vec<_>) = left.into_iter().partition(|(k, _)| covered.contains(k));
+                left = kept;
+                for (_, v) in out {
+                    outcome.warnings.push(format!("{name} (excused by exception {n} until {until}: {reason}): {v}"));
+                    excused.push(format!("exception {n} until {until}: {v}"));
+                }
+            }
+        }
+    }
+    if !excused.is_empty() {
+        outcome.audit_annotations.insert(EXCEPTIONS_ANNOTATION.into(), excused.join("\n"));
+    }
+    left
+}
+
+/// The identities of the violations rule `P` finds when the containers
+/// exception `e` names (by image or by name) are left alone as exempt
+/// images are; `None` when it cannot say.
+fn without_containers<P: Exported>(
+    request: &Request<'_>,
+    settings: &Settings<P::Settings>,
+    cluster: &dyn Cluster,
+    e: &crate::runtime::exceptions::Exception,
+) -> Option<Vec<String>> {
+    let shared = &settings.shared;
+    let images: Vec<_> = shared.exemptions.images.iter().chain(&e.images).cloned().collect();
+    request.set_exempt_images(Some(images.into()));
+    request.set_exempt_names(Some(e.containers.clone().into()));
+    let again = P::validate(request, &settings.rule, cluster);
+    request.set_exempt_images(shared.exempt_images());
+    request.set_exempt_names(None);
+    again.ok().map(|v| v.violation_keys().to_vec())
 }
 
 /// The identities of the violations the request's old object already had.
@@ -347,5 +429,175 @@ impl<P: Exported> Handler for Single<P> {
     }
     fn effective_settings(settings: &str) -> Result<serde_json::Value, String> {
         crate::runtime::settings::Settings::<P::Settings>::parse(settings).map(|s| s.to_json()).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::NoCluster;
+    use crate::runtime::metadata::Rule;
+    use crate::runtime::verdict::Verdict;
+
+    /// Refuses every container whose image has no tag, one by one.
+    struct Tagged;
+
+    #[derive(Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+    #[serde(deny_unknown_fields)]
+    struct NoSettings {}
+
+    impl crate::base::rule_settings::RuleSettings for NoSettings {
+        const EXEMPTS_IMAGES: bool = true;
+    }
+
+    impl crate::runtime::policy::Policy for Tagged {
+        type Settings = NoSettings;
+        fn validate(request: &Request<'_>, _: &NoSettings, _: &dyn Cluster) -> Result<crate::runtime::verdict::Verdict, Malformed> {
+            let mut v = Verdict::default();
+            for t in request.workload().iter().flat_map(|w| w.templates()) {
+                for c in t.containers().filter(|c| !request.leaves_alone(c)) {
+                    let image = c.container.image.as_deref().unwrap_or("");
+                    if !image.contains(':') {
+                        v.violation_keyed(&*c.container.name, format!("container `{}`: tag the image", c.container.name));
+                    }
+                }
+            }
+            Ok(v)
+        }
+    }
+
+    impl Exported for Tagged {
+        const METADATA: &'static PolicyMetadata = &PolicyMetadata {
+            name: "tagged",
+            version: "0.1.0",
+            rules: &[Rule { api_groups: &[""], api_versions: &["v1"], resources: &["pods"], operations: &["CREATE", "UPDATE"] }],
+            mutating: false,
+            background_audit: true,
+            context_aware_resources: &[],
+            annotations: &[],
+        };
+    }
+
+    /// A cluster whose clock says `now`.
+    struct At(Option<i64>);
+
+    impl Cluster for At {
+        fn get_resource(&self, a: &str, k: &str, n: &str, ns: Option<&str>) -> Result<String, crate::cluster::LookupError> {
+            NoCluster.get_resource(a, k, n, ns)
+        }
+        fn list_resources_by_namespace(
+            &self,
+            a: &str,
+            k: &str,
+            ns: &str,
+            l: Option<&str>,
+            f: Option<&str>,
+        ) -> Result<String, crate::cluster::LookupError> {
+            NoCluster.list_resources_by_namespace(a, k, ns, l, f)
+        }
+        fn list_resources_all(&self, a: &str, k: &str, l: Option<&str>, f: Option<&str>) -> Result<String, crate::cluster::LookupError> {
+            NoCluster.list_resources_all(a, k, l, f)
+        }
+        fn now(&self) -> Option<i64> {
+            self.0
+        }
+    }
+
+    fn request(namespace: &str) -> String {
+        format!(
+            r#"{{"uid":"1","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"{namespace}","operation":"CREATE","userInfo":{{"username":"u"}},"object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p","labels":{{"app":"bert"}}}},"spec":{{"containers":[{{"name":"trainer","image":"train"}},{{"name":"sidecar","image":"registry.example.com/log"}}]}}}}}}"#
+        )
+    }
+
+    const BEFORE: i64 = 1_803_859_199; // 2027-02-28T23:59:59Z
+    const AFTER: i64 = 1_803_859_200; // 2027-03-01T00:00:00Z
+
+    fn answer(exceptions: &str, namespace: &str, now: Option<i64>) -> ValidationResponse {
+        let settings = format!(r#"{{"exceptions":{exceptions}}}"#);
+        validate_request::<Tagged>(&request(namespace), &settings, &At(now))
+    }
+
+    #[test]
+    fn an_exception_in_force_excuses_what_it_matches_and_says_so() {
+        let e = r#"[{"namespaces":["team-*"],"objectSelector":{"matchLabels":{"app":"bert"}},"until":"2027-03-01","reason":"moving to tagged images"}]"#;
+        let r = answer(e, "team-nlp", Some(BEFORE));
+        assert!(r.accepted, "{r:?}");
+        assert_eq!(
+            r.warnings,
+            [
+                "tagged (excused by exception 1 until 2027-03-01: moving to tagged images): container `trainer`: tag the image",
+                "tagged (excused by exception 1 until 2027-03-01: moving to tagged images): container `sidecar`: tag the image",
+            ]
+        );
+        assert_eq!(
+            r.audit_annotations.get(EXCEPTIONS_ANNOTATION).map(String::as_str),
+            Some(
+                "exception 1 until 2027-03-01: container `trainer`: tag the image\nexception 1 until 2027-03-01: container `sidecar`: tag the image"
+            )
+        );
+        // Another namespace, another rule, another label: not matched.
+        for (e, ns) in [
+            (e, "web"),
+            (r#"[{"rules":["other-rule"],"until":"2027-03-01","reason":"r"}]"#, "team-nlp"),
+            (r#"[{"objectSelector":{"matchLabels":{"app":"gpt"}},"until":"2027-03-01","reason":"r"}]"#, "team-nlp"),
+        ] {
+            let r = answer(e, ns, Some(BEFORE));
+            assert!(!r.accepted && r.warnings.is_empty(), "{e} {ns}: {r:?}");
+        }
+        let r = answer(r#"[{"rules":["other-rule","tagged"],"until":"2027-03-01","reason":"r"}]"#, "x", Some(BEFORE));
+        assert!(r.accepted);
+    }
+
+    #[test]
+    fn an_expired_exception_excuses_nothing_and_says_so() {
+        let r = answer(r#"[{"until":"2027-03-01","reason":"moving"}]"#, "ml", Some(AFTER));
+        assert!(!r.accepted);
+        assert_eq!(r.message.as_deref(), Some("container `trainer`: tag the image\ncontainer `sidecar`: tag the image"));
+        assert_eq!(
+            r.warnings,
+            [
+                "tagged: exception 1 expired on 2027-03-01 (moving): what it excused is refused again; fix the workload, or give the exception a later `until`"
+            ]
+        );
+        let r = answer(r#"[{"until":"2027-03-01","reason":"moving"}]"#, "ml", None);
+        assert!(!r.accepted);
+        assert!(r.warnings[0].starts_with("tagged: exception 1 (moving) not applied: this host gives the rule no clock"), "{r:?}");
+    }
+
+    #[test]
+    fn an_exception_scoped_to_containers_excuses_only_theirs() {
+        for e in [
+            r#"[{"images":["registry.example.com/*"],"until":"2027-03-01","reason":"vendor sidecar"}]"#,
+            r#"[{"containers":["side*"],"until":"2027-03-01","reason":"vendor sidecar"}]"#,
+        ] {
+            let r = answer(e, "ml", Some(BEFORE));
+            assert!(!r.accepted);
+            assert_eq!(r.message.as_deref(), Some("container `trainer`: tag the image"), "{e}");
+            assert_eq!(
+                r.warnings,
+                ["tagged (excused by exception 1 until 2027-03-01: vendor sidecar): container `sidecar`: tag the image"]
+            );
+        }
+        // Two exceptions: each excuses its own.
+        let two = r#"[{"containers":["sidecar"],"until":"2027-03-01","reason":"a"},{"containers":["trainer"],"until":"2020-01-01","reason":"b"}]"#;
+        let r = answer(two, "ml", Some(BEFORE));
+        assert_eq!(r.message.as_deref(), Some("container `trainer`: tag the image"));
+        assert_eq!(r.warnings.len(), 2, "{r:?}");
+        assert!(r.warnings[1].starts_with("tagged: exception 2 expired on 2020-01-01 (b)"));
+    }
+
+    #[test]
+    fn exceptions_are_settings_like_any_other() {
+        let check = |s: &str| validate_settings::<Tagged>(s.as_bytes()).message;
+        assert_eq!(check(r#"{"exceptions":[{"until":"2027-03-01","reason":"r"}]}"#), None);
+        assert_eq!(check(r#"{"exceptions":[{"until":"2027-03-01"}]}"#).unwrap(), "setting `exceptions[0]`: missing field `reason`");
+        assert_eq!(
+            check(r#"{"exceptions":[{"until":"2027-03-01","reason":"r","namespace":["a"]}]}"#).unwrap(),
+            "setting `exceptions[0].namespace`: unknown setting; known settings are `rules`, `namespaces`, `objectSelector`, `images`, `containers`, `until`, `reason`"
+        );
+        assert_eq!(
+            check(r#"{"exceptions":[{"until":"2027-31-01","reason":"r"}]}"#).unwrap(),
+            "setting `exceptions[0].until`: `2027-31-01` is not a date (`2027-03-01`) or an RFC 3339 date-time (`2027-03-01T00:00:00Z`)"
+        );
     }
 }

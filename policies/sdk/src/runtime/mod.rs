@@ -1,11 +1,12 @@
 //! Layer 5, the policy runtime: what a rule is ([`policy`]), its settings
-//! ([`settings`]) and the shared ones ([`shared`]), verdicts and Kubewarden's responses
+//! ([`settings`]) and the shared ones ([`shared`], [`exceptions`]), verdicts and Kubewarden's responses
 //! ([`verdict`]), mutation ([`mutate`]), the one evaluation path every
 //! host calls ([`entry`]), the bundle ([`bundle`]), the metadata
 //! ([`metadata`]), and the waPC and component exports.
 
 pub mod bundle;
 pub mod entry;
+pub mod exceptions;
 pub mod metadata;
 pub mod mutate;
 pub mod policy;

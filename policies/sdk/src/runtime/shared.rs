@@ -10,6 +10,7 @@
 //! | `podSelector` | `{}` | a label selector: the rule runs only on objects whose pods (as their templates make them) it selects |
 //! | `allowExistingViolations` | `true` | on UPDATE, a violation the old object already had does not block the update |
 //! | `trustedControllers` | the upstream controllers ([`crate::model::trust`]) | who may submit an object as made by the controller its owner reference names |
+//! | `exceptions` | `[]` | scoped, expiring exceptions: violations they excuse are admitted with a warning until their date ([`crate::runtime::exceptions`]) |
 //!
 //! `objectSelector` is the webhook's: matched as the API server matches a
 //! webhook's `objectSelector` (`k8s.io/apiserver` `MatchObjectSelector`),
@@ -47,6 +48,7 @@ use crate::model::label_selector::LabelSelector;
 use crate::model::labels::pods_selected;
 use crate::model::request::{Operation, Request};
 use crate::model::trust::TrustedControllers;
+use crate::runtime::exceptions::Exception;
 
 /// What a rule does with a request it would reject.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -94,7 +96,7 @@ impl Exemptions {
 }
 
 /// The keys every rule shares.
-pub const SHARED_KEYS: [&str; 10] = [
+pub const SHARED_KEYS: [&str; 11] = [
     "mode",
     "auditNamespaces",
     "exemptNamespaces",
@@ -105,6 +107,7 @@ pub const SHARED_KEYS: [&str; 10] = [
     "podSelector",
     "allowExistingViolations",
     "trustedControllers",
+    "exceptions",
 ];
 
 /// The shared settings' values.
@@ -124,6 +127,8 @@ pub struct Shared {
     pub allow_existing_violations: bool,
     /// `trustedControllers`.
     pub trusted_controllers: TrustedControllers,
+    /// `exceptions`.
+    pub exceptions: Vec<Exception>,
 }
 
 impl Default for Shared {
@@ -136,6 +141,7 @@ impl Default for Shared {
             pod_selector: LabelSelector::default(),
             allow_existing_violations: true,
             trusted_controllers: TrustedControllers::Defaults,
+            exceptions: Vec::new(),
         }
     }
 }
@@ -163,6 +169,7 @@ impl Shared {
             "podSelector" => self.pod_selector = or_default(d)?,
             "allowExistingViolations" => self.allow_existing_violations = Option::<bool>::deserialize(d)?.unwrap_or(true),
             "trustedControllers" => self.trusted_controllers = or_default(d)?,
+            "exceptions" => self.exceptions = or_default(d)?,
             _ => return Err(de::Error::custom(format_args!("`{key}` is not a shared setting"))),
         }
         Ok(())
@@ -191,6 +198,9 @@ impl Shared {
         }
         self.object_selector.validate("objectSelector")?;
         self.pod_selector.validate("podSelector")?;
+        for (i, e) in self.exceptions.iter().enumerate() {
+            e.validate(i, exempts_images)?;
+        }
         self.trusted_controllers.validate("trustedControllers")
     }
 
@@ -211,6 +221,7 @@ impl Shared {
             "trustedControllers".into(),
             serde_json::to_value(&self.trusted_controllers).unwrap_or_else(|_| Value::Array(Vec::new())),
         );
+        map.insert("exceptions".into(), serde_json::to_value(&self.exceptions).unwrap_or_else(|_| Value::Array(Vec::new())));
     }
 
     /// The mode for `req`: `audit` in an audit namespace, else `mode`.
@@ -224,8 +235,19 @@ impl Shared {
     /// Whether the rule leaves `req` alone: exempt, or not selected.
     pub fn skips(&self, req: &Request<'_>) -> bool {
         self.exemptions.exempts(req)
-            || (!self.object_selector.is_empty() && !selected(req, &|r| objects_selected(&self.object_selector, r), false))
+            || (!self.object_selector.is_empty() && !object_selected(&self.object_selector, req))
             || (!self.pod_selector.is_empty() && !selected(req, &|r| pods_of_selected(&self.pod_selector, r), true))
+    }
+
+    /// The exceptions (with their numbers, from 1) that match `req` for
+    /// rule `rule`: they name it or no rule, and their namespaces and
+    /// object selector match ([`crate::runtime::exceptions`]).
+    pub fn exceptions_for<'s>(&'s self, rule: &'s str, req: &'s Request<'_>) -> impl Iterator<Item = (usize, &'s Exception)> + 's {
+        self.exceptions.iter().enumerate().filter_map(move |(i, e)| {
+            let matched =
+                e.covers(rule) && e.matches_namespace(req) && (e.object_selector.is_empty() || object_selected(&e.object_selector, req));
+            matched.then_some((i + 1, e))
+        })
     }
 
     /// The exempt images as the request carries them to the rule
@@ -249,6 +271,12 @@ fn selected(req: &Request<'_>, test: &dyn Fn(&Request<'_>) -> Option<bool>, unkn
         (None, None) => unknown,
         _ => false,
     }
+}
+
+/// Whether `selector` selects the request's object or its old object, as
+/// the API server matches a webhook's `objectSelector`.
+fn object_selected(selector: &LabelSelector, req: &Request<'_>) -> bool {
+    selected(req, &|r| objects_selected(selector, r), false)
 }
 
 /// Whether the object's labels are selected; `Some(false)` for an object
