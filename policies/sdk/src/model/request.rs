@@ -264,6 +264,9 @@ pub struct Request<'a> {
     /// The shared `trustedControllers` of the rule evaluating the request
     /// (set by the runtime before the rule runs).
     trusted: RefCell<TrustedControllers>,
+    /// The shared `gpuDeviceClasses` of the rule evaluating the request
+    /// (set by the runtime before the rule runs; `None`: the defaults).
+    gpu_device_classes: RefCell<Option<Rc<[Glob]>>>,
     /// [`Request::controller`] for those, once asked: the owner
     /// reference's index.
     controller: Cell<Option<Option<usize>>>,
@@ -294,7 +297,13 @@ impl<'a> Request<'a> {
                 None => Object::Raw(raw),
             };
         }
-        Ok(Request { header, exempt_images: RefCell::default(), trusted: RefCell::default(), controller: Cell::default() })
+        Ok(Request {
+            header,
+            exempt_images: RefCell::default(),
+            trusted: RefCell::default(),
+            gpu_device_classes: RefCell::default(),
+            controller: Cell::default(),
+        })
     }
 
     /// The same request with another object (an old object, or a mutated
@@ -327,13 +336,32 @@ impl<'a> Request<'a> {
                 Err(e) => return Err(explain(object, &e, "the object")),
             },
         };
-        Ok(Request { header, exempt_images: self.exempt_images.clone(), trusted: self.trusted.clone(), controller: Cell::default() })
+        Ok(Request {
+            header,
+            exempt_images: self.exempt_images.clone(),
+            trusted: self.trusted.clone(),
+            gpu_device_classes: self.gpu_device_classes.clone(),
+            controller: Cell::default(),
+        })
     }
 
     /// Sets the images whose containers the rule about to run leaves alone
     /// (the shared `exemptImages`).
     pub fn set_exempt_images(&self, images: Option<Rc<[Glob]>>) {
         *self.exempt_images.borrow_mut() = images;
+    }
+
+    /// Sets the DRA device classes whose devices are GPUs for the rule
+    /// about to run (the shared `gpuDeviceClasses`; `None`: the defaults).
+    pub fn set_gpu_device_classes(&self, classes: Option<Rc<[Glob]>>) {
+        *self.gpu_device_classes.borrow_mut() = classes;
+    }
+
+    /// The shared `gpuDeviceClasses` set for the rule evaluating the
+    /// request, `None` for the defaults (`cluster::gpu` reads them:
+    /// `Request::gpu_classes`).
+    pub fn gpu_device_classes_set(&self) -> Option<Rc<[Glob]>> {
+        self.gpu_device_classes.borrow().clone()
     }
 
     /// Sets whom the rule about to run trusts as controllers (the shared

@@ -10,6 +10,7 @@
 //! | `podSelector` | `{}` | a label selector: the rule runs only on objects whose pods (as their templates make them) it selects |
 //! | `allowExistingViolations` | `true` | on UPDATE, a violation the old object already had does not block the update |
 //! | `trustedControllers` | the upstream controllers ([`crate::model::trust`]) | who may submit an object as made by the controller its owner reference names |
+//! | `gpuDeviceClasses` | `gpu.nvidia.com`, `mig.nvidia.com` ([`crate::cluster::gpu::DEFAULT_GPU_DEVICE_CLASSES`]) | the DRA device classes whose devices are GPUs, for every rule that asks whether a pod holds GPUs |
 //!
 //! `objectSelector` is the webhook's: matched as the API server matches a
 //! webhook's `objectSelector` (`k8s.io/apiserver` `MatchObjectSelector`),
@@ -43,6 +44,7 @@ use serde_json::{Map, Value};
 
 use crate::base::glob::{Glob, any_match, non_empty_patterns};
 use crate::base::rule_settings::SettingsError;
+use crate::cluster::gpu::{default_gpu_device_classes, validate_gpu_device_classes};
 use crate::model::label_selector::LabelSelector;
 use crate::model::labels::pods_selected;
 use crate::model::request::{Operation, Request};
@@ -94,7 +96,7 @@ impl Exemptions {
 }
 
 /// The keys every rule shares.
-pub const SHARED_KEYS: [&str; 10] = [
+pub const SHARED_KEYS: [&str; 11] = [
     "mode",
     "auditNamespaces",
     "exemptNamespaces",
@@ -105,6 +107,7 @@ pub const SHARED_KEYS: [&str; 10] = [
     "podSelector",
     "allowExistingViolations",
     "trustedControllers",
+    "gpuDeviceClasses",
 ];
 
 /// The shared settings' values.
@@ -124,6 +127,9 @@ pub struct Shared {
     pub allow_existing_violations: bool,
     /// `trustedControllers`.
     pub trusted_controllers: TrustedControllers,
+    /// `gpuDeviceClasses`: the DRA device classes whose devices are GPUs
+    /// (`cluster::gpu`).
+    pub gpu_device_classes: Rc<[Glob]>,
 }
 
 impl Default for Shared {
@@ -136,6 +142,7 @@ impl Default for Shared {
             pod_selector: LabelSelector::default(),
             allow_existing_violations: true,
             trusted_controllers: TrustedControllers::Defaults,
+            gpu_device_classes: Rc::from(default_gpu_device_classes()),
         }
     }
 }
@@ -163,6 +170,9 @@ impl Shared {
             "podSelector" => self.pod_selector = or_default(d)?,
             "allowExistingViolations" => self.allow_existing_violations = Option::<bool>::deserialize(d)?.unwrap_or(true),
             "trustedControllers" => self.trusted_controllers = or_default(d)?,
+            "gpuDeviceClasses" => {
+                self.gpu_device_classes = Rc::from(Option::<Vec<Glob>>::deserialize(d)?.unwrap_or_else(default_gpu_device_classes));
+            }
             _ => return Err(de::Error::custom(format_args!("`{key}` is not a shared setting"))),
         }
         Ok(())
@@ -191,7 +201,8 @@ impl Shared {
         }
         self.object_selector.validate("objectSelector")?;
         self.pod_selector.validate("podSelector")?;
-        self.trusted_controllers.validate("trustedControllers")
+        self.trusted_controllers.validate("trustedControllers")?;
+        validate_gpu_device_classes("gpuDeviceClasses", &self.gpu_device_classes)
     }
 
     /// Adds the shared keys to a settings object.
@@ -211,6 +222,7 @@ impl Shared {
             "trustedControllers".into(),
             serde_json::to_value(&self.trusted_controllers).unwrap_or_else(|_| Value::Array(Vec::new())),
         );
+        map.insert("gpuDeviceClasses".into(), globs(&self.gpu_device_classes));
     }
 
     /// The mode for `req`: `audit` in an audit namespace, else `mode`.
