@@ -20,7 +20,8 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::cluster::gpu::describe_counts;
+use aigov_sdk::cluster::gpu::{ClaimError, ClaimLookup, describe_counts};
+use aigov_sdk::cluster::{NOT_CHECKED, OFFLINE};
 use aigov_sdk::decode::explain::decode_model;
 use aigov_sdk::decode::json;
 use aigov_sdk::model::scheduling::label_demand;
@@ -36,6 +37,14 @@ pub struct DistributedTraining;
 struct Worker<'w, 'a> {
     t: &'w PodTemplate<'a>,
     gpus: GpuCounts,
+    /// GPU devices its pods claim through DRA, by the device classes a
+    /// claim may be given (`` `gpu.nvidia.com` ``, or the alternatives of
+    /// `firstAvailable`): devices per pod, `None` for `allocationMode:
+    /// All`.
+    claimed: BTreeMap<String, Option<u64>>,
+    /// Its claims could not be read: its GPUs are unknown, and it is not
+    /// compared.
+    unknown: bool,
     rdma: GpuCounts,
     efa: GpuCounts,
     /// `NCCL_*` of its GPU containers: literal value, or `None` from a
@@ -46,7 +55,7 @@ struct Worker<'w, 'a> {
 impl Policy for DistributedTraining {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, s: &Settings, _cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, s: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut v = Verdict::accept();
         let Some(w) = req.workload() else { return Ok(v) };
         if let Some(k) = &w.kubeflow
@@ -59,12 +68,22 @@ impl Policy for DistributedTraining {
         }
         let rdma = GpuResources(s.rdma_resource_names.clone());
         let efa = GpuResources(s.efa_resource_names.clone());
+        let classes = req.gpu_classes();
         let mut workers = Vec::new();
         for t in w.training_workers() {
             let gpus = t.gpus_per_pod(&s.gpu_resource_names)?;
-            workers.push(Worker { t, rdma: t.gpus_per_pod(&rdma)?, efa: t.gpus_per_pod(&efa)?, nccl: nccl_env(t, s)?, gpus });
+            let (claimed, unknown) = claimed(w, t, req.object_namespace(), cluster, &classes, &mut v)?;
+            workers.push(Worker {
+                t,
+                rdma: t.gpus_per_pod(&rdma)?,
+                efa: t.gpus_per_pod(&efa)?,
+                nccl: nccl_env(t, s)?,
+                gpus,
+                claimed,
+                unknown,
+            });
         }
-        let gpu_workers: Vec<&Worker<'_, '_>> = workers.iter().filter(|x| !x.gpus.is_empty()).collect();
+        let gpu_workers: Vec<&Worker<'_, '_>> = workers.iter().filter(|x| x.holds_gpus()).collect();
         if gpu_workers.is_empty() {
             return Ok(v);
         }
@@ -74,7 +93,7 @@ impl Policy for DistributedTraining {
         let collective = Collective::of(req, w)?;
         let members: Vec<&Worker<'_, '_>> = workers.iter().filter(|x| collective.includes(x.t)).collect();
         check_gpus(&members, w.kubeflow.is_some(), &job, &mut v);
-        let gpu_members: Vec<&Worker<'_, '_>> = members.iter().copied().filter(|x| !x.gpus.is_empty()).collect();
+        let gpu_members: Vec<&Worker<'_, '_>> = members.iter().copied().filter(|x| x.holds_gpus()).collect();
         check_products(&gpu_members, s, &job, &mut v);
         check_network(&gpu_members, "RDMA", |x| &x.rdma, &job, &mut v);
         check_network(&gpu_members, "EFA", |x| &x.efa, &job, &mut v);
@@ -187,34 +206,106 @@ fn go_flag<'s>(args: &'s [Str<'_>], name: &str) -> Option<&'s str> {
     found
 }
 
+impl Worker<'_, '_> {
+    /// Whether its pods hold GPUs: resources, or devices of GPU classes
+    /// claimed through DRA.
+    fn holds_gpus(&self) -> bool {
+        !self.gpus.is_empty() || !self.claimed.is_empty()
+    }
+
+    /// `4 `nvidia.com/gpu``, `2 devices of class `gpu.nvidia.com``.
+    fn describe_gpus(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.gpus.is_empty() {
+            parts.push(describe_counts(&self.gpus));
+        }
+        for (classes, n) in &self.claimed {
+            parts.push(match n {
+                Some(1) => format!("1 device of class {classes}"),
+                Some(n) => format!("{n} devices of class {classes}"),
+                None => format!("every device of class {classes} on its node"),
+            });
+        }
+        parts.join(" and ")
+    }
+
+    /// GPUs per pod, when every one is counted (not `allocationMode: All`).
+    fn units(&self) -> Option<u64> {
+        let claimed = self.claimed.values().try_fold(0u64, |a, n| n.map(|n| a.saturating_add(n)))?;
+        Some(self.gpus.values().fold(claimed, |a, g| a.saturating_add(*g)))
+    }
+}
+
+/// The GPU devices template `t`'s pods claim through DRA (its
+/// ResourceClaims and ResourceClaimTemplates read in `ns`, devices of the
+/// shared `gpuDeviceClasses`), by the classes a claim may be given; and
+/// whether they could not be read (a failed lookup, a template not
+/// created yet: a warning says the worker is not compared).
+fn claimed(
+    w: &Workload<'_>,
+    t: &PodTemplate<'_>,
+    ns: &str,
+    cluster: &dyn Cluster,
+    classes: &[Glob],
+    v: &mut Verdict,
+) -> Result<(BTreeMap<String, Option<u64>>, bool), Malformed> {
+    let mut out: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    let claims = t.spec_path().key("resourceClaims");
+    let why = match t.claimed_gpus(ns, cluster, ClaimLookup::shared(classes)) {
+        Ok(found) => {
+            for c in found {
+                let key = c.classes.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ");
+                let e = out.entry(key).or_insert(Some(0));
+                *e = match (*e, c.devices) {
+                    (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                    _ => None,
+                };
+            }
+            return Ok((out, false));
+        }
+        Err(ClaimError::Malformed(e)) => return Err(e),
+        Err(ClaimError::TemplatePending(name, _)) => {
+            format!("ResourceClaimTemplate `{name}`, which `{claims}` names, does not exist in namespace `{ns}` yet")
+        }
+        Err(ClaimError::Lookup(e)) => format!("the resource claims of `{claims}` could not be read ({})", e.first_line()),
+    };
+    let what = format!("{why}, so the GPUs of {} of {} are unknown and not compared with the other workers'", t.describe(), w.describe());
+    if what.contains(OFFLINE) {
+        v.warn(format!("{NOT_CHECKED}{}", what.replace(&format!(" ({OFFLINE})"), "")));
+    } else {
+        v.warn(what);
+    }
+    Ok((out, true))
+}
+
 /// Every member requests the same GPUs per pod as the first GPU member;
 /// `precise` (Kubeflow, whose worker replica types all join the
 /// collective): a member without GPUs beside GPU members is a mismatch too.
 fn check_gpus(members: &[&Worker<'_, '_>], precise: bool, job: &str, v: &mut Verdict) {
-    let Some(first) = members.iter().find(|x| !x.gpus.is_empty()) else { return };
+    let Some(first) = members.iter().find(|x| x.holds_gpus() && !x.unknown) else { return };
     for x in members {
-        if std::ptr::eq(*x, *first) {
+        if std::ptr::eq(*x, *first) || x.unknown {
             continue;
         }
-        if x.gpus.is_empty() {
+        if !x.holds_gpus() {
             if precise {
                 v.violation(format!(
                     "{} of {job} requests no GPU, but {} requests {} per pod: every worker joins the same collective, so give `{}` the same GPUs",
                     x.t.describe(),
                     first.t.describe(),
-                    describe_counts(&first.gpus),
+                    first.describe_gpus(),
                     x.t.spec_path()
                 ));
             }
             continue;
         }
-        if x.gpus != first.gpus {
+        if x.gpus != first.gpus || x.claimed != first.claimed {
             v.violation(format!(
                 "{} of {job} requests {} per pod, but {} requests {}: the workers of one collective must be alike (it runs at the pace of the smallest, and ranks are assigned per GPU), so give `{}` the same GPUs",
                 x.t.describe(),
-                describe_counts(&x.gpus),
+                x.describe_gpus(),
                 first.t.describe(),
-                describe_counts(&first.gpus),
+                first.describe_gpus(),
                 x.t.spec_path()
             ));
         }
@@ -425,13 +516,13 @@ fn check_processes_per_pod(w: &aigov_sdk::Workload<'_>, workers: &[&Worker<'_, '
     let Some((n, path, why)) = setting else { return };
     let mut seen = Vec::new();
     for x in workers {
-        let units: u64 = x.gpus.values().fold(0, |a, g| a.saturating_add(*g));
+        let Some(units) = x.units().filter(|_| !x.unknown) else { continue };
         if units != n && !seen.contains(&units) {
             seen.push(units);
             v.violation(format!(
                 "`{path}` is {n}, but {} requests {} per pod and {why}, one per GPU: set it to {units}",
                 x.t.describe(),
-                describe_counts(&x.gpus)
+                x.describe_gpus()
             ));
         }
     }

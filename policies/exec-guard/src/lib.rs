@@ -59,7 +59,7 @@ impl Policy for ExecGuard {
 
         let finding = match settings.allowance(&user.username, &user.groups) {
             Some(allowance) => Finding::Allowed(allowance),
-            None if settings.allow_non_gpu_pods => check_pod(cluster, namespace, pod, settings),
+            None if settings.allow_non_gpu_pods => check_pod(cluster, namespace, pod, settings, &req.gpu_classes()),
             None => Finding::Reserved,
         };
 
@@ -181,7 +181,7 @@ enum Finding<'s> {
 /// is an `Unchecked` finding, which denies: a rule that cannot see the pod
 /// must not guess that it holds no GPU (unless `onLookupError: allow` says
 /// a failed lookup admits).
-fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings) -> Finding<'s> {
+fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings, classes: &[Glob]) -> Finding<'s> {
     let json = match cluster.get_resource("v1", "Pod", pod, Some(namespace)) {
         Ok(json) => json,
         Err(e) => return lookup_failed(&e, s),
@@ -205,7 +205,7 @@ fn check_pod<'s>(cluster: &dyn Cluster, namespace: &str, pod: &str, s: &Settings
         let claimed = requests.iter().map(|r| r.total()).fold(0, u64::saturating_add);
         held = held.saturating_add(if per_pod > 0 { per_pod } else { claimed });
         resources.extend(requests.into_iter().flat_map(|r| r.resources.into_iter().map(|(name, _)| name)));
-        match template.claimed_gpus(namespace, cluster, s.resource_claims.lookup()) {
+        match template.claimed_gpus(namespace, cluster, s.resource_claims.lookup(classes)) {
             Ok(claims) => {
                 for c in claims {
                     // `allocationMode: All` takes every GPU on the node: at least one.

@@ -27,11 +27,12 @@ pub struct Settings {
     pub guard_port_forward: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// GPUs claimed through Dynamic Resource Allocation: the pod's
-    /// ResourceClaims and ResourceClaimTemplates are looked up, and devices
-    /// of `gpuDeviceClasses` count as GPUs. Default on: the rule already
-    /// reads the pod.
-    pub resource_claims: ResolvedClaims,
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
+    pub resource_claims: ResourceClaims,
     /// What a failed lookup (forbidden, unavailable) does: `deny` (default)
     /// or `allow`. A pod that does not exist is always denied.
     pub on_lookup_error: OnLookupError,
@@ -45,7 +46,7 @@ impl Default for Settings {
             allow_non_gpu_pods: true,
             guard_port_forward: false,
             gpu_resource_names: GpuResources::default(),
-            resource_claims: ResolvedClaims::default(),
+            resource_claims: ResourceClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }

@@ -57,7 +57,7 @@ impl Policy for GpuAccess {
             // Containers whose image `exemptImages` lists hold no GPU here.
             let exempt = ExemptGpus::of(holder, req, &settings.gpu_resource_names)?;
             let gpus = holder.gpu_use_counted(
-                settings.gpu_sources(),
+                settings.gpu_sources(&req.gpu_classes()),
                 &exempt,
                 namespace.name(),
                 cluster,

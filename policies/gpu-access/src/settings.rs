@@ -44,12 +44,12 @@ pub struct Settings {
     pub visible_devices: VisibleDevices,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// GPUs claimed through Dynamic Resource Allocation: the pod's
-    /// ResourceClaims and ResourceClaimTemplates are read (on by default),
-    /// and devices of `gpuDeviceClasses` count as GPUs, so a pod that gets
-    /// its GPU through `spec.resourceClaims` is held to the same service
-    /// accounts and node selection.
-    pub resource_claims: ResolvedClaims,
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
+    pub resource_claims: ResourceClaims,
     /// What a failed lookup (the Namespace, a resource claim) does: `deny`
     /// (default) or `allow`.
     pub on_lookup_error: OnLookupError,
@@ -77,7 +77,7 @@ impl Default for Settings {
             check_daemon_sets: false,
             visible_devices: VisibleDevices::default(),
             gpu_resource_names: GpuResources::default(),
-            resource_claims: ResolvedClaims::default(),
+            resource_claims: ResourceClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -203,10 +203,10 @@ impl RuleSettings for Settings {
 
 impl Settings {
     /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
-    pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
+    pub fn gpu_sources<'s>(&'s self, classes: &'s [Glob]) -> aigov_sdk::cluster::gpu::GpuSources<'s> {
         aigov_sdk::cluster::gpu::GpuSources {
             resources: &self.gpu_resource_names,
-            claims: self.resource_claims.lookup(),
+            claims: self.resource_claims.lookup(classes),
             on_lookup_error: self.on_lookup_error,
         }
     }

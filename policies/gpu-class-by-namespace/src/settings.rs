@@ -25,11 +25,12 @@ pub struct Settings {
     pub product_label: String,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// GPUs claimed through Dynamic Resource Allocation: the pod's
-    /// ResourceClaims and ResourceClaimTemplates are read (on by default),
-    /// and a pod whose claims bring GPU devices is held to the same
-    /// products.
-    pub resource_claims: ResolvedClaims,
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
+    pub resource_claims: ResourceClaims,
     /// The GPU product each DRA device class gives, where a class stands
     /// for one product (`h100.nvidia.com: NVIDIA-H100-80GB-HBM3`): a claim
     /// of such a class is checked as a node selector naming that product
@@ -103,7 +104,7 @@ impl Default for Settings {
             }],
             product_label: GFD_PRODUCT_LABEL.into(),
             gpu_resource_names: GpuResources::default(),
-            resource_claims: ResolvedClaims::default(),
+            resource_claims: ResourceClaims::default(),
             device_class_products: BTreeMap::new(),
             device_classes: Vec::new(),
             admin_access: None,
@@ -242,10 +243,10 @@ fn device_class_pattern(g: &Glob) -> Result<(), String> {
 
 impl Settings {
     /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
-    pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
+    pub fn gpu_sources<'s>(&'s self, classes: &'s [Glob]) -> aigov_sdk::cluster::gpu::GpuSources<'s> {
         aigov_sdk::cluster::gpu::GpuSources {
             resources: &self.gpu_resource_names,
-            claims: self.resource_claims.lookup(),
+            claims: self.resource_claims.lookup(classes),
             on_lookup_error: self.on_lookup_error,
         }
     }

@@ -37,15 +37,17 @@ impl Policy for GpuQuota {
 
     fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
+        let classes = req.gpu_classes();
+        let classes = settings.resource_claims.classes(&classes);
         if let Some(change) = ScaleChange::of(req)? {
-            check_scale(&change, req.object_namespace(), settings, cluster, &mut verdict)?;
+            check_scale(&change, req.object_namespace(), settings, classes, cluster, &mut verdict)?;
             return Ok(verdict);
         }
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
         let namespace = req.object_namespace();
-        let Some((caps, gpus)) = check_at_full_scale(workload, namespace, settings, cluster, &mut verdict)? else {
+        let Some((caps, gpus)) = check_at_full_scale(workload, namespace, settings, classes, cluster, &mut verdict)? else {
             return Ok(verdict);
         };
         // Only a new Pod adds GPUs to its namespace: a Pod's extended
@@ -55,7 +57,7 @@ impl Policy for GpuQuota {
             && req.operation() == Operation::Create
             && let Some((_, own)) = gpus.first()
         {
-            check_namespace(workload, own, &caps, namespace, settings, cluster, &mut verdict)?;
+            check_namespace(workload, own, &caps, namespace, settings, classes, cluster, &mut verdict)?;
         }
         Ok(verdict)
     }
@@ -69,6 +71,7 @@ fn check_at_full_scale<'w, 'a>(
     w: &'w Workload<'a>,
     namespace: &str,
     s: &Settings,
+    classes: &[Glob],
     cluster: &dyn Cluster,
     v: &mut Verdict,
 ) -> Result<Option<(Caps, Vec<(&'w PodTemplate<'a>, GpuCounts)>)>, Malformed> {
@@ -76,10 +79,10 @@ fn check_at_full_scale<'w, 'a>(
     let mut claimed = Claimed::default();
     for t in w.templates() {
         let mut per_pod = t.gpus_per_pod(&s.gpu_resource_names)?;
-        if s.resource_claims.resolve && !t.spec.resource_claims.is_empty() {
+        if s.resource_claims.resolves() && !t.spec.resource_claims.is_empty() {
             let needed_for = (", so the GPUs they bring cannot be counted", "; admitted");
             for c in t.claim_specs_or_report(namespace, cluster, s.on_lookup_error, needed_for, v)?.unwrap_or_default() {
-                let counts = claimed.add(t, &c, s, v);
+                let counts = claimed.add(t, &c, s, classes, v);
                 if c.per_pod() {
                     add_counts(&mut per_pod, &counts);
                 } else if !claimed.shared.iter().any(|(name, _)| *name == c.object) {
@@ -150,9 +153,9 @@ impl Claimed {
     /// The GPUs one claim brings, per resource name; what cannot be counted
     /// is kept for [`Claimed::report`], a GPU class no entry of
     /// `deviceClassResources` maps is a warning.
-    fn add(&mut self, t: &PodTemplate<'_>, c: &PodClaim, s: &Settings, v: &mut Verdict) -> GpuCounts {
+    fn add(&mut self, t: &PodTemplate<'_>, c: &PodClaim, s: &Settings, classes: &[Glob], v: &mut Verdict) -> GpuCounts {
         let field = t.spec_path().key("resourceClaims").index(c.index);
-        let (counts, problems, unmapped) = spec_gpus(&c.spec, s);
+        let (counts, problems, unmapped) = spec_gpus(&c.spec, s, classes);
         for (class, why) in problems {
             self.problems.push(Uncounted { field: field.clone(), source: c.source(), class, why });
         }
@@ -200,7 +203,7 @@ fn capped_family(limits: &Limits, prefix: &str) -> bool {
 /// The GPUs a claim spec brings, per resource name (for each request the
 /// largest of its alternatives, any of which may be allocated); the
 /// requests that cannot be counted, by class; the GPU classes not mapped.
-fn spec_gpus(spec: &ClaimSpec, s: &Settings) -> (GpuCounts, Vec<(String, Why)>, Vec<String>) {
+fn spec_gpus(spec: &ClaimSpec, s: &Settings, classes: &[Glob]) -> (GpuCounts, Vec<(String, Why)>, Vec<String>) {
     let mut total = GpuCounts::new();
     let mut problems = Vec::new();
     let mut unmapped: Vec<String> = Vec::new();
@@ -208,7 +211,7 @@ fn spec_gpus(spec: &ClaimSpec, s: &Settings) -> (GpuCounts, Vec<(String, Why)>, 
         let mut best = GpuCounts::new();
         for c in &r.choices {
             let class = c.device_class.as_str();
-            if !s.resource_claims.gpu_device_classes.iter().any(|g| g.matches(class)) {
+            if !classes.iter().any(|g| g.matches(class)) {
                 continue;
             }
             let Some(resource) = s.device_class_resources.get(class) else {
@@ -246,7 +249,14 @@ fn spec_gpus(spec: &ClaimSpec, s: &Settings) -> (GpuCounts, Vec<(String, Why)>, 
 /// `kubectl scale` (or an autoscaler) raising a workload's replicas: the
 /// workload is looked up and judged at its new scale, as if it had been
 /// submitted with that `spec.replicas`. Lowering them is always admitted.
-fn check_scale(change: &ScaleChange, namespace: &str, s: &Settings, cluster: &dyn Cluster, v: &mut Verdict) -> Result<(), Malformed> {
+fn check_scale(
+    change: &ScaleChange,
+    namespace: &str,
+    s: &Settings,
+    classes: &[Glob],
+    cluster: &dyn Cluster,
+    v: &mut Verdict,
+) -> Result<(), Malformed> {
     if change.scales_down() {
         return Ok(());
     }
@@ -266,7 +276,7 @@ fn check_scale(change: &ScaleChange, namespace: &str, s: &Settings, cluster: &dy
         }
     };
     match Workload::parse(change.kind, &json) {
-        Ok(w) => check_at_full_scale(&w, namespace, s, cluster, v).map(|_| ()),
+        Ok(w) => check_at_full_scale(&w, namespace, s, classes, cluster, v).map(|_| ()),
         Err(e) => {
             lookup_failed(v, s, what(&e.0));
             Ok(())
@@ -497,7 +507,7 @@ fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<Str
 /// the claims it made for a pod once the pod is done), those being deleted
 /// as `countTerminatingPods` says. A namespace where the API serves no
 /// ResourceClaims (a 404) holds none.
-fn held_by_claims(ns: &str, s: &Settings, cluster: &dyn Cluster) -> Result<BTreeMap<String, Vec<(String, u64)>>, String> {
+fn held_by_claims(ns: &str, s: &Settings, classes: &[Glob], cluster: &dyn Cluster) -> Result<BTreeMap<String, Vec<(String, u64)>>, String> {
     let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
     let list = match cluster.list_resources_by_namespace(DRA_API_VERSION, "ResourceClaim", ns, None, None) {
         Ok(list) => list,
@@ -511,7 +521,7 @@ fn held_by_claims(ns: &str, s: &Settings, cluster: &dyn Cluster) -> Result<BTree
         }
         let name = format!("ResourceClaim/{}", meta.display_name());
         let spec = ClaimSpec::of_claim(item, &name).map_err(|e| e.0)?;
-        for (resource, n) in spec_gpus(&spec, s).0 {
+        for (resource, n) in spec_gpus(&spec, s, classes).0 {
             out.entry(resource).or_default().push((name.clone(), n));
         }
     }
@@ -533,12 +543,14 @@ fn holders(pods: &[(String, u64)]) -> String {
 /// Per namespace, for new Pods: the pod's GPUs plus those of the
 /// namespace's unfinished pods, within the namespace cap of each resource
 /// name.
+#[allow(clippy::too_many_arguments)]
 fn check_namespace(
     w: &Workload<'_>,
     own: &GpuCounts,
     caps: &Caps,
     ns: &str,
     s: &Settings,
+    classes: &[Glob],
     cluster: &dyn Cluster,
     v: &mut Verdict,
 ) -> Result<(), Malformed> {
@@ -573,8 +585,8 @@ fn check_namespace(
         }
     };
     let mut claims_hold = false;
-    if s.resource_claims.resolve && claims_used {
-        match held_by_claims(ns, s, cluster) {
+    if s.resource_claims.resolves() && claims_used {
+        match held_by_claims(ns, s, classes, cluster) {
             Ok(by_claims) => {
                 for (name, holders) in by_claims {
                     claims_hold = true;

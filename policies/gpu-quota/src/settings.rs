@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use aigov_sdk::LabelSelector;
-use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::base::glob::{self, non_empty_patterns};
 use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -34,12 +34,12 @@ pub struct Settings {
     pub count_terminating_pods: bool,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// GPUs claimed through Dynamic Resource Allocation: the pods'
-    /// ResourceClaims and ResourceClaimTemplates, and the namespace's
-    /// ResourceClaims, are read (on by default, as the rule's other
-    /// lookups), and devices of `gpuDeviceClasses` count as the resource
-    /// `deviceClassResources` maps their class to.
-    pub resource_claims: ResolvedClaims,
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
+    pub resource_claims: ResourceClaims,
     /// The GPU resource name the devices of each DRA device class count as
     /// (`gpu.nvidia.com: nvidia.com/gpu`); a `*` in the name stands for the
     /// MIG profile the request's selector pins
@@ -65,8 +65,13 @@ impl Default for Settings {
             overrides: Vec::new(),
             count_terminating_pods: true,
             gpu_resource_names: GpuResources::default(),
-            resource_claims: ResolvedClaims::default(),
-            device_class_resources: [("gpu.nvidia.com".to_string(), "nvidia.com/gpu".to_string())].into_iter().collect(),
+            resource_claims: ResourceClaims::default(),
+            device_class_resources: [
+                ("gpu.nvidia.com".to_string(), "nvidia.com/gpu".to_string()),
+                ("mig.nvidia.com".to_string(), "nvidia.com/mig-*".to_string()),
+            ]
+            .into_iter()
+            .collect(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -169,14 +174,6 @@ impl RuleSettings for Settings {
         self.resource_claims.validate("resourceClaims")?;
         for (class, resource) in &self.device_class_resources {
             let at = format!("deviceClassResources.{class}");
-            if !self.resource_claims.gpu_device_classes.iter().any(|g| g.matches(class)) {
-                return Err(SettingsError::new(
-                    at,
-                    format!(
-                        "`{class}` is not a GPU device class under `resourceClaims.gpuDeviceClasses`, so its devices would never be counted: add it there, or remove this entry"
-                    ),
-                ));
-            }
             if resource.matches('*').count() > 1 || resource.contains('?') || !resource.contains('/') {
                 return Err(SettingsError::new(
                     at,
@@ -192,11 +189,31 @@ impl RuleSettings for Settings {
                 ));
             }
         }
-        for (i, g) in self.resource_claims.gpu_device_classes.iter().enumerate() {
-            let literal = !g.as_str().contains(['*', '?']);
-            if literal && !self.device_class_resources.contains_key(g.as_str()) {
+        Ok(())
+    }
+
+    /// `deviceClassResources` maps GPU device classes (the shared
+    /// `gpuDeviceClasses`, or the deprecated `resourceClaims.gpuDeviceClasses`
+    /// when written), and every class named there is mapped.
+    fn validate_gpu_classes(&self, shared: &[&str]) -> Result<(), SettingsError> {
+        let own: Option<Vec<&str>> = self.resource_claims.gpu_device_classes.as_ref().map(|c| c.iter().map(Glob::as_str).collect());
+        let key = if own.is_some() { "resourceClaims.gpuDeviceClasses" } else { "gpuDeviceClasses" };
+        let classes = own.as_deref().unwrap_or(shared);
+        for class in self.device_class_resources.keys() {
+            if !classes.iter().any(|g| glob::matches(g, class)) {
                 return Err(SettingsError::new(
-                    format!("resourceClaims.gpuDeviceClasses[{i}]"),
+                    format!("deviceClassResources.{class}"),
+                    format!(
+                        "`{class}` is not a GPU device class under `{key}`, so its devices would never be counted: add it there, or remove this entry"
+                    ),
+                ));
+            }
+        }
+        for (i, g) in classes.iter().enumerate() {
+            let literal = !g.contains(['*', '?']);
+            if literal && !self.device_class_resources.contains_key(*g) {
+                return Err(SettingsError::new(
+                    format!("{key}[{i}]"),
                     format!(
                         "`{g}` has no entry in `deviceClassResources`, so its devices would be found but never counted: map it to the GPU resource name its devices count as"
                     ),
@@ -265,11 +282,17 @@ mod tests {
                 .starts_with("setting `overrides[0].gpuLimits`: unknown setting")
         );
         assert!(
-            refused::<Settings>(r#"{"resourceClaims":{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com"]}}"#)
-                .starts_with("setting `resourceClaims.gpuDeviceClasses[1]`: `mig.nvidia.com` has no entry in `deviceClassResources`")
+            refused::<Settings>(r#"{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com","gpu.amd.com"]}"#)
+                .starts_with("setting `gpuDeviceClasses[2]`: `gpu.amd.com` has no entry in `deviceClassResources`")
         );
         assert!(
-            refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"nvidia.com/gpu","tpu.example.com":"example.com/tpu"}}"#)
+            refused::<Settings>(r#"{"resourceClaims":{"gpuDeviceClasses":["gpu.nvidia.com"]}}"#).starts_with(
+                "setting `deviceClassResources.mig.nvidia.com`: `mig.nvidia.com` is not a GPU device class under `resourceClaims.gpuDeviceClasses`"
+            ),
+            "the deprecated key still replaces the shared one"
+        );
+        assert!(
+            refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"nvidia.com/gpu","mig.nvidia.com":"nvidia.com/mig-*","tpu.example.com":"nvidia.com/gpu"}}"#)
                 .starts_with("setting `deviceClassResources.tpu.example.com`: `tpu.example.com` is not a GPU device class")
         );
         assert!(
@@ -282,6 +305,8 @@ mod tests {
         let s = accepted::<Settings>(
             r#"{"resourceClaims":{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com"]},"deviceClassResources":{"gpu.nvidia.com":"nvidia.com/gpu","mig.nvidia.com":"nvidia.com/mig-*"}}"#,
         );
-        assert!(s.resource_claims.resolve, "writing only `gpuDeviceClasses` keeps resolving");
+        assert!(s.resource_claims.resolves(), "writing only `gpuDeviceClasses` keeps resolving");
+        let s = accepted::<Settings>(r#"{"resourceClaims":{"resolve":false}}"#);
+        assert!(!s.resource_claims.resolves(), "the deprecated switch is still honoured");
     }
 }

@@ -40,7 +40,7 @@ impl Policy for GpuRuntimeClass {
             // as in Gatekeeper's `K8sRequiredGpuRuntimeClass`.
             let exempt = ExemptGpus::of(template, req, &settings.gpu_resource_names)?;
             let gpus = exempt.requests(template.gpu_requests(&settings.gpu_resource_names)?);
-            let claims = claims(template, &exempt, namespace, cluster, settings, &mut verdict)?;
+            let claims = claims(template, &exempt, namespace, cluster, settings, &req.gpu_classes(), &mut verdict)?;
             if template.is_partial() {
                 if !gpus.is_empty() || !claims.is_empty() {
                     // Tolerations an override of the trainer's pods writes
@@ -186,10 +186,11 @@ fn claims(
     ns: &str,
     cluster: &dyn Cluster,
     s: &Settings,
+    classes: &[Glob],
     v: &mut Verdict,
 ) -> Result<Vec<(String, String)>, Malformed> {
     let needed_for = (", so their GPUs cannot be checked", "; admitted");
-    t.claimed_classes_counted(exempt, ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)
+    t.claimed_classes_counted(exempt, ns, cluster, s.resource_claims.lookup(classes), s.on_lookup_error, needed_for, v)
 }
 
 /// Whether the template's runtime class was refused.

@@ -46,7 +46,7 @@ impl Policy for GpuRuntimeDefaults {
             // as for `gpu-runtime-class`, which reads the same settings.
             let exempt = ExemptGpus::of(t, req, &s.gpu_resource_names)?;
             let gpus = exempt.requests(t.gpu_requests(&s.gpu_resource_names)?);
-            let claims = claims(t, &exempt, namespace, cluster, s, &mut v)?;
+            let claims = claims(t, &exempt, namespace, cluster, s, &req.gpu_classes(), &mut v)?;
             if gpus.is_empty() && claims.is_empty() {
                 continue;
             }
@@ -144,10 +144,11 @@ fn claims(
     ns: &str,
     cluster: &dyn Cluster,
     s: &Settings,
+    classes: &[Glob],
     v: &mut Verdict,
 ) -> Result<Vec<(String, String)>, Malformed> {
     let needed_for = (", so the rule cannot tell which GPU defaults the pod needs", "; admitted without GPU defaults for them");
-    t.claimed_classes_counted(exempt, ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)
+    t.claimed_classes_counted(exempt, ns, cluster, s.resource_claims.lookup(classes), s.on_lookup_error, needed_for, v)
 }
 
 aigov_sdk::export_policy!(GpuRuntimeDefaults);

@@ -35,7 +35,7 @@ impl Policy for IdleGpuPods {
         };
         let namespace = req.object_namespace();
         for template in workload.templates() {
-            let claimed = claimed(template, namespace, cluster, settings, &mut verdict)?;
+            let claimed = claimed(template, namespace, cluster, settings, &req.gpu_classes(), &mut verdict)?;
             let mut holders = Vec::new();
             for c in template.containers() {
                 let gpus = template.container_gpus(&c, &settings.gpu_resource_names)?;
@@ -173,9 +173,16 @@ fn check_job_deadline(t: &PodTemplate<'_>, job: &JobDeadline, max: u64, v: &mut 
 /// The names of the template's pod-level claims that bring GPUs (with
 /// `resourceClaims.resolve`); a failed lookup denies or warns, as
 /// `onLookupError` says.
-fn claimed(t: &PodTemplate<'_>, ns: &str, cluster: &dyn Cluster, s: &Settings, v: &mut Verdict) -> Result<Vec<String>, Malformed> {
+fn claimed(
+    t: &PodTemplate<'_>,
+    ns: &str,
+    cluster: &dyn Cluster,
+    s: &Settings,
+    classes: &[Glob],
+    v: &mut Verdict,
+) -> Result<Vec<String>, Malformed> {
     let needed_for = (", so whether its GPUs sit idle cannot be checked", "; admitted");
-    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(), s.on_lookup_error, needed_for, v)?;
+    let found = t.claimed_gpus_or_report(ns, cluster, s.resource_claims.lookup(classes), s.on_lookup_error, needed_for, v)?;
     Ok(found.into_iter().map(|c| c.claim).collect())
 }
 

@@ -59,8 +59,11 @@ pub struct Settings {
     /// `activeDeadlineSeconds` or their pod template's, at most that.
     /// Default `false`: bare Pods only.
     pub require_job_deadline: bool,
-    /// GPUs claimed through Dynamic Resource Allocation. Default off: the
-    /// rule then reads nothing from the cluster.
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
     pub resource_claims: ResourceClaims,
     /// What a failed claim lookup does: `deny` (default) or `allow`.
     pub on_lookup_error: OnLookupError,

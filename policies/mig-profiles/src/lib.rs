@@ -45,11 +45,12 @@ impl Policy for MigProfiles {
         };
         let namespace = req.object_namespace();
         let gpus = nvidia();
+        let classes = req.gpu_classes();
         // The namespace's ResourceQuotas, listed once, when first needed.
         let mut quotas: Option<Result<Vec<Quota>, String>> = None;
         let mut lookup_reported = false;
         for t in workload.templates() {
-            let claims = if settings.resource_claims.resolve && !t.spec.resource_claims.is_empty() {
+            let claims = if settings.resource_claims.resolves() && !t.spec.resource_claims.is_empty() {
                 let needed_for = (", so the MIG profiles they bring cannot be checked", "; admitted");
                 t.claim_specs_or_report(namespace, cluster, settings.on_lookup_error, needed_for, &mut verdict)?.unwrap_or_default()
             } else {
@@ -69,7 +70,7 @@ impl Policy for MigProfiles {
                         None => held.wholes.push(format!("`{name}`")),
                     }
                 }
-                held.add_claims(&c, &claims, settings);
+                held.add_claims(&c, &claims, settings, &classes);
                 let path = t.container_path(&c);
                 if !held.unpinned.is_empty() && !all_allowed(settings, namespace) {
                     for u in &held.unpinned {
@@ -174,9 +175,9 @@ impl Held {
     /// The devices of the pod claims the container names (`resources.claims`,
     /// all of a claim's requests or the one it names): MIG classes by the
     /// profile `deviceClassProfiles` gives their class or their selectors
-    /// pin, whole-GPU classes (`resourceClaims.gpuDeviceClasses`) as whole
+    /// pin, the other GPU classes (the shared `gpuDeviceClasses`) as whole
     /// GPUs.
-    fn add_claims(&mut self, c: &ContainerRef<'_, '_>, claims: &[PodClaim], s: &Settings) {
+    fn add_claims(&mut self, c: &ContainerRef<'_, '_>, claims: &[PodClaim], s: &Settings, classes: &[Glob]) {
         for used in &c.container.resources.claims {
             let Some(claim) = claims.iter().find(|pc| pc.claim == *used.name) else { continue };
             let from = format!("resource claim `{}` ({})", claim.claim, claim.source());
@@ -196,7 +197,7 @@ impl Held {
                             pinned(&choice.selectors, "gpu.nvidia.com", "profile")
                         }
                         None => {
-                            if !alternative && s.resource_claims.gpu_device_classes.iter().any(|g| g.matches(class)) {
+                            if !alternative && s.resource_claims.classes(classes).iter().any(|g| g.matches(class)) {
                                 let whole = format!("devices of class `{class}` through {from}");
                                 if !self.wholes.contains(&whole) {
                                     self.wholes.push(whole);

@@ -37,12 +37,11 @@ pub struct Settings {
     /// Whether one container may request slices of more than one MIG
     /// profile. Default off.
     pub allow_multiple_profiles: bool,
-    /// MIG slices claimed through Dynamic Resource Allocation: with
-    /// `resolve`, the pods' ResourceClaims and ResourceClaimTemplates are
-    /// read, their MIG devices held to the same profiles, and devices of
-    /// `gpuDeviceClasses` count as whole GPUs. Default off: the rule then
-    /// reads nothing from the cluster (but ResourceQuotas with
-    /// `fromResourceQuota`).
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
     pub resource_claims: ResourceClaims,
     /// DRA device classes of MIG slices whose profile a request's selector
     /// pins (`device.attributes['gpu.nvidia.com'].profile == '1g.10gb'`, as
@@ -140,14 +139,6 @@ impl RuleSettings for Settings {
                 ));
             }
         }
-        for (i, g) in self.mig_device_classes.iter().enumerate() {
-            if self.resource_claims.gpu_device_classes.iter().any(|w| w.as_str() == g.as_str()) {
-                return Err(SettingsError::new(
-                    format!("migDeviceClasses[{i}]"),
-                    format!("`{g}` is also a whole-GPU class (`resourceClaims.gpuDeviceClasses`): a class is one or the other"),
-                ));
-            }
-        }
         Ok(())
     }
 }
@@ -199,10 +190,6 @@ mod tests {
         assert!(
             refused::<Settings>(r#"{"deviceClassProfiles":{"small.example.com":"small"}}"#)
                 .starts_with("setting `deviceClassProfiles.small.example.com`: `small` is not a MIG profile")
-        );
-        assert!(
-            refused::<Settings>(r#"{"migDeviceClasses":["gpu.nvidia.com"]}"#)
-                .starts_with("setting `migDeviceClasses[0]`: `gpu.nvidia.com` is also a whole-GPU class")
         );
         assert!(refused::<Settings>(r#"{"migDeviceClasses":[""]}"#).starts_with("setting `migDeviceClasses[0]`"));
         let s = accepted::<Settings>(r#"{"resourceClaims":{"resolve":true}}"#);

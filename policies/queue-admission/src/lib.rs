@@ -9,6 +9,8 @@ mod settings;
 use std::collections::BTreeSet;
 
 use aigov_sdk::base::glob::any_match;
+use aigov_sdk::cluster::gpu::{ClaimError, ClaimLookup};
+use aigov_sdk::cluster::{NOT_CHECKED, OFFLINE};
 use aigov_sdk::model::scheduling::label_demand;
 use aigov_sdk::prelude::*;
 
@@ -20,7 +22,7 @@ pub struct QueueAdmission;
 impl Policy for QueueAdmission {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, s: &Settings, _cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, s: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut v = Verdict::accept();
         let Some(w) = req.workload() else { return Ok(v) };
         if !is_queued_kind(w.kind) {
@@ -35,13 +37,17 @@ impl Policy for QueueAdmission {
         if req.controller().is_some() {
             return Ok(v);
         }
-        let gpu = requests_gpu(w, s)?;
+        // Claims are read only where the answer matters: for
+        // `gpuJobsOnly`, and for the product queues of GPU jobs.
+        let classes = req.gpu_classes();
+        let demand = Demand { ns, cluster, classes: &classes, resolve: s.gpu_jobs_only || !s.product_queues.is_empty() };
+        let gpu = requests_gpu(w, s, &demand, &mut v)?;
         if s.gpu_jobs_only && !gpu {
             return Ok(v);
         }
         let allowed = s.allowed_queues.iter().find(|r| any_match(&r.namespaces, ns));
         if w.kind == WorkloadKind::VolcanoJob {
-            check_volcano(w, ns, allowed, s, &mut v);
+            check_volcano(w, ns, allowed, s, gpu, &demand, &mut v);
             return Ok(v);
         }
         // A CronJob's Jobs get the label from its job template.
@@ -61,7 +67,7 @@ impl Policy for QueueAdmission {
         };
         check_namespace_queue(queue, &format!("`{labels_path}.{label}`"), ns, allowed, &mut v);
         if gpu {
-            check_product_queue(w, queue, &format!("`{labels_path}.{label}`"), s, &mut v);
+            check_product_queue(w, queue, &format!("`{labels_path}.{label}`"), s, &demand, &mut v);
         }
         Ok(v)
     }
@@ -94,17 +100,59 @@ fn patterns(list: &[Glob]) -> String {
     quoted(&names)
 }
 
+/// Where the rule reads a job's GPU demand: the request's namespace, the
+/// cluster its claims are read from, and the DRA device classes that are
+/// GPUs (the shared `gpuDeviceClasses`); `resolve` off, every claim is
+/// taken for a GPU without reading it (nothing asks which).
+struct Demand<'d> {
+    ns: &'d str,
+    cluster: &'d dyn Cluster,
+    classes: &'d [Glob],
+    resolve: bool,
+}
+
 /// Whether the job's pods may hold GPUs: a template requests a GPU
-/// resource, or claims devices through Dynamic Resource Allocation. The
-/// rule reads no claim objects, so any claim counts: a GPU that comes
-/// through a ResourceClaimTemplate is queued as one `nvidia.com/gpu` is.
-fn requests_gpu(w: &Workload<'_>, s: &Settings) -> Result<bool, Malformed> {
+/// resource, or claims devices of a GPU device class through Dynamic
+/// Resource Allocation (its ResourceClaims and ResourceClaimTemplates
+/// read through the cluster). A claim that cannot be read (a failed
+/// lookup, a template not created yet) may bring GPUs: the job is taken
+/// for a GPU job, with a warning, so it is queued rather than let past.
+fn requests_gpu(w: &Workload<'_>, s: &Settings, d: &Demand<'_>, v: &mut Verdict) -> Result<bool, Malformed> {
     for t in w.templates() {
-        if !t.spec.resource_claims.is_empty() || t.requests_gpu(&s.gpu_resource_names)? {
+        if t.requests_gpu(&s.gpu_resource_names)? || claims_gpu(w, t, d, Some(&mut *v))? {
             return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// Whether template `t`'s claims bring GPUs (see [`requests_gpu`]); a
+/// claim that cannot be read is reported on `v` when given.
+fn claims_gpu(w: &Workload<'_>, t: &PodTemplate<'_>, d: &Demand<'_>, v: Option<&mut Verdict>) -> Result<bool, Malformed> {
+    if t.spec.resource_claims.is_empty() {
+        return Ok(false);
+    }
+    if !d.resolve {
+        return Ok(true);
+    }
+    let claims = t.spec_path().key("resourceClaims");
+    let why = match t.claimed_gpus(d.ns, d.cluster, ClaimLookup::shared(d.classes)) {
+        Ok(found) => return Ok(!found.is_empty()),
+        Err(ClaimError::Malformed(e)) => return Err(e),
+        Err(ClaimError::TemplatePending(name, _)) => {
+            format!("ResourceClaimTemplate `{name}`, which `{claims}` names, does not exist in namespace `{}` yet", d.ns)
+        }
+        Err(ClaimError::Lookup(e)) => format!("the resource claims of `{claims}` could not be read ({})", e.first_line()),
+    };
+    if let Some(v) = v {
+        let what = format!("{why}, so {} is taken for a GPU job: it may claim GPUs", w.describe());
+        if what.contains(OFFLINE) {
+            v.warn(format!("{NOT_CHECKED}{}", what.replace(&format!(" ({OFFLINE})"), "")));
+        } else {
+            v.warn(what);
+        }
+    }
+    Ok(true)
 }
 
 fn check_namespace_queue(queue: &str, field: &str, ns: &str, allowed: Option<&NamespaceQueues>, v: &mut Verdict) {
@@ -118,11 +166,13 @@ fn check_namespace_queue(queue: &str, field: &str, ns: &str, allowed: Option<&Na
 /// The GPU products the job's GPU templates pin, in order. A TrainJob's
 /// override or runtime patch pins them for the trainer's pods, whose GPUs
 /// are the trainer's (`Workload::gpu_holder`).
-fn products(w: &Workload<'_>, s: &Settings) -> Result<BTreeSet<String>, Malformed> {
+fn products(w: &Workload<'_>, s: &Settings, d: &Demand<'_>) -> Result<BTreeSet<String>, Malformed> {
     let mut out = BTreeSet::new();
     for t in w.templates() {
         let Some(holder) = w.gpu_holder(t) else { continue };
-        if holder.requests_gpu(&s.gpu_resource_names)?
+        // A claim that cannot be read was reported when the job was found
+        // to hold GPUs.
+        if (holder.requests_gpu(&s.gpu_resource_names)? || claims_gpu(w, holder, d, None)?)
             && let Some(values) = label_demand(&t.spec, &s.gpu_product_label).values()
         {
             out.extend(values.iter().cloned());
@@ -131,13 +181,13 @@ fn products(w: &Workload<'_>, s: &Settings) -> Result<BTreeSet<String>, Malforme
     Ok(out)
 }
 
-fn check_product_queue(w: &Workload<'_>, queue: &str, field: &str, s: &Settings, v: &mut Verdict) {
+fn check_product_queue(w: &Workload<'_>, queue: &str, field: &str, s: &Settings, d: &Demand<'_>, v: &mut Verdict) {
     if s.product_queues.is_empty() {
         return;
     }
     // Requests were read once already, so this cannot fail here; an error
     // would only repeat the malformed input reported before.
-    let Ok(products) = products(w, s) else { return };
+    let Ok(products) = products(w, s, d) else { return };
     for p in products {
         if let Some(queues) = s.product_queues.get(&p)
             && !any_match(queues, queue)
@@ -152,7 +202,7 @@ fn check_product_queue(w: &Workload<'_>, queue: &str, field: &str, s: &Settings,
     }
 }
 
-fn check_volcano(w: &Workload<'_>, ns: &str, allowed: Option<&NamespaceQueues>, s: &Settings, v: &mut Verdict) {
+fn check_volcano(w: &Workload<'_>, ns: &str, allowed: Option<&NamespaceQueues>, s: &Settings, gpu: bool, d: &Demand<'_>, v: &mut Verdict) {
     let Some(vol) = &w.volcano else { return };
     // Volcano's webhook sets `schedulerName: volcano` when it is empty.
     if vol.scheduler_name.as_deref().is_some_and(|n| !n.is_empty() && n != "volcano") {
@@ -182,8 +232,8 @@ fn check_volcano(w: &Workload<'_>, ns: &str, allowed: Option<&NamespaceQueues>, 
         None => {}
         Some(q) => {
             check_namespace_queue(q, "`spec.queue`", ns, allowed, v);
-            if requests_gpu(w, s).unwrap_or(false) {
-                check_product_queue(w, q, "`spec.queue`", s, v);
+            if gpu {
+                check_product_queue(w, q, "`spec.queue`", s, d, v);
             }
         }
     }

@@ -123,9 +123,7 @@ pub use base::error::Malformed;
 pub use base::glob::Glob;
 pub use base::regex::Regex;
 pub use base::rule_settings::{RuleSettings, SettingsError};
-pub use cluster::gpu::{
-    ExemptGpus, GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResolvedClaims, ResourceClaims,
-};
+pub use cluster::gpu::{ExemptGpus, GpuAmount, GpuCounts, GpuFamilies, GpuRequest, GpuResources, GpuUse, MigWeights, ResourceClaims};
 pub use cluster::namespaces::{Namespace, NamespaceSelector};
 pub use cluster::{Cluster, LookupError, NoCluster, OnLookupError};
 pub use decode::dec::{RawStr, Str};

@@ -4,7 +4,7 @@ pub use crate::base::error::Malformed;
 pub use crate::base::glob::Glob;
 pub use crate::base::rule_settings::{RuleSettings, SettingsError};
 pub use crate::base::text::{count, one_of, quoted, yaml_value};
-pub use crate::cluster::gpu::{ExemptGpus, GpuRequest, GpuResources, GpuUse, ResolvedClaims, ResourceClaims};
+pub use crate::cluster::gpu::{ExemptGpus, GpuRequest, GpuResources, GpuUse, ResourceClaims};
 pub use crate::cluster::namespaces::{Namespace, NamespaceSelector};
 pub use crate::cluster::{Cluster, LookupError, OnLookupError};
 pub use crate::decode::json::Edit;

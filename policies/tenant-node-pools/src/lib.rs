@@ -88,7 +88,7 @@ impl Policy for TenantNodePools {
                         RequirePool::All => true,
                         RequirePool::Gpu => !template
                             .gpu_use(
-                                settings.gpu_sources(),
+                                settings.gpu_sources(&req.gpu_classes()),
                                 ns,
                                 cluster,
                                 (", so whether its pods must run on their tenant's pool cannot be decided", "; admitted"),

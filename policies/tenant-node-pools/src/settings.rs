@@ -43,10 +43,12 @@ pub struct Settings {
     /// Extended resources that count as GPUs (wildcards allowed), for
     /// `requirePool: gpu`.
     pub gpu_resource_names: GpuResources,
-    /// GPUs claimed through Dynamic Resource Allocation, for `requirePool:
-    /// gpu`: the pod's ResourceClaims and ResourceClaimTemplates are read
-    /// (on by default), and devices of `gpuDeviceClasses` count as GPUs.
-    pub resource_claims: ResolvedClaims,
+    /// Deprecated: DRA claims are always resolved, and the device classes
+    /// that are GPUs are the shared `gpuDeviceClasses`. Still read:
+    /// `gpuDeviceClasses` here replaces the shared key for this rule,
+    /// `resolve: false` switches claim lookups off (see the README).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
+    pub resource_claims: ResourceClaims,
     /// What a failed lookup (the Namespace, a resource claim) does: `deny`
     /// (default) or `allow`.
     pub on_lookup_error: OnLookupError,
@@ -63,7 +65,7 @@ impl Default for Settings {
             shared_pool: "shared".into(),
             require_pool: RequirePool::All,
             gpu_resource_names: GpuResources::default(),
-            resource_claims: ResolvedClaims::default(),
+            resource_claims: ResourceClaims::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -147,10 +149,10 @@ impl RuleSettings for Settings {
 
 impl Settings {
     /// Where the rule finds GPUs, as the SDK's `PodTemplate::gpu_use` reads it.
-    pub fn gpu_sources(&self) -> aigov_sdk::cluster::gpu::GpuSources<'_> {
+    pub fn gpu_sources<'s>(&'s self, classes: &'s [Glob]) -> aigov_sdk::cluster::gpu::GpuSources<'s> {
         aigov_sdk::cluster::gpu::GpuSources {
             resources: &self.gpu_resource_names,
-            claims: self.resource_claims.lookup(),
+            claims: self.resource_claims.lookup(classes),
             on_lookup_error: self.on_lookup_error,
         }
     }

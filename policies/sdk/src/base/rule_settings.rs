@@ -50,6 +50,14 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
         Ok(())
     }
 
+    /// Checks what depends on the DRA device classes that are GPUs, the
+    /// shared `gpuDeviceClasses` (`classes`, patterns as written): a device
+    /// class a rule's own setting maps that is no GPU class, or the reverse.
+    fn validate_gpu_classes(&self, classes: &[&str]) -> Result<(), SettingsError> {
+        let _ = classes;
+        Ok(())
+    }
+
     /// Whether [`RuleSettings::validate`] refuses the defaults: the rule
     /// has no safe default and must be configured (`trusted-sources` must
     /// be told which registries to trust). [`check_defaults`] holds every

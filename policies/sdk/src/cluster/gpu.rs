@@ -390,93 +390,120 @@ pub fn describe_counts(counts: &GpuCounts) -> String {
 
 // ---------------------------------------------------------------- DRA
 
-/// How GPUs claimed through Dynamic Resource Allocation are found: the
-/// `resourceClaims` setting of rules that look at GPUs.
-///
-/// A pod that gets its GPU through `spec.resourceClaims` requests no
-/// extended resource; only its ResourceClaim (or the ResourceClaimTemplate
-/// it is made from) says what device class it asks for. With `resolve`, the
-/// rule reads them through the cluster interface (Kubewarden's
-/// `kubernetes/get_resource`; the policy must list `ResourceClaim` and
-/// `ResourceClaimTemplate` of `resource.k8s.io/v1` in its
-/// `contextAwareResources`) and counts devices of the GPU device classes.
-/// Without it, DRA GPUs are not seen.
-///
-/// `D` is the rule's default for `resolve` ([`NotByDefault`], or
-/// [`ByDefault`] for the context-aware rules that read claims unasked):
-/// settings that write `resourceClaims` without `resolve` keep that
-/// default, so writing only `gpuDeviceClasses` never switches resolution
-/// off.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default, bound = "")]
-pub struct ResourceClaims<D: ResolveDefault = NotByDefault> {
-    /// Whether to look claims up. Default: the rule's (`D`).
-    pub resolve: bool,
-    /// Device classes that are GPUs (wildcards allowed). Default
-    /// `gpu.nvidia.com` (NVIDIA's DRA driver).
-    pub gpu_device_classes: Vec<Glob>,
-    #[serde(skip)]
-    rule_default: std::marker::PhantomData<D>,
+/// The DRA device classes whose devices are GPUs when the shared
+/// `gpuDeviceClasses` is not written: NVIDIA's DRA driver's whole GPUs
+/// (`gpu.nvidia.com`) and MIG slices (`mig.nvidia.com`), as its Helm chart
+/// creates the DeviceClasses.
+pub const DEFAULT_GPU_DEVICE_CLASSES: [&str; 2] = ["gpu.nvidia.com", "mig.nvidia.com"];
+
+/// [`DEFAULT_GPU_DEVICE_CLASSES`] as patterns.
+pub fn default_gpu_device_classes() -> Vec<Glob> {
+    DEFAULT_GPU_DEVICE_CLASSES.into_iter().map(Glob::new).collect()
 }
 
-/// A rule's default for [`ResourceClaims::resolve`].
-pub trait ResolveDefault: Clone + fmt::Debug + PartialEq + Eq {
-    /// The default.
-    const RESOLVE: bool;
+/// Checks the shared `gpuDeviceClasses` (or a rule's deprecated
+/// `resourceClaims.gpuDeviceClasses`) under `key`: at least one class,
+/// no empty pattern.
+pub fn validate_gpu_device_classes(key: &str, classes: &[Glob]) -> Result<(), SettingsError> {
+    if classes.is_empty() {
+        return Err(SettingsError::new(
+            key,
+            "must list at least one device class, or no GPU claimed through DRA would ever be seen: list your GPU driver's device classes",
+        ));
+    }
+    non_empty_patterns(&key, classes)
 }
 
-/// Claims are not read unless `resolve` is set.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotByDefault;
-
-/// Claims are read unless `resolve: false` is set.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ByDefault;
-
-impl ResolveDefault for NotByDefault {
-    const RESOLVE: bool = false;
-}
-
-impl ResolveDefault for ByDefault {
-    const RESOLVE: bool = true;
-}
-
-/// The `resourceClaims` setting of rules that read claims by default.
-pub type ResolvedClaims = ResourceClaims<ByDefault>;
-
-impl<D: ResolveDefault> Default for ResourceClaims<D> {
-    fn default() -> Self {
-        ResourceClaims {
-            resolve: D::RESOLVE,
-            gpu_device_classes: vec![Glob::new("gpu.nvidia.com")],
-            rule_default: std::marker::PhantomData,
-        }
+impl crate::model::request::Request<'_> {
+    /// The DRA device classes whose devices are GPUs for the rule
+    /// evaluating the request: the shared `gpuDeviceClasses`, or
+    /// [`DEFAULT_GPU_DEVICE_CLASSES`]. Read once per rule and request.
+    pub fn gpu_classes(&self) -> std::rc::Rc<[Glob]> {
+        self.gpu_device_classes_set().unwrap_or_else(|| std::rc::Rc::from(default_gpu_device_classes()))
     }
 }
 
-impl<D: ResolveDefault> ResourceClaims<D> {
-    /// The setting as the lookups read it.
-    pub fn lookup(&self) -> ClaimLookup<'_> {
-        ClaimLookup { resolve: self.resolve, gpu_device_classes: &self.gpu_device_classes }
+/// The deprecated per-rule `resourceClaims` setting, still read so that
+/// settings written for earlier versions keep their meaning. Every rule
+/// now resolves DRA claims through the cluster, and the device classes
+/// that are GPUs are the shared `gpuDeviceClasses`, the same for every
+/// rule of a policy; this setting only overrides them for one rule:
+///
+/// - `gpuDeviceClasses`, when written, replaces the shared key's classes
+///   for this rule;
+/// - `resolve: false` still switches claim lookups off for this rule,
+///   which is then blind to GPUs claimed through DRA (a claim it cannot
+///   read counts as it counts an unresolved one, rule by rule); `resolve:
+///   true` is the default and changes nothing.
+///
+/// A pod that gets its GPU through `spec.resourceClaims` requests no
+/// extended resource; only its ResourceClaim (or the ResourceClaimTemplate
+/// it is made from) says what device class it asks for. The rule reads
+/// them through the cluster interface (Kubewarden's
+/// `kubernetes/get_resource`; the policy lists `ResourceClaim` and
+/// `ResourceClaimTemplate` of `resource.k8s.io/v1` in its
+/// `contextAwareResources`) and counts devices of the GPU device classes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ResourceClaims {
+    /// Deprecated: `false` switches claim lookups off for this rule.
+    /// Default (absent): on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolve: Option<bool>,
+    /// Deprecated: device classes that are GPUs for this rule, in place of
+    /// the shared `gpuDeviceClasses`. Default (absent): the shared key's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_device_classes: Option<Vec<Glob>>,
+}
+
+impl ResourceClaims {
+    /// Whether the setting is left out (serialized only when written).
+    pub fn is_unset(&self) -> bool {
+        *self == ResourceClaims::default()
+    }
+
+    /// Whether claims are looked up (always, unless `resolve: false`).
+    pub fn resolves(&self) -> bool {
+        self.resolve.unwrap_or(true)
+    }
+
+    /// The GPU device classes for this rule: its own when written, else
+    /// `shared` (the request's [`Request::gpu_classes`](crate::model::request::Request::gpu_classes)).
+    pub fn classes<'s>(&'s self, shared: &'s [Glob]) -> &'s [Glob] {
+        self.gpu_device_classes.as_deref().unwrap_or(shared)
+    }
+
+    /// The setting as the lookups read it, the shared classes being
+    /// `shared`.
+    pub fn lookup<'s>(&'s self, shared: &'s [Glob]) -> ClaimLookup<'s> {
+        ClaimLookup { resolve: self.resolves(), gpu_device_classes: self.classes(shared) }
     }
 
     /// Checks the settings under `key`.
     pub fn validate(&self, key: &str) -> Result<(), SettingsError> {
-        if self.resolve && self.gpu_device_classes.is_empty() {
-            return Err(SettingsError::new(format!("{key}.gpuDeviceClasses"), "must list at least one device class when `resolve` is on"));
+        match &self.gpu_device_classes {
+            Some(classes) => validate_gpu_device_classes(&format!("{key}.gpuDeviceClasses"), classes),
+            None => Ok(()),
         }
-        non_empty_patterns(&format_args!("{key}.gpuDeviceClasses"), &self.gpu_device_classes)
     }
 }
 
-/// A [`ResourceClaims`] setting, whatever its rule's default: what
-/// [`PodTemplate::claimed_gpus`] reads.
+/// Where claims are read and which classes are GPUs: what
+/// [`PodTemplate::claimed_gpus`] reads ([`ResourceClaims::lookup`], or
+/// [`ClaimLookup::shared`] for a rule without the deprecated setting).
 #[derive(Clone, Copy, Debug)]
 pub struct ClaimLookup<'s> {
     /// Whether to look claims up.
     pub resolve: bool,
     /// Device classes that are GPUs.
     pub gpu_device_classes: &'s [Glob],
+}
+
+impl<'s> ClaimLookup<'s> {
+    /// Claims resolved, with the shared GPU device classes `classes`.
+    pub fn shared(classes: &'s [Glob]) -> ClaimLookup<'s> {
+        ClaimLookup { resolve: true, gpu_device_classes: classes }
+    }
 }
 
 /// The API version of the DRA kinds (GA since Kubernetes 1.34).

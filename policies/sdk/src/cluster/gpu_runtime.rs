@@ -28,8 +28,10 @@ pub struct Settings {
     pub requirements: Vec<Requirement>,
     /// Extended resources that count as GPUs (wildcards allowed).
     pub gpu_resource_names: GpuResources,
-    /// GPUs claimed through Dynamic Resource Allocation. Default off: the
-    /// rule then reads nothing from the cluster.
+    /// Deprecated: GPUs claimed through Dynamic Resource Allocation are
+    /// always read, their classes the shared `gpuDeviceClasses`; this
+    /// overrides them for the rule ([`ResourceClaims`]).
+    #[serde(skip_serializing_if = "ResourceClaims::is_unset")]
     pub resource_claims: ResourceClaims,
     /// What a failed claim lookup does: `deny` (default) or `allow`.
     pub on_lookup_error: OnLookupError,
@@ -202,7 +204,7 @@ impl Requirement {
         Requirement {
             vendor: "NVIDIA".into(),
             resources: vec![Glob::new("nvidia.com/*")],
-            device_classes: vec![Glob::new("gpu.nvidia.com")],
+            device_classes: vec![Glob::new("gpu.nvidia.com"), Glob::new("mig.nvidia.com")],
             runtime_classes: vec!["nvidia".into()],
             taint: Some(Taint { key: "nvidia.com/gpu".into(), value: None, effect: "NoSchedule".into() }),
         }

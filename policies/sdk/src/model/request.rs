@@ -268,6 +268,9 @@ pub struct Request<'a> {
     /// The shared `trustedControllers` of the rule evaluating the request
     /// (set by the runtime before the rule runs).
     trusted: RefCell<TrustedControllers>,
+    /// The shared `gpuDeviceClasses` of the rule evaluating the request
+    /// (set by the runtime before the rule runs; `None`: the defaults).
+    gpu_device_classes: RefCell<Option<Rc<[Glob]>>>,
     /// [`Request::controller`] for those, once asked: the owner
     /// reference's index.
     controller: Cell<Option<Option<usize>>>,
@@ -303,6 +306,7 @@ impl<'a> Request<'a> {
             exempt_images: RefCell::default(),
             exempt_names: RefCell::default(),
             trusted: RefCell::default(),
+            gpu_device_classes: RefCell::default(),
             controller: Cell::default(),
         })
     }
@@ -342,6 +346,7 @@ impl<'a> Request<'a> {
             exempt_images: self.exempt_images.clone(),
             exempt_names: self.exempt_names.clone(),
             trusted: self.trusted.clone(),
+            gpu_device_classes: self.gpu_device_classes.clone(),
             controller: Cell::default(),
         })
     }
@@ -356,6 +361,19 @@ impl<'a> Request<'a> {
     /// leaves exempt images alone (an exception's `containers`).
     pub fn set_exempt_names(&self, names: Option<Rc<[Glob]>>) {
         *self.exempt_names.borrow_mut() = names;
+    }
+
+    /// Sets the DRA device classes whose devices are GPUs for the rule
+    /// about to run (the shared `gpuDeviceClasses`; `None`: the defaults).
+    pub fn set_gpu_device_classes(&self, classes: Option<Rc<[Glob]>>) {
+        *self.gpu_device_classes.borrow_mut() = classes;
+    }
+
+    /// The shared `gpuDeviceClasses` set for the rule evaluating the
+    /// request, `None` for the defaults (`cluster::gpu` reads them:
+    /// `Request::gpu_classes`).
+    pub fn gpu_device_classes_set(&self) -> Option<Rc<[Glob]>> {
+        self.gpu_device_classes.borrow().clone()
     }
 
     /// Sets whom the rule about to run trusts as controllers (the shared

@@ -257,6 +257,7 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
     }
     request.set_exempt_images(shared.exempt_images());
     request.set_trusted_controllers(shared.trusted_controllers.clone());
+    request.set_gpu_device_classes(Some(std::rc::Rc::clone(&shared.gpu_device_classes)));
     let verdict = match P::validate(request, &settings.rule, cluster) {
         Ok(v) => v,
         Err(e) => {

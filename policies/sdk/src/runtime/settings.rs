@@ -273,7 +273,9 @@ impl<R: RuleSettings> Settings<R> {
     /// Checks the parsed settings: shared keys, then the rule's own checks.
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.shared.validate(if R::EXEMPTS_IMAGES { Ok(()) } else { Err(R::NO_EXEMPT_IMAGES_BECAUSE) })?;
-        self.rule.validate()
+        self.rule.validate()?;
+        let classes: Vec<&str> = self.shared.gpu_device_classes.iter().map(|g| g.as_str()).collect();
+        self.rule.validate_gpu_classes(&classes)
     }
 
     /// The settings as JSON, shared keys included; the defaults when

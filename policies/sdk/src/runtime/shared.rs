@@ -11,6 +11,7 @@
 //! | `allowExistingViolations` | `true` | on UPDATE, a violation the old object already had does not block the update |
 //! | `trustedControllers` | the upstream controllers ([`crate::model::trust`]) | who may submit an object as made by the controller its owner reference names |
 //! | `exceptions` | `[]` | scoped, expiring exceptions: violations they excuse are admitted with a warning until their date ([`crate::runtime::exceptions`]) |
+//! | `gpuDeviceClasses` | `gpu.nvidia.com`, `mig.nvidia.com` ([`crate::cluster::gpu::DEFAULT_GPU_DEVICE_CLASSES`]) | the DRA device classes whose devices are GPUs, for every rule that asks whether a pod holds GPUs |
 //!
 //! `objectSelector` is the webhook's: matched as the API server matches a
 //! webhook's `objectSelector` (`k8s.io/apiserver` `MatchObjectSelector`),
@@ -44,6 +45,7 @@ use serde_json::{Map, Value};
 
 use crate::base::glob::{Glob, any_match, non_empty_patterns};
 use crate::base::rule_settings::SettingsError;
+use crate::cluster::gpu::{default_gpu_device_classes, validate_gpu_device_classes};
 use crate::model::label_selector::LabelSelector;
 use crate::model::labels::pods_selected;
 use crate::model::request::{Operation, Request};
@@ -96,7 +98,7 @@ impl Exemptions {
 }
 
 /// The keys every rule shares.
-pub const SHARED_KEYS: [&str; 11] = [
+pub const SHARED_KEYS: [&str; 12] = [
     "mode",
     "auditNamespaces",
     "exemptNamespaces",
@@ -108,6 +110,7 @@ pub const SHARED_KEYS: [&str; 11] = [
     "allowExistingViolations",
     "trustedControllers",
     "exceptions",
+    "gpuDeviceClasses",
 ];
 
 /// The shared settings' values.
@@ -129,6 +132,9 @@ pub struct Shared {
     pub trusted_controllers: TrustedControllers,
     /// `exceptions`.
     pub exceptions: Vec<Exception>,
+    /// `gpuDeviceClasses`: the DRA device classes whose devices are GPUs
+    /// (`cluster::gpu`).
+    pub gpu_device_classes: Rc<[Glob]>,
 }
 
 impl Default for Shared {
@@ -142,6 +148,7 @@ impl Default for Shared {
             allow_existing_violations: true,
             trusted_controllers: TrustedControllers::Defaults,
             exceptions: Vec::new(),
+            gpu_device_classes: Rc::from(default_gpu_device_classes()),
         }
     }
 }
@@ -170,6 +177,9 @@ impl Shared {
             "allowExistingViolations" => self.allow_existing_violations = Option::<bool>::deserialize(d)?.unwrap_or(true),
             "trustedControllers" => self.trusted_controllers = or_default(d)?,
             "exceptions" => self.exceptions = or_default(d)?,
+            "gpuDeviceClasses" => {
+                self.gpu_device_classes = Rc::from(Option::<Vec<Glob>>::deserialize(d)?.unwrap_or_else(default_gpu_device_classes));
+            }
             _ => return Err(de::Error::custom(format_args!("`{key}` is not a shared setting"))),
         }
         Ok(())
@@ -201,7 +211,8 @@ impl Shared {
         for (i, e) in self.exceptions.iter().enumerate() {
             e.validate(i, exempts_images)?;
         }
-        self.trusted_controllers.validate("trustedControllers")
+        self.trusted_controllers.validate("trustedControllers")?;
+        validate_gpu_device_classes("gpuDeviceClasses", &self.gpu_device_classes)
     }
 
     /// Adds the shared keys to a settings object.
@@ -222,6 +233,7 @@ impl Shared {
             serde_json::to_value(&self.trusted_controllers).unwrap_or_else(|_| Value::Array(Vec::new())),
         );
         map.insert("exceptions".into(), serde_json::to_value(&self.exceptions).unwrap_or_else(|_| Value::Array(Vec::new())));
+        map.insert("gpuDeviceClasses".into(), globs(&self.gpu_device_classes));
     }
 
     /// The mode for `req`: `audit` in an audit namespace, else `mode`.
