@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use aigov_sdk::base::glob;
 use aigov_sdk::cluster::gpu::{ClaimSpec, DRA_API_VERSION, DeviceCount, Pinned, PodClaim, pinned};
 use aigov_sdk::cluster::scale::ScaleChange;
-use aigov_sdk::model::listed::{list_items, list_pods, object_meta};
+use aigov_sdk::model::listed::{list_items, list_pods_skimming, object_meta};
 use aigov_sdk::model::workload::{CronJobs, JobsBound, ScaleWhy};
 use aigov_sdk::prelude::*;
 
@@ -483,8 +483,9 @@ fn finished(phase: Option<&str>) -> bool {
 /// out: the API server refuses the creation while it exists anyway.
 fn held_gpus(list: &str, own: Option<&str>, s: &Settings) -> Result<BTreeMap<String, Vec<(String, u64)>>, Malformed> {
     let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
-    // Every pod read once, in the same pass as the list.
-    for listed in list_pods(list)? {
+    // Every pod read once, in the same pass as the list, what is not
+    // counted only skimmed.
+    for listed in list_pods_skimming(list)? {
         let meta = &listed.metadata;
         // The host filters with `NOT_FINISHED`; a host that does not is
         // filtered here.

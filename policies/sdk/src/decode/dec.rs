@@ -52,6 +52,9 @@ pub struct Dec<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    /// Whether values skipped inside objects and lists are skimmed (their
+    /// extent found at byte speed, not validated): [`Dec::skimming`].
+    skim: bool,
 }
 
 /// Where the run of plain string characters starting at `i` ends: the
@@ -88,6 +91,33 @@ pub(crate) fn plain_run_end(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Where the run of string characters starting at `i` ends when only the
+/// string's end matters ([`Dec::skim`]): the first `"` or `\\` at or after
+/// `i`, or the end of `b`, found as [`plain_run_end`] finds it.
+#[inline]
+fn quote_or_backslash(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES << 7;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
+        let x = u64::from_le_bytes(word);
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        let hits = ((quote.wrapping_sub(ONES) & !quote) | (backslash.wrapping_sub(ONES) & !backslash)) & HIGH;
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(c) = b.get(i) {
+        if *c == b'"' || *c == b'\\' {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
 /// A type the request decoder can produce.
 pub trait Decode<'a>: Sized {
     /// Decodes one value (a `null` where the type has an empty form is that
@@ -98,7 +128,63 @@ pub trait Decode<'a>: Sized {
 impl<'a> Dec<'a> {
     /// A parser at the start of `text`.
     pub fn new(text: &'a str) -> Dec<'a> {
-        Dec { text, b: text.as_bytes(), i: 0, depth: 0 }
+        Dec { text, b: text.as_bytes(), i: 0, depth: 0, skim: false }
+    }
+
+    /// A parser at the start of `text` that skims the objects and lists it
+    /// skips: their extent is found at byte speed (strings and brackets
+    /// only), and what is in them is not validated. For text the API server
+    /// wrote (a lookup's answer), never for the request: what it decodes
+    /// is checked as [`Dec::new`] checks it, and a skipped value that does
+    /// not end (a string or bracket left open) is reported as `new` reports
+    /// it.
+    pub fn skimming(text: &'a str) -> Dec<'a> {
+        Dec { skim: true, ..Dec::new(text) }
+    }
+
+    /// Whether this parser skims what it skips ([`Dec::skimming`]).
+    pub fn is_skimming(&self) -> bool {
+        self.skim
+    }
+
+    /// Skips an object or a list at byte speed: its text, without checking
+    /// what is in it beyond where strings and brackets end. `None`, with the
+    /// cursor where it was, when it does not end (or no object or list is
+    /// next).
+    #[inline(never)]
+    pub fn skim(&mut self) -> Option<&'a str> {
+        let b = self.b;
+        let start = self.i + b.get(self.i..)?.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))?;
+        if !matches!(b.get(start), Some(b'{' | b'[')) {
+            return None;
+        }
+        let mut i = start;
+        let mut open = 0usize;
+        while let Some(&c) = b.get(i) {
+            i += 1;
+            match c {
+                b'"' => loop {
+                    i = quote_or_backslash(b, i);
+                    match b.get(i)? {
+                        b'"' => {
+                            i += 1;
+                            break;
+                        }
+                        _ => i += 2,
+                    }
+                },
+                b'{' | b'[' => open += 1,
+                b'}' | b']' => {
+                    open -= 1;
+                    if open == 0 {
+                        self.i = i;
+                        return self.text.get(start..i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     /// The byte offset of the cursor.
@@ -521,6 +607,7 @@ impl<'a> Dec<'a> {
     pub fn skip(&mut self) -> R<()> {
         match self.peek() {
             None => Err(self.eof("a value")),
+            Some(b'{' | b'[') if self.skim && self.skim().is_some() => Ok(()),
             Some(b'"') => self.skip_string().map(drop),
             // The keys of a skipped object are validated, not decoded.
             Some(b'{') => self.walk_object(|d| d.skip_string().map(drop), |d, ()| d.skip()),
@@ -711,6 +798,23 @@ mod tests {
     fn err(text: &str) -> DecError {
         let mut d = Dec::new(text);
         d.skip().and_then(|()| d.end()).unwrap_err()
+    }
+
+    #[test]
+    fn a_skim_finds_where_a_value_ends() {
+        let text = r#" {"a":[1,"]}\"",{"b":{}}],"c":"{"} ,7"#;
+        let mut d = Dec::skimming(text);
+        assert_eq!(d.skim(), Some(r#"{"a":[1,"]}\"",{"b":{}}],"c":"{"}"#));
+        assert_eq!(d.peek(), Some(b','));
+        // Not an object or a list, or one that does not end: nothing moves.
+        for text in [r#""x""#, "7", r#"{"a":[1}"#, r#"{"a":"}"#, "[[]"] {
+            let mut d = Dec::skimming(text);
+            assert_eq!(d.skim(), None, "{text}");
+            assert_eq!(d.offset(), 0);
+        }
+        // What it skips it only skims; `new` validates.
+        assert!(Dec::skimming(r#"{"a":[7,],"b":x}"#).skip().is_ok());
+        assert!(Dec::new(r#"{"a":[7,],"b":x}"#).skip().is_err());
     }
 
     #[test]

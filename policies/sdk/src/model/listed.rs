@@ -62,6 +62,9 @@ impl<'a> Decode<'a> for ListedPod<'a> {
         let mut pod = ListedPod::default();
         d.object(|d, key| {
             match &*key {
+                // Skimming (a pod that may hold GPUs, in `list_gpu_pods`):
+                // only what says which pod it is and whether it is going.
+                "metadata" if d.is_skimming() => pod.metadata = slim_meta(d)?,
                 "metadata" => pod.metadata = Decode::decode(d)?,
                 "spec" => {
                     let spec = Option::<ListedSpec>::decode(d)?.unwrap_or_default();
@@ -74,6 +77,23 @@ impl<'a> Decode<'a> for ListedPod<'a> {
         })?;
         Ok(pod)
     }
+}
+
+/// A listed pod's name, generated name, namespace and deletion, the rest of
+/// its metadata skipped: what [`ObjectMeta`]'s decoder reads of them.
+fn slim_meta<'a>(d: &mut Dec<'a>) -> R<ObjectMeta<'a>> {
+    let mut out = ObjectMeta::default();
+    d.object(|d, key| {
+        match &*key {
+            "name" => out.name = Decode::decode(d)?,
+            "generateName" => out.generate_name = Decode::decode(d)?,
+            "namespace" => out.namespace = Decode::decode(d)?,
+            "deletionTimestamp" => out.being_deleted = d.is_set()?,
+            _ => d.skip()?,
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 // ------------------------------------------------ lists a lookup returned
@@ -94,6 +114,31 @@ pub fn list_items(list: &str) -> Result<Vec<&str>, crate::base::error::Malformed
 /// `list_items`.
 pub fn list_pods(list: &str) -> Result<Vec<crate::model::listed::ListedPod<'_>>, crate::base::error::Malformed> {
     list_of(list, "the cluster's list of Pods", crate::decode::dec::Decode::decode)
+}
+
+/// [`list_pods`], reading only what says how many GPUs each pod holds:
+/// the same pods, names, deletions, phases and containers' resources, but
+/// what is skipped (environment, volumes, probes, the metadata beyond the
+/// name, namespace and deletion) only skimmed
+/// ([`crate::decode::dec::Dec::skimming`]), since the list is the API
+/// server's. A rule that counts what a namespace's pods hold on every Pod
+/// it admits wants this.
+pub fn list_pods_skimming(list: &str) -> Result<Vec<crate::model::listed::ListedPod<'_>>, crate::base::error::Malformed> {
+    let mut items = Vec::new();
+    let mut d = crate::decode::dec::Dec::skimming(list);
+    let decoded = d
+        .object(|d, key| {
+            if &*key != "items" {
+                return d.skip();
+            }
+            d.list(|d| {
+                items.push(crate::decode::dec::Decode::decode(d)?);
+                Ok(())
+            })
+        })
+        .and_then(|()| d.end());
+    decoded.map_err(|e| crate::decode::explain::explain(list, &e, "the cluster's list of Pods"))?;
+    Ok(items)
 }
 
 /// Each element of a `List`'s `items`, read by `item` as the list goes by;
@@ -144,7 +189,7 @@ pub fn object_meta<'a>(json: &'a str, what: &str) -> Result<crate::model::pod::O
 mod tests {
     use crate::cluster::gpu::GpuResources;
     use crate::model::kind::WorkloadKind;
-    use crate::model::listed::list_pods;
+    use crate::model::listed::{list_pods, list_pods_skimming};
     use crate::model::workload::Workload;
 
     /// A pod with everything a listed pod carries: what the slim model
@@ -205,5 +250,53 @@ mod tests {
         ] {
             assert!(list_pods(&format!(r#"{{"items":[{bad}]}}"#)).is_err(), "{bad}");
         }
+    }
+
+    /// A CPU pod with a big environment.
+    fn cpu_pod(name: &str) -> String {
+        let env: Vec<String> = (0..50).map(|i| format!(r#"{{"name":"V{i}","value":"{}"}}"#, "x\\\"y".repeat(10))).collect();
+        format!(
+            r#"{{"metadata":{{"name":"{name}","labels":{{"a":"b"}},"ownerReferences":[{{"kind":"Job","name":"j","controller":true}}]}},"spec":{{"containers":[{{"name":"c","env":[{}],"resources":{{"limits":{{"cpu":"2","memory":"1Gi"}}}}}}]}},"status":{{"phase":"Running"}}}}"#,
+            env.join(",")
+        )
+    }
+
+    #[test]
+    fn skimming_reads_what_list_pods_reads() {
+        let gpus = GpuResources::default();
+        let list =
+            format!(r#"{{"kind":"PodList","metadata":{{"resourceVersion":"7"}},"items":[{},{POD},{}]}}"#, cpu_pod("a"), cpu_pod("b"));
+        let all = list_pods(&list).unwrap();
+        let skimmed = list_pods_skimming(&list).unwrap();
+        assert_eq!(all.len(), skimmed.len());
+        for (a, s) in all.iter().zip(&skimmed) {
+            assert_eq!(a.metadata.name, s.metadata.name);
+            assert_eq!(a.metadata.namespace, s.metadata.namespace);
+            assert_eq!(a.metadata.being_deleted, s.metadata.being_deleted);
+            assert_eq!(a.phase, s.phase);
+            assert_eq!(a.gpus_per_pod(&gpus).unwrap(), s.gpus_per_pod(&gpus).unwrap());
+        }
+        // Only the name, namespace and deletion of the metadata are read.
+        assert!(skimmed[0].metadata.labels.is_empty() && skimmed[0].metadata.owner_references.is_empty());
+        // What is skipped is only skimmed: a toleration that is not JSON.
+        let odd = r#"{"items":[{"spec":{"tolerations":[7,],"containers":[{"name":"c"}]}}]}"#;
+        assert!(list_pods(odd).is_err());
+        assert_eq!(list_pods_skimming(odd).unwrap()[0].containers[0].name, "c");
+    }
+
+    #[test]
+    fn a_list_that_does_not_end_is_refused_as_list_pods_refuses_it() {
+        for bad in [
+            format!(r#"{{"items":[{}"#, cpu_pod("a")),
+            r#"{"items":[{"metadata":{"name":"a"}}"#.to_string(),
+            r#"{"items":[{"spec":{"containers":[{"name":"x"#.to_string(),
+            format!(r#"{{"items":[{POD}"#),
+            r#"{"items":7}"#.to_string(),
+            r#"{"items":[{"spec":{"containers":[{"resources":{"limits":[]}}]}}]}"#.to_string(),
+        ] {
+            assert_eq!(list_pods_skimming(&bad).unwrap_err(), list_pods(&bad).unwrap_err(), "{bad}");
+        }
+        // Brackets that do not pair are refused, where the text stops making sense.
+        assert!(list_pods_skimming(r#"{"items":[{"spec":{"volumes":[{"name":"x"}}]}"#).is_err());
     }
 }
