@@ -8,6 +8,8 @@
 //! - so do the rule READMEs' `aigov scan` commands, each checking its rule;
 //! - so does the quick start's `aigov eval` for a denied workload, with
 //!   the message its kubectl error line shows;
+//! - so do the platform engineer's quick start's `aigov` commands, each
+//!   checking exactly the rules it turned on;
 //! - every sample manifest a Markdown file names exists.
 
 use std::path::{Path, PathBuf};
@@ -178,6 +180,50 @@ fn the_quick_start_for_a_denied_workload_runs_as_written() {
     assert_eq!(out.status.code(), Some(1), "`{eval}` denies:\n{stdout}\n{stderr}");
     assert!(stdout.starts_with("Job team-nlp/finetune\n"), "{stdout}");
     assert!(stdout.contains(&format!("    - {message}\n")), "the README's kubectl error says what `{eval}` says:\n{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The README's quick start for a platform engineer: its `aigov` lines
+/// (continuations joined) run as written, in order, from a directory with
+/// the samples as `k8s/` and a `kubectl get … -o json` dump of running
+/// objects (a `List`, as kubectl writes it); only `scan` denies, and what
+/// `scan` and `simulate` print names the two rules turned on and no other.
+#[test]
+fn the_quick_start_for_a_platform_engineer_runs_as_written() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme.split("\n### Platform engineer: ").nth(1).unwrap().split("\n### ").next().unwrap();
+    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let lines: Vec<String> = block
+        .replace("\\\n", " ")
+        .lines()
+        .map(|l| l.split(" # ").next().unwrap().trim().to_string())
+        .filter(|l| l.starts_with("target/release/aigov "))
+        .collect();
+    assert!(lines.iter().any(|l| l.contains(" manifests ") && l.contains("--settings ")), "{lines:?}");
+    let dir = workspace("platform-quick-start");
+    std::fs::remove_dir_all(dir.join("deploy")).unwrap();
+    std::os::unix::fs::symlink(dir.join("my-manifests"), dir.join("k8s")).unwrap();
+    let mut items = Vec::new();
+    for entry in std::fs::read_dir(root().join("host-test/tests/walkthrough/running")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            items.extend(aigov::run::admission::parse_documents(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
+        }
+    }
+    std::fs::write(dir.join("dump.json"), json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
+    let others: Vec<&str> = aigov::run::native::names().filter(|r| !["gpu-runtime-class", "idle-gpu-pods"].contains(r)).collect();
+    for line in &lines {
+        let out = Command::new("sh").args(["-c", line]).current_dir(&dir).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let scan = line.contains(" scan ");
+        assert_eq!(out.status.code(), Some(if scan { 1 } else { 0 }), "`{line}`:\n{stdout}\n{stderr}");
+        if scan || line.contains(" simulate ") {
+            assert!(stdout.contains("gpu-runtime-class") && stdout.contains("idle-gpu-pods"), "`{line}`:\n{stdout}");
+            let named: Vec<&&str> = others.iter().filter(|r| stdout.lines().any(|l| !l.contains(".yaml") && l.contains(**r))).collect();
+            assert!(named.is_empty(), "`{line}` names rules the team did not turn on: {named:?}\n{stdout}");
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
