@@ -38,7 +38,7 @@ use crate::model::request::{Request, all_kinds};
 use crate::runtime::entry::{self, Outcome};
 use crate::runtime::metadata::PolicyMetadata;
 use crate::runtime::policy::Exported;
-use crate::runtime::verdict::{SettingsResponse, ValidationResponse};
+use crate::runtime::verdict::{SettingsResponse, ValidationResponse, written};
 
 /// One rule of the bundle, type-erased.
 #[derive(Clone, Copy)]
@@ -233,7 +233,7 @@ fn evaluate_enabled(enabled: &[(Entry, &str)], request: &Request<'_>, cluster: &
 /// Runs `enabled` on `request`, each answer into `answers`: the mutating
 /// rules (first in the order) on the object as sent, their edits applied in
 /// turn to one copy of it, then the validating rules on the result, decoded
-/// once. Kubernetes runs mutating webhooks one after another, each on the
+/// once (not at all when no validating rule is on). Kubernetes runs mutating webhooks one after another, each on the
 /// object the one before left; the mutating rules edit disjoint fields
 /// (node affinity of CPU templates, runtime class and tolerations of GPU
 /// templates, owner labels), and none reads what another writes, so each
@@ -267,12 +267,14 @@ fn run(
         answers.push((entry.name(), outcome.into_response(entry.name())));
     }
     let mutated = doc.map(json::Doc::into_text).filter(|t| Some(t.as_str()) != request.object_text());
-    let Some(text) = &mutated else {
+    // The patched object is decoded again only for validating rules to
+    // judge: with none on, nothing reads it.
+    let Some(text) = mutated.as_ref().filter(|_| !validating.is_empty()) else {
         for (entry, s) in validating {
             let outcome = (entry.run)(request, s, cluster).map_err(|e| settings_error(entry, e))?;
             answers.push((entry.name(), outcome.into_response(entry.name())));
         }
-        return Ok(None);
+        return Ok(mutated);
     };
     match request.with_object(text) {
         Ok(r) => {
@@ -337,7 +339,7 @@ fn merge(answers: Vec<(&'static str, ValidationResponse)>, mutated: Option<Strin
         out.message = Some(lines.join("\n"));
     }
     if out.accepted {
-        out.mutated_object = mutated.and_then(|m| RawValue::from_string(m).ok());
+        out.mutated_object = mutated.and_then(written);
     }
     out
 }

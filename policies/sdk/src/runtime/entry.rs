@@ -30,8 +30,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::value::RawValue;
-
 use crate::base::error::Malformed;
 use crate::base::rule_settings::SettingsError;
 use crate::cluster::Cluster;
@@ -43,7 +41,7 @@ use crate::runtime::metadata::PolicyMetadata;
 use crate::runtime::mutate;
 use crate::runtime::policy::{Exported, Handler};
 use crate::runtime::settings::{Mode, Settings, cached};
-use crate::runtime::verdict::{SettingsResponse, ValidationResponse};
+use crate::runtime::verdict::{SettingsResponse, ValidationResponse, written};
 
 /// Key of the audit annotation that carries what audit mode let through.
 pub const AUDIT_ANNOTATION: &str = "violations";
@@ -203,7 +201,7 @@ impl Outcome {
         if violations.is_empty() {
             return ValidationResponse {
                 accepted: true,
-                mutated_object: mutated.and_then(|m| RawValue::from_string(m).ok()),
+                mutated_object: mutated.and_then(written),
                 warnings,
                 audit_annotations,
                 ..ValidationResponse::default()
