@@ -176,12 +176,12 @@ unsafe impl GlobalAlloc for Heap {
             return s.bump(layout.size(), layout.align()) as *mut u8;
         }
         let (c, block) = class(layout.size());
-        let head = s.free[c];
-        if head != 0 {
-            // SAFETY: `head` is a free block of this class, whose first word
-            // `dealloc` wrote.
-            s.free[c] = unsafe { *(head as *const usize) };
-            return head as *mut u8;
+        if let Some(head) = s.free.get_mut(c).filter(|h| **h != 0) {
+            let block = *head;
+            // SAFETY: `block` is a free block of this class, whose first
+            // word `dealloc` wrote.
+            *head = unsafe { *(block as *const usize) };
+            return block as *mut u8;
         }
         s.bump(block, STEP) as *mut u8
     }
@@ -194,9 +194,10 @@ unsafe impl GlobalAlloc for Heap {
         // SAFETY: as in `alloc`; `ptr` is a block of this layout's class,
         // at least 16 bytes, no longer in use.
         let s = unsafe { &mut *self.0.get() };
-        let (c, _) = class(layout.size());
-        unsafe { *(ptr as *mut usize) = s.free[c] };
-        s.free[c] = ptr as usize;
+        if let Some(head) = s.free.get_mut(class(layout.size()).0) {
+            unsafe { *(ptr as *mut usize) = *head };
+            *head = ptr as usize;
+        }
     }
 
     #[inline(never)]
@@ -238,7 +239,7 @@ mod tests {
         let mut last = (0, STEP);
         for size in 0..=1 << 20 {
             let (c, block) = class(size);
-            assert!(c < CLASSES && block >= size.max(1) && block % STEP == 0, "{size}: {c} {block}");
+            assert!(c < CLASSES && block >= size.max(1) && block.is_multiple_of(STEP), "{size}: {c} {block}");
             assert!(c >= last.0 && (c > last.0 || block == last.1), "{size}");
             last = (c, block);
         }
@@ -269,7 +270,7 @@ mod tests {
                 let layout = Layout::from_size_align(size, 8).unwrap();
                 // SAFETY: a valid layout; the block is written within its size.
                 let p = unsafe { heap.alloc(layout) };
-                assert!(!p.is_null() && p as usize % STEP == 0);
+                assert!(!p.is_null() && (p as usize).is_multiple_of(STEP));
                 unsafe { core::ptr::write_bytes(p, round * 16 + i as u8, size) };
                 live.push((p, layout));
             }
