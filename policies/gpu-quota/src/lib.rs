@@ -297,16 +297,14 @@ impl Caps {
     /// whose names match it selects by labels; `Err` quotes why it could
     /// not be.
     fn of(s: &Settings, namespace: &str, cluster: &dyn Cluster) -> Result<Caps, String> {
-        let mut labels: Option<BTreeMap<String, String>> = None;
+        let mut labels = None;
         for o in &s.overrides {
             if !o.matches_name(namespace) {
                 continue;
             }
             if let Some(selector) = &o.namespace_selector {
-                if labels.is_none() {
-                    labels = Some(namespace_labels(namespace, cluster)?);
-                }
-                let Some(l) = &labels else { continue };
+                let l = labels.get_or_insert_with(|| cluster.namespace_labels(namespace));
+                let l = l.as_ref().as_ref().map_err(|e| e.first_line().to_string())?;
                 if !selector.matches_with(&|k| l.get(k).map(String::as_str)) {
                     continue;
                 }
@@ -318,13 +316,6 @@ impl Caps {
         }
         Ok(Caps { workload: s.workload_limits.clone(), namespace: s.namespace_limits.clone() })
     }
-}
-
-/// The Namespace's labels, read through the cluster interface.
-fn namespace_labels(namespace: &str, cluster: &dyn Cluster) -> Result<BTreeMap<String, String>, String> {
-    let json = cluster.get_resource("v1", "Namespace", namespace, None).map_err(|e| e.first_line().to_string())?;
-    let meta = object_meta(&json, "the Namespace").map_err(|e| e.0)?;
-    Ok(meta.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
 }
 
 fn merged(defaults: &Limits, over: &Limits) -> Limits {

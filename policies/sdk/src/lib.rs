@@ -58,51 +58,11 @@ pub mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-/// The components' allocator: dlmalloc, as std's on this target, but a
-/// release (0.2.14) that starts with the heap the guest was linked with
-/// (`__heap_base` to `__heap_end`: the initial memory the Makefile's
-/// `WASM_MEMORY` sets) before it grows memory. std's (0.2.11) grows on the
-/// first allocation, and in a pooled host each growth costs an `mprotect`
-/// during the call and another when the slot is reused: about a fifth of a
-/// fresh component's request (BENCHMARKS.md). The modules' allocator
-/// (wasi-libc's malloc) already starts there.
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+/// The guests' allocator, in modules and components alike: free lists by
+/// size class ([`runtime::heap`]).
+#[cfg(target_arch = "wasm32")]
 #[global_allocator]
-static ALLOCATOR: Heap = Heap;
-
-/// [`dlmalloc::GlobalDlmalloc`] behind calls that are not inlined: its
-/// methods are `#[inline]`, and inlined into every allocating function they
-/// made each component about 48 KiB larger (std's allocator is reached the
-/// same way, through a call).
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-struct Heap;
-
-// SAFETY: every method forwards its arguments unchanged to dlmalloc's
-// `GlobalAlloc`, whose contract is the one each caller already upholds.
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-#[allow(unsafe_code)]
-unsafe impl std::alloc::GlobalAlloc for Heap {
-    #[inline(never)]
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        // SAFETY: as for the impl.
-        unsafe { dlmalloc::GlobalDlmalloc.alloc(layout) }
-    }
-    #[inline(never)]
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        // SAFETY: as for the impl.
-        unsafe { dlmalloc::GlobalDlmalloc.dealloc(ptr, layout) }
-    }
-    #[inline(never)]
-    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        // SAFETY: as for the impl.
-        unsafe { dlmalloc::GlobalDlmalloc.alloc_zeroed(layout) }
-    }
-    #[inline(never)]
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: as for the impl.
-        unsafe { dlmalloc::GlobalDlmalloc.realloc(ptr, layout, new_size) }
-    }
-}
+static ALLOCATOR: runtime::heap::Heap = runtime::heap::Heap::new();
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 #[allow(unsafe_code, missing_docs, clippy::all)]

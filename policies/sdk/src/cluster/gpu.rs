@@ -401,6 +401,17 @@ pub fn default_gpu_device_classes() -> Vec<Glob> {
     DEFAULT_GPU_DEVICE_CLASSES.into_iter().map(Glob::new).collect()
 }
 
+thread_local! {
+    /// [`default_gpu_device_classes`], built once: every rule of the bundle
+    /// starts from them, in every fresh instance.
+    static DEFAULTS: std::rc::Rc<[Glob]> = std::rc::Rc::from(default_gpu_device_classes());
+}
+
+/// [`default_gpu_device_classes`], shared.
+pub fn shared_default_gpu_device_classes() -> std::rc::Rc<[Glob]> {
+    DEFAULTS.with(std::rc::Rc::clone)
+}
+
 /// Checks the shared `gpuDeviceClasses` (or a rule's deprecated
 /// `resourceClaims.gpuDeviceClasses`) under `key`: at least one class,
 /// no empty pattern.
@@ -419,7 +430,7 @@ impl crate::model::request::Request<'_> {
     /// evaluating the request: the shared `gpuDeviceClasses`, or
     /// [`DEFAULT_GPU_DEVICE_CLASSES`]. Read once per rule and request.
     pub fn gpu_classes(&self) -> std::rc::Rc<[Glob]> {
-        self.gpu_device_classes_set().unwrap_or_else(|| std::rc::Rc::from(default_gpu_device_classes()))
+        self.gpu_device_classes_set().unwrap_or_else(shared_default_gpu_device_classes)
     }
 }
 

@@ -5,7 +5,10 @@
 //! harness's fixtures natively. Lookups return raw JSON; rules decode what
 //! they need (for example with [`crate::model::workload::Workload::parse`]).
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -261,6 +264,27 @@ pub trait Report {
     fn warning(&mut self, message: String);
 }
 
+/// The label the API server puts on every Namespace, holding its name
+/// (Kubernetes 1.21+; it cannot be removed or changed).
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// A Namespace's labels ([`NAME_LABEL`] included), or why they could not
+/// be read.
+pub type NamespaceLabels = Result<BTreeMap<String, String>, LookupError>;
+
+/// Namespace `name`'s labels, looked up and decoded: what
+/// [`Cluster::namespace_labels`] does unless the cluster remembers them. A
+/// Namespace the cluster returns but that cannot be read is a failed
+/// lookup (`invalid`), not a malformed request: the person submitting the
+/// workload cannot fix it.
+pub fn fetch_labels<C: Cluster + ?Sized>(cluster: &C, name: &str) -> NamespaceLabels {
+    let json = cluster.get_resource("v1", "Namespace", name, None)?;
+    let meta = crate::model::listed::object_meta(&json, &format!("the Namespace `{name}`")).map_err(|e| LookupError::Invalid(e.0))?;
+    let mut labels: BTreeMap<String, String> = meta.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    labels.entry(NAME_LABEL.to_string()).or_insert_with(|| name.to_string());
+    Ok(labels)
+}
+
 /// Read-only access to cluster state.
 pub trait Cluster {
     /// One object as JSON. `api_version` is `v1` or `group/version`; `kind`
@@ -290,6 +314,13 @@ pub trait Cluster {
     /// [`host_clock`] unless the host says otherwise.
     fn now(&self) -> Option<i64> {
         host_clock()
+    }
+
+    /// Namespace `name`'s labels, looked up and decoded
+    /// ([`fetch_labels`]); [`Memoized`] does it
+    /// once for every rule of a request.
+    fn namespace_labels(&self, name: &str) -> Rc<NamespaceLabels> {
+        Rc::new(fetch_labels(self, name))
     }
 }
 
@@ -334,7 +365,9 @@ impl Cluster for NoCluster {
 /// Lives for one request, so nothing it holds can go stale.
 pub struct Memoized<'c> {
     inner: &'c dyn Cluster,
-    answers: std::cell::RefCell<Vec<Answer>>,
+    answers: RefCell<Vec<Answer>>,
+    /// Namespaces' labels, decoded.
+    namespaces: RefCell<Vec<(String, Rc<NamespaceLabels>)>>,
 }
 
 /// A question (the call and its arguments) and the host's answer.
@@ -343,7 +376,7 @@ type Answer = (Vec<Option<String>>, Result<String, LookupError>);
 impl<'c> Memoized<'c> {
     /// Remembers `inner`'s answers.
     pub fn new(inner: &'c dyn Cluster) -> Memoized<'c> {
-        Memoized { inner, answers: std::cell::RefCell::default() }
+        Memoized { inner, answers: RefCell::default(), namespaces: RefCell::default() }
     }
 
     /// The answer to the question `key`, asking `ask` only the first time.
@@ -361,6 +394,14 @@ impl<'c> Memoized<'c> {
 impl Cluster for Memoized<'_> {
     fn now(&self) -> Option<i64> {
         self.inner.now()
+    }
+    fn namespace_labels(&self, name: &str) -> Rc<NamespaceLabels> {
+        if let Some((_, labels)) = self.namespaces.borrow().iter().find(|(n, _)| n == name) {
+            return labels.clone();
+        }
+        let labels = Rc::new(fetch_labels(self, name));
+        self.namespaces.borrow_mut().push((name.to_string(), labels.clone()));
+        labels
     }
     fn get_resource(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<String, LookupError> {
         self.answer(&[Some("get"), Some(api_version), Some(kind), Some(name), namespace], || {
@@ -618,5 +659,45 @@ mod tests {
         assert_eq!(memo.list_resources_by_namespace("v1", "Pod", "ml", Some("a=b"), None), Ok("ml".into()));
         assert_eq!(memo.list_resources_by_namespace("v1", "Pod", "ml", None, None), Ok("ml".into()));
         assert_eq!(host.0.get(), 5);
+    }
+
+    #[test]
+    fn memoized_decodes_a_namespaces_labels_once() {
+        struct One;
+        impl Cluster for One {
+            fn get_resource(&self, _: &str, _: &str, name: &str, _: Option<&str>) -> Result<String, LookupError> {
+                match name {
+                    "ml" => Ok(r#"{"kind":"Namespace","metadata":{"name":"ml","labels":{"team":"nlp"}}}"#.into()),
+                    "bad" => Ok("[]".into()),
+                    _ => Err(LookupError::NotFound(format!("namespaces \"{name}\" not found"))),
+                }
+            }
+            fn list_resources_by_namespace(
+                &self,
+                _: &str,
+                _: &str,
+                _: &str,
+                _: Option<&str>,
+                _: Option<&str>,
+            ) -> Result<String, LookupError> {
+                Err(LookupError::Invalid("not served".into()))
+            }
+            fn list_resources_all(&self, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
+                Err(LookupError::Invalid("not served".into()))
+            }
+        }
+        let memo = Memoized::new(&One);
+        let (a, b) = (memo.namespace_labels("ml"), memo.namespace_labels("ml"));
+        assert!(Rc::ptr_eq(&a, &b), "decoded once, shared");
+        let labels = a.as_ref().as_ref().unwrap();
+        assert_eq!(labels.get("team").map(String::as_str), Some("nlp"));
+        assert_eq!(labels.get(NAME_LABEL).map(String::as_str), Some("ml"), "every Namespace carries its name");
+        // Alone, a rule's cluster decodes the same labels.
+        assert_eq!(One.namespace_labels("ml"), a);
+        assert!(matches!(&*memo.namespace_labels("ghost"), Err(LookupError::NotFound(_))));
+        assert!(
+            matches!(&*memo.namespace_labels("bad"), Err(LookupError::Invalid(m)) if m.contains("the Namespace `bad`")),
+            "a Namespace that cannot be read is a failed lookup"
+        );
     }
 }

@@ -33,18 +33,17 @@
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::base::glob::{Glob, any_match, non_empty_patterns};
 use crate::base::rule_settings::SettingsError;
-use crate::cluster::lookup::{Cluster, LookupError, OnLookupError, Report};
+use crate::cluster::lookup::{Cluster, LookupError, NamespaceLabels, OnLookupError, Report};
 use crate::model::label_selector::{self, LabelSelectorRequirement};
 use crate::model::request::Request;
 
-/// The label the API server puts on every Namespace, holding its name
-/// (Kubernetes 1.21+; it cannot be removed or changed).
-pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+pub use crate::cluster::lookup::NAME_LABEL;
 
 /// Which namespaces a setting applies to: a namespace is selected when its
 /// name matches one of `names` (any name when `names` is empty) and its
@@ -113,7 +112,7 @@ pub struct Reported;
 pub struct Namespace<'c> {
     name: String,
     cluster: &'c dyn Cluster,
-    labels: OnceCell<Result<BTreeMap<String, String>, LookupError>>,
+    labels: OnceCell<Rc<NamespaceLabels>>,
 }
 
 impl<'c> Namespace<'c> {
@@ -135,11 +134,11 @@ impl<'c> Namespace<'c> {
     }
 
     /// The Namespace's labels, [`NAME_LABEL`] included: looked up on the
-    /// first call, kept for the next. A Namespace the cluster returns but
-    /// that cannot be read is a failed lookup (`invalid`), not a malformed
-    /// request: the person submitting the workload cannot fix it.
+    /// first call ([`crate::cluster::lookup::fetch_labels`]), kept for the next; in the bundle,
+    /// looked up and decoded once for every rule
+    /// ([`Cluster::namespace_labels`]).
     pub fn labels(&self) -> Result<&BTreeMap<String, String>, &LookupError> {
-        self.labels.get_or_init(|| self.fetch()).as_ref()
+        self.labels.get_or_init(|| self.cluster.namespace_labels(&self.name)).as_ref().as_ref()
     }
 
     /// One label of the Namespace (looked up as [`Namespace::labels`]).
@@ -150,15 +149,6 @@ impl<'c> Namespace<'c> {
     /// Whether the Namespace has been looked up in this request.
     pub fn looked_up(&self) -> bool {
         self.labels.get().is_some()
-    }
-
-    fn fetch(&self) -> Result<BTreeMap<String, String>, LookupError> {
-        let json = self.cluster.get_resource("v1", "Namespace", &self.name, None)?;
-        let meta =
-            crate::model::listed::object_meta(&json, &format!("the Namespace `{}`", self.name)).map_err(|e| LookupError::Invalid(e.0))?;
-        let mut labels: BTreeMap<String, String> = meta.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        labels.entry(NAME_LABEL.to_string()).or_insert_with(|| self.name.clone());
-        Ok(labels)
     }
 
     /// Whether the selector selects this namespace. Reads the labels only

@@ -2,11 +2,14 @@
 //! ([`settings`]) and the shared ones ([`shared`], [`exceptions`]), verdicts and Kubewarden's responses
 //! ([`verdict`]), mutation ([`mutate`]), the one evaluation path every
 //! host calls ([`entry`]), the bundle ([`bundle`]), the metadata
-//! ([`metadata`]), and the waPC and component exports.
+//! ([`metadata`]), the guests' allocator ([`heap`]), and the waPC and
+//! component exports.
 
 pub mod bundle;
 pub mod entry;
 pub mod exceptions;
+#[allow(unsafe_code)]
+pub mod heap;
 pub mod metadata;
 pub mod mutate;
 pub mod policy;

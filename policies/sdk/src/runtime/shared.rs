@@ -45,7 +45,7 @@ use serde_json::{Map, Value};
 
 use crate::base::glob::{Glob, any_match, non_empty_patterns};
 use crate::base::rule_settings::SettingsError;
-use crate::cluster::gpu::{default_gpu_device_classes, validate_gpu_device_classes};
+use crate::cluster::gpu::{shared_default_gpu_device_classes, validate_gpu_device_classes};
 use crate::model::label_selector::LabelSelector;
 use crate::model::labels::pods_selected;
 use crate::model::request::{Operation, Request};
@@ -148,7 +148,7 @@ impl Default for Shared {
             allow_existing_violations: true,
             trusted_controllers: TrustedControllers::Defaults,
             exceptions: Vec::new(),
-            gpu_device_classes: Rc::from(default_gpu_device_classes()),
+            gpu_device_classes: shared_default_gpu_device_classes(),
         }
     }
 }
@@ -178,7 +178,10 @@ impl Shared {
             "trustedControllers" => self.trusted_controllers = or_default(d)?,
             "exceptions" => self.exceptions = or_default(d)?,
             "gpuDeviceClasses" => {
-                self.gpu_device_classes = Rc::from(Option::<Vec<Glob>>::deserialize(d)?.unwrap_or_else(default_gpu_device_classes));
+                self.gpu_device_classes = match Option::<Vec<Glob>>::deserialize(d)? {
+                    Some(classes) => Rc::from(classes),
+                    None => shared_default_gpu_device_classes(),
+                };
             }
             _ => return Err(de::Error::custom(format_args!("`{key}` is not a shared setting"))),
         }
