@@ -562,7 +562,7 @@ fn check_namespace(
         .list_resources_by_namespace("v1", "Pod", ns, None, Some(NOT_FINISHED))
         .map_err(|e| e.first_line().to_string())
         .and_then(|list| {
-            claims_used |= list.contains("\"resourceClaims\"");
+            claims_used |= aigov_sdk::decode::json::mentions(&list, "\"resourceClaims\"");
             held_gpus(&list, name, s).map_err(|e| e.0)
         });
     let mut held = match held {

@@ -28,9 +28,14 @@ pub struct Verdict {
 /// One line: a violation or warning never spans lines, so a response's
 /// message holds exactly one violation per line.
 fn one_line(message: String) -> String {
-    // Bytes, not chars: a `char` pattern decodes every character, and a
-    // long message cost thousands of instructions to find none.
-    if message.bytes().any(|b| b == b'\n' || b == b'\r') { message.replace("\r\n", " ").replace(['\n', '\r'], " ") } else { message }
+    // Bytes, sixteen at a time (memchr, with wasm's simd128): a `char`
+    // pattern decodes every character, and a byte loop still costs about
+    // five instructions a byte of every message, to find none.
+    if memchr::memchr2(b'\n', b'\r', message.as_bytes()).is_some() {
+        message.replace("\r\n", " ").replace(['\n', '\r'], " ")
+    } else {
+        message
+    }
 }
 
 impl Verdict {
