@@ -28,7 +28,8 @@ pub struct Settings {
     /// GPUs. Default 20.
     pub max_cpu_worker_replicas: i64,
     /// GPUs of one family a whole Ray cluster (head and every worker group
-    /// at `maxReplicas` × `numOfHosts`) may use. Default `null`: no cap.
+    /// at `maxReplicas` × `numOfHosts`, and each ResourceClaim the pods
+    /// share once) may use. Default `null`: no cap.
     pub max_total_gpus: Option<i64>,
     /// Labels the RayCluster, RayJob or RayService must carry, each with its
     /// allowed values (`[]`: any non-empty value). Default: `team`,
