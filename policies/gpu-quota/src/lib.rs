@@ -15,7 +15,8 @@ mod settings;
 use std::collections::BTreeMap;
 
 use aigov_sdk::base::glob;
-use aigov_sdk::cluster::gpu::{ClaimSpec, DRA_API_VERSION, DeviceCount, Pinned, PodClaim, pinned};
+use aigov_sdk::cluster::device_classes::Uncounted as Why;
+use aigov_sdk::cluster::gpu::{ClaimSpec, DRA_API_VERSION, PodClaim};
 use aigov_sdk::cluster::scale::ScaleChange;
 use aigov_sdk::model::listed::{list_items, list_pods_skimming, object_meta};
 use aigov_sdk::model::workload::{CronJobs, JobsBound, ScaleWhy};
@@ -141,23 +142,20 @@ struct Uncounted {
     why: Why,
 }
 
-enum Why {
-    /// `allocationMode: All`, for these resource names.
-    Every(Vec<String>),
-    /// A MIG class whose selectors pin no single profile: the resource
-    /// name's prefix (`nvidia.com/mig-`).
-    Profile(String),
-}
-
 impl Claimed {
     /// The GPUs one claim brings, per resource name; what cannot be counted
     /// is kept for [`Claimed::report`], a GPU class no entry of
     /// `deviceClassResources` maps is a warning.
     fn add(&mut self, t: &PodTemplate<'_>, c: &PodClaim, s: &Settings, classes: &[Glob], v: &mut Verdict) -> GpuCounts {
         let field = t.spec_path().key("resourceClaims").index(c.index);
-        let (counts, problems, unmapped) = spec_gpus(&c.spec, s, classes);
-        for (class, why) in problems {
-            self.problems.push(Uncounted { field: field.clone(), source: c.source(), class, why });
+        let counted = s.device_class_resources.count(&c.spec, classes);
+        let mut unmapped: Vec<String> = Vec::new();
+        for (class, why) in counted.uncounted {
+            if why == Why::Unmapped {
+                unmapped.push(class);
+            } else {
+                self.problems.push(Uncounted { field: field.clone(), source: c.source(), class, why });
+            }
         }
         for class in unmapped {
             v.warn(format!(
@@ -165,7 +163,7 @@ impl Claimed {
                 c.source()
             ));
         }
-        counts
+        counted.counts
     }
 
     /// Violations for requests that cannot be counted where a cap applies.
@@ -176,8 +174,11 @@ impl Claimed {
                     for name in names {
                         let Some(limit) = cap(&caps.workload, name).or_else(|| cap(&caps.namespace, name)) else { continue };
                         v.violation(format!(
-                            "`{}` ({}) claims every matching device of class `{}` on its node, so the `{name}` it holds has no upper bound, but at most {limit} `{name}` may be held in namespace `{ns}`: claim a number of devices with `count` instead of `allocationMode: All`",
-                            u.field, u.source, u.class
+                            "`{}` ({}) claims every matching device of class `{}` on its node, so the `{name}` it holds has no upper bound, but at most {limit} `{name}` may be held in namespace `{ns}`: {}",
+                            u.field,
+                            u.source,
+                            u.class,
+                            u.why.fix()
                         ));
                     }
                 }
@@ -186,10 +187,15 @@ impl Claimed {
                         continue;
                     }
                     v.violation(format!(
-                        "`{}` ({}) claims devices of class `{}` without pinning their MIG profile in a selector, so which `{prefix}*` limit applies is unknown: select the profile with `device.attributes['gpu.nvidia.com'].profile == '<profile>'`",
-                        u.field, u.source, u.class
+                        "`{}` ({}) claims devices of class `{}` without pinning their MIG profile in a selector, so which `{prefix}*` limit applies is unknown: {}",
+                        u.field,
+                        u.source,
+                        u.class,
+                        u.why.fix()
                     ));
                 }
+                // Reported as a warning when counted.
+                Why::Unmapped => {}
             }
         }
     }
@@ -198,52 +204,6 @@ impl Claimed {
 /// Whether a cap may apply to some resource named `prefix…`.
 fn capped_family(limits: &Limits, prefix: &str) -> bool {
     limits.iter().any(|(k, v)| v.is_some() && (k.starts_with(prefix) || glob::matches(k, &format!("{prefix}x"))))
-}
-
-/// The GPUs a claim spec brings, per resource name (for each request the
-/// largest of its alternatives, any of which may be allocated); the
-/// requests that cannot be counted, by class; the GPU classes not mapped.
-fn spec_gpus(spec: &ClaimSpec, s: &Settings, classes: &[Glob]) -> (GpuCounts, Vec<(String, Why)>, Vec<String>) {
-    let mut total = GpuCounts::new();
-    let mut problems = Vec::new();
-    let mut unmapped: Vec<String> = Vec::new();
-    for r in &spec.requests {
-        let mut best = GpuCounts::new();
-        for c in &r.choices {
-            let class = c.device_class.as_str();
-            if !classes.iter().any(|g| g.matches(class)) {
-                continue;
-            }
-            let Some(resource) = s.device_class_resources.get(class) else {
-                if !unmapped.iter().any(|u| u == class) {
-                    unmapped.push(class.to_string());
-                }
-                continue;
-            };
-            let names: Vec<String> = match resource.split_once('*') {
-                None => vec![resource.clone()],
-                Some((prefix, suffix)) => match pinned(&c.selectors, "gpu.nvidia.com", "profile") {
-                    Pinned::OneOf(profiles) => profiles.iter().map(|p| format!("{prefix}{p}{suffix}")).collect(),
-                    Pinned::Open | Pinned::Unreadable => {
-                        problems.push((class.to_string(), Why::Profile(prefix.to_string())));
-                        continue;
-                    }
-                },
-            };
-            match c.count {
-                DeviceCount::Exactly(n) => {
-                    for name in names {
-                        let e = best.entry(name).or_default();
-                        *e = (*e).max(n);
-                    }
-                }
-                DeviceCount::All => problems.push((class.to_string(), Why::Every(names))),
-            }
-        }
-        add_counts(&mut total, &best);
-    }
-    total.retain(|_, n| *n > 0);
-    (total, problems, unmapped)
 }
 
 /// `kubectl scale` (or an autoscaler) raising a workload's replicas: the
@@ -513,7 +473,7 @@ fn held_by_claims(ns: &str, s: &Settings, classes: &[Glob], cluster: &dyn Cluste
         }
         let name = format!("ResourceClaim/{}", meta.display_name());
         let spec = ClaimSpec::of_claim(item, &name).map_err(|e| e.0)?;
-        for (resource, n) in spec_gpus(&spec, s, classes).0 {
+        for (resource, n) in s.device_class_resources.count(&spec, classes).counts {
             out.entry(resource).or_default().push((name.clone(), n));
         }
     }

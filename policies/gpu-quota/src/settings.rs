@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use aigov_sdk::LabelSelector;
-use aigov_sdk::base::glob::{self, non_empty_patterns};
+use aigov_sdk::base::glob::non_empty_patterns;
+use aigov_sdk::cluster::device_classes::DeviceClassResources;
 use aigov_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -46,7 +47,7 @@ pub struct Settings {
     /// (`device.attributes['gpu.nvidia.com'].profile`), so
     /// `mig.nvidia.com: nvidia.com/mig-*` counts a `1g.10gb` slice as
     /// `nvidia.com/mig-1g.10gb`.
-    pub device_class_resources: BTreeMap<String, String>,
+    pub device_class_resources: DeviceClassResources,
     /// What a failed lookup (the Namespace, the namespace's pods, a
     /// resource claim) does: `deny` (default) or `allow`.
     pub on_lookup_error: OnLookupError,
@@ -66,12 +67,7 @@ impl Default for Settings {
             count_terminating_pods: true,
             gpu_resource_names: GpuResources::default(),
             resource_claims: ResourceClaims::default(),
-            device_class_resources: [
-                ("gpu.nvidia.com".to_string(), "nvidia.com/gpu".to_string()),
-                ("mig.nvidia.com".to_string(), "nvidia.com/mig-*".to_string()),
-            ]
-            .into_iter()
-            .collect(),
+            device_class_resources: DeviceClassResources::default(),
             on_lookup_error: OnLookupError::Deny,
         }
     }
@@ -172,23 +168,7 @@ impl RuleSettings for Settings {
             }
         }
         self.resource_claims.validate("resourceClaims")?;
-        for (class, resource) in &self.device_class_resources {
-            let at = format!("deviceClassResources.{class}");
-            if resource.matches('*').count() > 1 || resource.contains('?') || !resource.contains('/') {
-                return Err(SettingsError::new(
-                    at,
-                    format!("`{resource}` is not a GPU resource name (`vendor/name`, with at most one `*` for the MIG profile)"),
-                ));
-            }
-            if !self.gpu_resource_names.is_gpu(&resource.replace('*', "1g.10gb")) {
-                return Err(SettingsError::new(
-                    at,
-                    format!(
-                        "`{resource}` is not a GPU resource under `gpuResourceNames`, so no cap could count it: add it there, or map the class to a GPU resource"
-                    ),
-                ));
-            }
-        }
+        self.device_class_resources.validate("deviceClassResources", Some(&self.gpu_resource_names))?;
         Ok(())
     }
 
@@ -199,27 +179,7 @@ impl RuleSettings for Settings {
         let own: Option<Vec<&str>> = self.resource_claims.gpu_device_classes.as_ref().map(|c| c.iter().map(Glob::as_str).collect());
         let key = if own.is_some() { "resourceClaims.gpuDeviceClasses" } else { "gpuDeviceClasses" };
         let classes = own.as_deref().unwrap_or(shared);
-        for class in self.device_class_resources.keys() {
-            if !classes.iter().any(|g| glob::matches(g, class)) {
-                return Err(SettingsError::new(
-                    format!("deviceClassResources.{class}"),
-                    format!(
-                        "`{class}` is not a GPU device class under `{key}`, so its devices would never be counted: add it there, or remove this entry"
-                    ),
-                ));
-            }
-        }
-        for (i, g) in classes.iter().enumerate() {
-            let literal = !g.contains(['*', '?']);
-            if literal && !self.device_class_resources.contains_key(*g) {
-                return Err(SettingsError::new(
-                    format!("{key}[{i}]"),
-                    format!(
-                        "`{g}` has no entry in `deviceClassResources`, so its devices would be found but never counted: map it to the GPU resource name its devices count as"
-                    ),
-                ));
-            }
-        }
+        self.device_class_resources.validate_classes("deviceClassResources", key, classes)?;
         Ok(())
     }
 }

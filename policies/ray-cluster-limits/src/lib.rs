@@ -16,13 +16,20 @@
 //! (`ray-operator/controllers/ray/utils/util.go`, `GetWorkerGroupDesiredReplicas`):
 //! a `replicas` outside `[minReplicas, maxReplicas]` is clamped, so it is a
 //! warning; a worker group's size is `maxReplicas × numOfHosts` pods.
+//!
+//! GPUs claimed through Dynamic Resource Allocation count too: the
+//! ResourceClaims and ResourceClaimTemplates the pod templates name are
+//! read through the cluster, and their devices counted as the GPU resource
+//! `deviceClassResources` maps their class to (the SDK's
+//! `cluster::device_classes`, as `gpu-quota` counts them).
 
 mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use aigov_sdk::cluster::gpu::GpuCounts;
+use aigov_sdk::cluster::device_classes::Uncounted;
+use aigov_sdk::cluster::gpu::{GpuCounts, PodClaim};
 use aigov_sdk::prelude::*;
 
 use aigov_sdk::model::workload::KUBERAY_UNBOUNDED;
@@ -36,7 +43,7 @@ pub struct RayClusterLimits;
 impl Policy for RayClusterLimits {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
         // Subresources (`status`) and objects being deleted never reach the
         // rule: the SDK admits them.
@@ -46,13 +53,24 @@ impl Policy for RayClusterLimits {
         let Some(workload) = req.workload().filter(|w| w.kind.is_ray()) else {
             return Ok(verdict);
         };
-        let found = evaluate(workload, settings)?;
+        let classes = req.gpu_classes();
+        let namespace = req.object_namespace();
+        let found = {
+            let mut claims = |t: &PodTemplate<'_>| read_claims(t, namespace, cluster, settings, &mut verdict);
+            evaluate_claimed(workload, settings, &classes, &mut claims)?
+        };
         // On UPDATE, a limit the old object already exceeded by as much or
         // more is the old object's violation: keyed alike, so that
         // `allowExistingViolations` lets an admin rein a cluster in step by
         // step, while an update that makes it worse is refused.
         let old = if req.operation() == Operation::Update && found.violations.iter().any(|v| v.measure.is_some()) {
-            req.old_object_text().and_then(|text| Workload::parse(workload.kind, text).ok()).and_then(|old| evaluate(&old, settings).ok())
+            // The old object's claims are read again, what that reports
+            // being the new object's business.
+            let mut sink = Verdict::accept();
+            let mut claims = |t: &PodTemplate<'_>| read_claims(t, namespace, cluster, settings, &mut sink);
+            req.old_object_text()
+                .and_then(|text| Workload::parse(workload.kind, text).ok())
+                .and_then(|old| evaluate_claimed(&old, settings, &classes, &mut claims).ok())
         } else {
             None
         };
@@ -70,6 +88,30 @@ impl Policy for RayClusterLimits {
         Ok(verdict)
     }
 }
+
+/// What a failed claim lookup was needed for, with `deny` and with `allow`.
+const CLAIMS_NEEDED_FOR: (&str, &str) = (", so the GPUs they bring cannot be counted against the Ray cluster's limits", "; admitted");
+
+/// The claims of template `t`, read in `namespace` (nothing is looked up
+/// for a template without `spec.resourceClaims`); `None` when they could
+/// not be read, reported on `report` as `onLookupError` says (a
+/// ResourceClaimTemplate that does not exist yet: a warning).
+fn read_claims(
+    t: &PodTemplate<'_>,
+    namespace: &str,
+    cluster: &dyn Cluster,
+    s: &Settings,
+    report: &mut Verdict,
+) -> Result<Option<Vec<PodClaim>>, Malformed> {
+    if t.spec.resource_claims.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    t.claim_specs_or_report(namespace, cluster, s.on_lookup_error, CLAIMS_NEEDED_FOR, report)
+}
+
+/// The claims of a pod template, as the caller reads them: `None` when
+/// they could not be (the caller reported why).
+pub type Claims<'c> = dyn FnMut(&PodTemplate<'_>) -> Result<Option<Vec<PodClaim>>, Malformed> + 'c;
 
 /// A problem that refuses the cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,16 +150,24 @@ impl Findings {
     }
 }
 
-/// Every violation message of a Ray workload, in document order (see
-/// [`evaluate`]).
+/// Every violation message of a Ray workload whose pods claim nothing
+/// through DRA, in document order (see [`evaluate`]).
 pub fn check(w: &Workload<'_>, s: &Settings) -> Result<Vec<String>, Malformed> {
     Ok(evaluate(w, s)?.violations.into_iter().map(|v| v.message).collect())
 }
 
+/// [`evaluate_claimed`] for a workload whose pods claim nothing through
+/// DRA (every template's claims read as none).
+pub fn evaluate(w: &Workload<'_>, s: &Settings) -> Result<Findings, Malformed> {
+    evaluate_claimed(w, s, &[], &mut |_| Ok(Some(Vec::new())))
+}
+
 /// Every problem of a Ray workload, in document order: the object's labels,
 /// the `compute-type` label against the GPUs requested, the head, each
-/// worker group, then the cluster's total.
-pub fn evaluate(w: &Workload<'_>, s: &Settings) -> Result<Findings, Malformed> {
+/// worker group, then the cluster's total. `claims` reads each pod
+/// template's DRA claims; devices of the GPU device classes `classes`
+/// count as `deviceClassResources` says.
+pub fn evaluate_claimed(w: &Workload<'_>, s: &Settings, classes: &[Glob], claims: &mut Claims<'_>) -> Result<Findings, Malformed> {
     let mut out = Findings::default();
     for m in s.required_labels.check(&w.metadata.labels, "metadata.labels") {
         out.violation(m);
@@ -126,8 +176,16 @@ pub fn evaluate(w: &Workload<'_>, s: &Settings) -> Result<Findings, Malformed> {
     // cluster spec: only its labels are checked.
     let Some(ray) = &w.ray else { return Ok(out) };
     int32_fields(w, ray)?;
-    let head = ray.head.as_ref().map(|t| PodGpus::of(t, &s.gpu_resource_names)).transpose()?;
-    let workers = ray.worker_groups.iter().map(|g| PodGpus::of(&g.template, &s.gpu_resource_names)).collect::<Result<Vec<_>, _>>()?;
+    let mut pod = |t: &PodTemplate<'_>| -> Result<PodGpus, Malformed> {
+        let mut p = PodGpus::of(t, &s.gpu_resource_names)?;
+        match claims(t)? {
+            Some(found) => p.claim(t, &found, s, classes),
+            None => p.unread = true,
+        }
+        Ok(p)
+    };
+    let head = ray.head.as_ref().map(&mut pod).transpose()?;
+    let workers = ray.worker_groups.iter().map(|g| pod(&g.template)).collect::<Result<Vec<_>, _>>()?;
     if s.check_compute_type
         && let Some(m) = compute_type(&w.metadata, ray, head.as_ref(), &workers)
     {
@@ -208,12 +266,15 @@ fn families(counts: &GpuCounts, w: &MigWeights) -> BTreeMap<String, Amount> {
     out
 }
 
-/// Where a container's GPUs sit in the pod.
+/// Where a container's GPUs sit in the pod, or the claim they come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
     Main,
     Sidecar,
     Init,
+    /// A claim made for each pod from a ResourceClaimTemplate, or a
+    /// ResourceClaim the pods share (its name says which).
+    Claim,
 }
 
 /// One container's part of what a pod holds.
@@ -223,6 +284,8 @@ struct Share {
     /// `` `ray-worker` ``, or the container's path when it has no name.
     name: String,
     counts: GpuCounts,
+    /// A ResourceClaim the pods share (counted once in the total).
+    shared: bool,
 }
 
 impl Share {
@@ -231,16 +294,33 @@ impl Share {
             Place::Main => self.name.clone(),
             Place::Sidecar => format!("sidecar {}", self.name),
             Place::Init => format!("init container {}", self.name),
+            Place::Claim => self.name.clone(),
         }
     }
 }
 
-/// GPUs one pod of a template holds, per resource name, as the scheduler
-/// counts them (the same numbers as `PodTemplate::gpus_per_pod`), and the
-/// containers they come from, so that a breakdown adds up to its total.
+/// GPUs one pod of a template holds, per resource name: its containers' as
+/// the scheduler counts them (the same numbers as
+/// `PodTemplate::gpus_per_pod`) plus the devices its DRA claims bring, and
+/// the containers and claims they come from, so that a breakdown adds up to
+/// its total.
 #[derive(Clone, Debug, Default)]
 struct PodGpus {
+    /// Everything one pod may use: containers, claims made for it from
+    /// ResourceClaimTemplates, and the ResourceClaims it shares.
     counts: GpuCounts,
+    /// What each pod holds of its own (containers and claims from
+    /// templates): multiplied by the pods of the group.
+    own: GpuCounts,
+    /// ResourceClaims the pods share with every pod that names them: one
+    /// allocation, counted once in the cluster's total. Object name and
+    /// GPUs, in claim order.
+    shared: Vec<(String, GpuCounts)>,
+    /// Claim requests whose GPUs cannot be counted.
+    uncounted: Vec<UncountedClaim>,
+    /// Whether the template's claims could not be read (a failed lookup,
+    /// or a ResourceClaimTemplate not created yet): its GPUs are unknown.
+    unread: bool,
     /// The containers counted, in container order.
     shares: Vec<Share>,
     /// Resource names plain init containers request: those are a maximum
@@ -328,14 +408,88 @@ impl PodGpus {
                 Some((j, s)) if *j == i => {
                     s.counts.insert(r, n);
                 }
-                _ => shares.push((i, Share { place, name, counts: [(r, n)].into_iter().collect() })),
+                _ => shares.push((i, Share { place, name, counts: [(r, n)].into_iter().collect(), shared: false })),
             }
         }
-        Ok(PodGpus { counts, shares: shares.into_iter().map(|(_, s)| s).collect(), init_names })
+        let own = counts.clone();
+        Ok(PodGpus { counts, own, shares: shares.into_iter().map(|(_, s)| s).collect(), init_names, ..PodGpus::default() })
     }
 
+    /// Adds what the template's claims bring: a claim from a
+    /// ResourceClaimTemplate is the pod's own, a ResourceClaim is shared.
+    fn claim(&mut self, t: &PodTemplate<'_>, claims: &[PodClaim], s: &Settings, classes: &[Glob]) {
+        for c in claims {
+            let counted = s.device_class_resources.count(&c.spec, classes);
+            let field = t.spec_path().key("resourceClaims").index(c.index);
+            for (class, why) in counted.uncounted {
+                self.uncounted.push(UncountedClaim { field: field.clone(), source: c.source(), class, why });
+            }
+            if counted.counts.is_empty() {
+                continue;
+            }
+            add_counts(&mut self.counts, &counted.counts);
+            let shared = !c.per_pod();
+            let name = if c.per_pod() {
+                add_counts(&mut self.own, &counted.counts);
+                format!("claim `{}` from {}", c.claim, c.source())
+            } else {
+                if !self.shared.iter().any(|(o, _)| *o == c.object) {
+                    self.shared.push((c.object.clone(), counted.counts.clone()));
+                }
+                format!("{}, shared by every pod that names it", c.source())
+            };
+            self.shares.push(Share { place: Place::Claim, name, counts: counted.counts, shared });
+        }
+    }
+
+    /// What one pod holds of its own of `family`, part by part, when a
+    /// claim from a ResourceClaimTemplate is among the parts: `` (1 in
+    /// `ray-worker` + 2 in claim `gpus` from ResourceClaimTemplate `two-gpus`) ``.
+    fn own_parts(&self, family: &str, w: &MigWeights) -> Option<String> {
+        let in_family = |r: &str| w.family(r).0 == family;
+        let own = |s: &&Share| !s.shared && s.counts.keys().any(|r| in_family(r));
+        if !self.shares.iter().filter(own).any(|s| s.place == Place::Claim) {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .shares
+            .iter()
+            .filter(own)
+            .map(|share| {
+                let mine: GpuCounts = share.counts.iter().filter(|(r, _)| in_family(r)).map(|(r, n)| (r.clone(), *n)).collect();
+                let what = match mine.iter().next() {
+                    Some((r, n)) if mine.len() == 1 && r == family => n.to_string(),
+                    _ => GpuFamilies::of(&mine, w).breakdown(family, w),
+                };
+                format!("{what} in {}", share.label())
+            })
+            .collect();
+        Some(if parts.len() > 1 { format!("({})", parts.join(" + ")) } else { parts.concat() })
+    }
+
+    /// Whether the pod holds GPUs, or claims some it is not known how many.
     fn requests_gpus(&self) -> bool {
-        !self.counts.is_empty()
+        !self.counts.is_empty() || !self.uncounted.is_empty()
+    }
+
+    /// Violations for claims whose GPUs cannot be counted, so that
+    /// `limit` (`a worker may have at most 4`) cannot be checked.
+    fn report_uncounted(&self, limit: &str, out: &mut Findings) {
+        for u in &self.uncounted {
+            let (field, source, class, fix) = (&u.field, &u.source, &u.class, u.why.fix());
+            out.violation(match &u.why {
+                Uncounted::Every(names) => format!(
+                    "`{field}` ({source}) claims every matching device of class `{class}` on its node, so the {} it holds has no upper bound, but {limit}: {fix}",
+                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+                Uncounted::Profile(prefix) => format!(
+                    "`{field}` ({source}) claims devices of class `{class}` without pinning their MIG profile in a selector, so which `{prefix}*` slice each is, and how much of a GPU, is unknown, but {limit}: {fix}"
+                ),
+                Uncounted::Unmapped => format!(
+                    "`{field}` ({source}) claims devices of class `{class}`, a GPU class `deviceClassResources` does not map to a GPU resource, so the GPUs they bring cannot be counted, but {limit}: {fix}"
+                ),
+            });
+        }
     }
 
     /// How the pod's GPUs of `family` add up, container by container:
@@ -383,6 +537,24 @@ impl PodGpus {
             out.push_str("; init containers run one at a time, before the others, so their GPUs count as a maximum, not a sum");
         }
         out
+    }
+}
+
+/// A claim request whose GPUs cannot be counted.
+#[derive(Clone, Debug)]
+struct UncountedClaim {
+    /// `spec.workerGroupSpecs[0].template.spec.resourceClaims[0]`.
+    field: Path,
+    /// `` ResourceClaimTemplate `x` ``.
+    source: String,
+    class: String,
+    why: Uncounted,
+}
+
+fn add_counts(into: &mut GpuCounts, counts: &GpuCounts) {
+    for (name, n) in counts {
+        let e = into.entry(name.clone()).or_default();
+        *e = e.saturating_add(*n);
     }
 }
 
@@ -446,6 +618,12 @@ fn check_head(ray: &RayCluster<'_>, head: &PodGpus, s: &Settings, out: &mut Find
         };
         out.over_limit(format!("head-gpus:{family}"), a, message);
     }
+    let limit = if limit == 0 {
+        "the head may not request GPUs (`maxGpusPerHead: 0`)".to_string()
+    } else {
+        format!("the head may have at most {limit}")
+    };
+    head.report_uncounted(&limit, out);
 }
 
 fn check_group(g: &WorkerGroup<'_>, pod: &PodGpus, s: &Settings, out: &mut Findings) {
@@ -473,6 +651,7 @@ fn check_group(g: &WorkerGroup<'_>, pod: &PodGpus, s: &Settings, out: &mut Findi
             );
         }
     }
+    pod.report_uncounted(&format!("a worker may have at most {max}"), out);
 }
 
 /// `minReplicas` and `maxReplicas` as KubeRay validates them (negative
@@ -589,6 +768,11 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGp
     } else {
         ray.worker_groups.iter().zip(workers).find(|(_, p)| p.requests_gpus()).map(|(g, _)| group_ref(g).to_string())
     };
+    // Claims that could not be read may hold GPUs: without another GPU
+    // user, whether the cluster requests GPUs is unknown.
+    if first_gpu_user.is_none() && (head.is_some_and(|h| h.unread) || workers.iter().any(|p| p.unread)) {
+        return None;
+    }
     let user = first_gpu_user.map(|who| format!("{who} requests GPUs"));
     compute_type_conflict(&Path::root().keys(&["metadata", "labels"]), value, user.as_deref(), user.is_some(), || {
         format!("no pod of the Ray cluster in `{}` requests GPUs", ray.path)
@@ -597,8 +781,9 @@ fn compute_type(meta: &ObjectMeta<'_>, ray: &RayCluster<'_>, head: Option<&PodGp
 
 /// The cluster's GPUs at maximum scale, per family, against `limit`: the
 /// head, plus each worker group at `maxReplicas` (KubeRay never runs more)
-/// times `numOfHosts` pods per replica. The sum is shown term by term, and
-/// written only for a family over the limit.
+/// times `numOfHosts` pods per replica, plus each ResourceClaim the pods
+/// share, once however many pods name it. The sum is shown term by term,
+/// and written only for a family over the limit.
 fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &Settings, limit: i64, out: &mut Findings) {
     let w = &s.mig_weights;
     // The groups that request GPUs, with their replicas at maximum scale:
@@ -607,7 +792,7 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
         .worker_groups
         .iter()
         .zip(workers)
-        .filter(|(_, pod)| pod.requests_gpus())
+        .filter(|(_, pod)| !pod.own.is_empty())
         .map(|(g, pod)| {
             let replicas = match g.max_replicas {
                 None | Some(KUBERAY_UNBOUNDED) => None,
@@ -618,12 +803,19 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
         .collect();
     let mut sums: BTreeMap<String, Amount> = BTreeMap::new();
     let mut unbounded_families = BTreeSet::new();
-    for (family, a) in head.map(|h| families(&h.counts, w)).unwrap_or_default() {
+    for (family, a) in head.map(|h| families(&h.own, w)).unwrap_or_default() {
         let e = sums.entry(family).or_default();
         *e = e.saturating_add(a);
     }
+    let shared = shared_claims(head, workers);
+    for (_, counts) in &shared {
+        for (family, a) in families(counts, w) {
+            let e = sums.entry(family).or_default();
+            *e = e.saturating_add(a);
+        }
+    }
     for (g, pod, replicas) in &scaled {
-        let per_worker = families(&pod.counts, w);
+        let per_worker = families(&pod.own, w);
         let Some(replicas) = *replicas else {
             unbounded_families.extend(per_worker.into_keys());
             continue;
@@ -647,17 +839,35 @@ fn total(ray: &RayCluster<'_>, head: Option<&PodGpus>, workers: &[PodGpus], s: &
             continue;
         }
         let at_least = if sum == Amount::MAX { "at least " } else { "" };
+        let terms = terms(&family, head, &scaled, &shared, w);
+        let fix = if shared.iter().any(|(_, c)| families(c, w).contains_key(&family)) {
+            "lower `maxReplicas`, the GPUs per worker or the devices the shared ResourceClaims claim"
+        } else {
+            "lower `maxReplicas` or the GPUs per worker"
+        };
         out.over_limit(
             format!("total-gpus:{family}"),
             sum,
             format!(
-                "the Ray cluster in `{}` can grow to {at_least}{} at maximum scale ({}), but a Ray cluster may use at most {limit}: lower `maxReplicas` or the GPUs per worker",
+                "the Ray cluster in `{}` can grow to {at_least}{} at maximum scale ({}), but a Ray cluster may use at most {limit}: {fix}",
                 ray.path,
                 gpus(sum, &family),
-                terms(&family, head, &scaled, w).join(", ")
+                terms.join(", ")
             ),
         );
     }
+}
+
+/// The ResourceClaims the cluster's pods share, each once (by object
+/// name), in document order.
+fn shared_claims<'p>(head: Option<&'p PodGpus>, workers: &'p [PodGpus]) -> Vec<(&'p str, &'p GpuCounts)> {
+    let mut out: Vec<(&str, &GpuCounts)> = Vec::new();
+    for (name, counts) in head.into_iter().chain(workers).flat_map(|p| &p.shared) {
+        if !out.iter().any(|(n, _)| *n == name.as_str()) {
+            out.push((name, counts));
+        }
+    }
+    out
 }
 
 /// A worker's `a` GPUs, for the group's `replicas` of `numOfHosts` pods.
@@ -670,16 +880,16 @@ type Scaled<'g, 'a> = (&'g WorkerGroup<'a>, &'g PodGpus, Option<u64>);
 
 /// The terms of a family's sum at maximum scale: `head: in container
 /// `ray-head``, `` `gpu`: 4 workers × 2 = 8 ``.
-fn terms(family: &str, head: Option<&PodGpus>, scaled: &[Scaled<'_, '_>], w: &MigWeights) -> Vec<String> {
+fn terms(family: &str, head: Option<&PodGpus>, scaled: &[Scaled<'_, '_>], shared: &[(&str, &GpuCounts)], w: &MigWeights) -> Vec<String> {
     let mut terms = Vec::new();
     if let Some(head) = head
-        && families(&head.counts, w).contains_key(family)
+        && families(&head.own, w).contains_key(family)
     {
-        terms.push(format!("head: {}", GpuFamilies::of(&head.counts, w).breakdown(family, w)));
+        terms.push(format!("head: {}", GpuFamilies::of(&head.own, w).breakdown(family, w)));
     }
     for (g, pod, replicas) in scaled {
         let Some(replicas) = replicas.filter(|r| *r > 0) else { continue };
-        let Some(a) = families(&pod.counts, w).get(family).copied() else { continue };
+        let Some(a) = families(&pod.own, w).get(family).copied() else { continue };
         let hosts = hosts(g).unsigned_abs();
         let scale = if hosts == 1 {
             format!("{} × ", count(replicas, "worker"))
@@ -687,9 +897,19 @@ fn terms(family: &str, head: Option<&PodGpus>, scaled: &[Scaled<'_, '_>], w: &Mi
             format!("{} × {hosts} hosts × ", count(replicas, "replica"))
         };
         let n = at_max_scale(a, replicas, g);
-        let b = GpuFamilies::of(&pod.counts, w).breakdown(family, w);
-        let each = if b.contains(" + ") { format!("({b})") } else { b };
+        let each = pod.own_parts(family, w).unwrap_or_else(|| {
+            let b = GpuFamilies::of(&pod.own, w).breakdown(family, w);
+            if b.contains(" + ") { format!("({b})") } else { b }
+        });
         terms.push(format!("{}: {scale}{each} = {}", group_short(g), amount(n)));
+    }
+    for (name, counts) in shared {
+        if families(counts, w).contains_key(family) {
+            terms.push(format!(
+                "ResourceClaim `{name}`, shared by every pod that names it, once: {}",
+                GpuFamilies::of(counts, w).breakdown(family, w)
+            ));
+        }
     }
     terms
 }

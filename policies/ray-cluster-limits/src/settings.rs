@@ -1,5 +1,6 @@
 //! Settings of `ray-cluster-limits`.
 
+use aigov_sdk::cluster::device_classes::DeviceClassResources;
 use aigov_sdk::model::classification::classification_labels;
 use aigov_sdk::prelude::*;
 use aigov_sdk::{MigWeights, RequiredLabels};
@@ -27,7 +28,8 @@ pub struct Settings {
     /// GPUs. Default 20.
     pub max_cpu_worker_replicas: i64,
     /// GPUs of one family a whole Ray cluster (head and every worker group
-    /// at `maxReplicas` × `numOfHosts`) may use. Default `null`: no cap.
+    /// at `maxReplicas` × `numOfHosts`, and each ResourceClaim the pods
+    /// share once) may use. Default `null`: no cap.
     pub max_total_gpus: Option<i64>,
     /// Labels the RayCluster, RayJob or RayService must carry, each with its
     /// allowed values (`[]`: any non-empty value). Default: `team`,
@@ -45,6 +47,15 @@ pub struct Settings {
     /// whose compute share is not `<g>` of 7 (A30: `nvidia.com/mig-1g.6gb:
     /// 0.25`). Default `{}`: every profile by its name.
     pub mig_weights: MigWeights,
+    /// The GPU resource name the devices of each DRA device class count as
+    /// (`gpu.nvidia.com: nvidia.com/gpu`); a `*` stands for the MIG profile
+    /// the request's selector pins, so `mig.nvidia.com: nvidia.com/mig-*`
+    /// counts a `1g.10gb` slice as `nvidia.com/mig-1g.10gb` (weighed as
+    /// `migWeights` says). The same setting as `gpu-quota`'s.
+    pub device_class_resources: DeviceClassResources,
+    /// What a failed lookup of a pod template's ResourceClaims and
+    /// ResourceClaimTemplates does: `deny` (default) or `allow`.
+    pub on_lookup_error: OnLookupError,
 }
 
 impl Default for Settings {
@@ -59,6 +70,8 @@ impl Default for Settings {
             check_compute_type: true,
             gpu_resource_names: GpuResources::default(),
             mig_weights: MigWeights::default(),
+            device_class_resources: DeviceClassResources::default(),
+            on_lookup_error: OnLookupError::Deny,
         }
     }
 }
@@ -111,7 +124,16 @@ impl RuleSettings for Settings {
                 ));
             }
         }
+        // Claimed devices count in the family of the name they map to,
+        // whatever `gpuResourceNames` (the containers' GPU resources) says.
+        self.device_class_resources.validate("deviceClassResources", None)?;
         Ok(())
+    }
+
+    /// `deviceClassResources` maps GPU device classes (the shared
+    /// `gpuDeviceClasses`), and every class named there is mapped.
+    fn validate_gpu_classes(&self, classes: &[&str]) -> Result<(), SettingsError> {
+        self.device_class_resources.validate_classes("deviceClassResources", "gpuDeviceClasses", classes)
     }
 }
 
@@ -144,6 +166,8 @@ mod tests {
             r#"{"compute-type":["gpu","cpu","mixed"],"cost-center":[],"team":[],"workload-type":["jupyter-notebook","ml-training","cpu-training","data-processing","model-inference","report-generation"]}"#
         );
         assert_eq!(json["checkComputeType"], true);
+        assert_eq!(json["deviceClassResources"].to_string(), r#"{"gpu.nvidia.com":"nvidia.com/gpu","mig.nvidia.com":"nvidia.com/mig-*"}"#);
+        assert_eq!(json["onLookupError"], "deny");
     }
 
     #[test]
@@ -239,6 +263,20 @@ mod tests {
     fn gpu_resource_names_are_checked() {
         assert!(refused::<Settings>(r#"{"gpuResourceNames":[]}"#).starts_with("setting `gpuResourceNames`: must list at least one"));
         assert_eq!(ok(r#"{"gpuResourceNames":["habana.ai/gaudi"]}"#).gpu_resource_names.0.len(), 1);
+    }
+
+    #[test]
+    fn device_class_resources_are_checked() {
+        assert!(
+            refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"gpus"}}"#)
+                .starts_with("setting `deviceClassResources.gpu.nvidia.com`: `gpus` is not a GPU resource name")
+        );
+        assert!(
+            refused::<Settings>(r#"{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com","gpu.amd.com"]}"#)
+                .starts_with("setting `gpuDeviceClasses[2]`: `gpu.amd.com` has no entry in `deviceClassResources`")
+        );
+        assert!(refused::<Settings>(r#"{"onLookupError":"warn"}"#).starts_with("setting `onLookupError`"));
+        assert_eq!(ok(r#"{"onLookupError":"allow"}"#).on_lookup_error, OnLookupError::Allow);
     }
 
     #[test]

@@ -704,3 +704,53 @@ fn an_update_may_rein_a_cluster_in_but_not_let_it_grow() {
     assert!(respond(&update(&workers(6), &workers(8)), "{}").accepted);
     assert!(!respond(&update(&workers(8), &workers(6)), "{}").accepted);
 }
+
+/// A cluster whose templates' claims are read as `claims` says, by the
+/// template's path.
+fn with_claims(json: &str, s: &Settings, claims: &dyn Fn(&PodTemplate<'_>) -> Option<Vec<PodClaim>>) -> Findings {
+    let w = Workload::parse(WorkloadKind::RayCluster, json).unwrap();
+    let classes = aigov_sdk::cluster::gpu::default_gpu_device_classes();
+    evaluate_claimed(&w, s, &classes, &mut |t| Ok(claims(t))).unwrap()
+}
+
+fn gpu_claim(kind: &'static str, object: &str, n: u64) -> PodClaim {
+    let spec = aigov_sdk::cluster::gpu::ClaimSpec::of_claim(
+        &format!(
+            r#"{{"spec":{{"devices":{{"requests":[{{"name":"g","exactly":{{"deviceClassName":"gpu.nvidia.com","count":{n}}}}}]}}}}}}"#
+        ),
+        "the claim",
+    )
+    .unwrap();
+    PodClaim { index: 0, claim: "gpus".to_string(), kind, object: object.to_string(), spec }
+}
+
+const CLAIMING: &str =
+    r#"[{"name":"ray-worker","resources":{"claims":[{"name":"gpus"}]}}],"resourceClaims":[{"name":"gpus","resourceClaimName":"x"}]"#;
+
+#[test]
+fn a_shared_claim_counts_in_each_pod_and_once_in_the_total() {
+    let json = cluster(LABELS, CPU, &[group("a", r#""maxReplicas":4,"#, CLAIMING), group("b", r#""maxReplicas":4,"#, CLAIMING)]);
+    let shared = |_: &PodTemplate<'_>| Some(vec![gpu_claim("ResourceClaim", "shared", 3)]);
+    let f = with_claims(&json, &capped(2), &shared);
+    assert_eq!(f.violations.len(), 1, "{f:?}");
+    assert_eq!(
+        f.violations[0].message,
+        "the Ray cluster in `spec` can grow to 3 `nvidia.com/gpu` GPUs at maximum scale (ResourceClaim `shared`, shared by every pod that names it, once: 3 `nvidia.com/gpu`), but a Ray cluster may use at most 2: lower `maxReplicas`, the GPUs per worker or the devices the shared ResourceClaims claim"
+    );
+    let per_pod = |t: &PodTemplate<'_>| (!t.spec.resource_claims.is_empty()).then(|| vec![gpu_claim("ResourceClaimTemplate", "t", 5)]);
+    let f = with_claims(&json, &capped(100), &per_pod);
+    assert_eq!(
+        f.violations[0].message,
+        "`spec.workerGroupSpecs[0]` (`a`) requests 5 `nvidia.com/gpu` GPUs per worker (in claim `gpus` from ResourceClaimTemplate `t`), but a worker may have at most 4: request at most 4 in each worker pod"
+    );
+}
+
+#[test]
+fn unread_claims_leave_the_compute_type_undecided() {
+    let labels = LABELS.replace("mixed", "gpu");
+    let json = cluster(&labels, CPU, &[group("a", r#""maxReplicas":4,"#, CLAIMING)]);
+    let f = with_claims(&json, &Settings::default(), &|t: &PodTemplate<'_>| t.spec.resource_claims.is_empty().then(Vec::new));
+    assert!(f.violations.is_empty(), "{f:?}");
+    let f = with_claims(&json, &Settings::default(), &|_: &PodTemplate<'_>| Some(Vec::new()));
+    assert!(f.violations[0].message.contains("no pod of the Ray cluster"), "{f:?}");
+}
