@@ -11,7 +11,8 @@
 //! `dlmalloc` crate's dlmalloc spent several times that finding, splitting
 //! and coalescing chunks (BENCHMARKS.md, "Where the bundle's work goes").
 //!
-//! Classes are 16-byte steps up to 512 bytes, then powers of two. Every
+//! Classes are 16-byte steps up to 512 bytes, then four between each
+//! power of two and the next (640, 768, 896, 1024, 1280, ...). Every
 //! block is 16-byte aligned; a layout that asks for more (none in the
 //! guests) is served from the bump region and never reused. Memory freed
 //! into one class stays there: a warm instance holds at most the largest
@@ -34,8 +35,8 @@ use core::cell::UnsafeCell;
 const STEP: usize = 16;
 /// The largest small class; larger blocks have power-of-two sizes.
 const SMALL: usize = 512;
-/// Small classes, then one per power of two from `2 * SMALL` to 2^31.
-const CLASSES: usize = SMALL / STEP + (usize::BITS as usize - SMALL.trailing_zeros() as usize);
+/// Small classes, then four per power of two above `SMALL`.
+const CLASSES: usize = SMALL / STEP + (usize::BITS as usize - 1 - SMALL.trailing_zeros() as usize) * 4;
 /// A wasm page.
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 const PAGE: usize = 65536;
@@ -47,9 +48,12 @@ fn class(size: usize) -> (usize, usize) {
         let c = size.max(1).div_ceil(STEP);
         (c - 1, c * STEP)
     } else {
-        let block = size.next_power_of_two();
-        let c = SMALL / STEP + (block.trailing_zeros() - SMALL.trailing_zeros()) as usize - 1;
-        (c, block)
+        // Four classes between powers of two: 2^p < size <= 2^(p+1) is in
+        // steps of 2^(p-2), so a block wastes at most a fifth.
+        let p = (usize::BITS - 1 - (size - 1).leading_zeros()) as usize;
+        let step = 1 << (p - 2);
+        let steps = size.div_ceil(step);
+        (SMALL / STEP + (p - SMALL.trailing_zeros() as usize) * 4 + steps - 5, steps * step)
     }
 }
 
@@ -247,8 +251,10 @@ mod tests {
         assert_eq!(class(16), (0, 16));
         assert_eq!(class(17), (1, 32));
         assert_eq!(class(512), (31, 512));
-        assert_eq!(class(513), (32, 1024));
-        assert_eq!(class(1 << 31), (53, 1 << 31));
+        assert_eq!(class(513), (32, 640));
+        assert_eq!(class(1024), (35, 1024));
+        assert_eq!(class(1025), (36, 1280));
+        assert_eq!(class(1 << 31), (119, 1 << 31));
     }
 
     /// Blocks handed out at once never overlap, freed blocks are reused by
