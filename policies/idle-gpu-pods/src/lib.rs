@@ -41,7 +41,8 @@ impl Policy for IdleGpuPods {
                 let gpus = template.container_gpus(&c, &settings.gpu_resource_names)?;
                 let claims: Vec<&str> =
                     c.container.resources.claims.iter().map(|cl| &*cl.name).filter(|n| claimed.iter().any(|x| x == n)).collect();
-                holders.push((c, describe_gpus(&gpus, &claims)));
+                let held = (!gpus.is_empty() || !claims.is_empty()).then_some(Held { gpus, claims });
+                holders.push((c, held));
             }
             if holders.iter().all(|(_, g)| g.is_none()) {
                 continue;
@@ -188,14 +189,21 @@ fn claimed(
 
 /// What a container holds: `1 `nvidia.com/gpu``, `the GPUs of resource
 /// claim `gpu``; `None` for no GPU. The flag: more than one GPU.
-fn describe_gpus(gpus: &[(String, u64)], claims: &[&str]) -> Option<(String, bool)> {
-    let mut parts: Vec<String> = gpus.iter().map(|(name, n)| format!("{n} `{name}`")).collect();
-    parts.extend(claims.iter().map(|c| format!("the GPUs of resource claim `{c}`")));
-    if parts.is_empty() {
-        return None;
+/// The GPUs a container holds: its resources, and the GPU claims it names.
+struct Held<'a> {
+    gpus: Vec<(String, u64)>,
+    claims: Vec<&'a str>,
+}
+
+impl Held<'_> {
+    /// `` 4 `nvidia.com/gpu` ``, and whether that is more than one GPU:
+    /// written only into a finding.
+    fn describe(&self) -> (String, bool) {
+        let mut parts: Vec<String> = self.gpus.iter().map(|(name, n)| format!("{n} `{name}`")).collect();
+        parts.extend(self.claims.iter().map(|c| format!("the GPUs of resource claim `{c}`")));
+        let total: u64 = self.gpus.iter().map(|(_, n)| *n).sum();
+        (parts.join(" and "), total > 1 || !self.claims.is_empty())
     }
-    let total: u64 = gpus.iter().map(|(_, n)| *n).sum();
-    Some((parts.join(" and "), total > 1 || !claims.is_empty()))
 }
 
 /// The command line a container runs, after the kubelet's `$(VAR)`
@@ -282,7 +290,7 @@ fn quoted_waits(waits: &[String]) -> String {
     waits.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(" and ")
 }
 
-fn check_container(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, gpus: Option<&(String, bool)>, s: &Settings, v: &mut Verdict) {
+fn check_container(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, gpus: Option<&Held<'_>>, s: &Settings, v: &mut Verdict) {
     let init = c.list == ContainerList::InitContainers && !c.is_sidecar();
     let runs_alongside = c.is_main() || c.is_sidecar();
     // Ephemeral containers hold no resources; other containers matter only
@@ -308,8 +316,8 @@ fn check_container(t: &PodTemplate<'_>, c: &ContainerRef<'_, '_>, gpus: Option<&
         }
         return;
     }
-    let Some((held, many)) = gpus else { return };
-    let (the_gpus, sit) = if *many { ("the GPUs", "sit") } else { ("the GPU", "sits") };
+    let Some((held, many)) = gpus.map(Held::describe) else { return };
+    let (the_gpus, sit) = if many { ("the GPUs", "sit") } else { ("the GPU", "sits") };
     match finding {
         Finding::Idle { waits, total } => {
             let (what, how_long) = match total {

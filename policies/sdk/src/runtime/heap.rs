@@ -61,7 +61,8 @@ struct State {
     /// The first free block of each class; each free block's first word
     /// holds the next.
     free: [usize; CLASSES],
-    /// The bump region: `next..end` is unused.
+    /// The bump region: `start..next` is handed out, `next..end` unused.
+    start: usize,
     next: usize,
     end: usize,
 }
@@ -76,7 +77,7 @@ unsafe impl Sync for Heap {}
 impl Heap {
     /// An allocator whose region starts at the first `alloc`.
     pub const fn new() -> Heap {
-        Heap(UnsafeCell::new(State { free: [0; CLASSES], next: 0, end: 0 }))
+        Heap(UnsafeCell::new(State { free: [0; CLASSES], start: 0, next: 0, end: 0 }))
     }
 }
 
@@ -133,7 +134,7 @@ impl State {
         if chunk == 0 {
             return 0;
         }
-        self.next = chunk;
+        (self.start, self.next) = (chunk, chunk);
         self.end = chunk + CHUNK;
         self.bump(size, align)
     }
@@ -142,6 +143,7 @@ impl State {
     fn refill(&mut self, size: usize, align: usize) -> usize {
         if self.next == 0 {
             self.next = core::ptr::addr_of!(__heap_base) as usize;
+            self.start = self.next;
             self.end = core::arch::wasm32::memory_size(0) * PAGE;
         }
         let start = (self.next + align - 1) & !(align - 1);
@@ -216,7 +218,9 @@ unsafe impl GlobalAlloc for Heap {
             // SAFETY: single-threaded, as in `alloc`.
             let s = unsafe { &mut *self.0.get() };
             let at = ptr as usize;
-            if at + old_block == s.next && at.checked_add(new_block).is_some_and(|stop| stop <= s.end) {
+            // (A module's large blocks and earlier chunks lie outside the
+            // region: only a block inside it can end at `next`.)
+            if at >= s.start && at + old_block == s.next && at.checked_add(new_block).is_some_and(|stop| stop <= s.end) {
                 s.next = at + new_block;
                 return ptr;
             }
@@ -267,6 +271,7 @@ mod tests {
         unsafe {
             let s = &mut *heap.0.get();
             s.next = region.as_mut_ptr() as usize;
+            s.start = s.next;
             s.end = s.next + region.len() * 16;
         }
         let sizes = [1, 8, 16, 17, 100, 512, 513, 3000, 24, 24, 24];
@@ -307,6 +312,31 @@ mod tests {
                 live[0].1 = Layout::from_size_align(class(l.size()).1, 8).unwrap();
             }
         }
+        drop(region);
+    }
+
+    /// Only a block of the current region grows where it is: a module's
+    /// large blocks and earlier chunks come from elsewhere, and one may end
+    /// where the region starts.
+    #[test]
+    fn a_block_outside_the_region_is_moved_to_grow() {
+        let mut region = vec![0u128; 1024];
+        let heap = Heap::new();
+        let base = region.as_mut_ptr() as usize;
+        // SAFETY: the region outlives the heap's use of it.
+        unsafe {
+            let s = &mut *heap.0.get();
+            (s.start, s.next, s.end) = (base + 256, base + 256, base + region.len() * 16);
+        }
+        let outside = (base + 256 - 32) as *mut u8;
+        let layout = Layout::from_size_align(32, 8).unwrap();
+        // SAFETY: `outside` is 32 bytes of the buffer, as if handed out.
+        let grown = unsafe { heap.realloc(outside, layout, 200) };
+        assert_ne!(grown, outside, "moved, not grown over the region's start");
+        assert_eq!(grown as usize, base + 256);
+        // SAFETY: `grown` is the block just handed out, of 200 bytes.
+        let again = unsafe { heap.realloc(grown, Layout::from_size_align(200, 8).unwrap(), 400) };
+        assert_eq!(again, grown, "the region's last block grows where it is");
         drop(region);
     }
 }
