@@ -190,10 +190,23 @@ def error_lines(log):
 RECONNECT = re.compile(r"WatchStartFailed|WatchFailed|WatchError|InitialListFailed|watcher error", re.I)
 
 
+# What policy-server logs when a guest runs past its deadline (2 s): the
+# request is answered with an error, a wrong answer too, but not a lookup's.
+INTERRUPTED = re.compile(r"execution deadline exceeded|policy execution time exceeded")
+
+
 def split_errors(lines):
-    """ERROR lines as (failed lookups, watcher reconnects)."""
+    """ERROR lines as (failed lookups and other errors, watcher reconnects)."""
     failed = [line for line in lines if not RECONNECT.search(line)]
     return failed, [line for line in lines if RECONNECT.search(line)]
+
+
+def describe_failures(failed):
+    """What the failed ERROR lines were: guests interrupted at the deadline,
+    or lookups (and anything else) that failed."""
+    if failed and all(INTERRUPTED.search(line) or "Failure invoking guest module handler" in line for line in failed):
+        return "policy-server interrupted requests at its execution deadline (a machine too loaded to time on?)"
+    return "policy-server logged failed lookups with a cluster to ask"
 
 
 def requests_made(log, since=0):
@@ -367,7 +380,7 @@ def main():
                     sys.exit(1)
             failed, reconnects = split_errors(error_lines(log))
             if failed:
-                sys.stderr.write("policy-server logged failed lookups with a cluster to ask:\n%s\n" % "\n".join(failed[:20]))
+                sys.stderr.write("%s:\n%s\n" % (describe_failures(failed), "\n".join(failed[:20])))
                 sys.exit(1)
             asked, counts = requests_made(api_log)
             print("bundle-all answers as `aigov eval --cluster` does on every request; no lookup errors")
@@ -411,7 +424,7 @@ def main():
         print("while timed, policy-server asked the API server %d more times: %s" % (
             asked, ", ".join("%d x %s" % (n, line) for line, n in counts.items()) or "nothing"), file=sys.stderr)
         if failed:
-            sys.stderr.write("policy-server logged failed lookups with a cluster to ask:\n%s\n" % "\n".join(failed[:20]))
+            sys.stderr.write("%s:\n%s\n" % (describe_failures(failed), "\n".join(failed[:20])))
             sys.exit(1)
         if reconnects:
             # A watch that ends and re-opens is ordinary: say so, and show
