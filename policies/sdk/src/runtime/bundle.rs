@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use crate::base::error::Malformed;
 use crate::base::rule_settings::SettingsError;
 use crate::cluster::{Cluster, Memoized};
-use crate::decode::dec::Str;
+use crate::decode::dec::{Dec, Str};
 use crate::decode::json;
 use crate::decode::path::Path;
 use crate::model::kind::WorkloadKind;
@@ -107,6 +107,45 @@ fn enabled<'s>(rules: &[Entry], settings: &'s str) -> Result<Vec<(Entry, &'s str
 
 /// [`enabled`], read afresh.
 fn enabled_spans(rules: &[Entry], settings: &str) -> Spans {
+    if let Some(spans) = enabled_quickly(rules, settings) {
+        return Ok(spans);
+    }
+    enabled_spans_by_serde(rules, settings)
+}
+
+/// [`enabled_spans`] of the settings every deployment writes (`rules`
+/// mapping each rule once to its settings), read with the SDK's decoder: a
+/// fresh instance reads them on every request, and serde's derive cost
+/// about 500 fuel a rule. `None` for anything else (a list, another key, a
+/// rule named twice or unknown, malformed JSON): read by serde, whose
+/// messages say what is wrong.
+fn enabled_quickly(rules: &[Entry], settings: &str) -> Option<Vec<(Entry, Option<Range<usize>>)>> {
+    let mut out: Vec<(Entry, Option<Range<usize>>)> = Vec::new();
+    let mut d = Dec::new(settings);
+    let mut read_rules = false;
+    d.object(|d, key| {
+        if &*key != "rules" || read_rules {
+            return Err(d.invalid_type("the bundle's settings"));
+        }
+        read_rules = true;
+        d.object(|d, name| {
+            let Some(entry) = rules.iter().find(|r| r.name() == &*name).filter(|e| !out.iter().any(|(o, _)| o.name() == e.name())) else {
+                return Err(d.invalid_type("a rule named once"));
+            };
+            let raw = d.raw()?;
+            let start = (raw.as_ptr() as usize).wrapping_sub(settings.as_ptr() as usize);
+            out.push((*entry, (raw != "null").then_some(start..start + raw.len())));
+            Ok(())
+        })
+    })
+    .and_then(|()| d.end())
+    .ok()?;
+    out.sort_by_key(|(e, _)| (!e.metadata.mutating, e.name()));
+    Some(out)
+}
+
+/// [`enabled_spans`] by serde: every refusal worded.
+fn enabled_spans_by_serde(rules: &[Entry], settings: &str) -> Spans {
     // serde's derive reads a list as the struct's fields in order, so `[]`
     // turned the bundle silently off; a rule alone refuses a list.
     if settings.trim_start_matches(crate::decode::dec::WHITESPACE).starts_with('[')
@@ -347,6 +386,45 @@ fn merge(answers: Vec<(&'static str, ValidationResponse)>, mutated: Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quick_reading_agrees_with_serde() {
+        static META: PolicyMetadata = PolicyMetadata {
+            name: "b-rule",
+            version: "0.1.0",
+            rules: &[],
+            mutating: false,
+            background_audit: true,
+            context_aware_resources: &[],
+            annotations: &[],
+        };
+        static MUTATING: PolicyMetadata = PolicyMetadata { name: "a-rule", mutating: true, ..META };
+        fn run(_: &Request<'_>, _: &str, _: &dyn Cluster) -> Result<Outcome, SettingsError> {
+            Ok(Outcome::default())
+        }
+        fn check(_: &[u8]) -> SettingsResponse {
+            SettingsResponse { valid: true, message: None }
+        }
+        let rules = [Entry { metadata: &META, run, check }, Entry { metadata: &MUTATING, run, check }];
+        let spans = |r: Spans| r.map(|v| v.into_iter().map(|(e, span)| (e.name(), span)).collect::<Vec<_>>());
+        for text in [
+            "{}",
+            "null",
+            r#"{"rules":null}"#,
+            r#"{"rules":{}}"#,
+            r#" { "rules" : { "b-rule" : { "mode" : "audit" } , "a-rule" : null } } "#,
+            r#"{"rules":{"b-rule":{},"a-rule":{"x":[1,{"y":"\"}"}]}}}"#,
+        ] {
+            assert!(enabled_quickly(&rules, text).is_some(), "{text}");
+            assert_eq!(spans(enabled_spans(&rules, text)), spans(enabled_spans_by_serde(&rules, text)), "{text}");
+        }
+        // What only serde words: read by serde.
+        for text in
+            ["[]", r#"{"rule":{}}"#, r#"{"rules":{"c-rule":{}}}"#, r#"{"rules":{"b-rule":{},"b-rule":{}}}"#, r#"{"rules":{"b-rule":{}"#]
+        {
+            assert!(enabled_quickly(&rules, text).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn a_list_is_not_the_bundles_settings() {
