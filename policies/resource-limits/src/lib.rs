@@ -15,13 +15,20 @@
 //! RayCluster, a PyTorchJob or an InferenceService the mistake surfaces when
 //! the operator fails to create the pods, minutes later and in its logs, not
 //! the user's terminal.
+//!
+//! While a GPU cap is set, GPUs claimed through Dynamic Resource Allocation
+//! count too: the ResourceClaims and ResourceClaimTemplates a pod template
+//! names are read through the cluster, and their devices counted as the
+//! GPU resource `deviceClassResources` maps their class to (the SDK's
+//! `cluster::device_classes`, as `ray-cluster-limits` counts them).
 
 mod settings;
 
 use std::cell::LazyCell;
 use std::fmt;
 
-use aigov_sdk::cluster::gpu::GpuFamilies;
+use aigov_sdk::cluster::device_classes::Uncounted;
+use aigov_sdk::cluster::gpu::{GpuFamilies, PodClaim};
 use aigov_sdk::model::pod::{RawQuantity, ResourceList};
 use aigov_sdk::prelude::*;
 
@@ -36,7 +43,7 @@ pub struct ResourceLimits;
 impl Policy for ResourceLimits {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
         // Subresources and objects being deleted never reach the rule (the
         // SDK admits them); DELETE carries no workload.
@@ -49,10 +56,54 @@ impl Policy for ResourceLimits {
         // A TrainJob's override or runtime patch writes no resources (its
         // containers are the runtime's, named to add to them): nothing to
         // check there.
+        let classes = req.gpu_classes();
+        let namespace = req.object_namespace();
         for template in workload.templates().filter(|t| t.role != Role::Override) {
-            check_template(template, settings, &|c| req.leaves_alone(c), &mut verdict)?;
+            // The claims count only against a GPU cap: nothing is looked up
+            // without one, or for a template without claims.
+            let claims = if settings.caps_gpus() && !template.spec.resource_claims.is_empty() {
+                template.claim_specs_or_report(namespace, cluster, settings.on_lookup_error, CLAIMS_NEEDED_FOR, &mut verdict)?
+            } else {
+                None
+            };
+            let claims: Vec<Claimed> = claims
+                .unwrap_or_default()
+                .into_iter()
+                .map(|claim| {
+                    let gpus = settings.device_class_resources.count(&claim.spec, &classes);
+                    Claimed { claim, counts: gpus.counts, uncounted: gpus.uncounted }
+                })
+                .collect();
+            check_template(template, settings, &claims, &|c| req.leaves_alone(c), &mut verdict)?;
         }
         Ok(verdict)
+    }
+}
+
+/// What a failed claim lookup was needed for, with `deny` and with `allow`.
+const CLAIMS_NEEDED_FOR: (&str, &str) = (", so the GPUs they bring cannot be counted against the GPU caps", "; admitted");
+
+/// One of a pod template's DRA claims, its GPUs counted.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    /// The claim, as the pod template names it, and what it asks for.
+    pub claim: PodClaim,
+    /// The GPUs it brings, per resource name.
+    pub counts: GpuCounts,
+    /// Its requests whose GPUs cannot be counted, by device class.
+    pub uncounted: Vec<(String, Uncounted)>,
+}
+
+impl Claimed {
+    /// `` claim `gpus` from ResourceClaimTemplate `eight-gpus` ``, or
+    /// `` ResourceClaim `shared-gpus` `` for one the pods share.
+    fn label(&self) -> String {
+        if self.claim.per_pod() { format!("claim `{}` from {}", self.claim.claim, self.claim.source()) } else { self.claim.source() }
+    }
+
+    /// Whether container `c` names it in `resources.claims`.
+    fn held_by(&self, c: &ContainerRef<'_, '_>) -> bool {
+        c.container.resources.claims.iter().any(|n| n.name.as_ref() == self.claim.claim)
     }
 }
 
@@ -107,6 +158,7 @@ fn and_list(items: &[String]) -> String {
 fn check_template(
     t: &PodTemplate<'_>,
     s: &Settings,
+    claims: &[Claimed],
     exempt: &dyn Fn(&ContainerRef<'_, '_>) -> bool,
     v: &mut Verdict,
 ) -> Result<(), Malformed> {
@@ -133,10 +185,18 @@ fn check_template(
             memory_guaranteed(t, &c, s, pod_limits, v)?;
         }
         if let Some(max) = s.max_gpus_per_container {
-            let counts: GpuCounts = t.container_gpus(&c, names)?.into_iter().collect();
-            for excess in over_cap(&counts, max, s) {
+            // A claim the container names in `resources.claims` is one it
+            // holds: all of its devices are the container's to use.
+            let own: GpuCounts = t.container_gpus(&c, names)?.into_iter().collect();
+            let held: Vec<&Claimed> = claims.iter().filter(|k| k.held_by(&c)).collect();
+            let mut counts = own.clone();
+            for k in &held {
+                add_counts(&mut counts, &k.counts);
+            }
+            for (family, excess) in over_cap(&counts, max, s) {
+                let parts = parts(&family, ("the container", &own), &held, s);
                 v.violation(format!(
-                    "{} requests {excess}, but a container may have at most {}: request fewer GPUs, or spread the work over more containers or pods",
+                    "{} requests {excess}{parts}, but a container may have at most {}: request fewer GPUs, or spread the work over more containers or pods",
                     who(&c, t),
                     count(u64::from(max), "GPU")
                 ));
@@ -144,16 +204,69 @@ fn check_template(
         }
     }
     if let Some(max) = s.max_gpus_per_pod {
-        let counts = t.gpus_per_pod(names)?;
-        for excess in over_cap(&counts, max, s) {
+        // Every claim the pod names is the pod's, whichever containers use
+        // it: its devices are allocated to the pod for its whole life.
+        let own = t.gpus_per_pod(names)?;
+        let mut counts = own.clone();
+        for k in claims {
+            add_counts(&mut counts, &k.counts);
+        }
+        let all: Vec<&Claimed> = claims.iter().collect();
+        for (family, excess) in over_cap(&counts, max, s) {
+            let parts = parts(&family, ("its containers", &own), &all, s);
             let at = if t.role == Role::Pod { "the pod holds".to_string() } else { format!("each pod of {} holds", where_(t)) };
             v.violation(format!(
-                "{at} {excess}, but a pod may hold at most {}: request fewer GPUs, or spread the work over more pods",
+                "{at} {excess}{parts}, but a pod may hold at most {}: request fewer GPUs, or spread the work over more pods",
                 count(u64::from(max), "GPU")
             ));
         }
     }
+    // A claim whose GPUs cannot be counted leaves the caps undecidable.
+    let limit = match (s.max_gpus_per_pod, s.max_gpus_per_container) {
+        (Some(max), _) => format!("a pod may hold at most {}", count(u64::from(max), "GPU")),
+        (None, Some(max)) => format!("a container may have at most {}", count(u64::from(max), "GPU")),
+        (None, None) => return Ok(()),
+    };
+    for k in claims {
+        let field = t.spec_path().key("resourceClaims").index(k.claim.index);
+        let source = k.claim.source();
+        for (class, why) in &k.uncounted {
+            let fix = why.fix();
+            v.violation(match why {
+                Uncounted::Every(names) => format!(
+                    "`{field}` ({source}) claims every matching device of class `{class}` on its node, so the {} it holds has no upper bound, but {limit}: {fix}",
+                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+                Uncounted::Profile(prefix) => format!(
+                    "`{field}` ({source}) claims devices of class `{class}` without pinning their MIG profile in a selector, so which `{prefix}*` slice each is, and how much of a GPU, is unknown, but {limit}: {fix}"
+                ),
+                Uncounted::Unmapped => format!(
+                    "`{field}` ({source}) claims devices of class `{class}`, a GPU class `deviceClassResources` does not map to a GPU resource, so the GPUs they bring cannot be counted, but {limit}: {fix}"
+                ),
+            });
+        }
+    }
     Ok(())
+}
+
+fn add_counts(into: &mut GpuCounts, counts: &GpuCounts) {
+    for (name, n) in counts {
+        let e = into.entry(name.clone()).or_default();
+        *e = e.saturating_add(*n);
+    }
+}
+
+/// How `family` adds up when claims bring some of it: `` (1 in the
+/// container + 8 in claim `gpus` from ResourceClaimTemplate `eight-gpus`) ``;
+/// empty when only the containers hold it.
+fn parts(family: &str, (label, own): (&str, &GpuCounts), claims: &[&Claimed], s: &Settings) -> String {
+    let amount = |counts: &GpuCounts| GpuFamilies::of(counts, &s.mig_weights).0.get(family).map(|(a, _)| *a).filter(|a| !a.is_zero());
+    let from_claims: Vec<String> = claims.iter().filter_map(|k| amount(&k.counts).map(|a| format!("{a} in {}", k.label()))).collect();
+    if from_claims.is_empty() {
+        return String::new();
+    }
+    let all: Vec<String> = amount(own).map(|a| format!("{a} in {label}")).into_iter().chain(from_claims).collect();
+    format!(" ({})", all.join(" + "))
 }
 
 /// `` `spec.template` ``, or `` worker group `gpu` (`spec.workerGroupSpecs[0].template`) ``.
@@ -165,7 +278,7 @@ fn where_(t: &PodTemplate<'_>) -> String {
 
 /// Each GPU family over `max`, described: `16 `nvidia.com/gpu``, or
 /// `2 `nvidia.com/gpu` + 3 `nvidia.com/mig-3g.40gb` (3/7 GPU each), 3.29 GPUs in all`.
-fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
+fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<(String, String)> {
     let families = GpuFamilies::of(counts, &s.mig_weights);
     families
         .0
@@ -175,7 +288,8 @@ fn over_cap(counts: &GpuCounts, max: u32, s: &Settings) -> Vec<String> {
             let breakdown = families.breakdown(family, &s.mig_weights);
             let whole_units_of_one_name =
                 by_name.len() == 1 && by_name.keys().all(|n| s.mig_weights.family(n).1 == aigov_sdk::GpuAmount::whole(1));
-            if whole_units_of_one_name { breakdown } else { format!("{breakdown}, {amount} GPUs in all") }
+            let excess = if whole_units_of_one_name { breakdown } else { format!("{breakdown}, {amount} GPUs in all") };
+            (family.clone(), excess)
         })
         .collect()
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use aigov_sdk::base::names::label_key;
+use aigov_sdk::cluster::device_classes::DeviceClassResources;
 use aigov_sdk::prelude::*;
 use aigov_sdk::{MigWeights, Quantity};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -51,6 +52,16 @@ pub struct Settings {
     /// How much of a GPU a MIG profile is, for the caps. Default: its
     /// compute slices out of 7.
     pub mig_weights: MigWeights,
+    /// The GPU resource name the devices of each DRA device class count as
+    /// (`gpu.nvidia.com: nvidia.com/gpu`); a `*` stands for the MIG profile
+    /// the request's selector pins, so `mig.nvidia.com: nvidia.com/mig-*`
+    /// counts a `1g.10gb` slice as `nvidia.com/mig-1g.10gb` (weighed as
+    /// `migWeights` says). The same setting as `gpu-quota`'s. Read only
+    /// while a GPU cap is set.
+    pub device_class_resources: DeviceClassResources,
+    /// What a failed lookup of a pod template's ResourceClaims and
+    /// ResourceClaimTemplates does: `deny` (default) or `allow`.
+    pub on_lookup_error: OnLookupError,
 }
 
 impl Default for Settings {
@@ -69,6 +80,8 @@ impl Default for Settings {
             max_gpus_per_pod: None,
             gpu_resource_names: GpuResources::default(),
             mig_weights: MigWeights::default(),
+            device_class_resources: DeviceClassResources::default(),
+            on_lookup_error: OnLookupError::Deny,
         }
     }
 }
@@ -172,8 +185,22 @@ fn amounts(key: &str, map: &BTreeMap<String, Amount>) -> Result<(), SettingsErro
     Ok(())
 }
 
+impl Settings {
+    /// Whether a GPU cap is set, so that the GPUs claimed through DRA
+    /// count.
+    pub fn caps_gpus(&self) -> bool {
+        self.max_gpus_per_container.is_some() || self.max_gpus_per_pod.is_some()
+    }
+}
+
 impl RuleSettings for Settings {
     const EXEMPTS_IMAGES: bool = true;
+
+    /// `deviceClassResources` maps GPU device classes (the shared
+    /// `gpuDeviceClasses`), and every class named there is mapped.
+    fn validate_gpu_classes(&self, classes: &[&str]) -> Result<(), SettingsError> {
+        self.device_class_resources.validate_classes("deviceClassResources", "gpuDeviceClasses", classes)
+    }
 
     fn validate(&self) -> Result<(), SettingsError> {
         self.gpu_resource_names.validate("gpuResourceNames")?;
@@ -235,6 +262,9 @@ impl RuleSettings for Settings {
                 ),
             ));
         }
+        // Claimed devices count in the family of the name they map to,
+        // whatever `gpuResourceNames` (the containers' GPU resources) says.
+        self.device_class_resources.validate("deviceClassResources", None)?;
         Ok(())
     }
 }
@@ -259,6 +289,22 @@ mod tests {
         let json = Full::<Settings>::default().to_json();
         assert!(json["maxGpusPerPod"].is_null() && json["maxGpusPerContainer"].is_null());
         assert_eq!(json["requiredLimits"].to_string(), r#"["cpu","memory"]"#);
+        assert_eq!(json["deviceClassResources"].to_string(), r#"{"gpu.nvidia.com":"nvidia.com/gpu","mig.nvidia.com":"nvidia.com/mig-*"}"#);
+        assert_eq!(json["onLookupError"], "deny");
+    }
+
+    #[test]
+    fn device_class_resources_are_checked() {
+        assert!(
+            refused::<Settings>(r#"{"deviceClassResources":{"gpu.nvidia.com":"gpus"}}"#)
+                .starts_with("setting `deviceClassResources.gpu.nvidia.com`: `gpus` is not a GPU resource name")
+        );
+        assert!(
+            refused::<Settings>(r#"{"gpuDeviceClasses":["gpu.nvidia.com","mig.nvidia.com","gpu.amd.com"]}"#)
+                .starts_with("setting `gpuDeviceClasses[2]`: `gpu.amd.com` has no entry in `deviceClassResources`")
+        );
+        assert!(refused::<Settings>(r#"{"onLookupError":"warn"}"#).starts_with("setting `onLookupError`"));
+        assert_eq!(ok(r#"{"onLookupError":"allow"}"#).on_lookup_error, OnLookupError::Allow);
     }
 
     #[test]

@@ -5,7 +5,7 @@ fn run_with(kind: WorkloadKind, json: &str, s: &Settings) -> Result<(Vec<String>
     let w = Workload::parse(kind, json)?;
     let mut v = Verdict::accept();
     for t in w.templates() {
-        check_template(t, s, &|_| false, &mut v)?;
+        check_template(t, s, &[], &|_| false, &mut v)?;
     }
     Ok((v.violations().to_vec(), v.warnings().to_vec()))
 }
