@@ -476,19 +476,7 @@ impl PodGpus {
     /// `limit` (`a worker may have at most 4`) cannot be checked.
     fn report_uncounted(&self, limit: &str, out: &mut Findings) {
         for u in &self.uncounted {
-            let (field, source, class, fix) = (&u.field, &u.source, &u.class, u.why.fix());
-            out.violation(match &u.why {
-                Uncounted::Every(names) => format!(
-                    "`{field}` ({source}) claims every matching device of class `{class}` on its node, so the {} it holds has no upper bound, but {limit}: {fix}",
-                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                ),
-                Uncounted::Profile(prefix) => format!(
-                    "`{field}` ({source}) claims devices of class `{class}` without pinning their MIG profile in a selector, so which `{prefix}*` slice each is, and how much of a GPU, is unknown, but {limit}: {fix}"
-                ),
-                Uncounted::Unmapped => format!(
-                    "`{field}` ({source}) claims devices of class `{class}`, a GPU class `deviceClassResources` does not map to a GPU resource, so the GPUs they bring cannot be counted, but {limit}: {fix}"
-                ),
-            });
+            out.violation(u.why.refusal(&u.field, &u.source, &u.class, limit));
         }
     }
 

@@ -231,19 +231,7 @@ fn check_template(
         let field = t.spec_path().key("resourceClaims").index(k.claim.index);
         let source = k.claim.source();
         for (class, why) in &k.uncounted {
-            let fix = why.fix();
-            v.violation(match why {
-                Uncounted::Every(names) => format!(
-                    "`{field}` ({source}) claims every matching device of class `{class}` on its node, so the {} it holds has no upper bound, but {limit}: {fix}",
-                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                ),
-                Uncounted::Profile(prefix) => format!(
-                    "`{field}` ({source}) claims devices of class `{class}` without pinning their MIG profile in a selector, so which `{prefix}*` slice each is, and how much of a GPU, is unknown, but {limit}: {fix}"
-                ),
-                Uncounted::Unmapped => format!(
-                    "`{field}` ({source}) claims devices of class `{class}`, a GPU class `deviceClassResources` does not map to a GPU resource, so the GPUs they bring cannot be counted, but {limit}: {fix}"
-                ),
-            });
+            v.violation(why.refusal(&field, &source, class, &limit));
         }
     }
     Ok(())

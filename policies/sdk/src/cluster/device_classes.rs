@@ -61,6 +61,25 @@ impl Uncounted {
             }
         }
     }
+
+    /// The refusal of a claim whose GPUs cannot be counted against a cap:
+    /// the claim at `field` (from `source`) asks for devices of `class`,
+    /// and `limit` says the cap (`a pod may hold at most 8 GPUs`).
+    pub fn refusal(&self, field: &dyn std::fmt::Display, source: &str, class: &str, limit: &str) -> String {
+        let fix = self.fix();
+        match self {
+            Uncounted::Every(names) => format!(
+                "`{field}` ({source}) claims every matching device of class `{class}` on its node, so the {} it holds has no upper bound, but {limit}: {fix}",
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ),
+            Uncounted::Profile(prefix) => format!(
+                "`{field}` ({source}) claims devices of class `{class}` without pinning their MIG profile in a selector, so which `{prefix}*` slice each is, and how much of a GPU, is unknown, but {limit}: {fix}"
+            ),
+            Uncounted::Unmapped => format!(
+                "`{field}` ({source}) claims devices of class `{class}`, a GPU class `deviceClassResources` does not map to a GPU resource, so the GPUs they bring cannot be counted, but {limit}: {fix}"
+            ),
+        }
+    }
 }
 
 /// The GPUs a claim spec brings ([`DeviceClassResources::count`]).
