@@ -33,6 +33,7 @@ pub mod run {
     pub mod engine;
     pub mod native;
     pub mod nesting;
+    pub mod preinit;
     pub mod settings;
     pub mod wapc;
     pub mod yaml_hint;

@@ -180,6 +180,20 @@ enum Build {
         #[arg(short, long, alias = "out")]
         output: PathBuf,
     },
+    /// Pre-initialise a waPC module with a policy's settings: every fresh
+    /// instance (policy-server makes one per request) then starts with them
+    /// read. Requests that bring other settings are read as before.
+    Preinit {
+        /// The annotated module (`artifacts/<rule>/policy.wasm`).
+        module: PathBuf,
+        /// The settings: a settings object, or a file with one policy
+        /// document (`spec.settings` is taken).
+        #[arg(long)]
+        settings: PathBuf,
+        /// Where to write the pre-initialised module.
+        #[arg(short, long, alias = "out")]
+        output: PathBuf,
+    },
     /// Write the bundle's Kubewarden metadata: the union of every rule's
     /// metadata.yml (what the bundle's build script embeds in it).
     BundleMetadata {
@@ -377,6 +391,7 @@ fn build(step: Build, out: &mut dyn Write) -> Result<ExitCode> {
     match step {
         Build::Annotate { module, metadata, usage, output } => tools::build::annotate(&module, &metadata, usage.as_deref(), &output),
         Build::Componentize { module, output } => tools::build::componentize(&module, &output),
+        Build::Preinit { module, settings, output } => tools::build::preinit(&module, &settings, &output, out),
         Build::BundleMetadata { policies, output } => tools::build::bundle_metadata(&policies, &output),
         Build::Package(args) => dist::package::run(&args, out),
         Build::FuzzCorpus { policies, output } => tools::fuzzing::run_corpus(&policies, &output, out),

@@ -52,6 +52,7 @@ pub struct WapcModule {
 /// A live instance.
 pub struct WapcInstance {
     store: Store<WapcState>,
+    instance: wasmtime::Instance,
     guest_call: TypedFunc<(i32, i32), i32>,
     memory: wasmtime::Memory,
 }
@@ -325,7 +326,7 @@ impl WapcModule {
         }
         let guest_call = instance.get_typed_func::<(i32, i32), i32>(&mut store, "__guest_call")?;
         let memory = instance.get_memory(&mut store, "memory").context("the module exports no `memory`")?;
-        Ok(WapcInstance { store, guest_call, memory })
+        Ok(WapcInstance { store, instance, guest_call, memory })
     }
 }
 
@@ -367,6 +368,12 @@ impl WapcInstance {
     /// The guest's linear memory as it is now.
     pub fn memory(&self) -> &[u8] {
         self.memory.data(&self.store)
+    }
+
+    /// The value of global `name`, when the module exports one.
+    pub fn global(&mut self, name: &str) -> Option<wasmtime::Val> {
+        let global = self.instance.get_global(&mut self.store, name)?;
+        Some(global.get(&mut self.store))
     }
 
     /// How many times the guest grew its memory since it was instantiated.

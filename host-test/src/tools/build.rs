@@ -29,6 +29,36 @@ pub fn componentize(module: &Path, output: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `aigov build preinit`: writes `module` pre-initialised with the settings
+/// in `settings` (a settings object, or one policy document whose
+/// `spec.settings` to take) to `output` ([`crate::run::preinit`]).
+pub fn preinit(module: &Path, settings: &Path, output: &Path, out: &mut dyn std::io::Write) -> Result<ExitCode> {
+    let bytes = std::fs::read(module).with_context(|| format!("reading {}", module.display()))?;
+    let value = match crate::run::settings::read_file(settings)? {
+        crate::run::settings::Contents::Settings(v) => v,
+        crate::run::settings::Contents::Policies(mut one) if one.len() == 1 => one.remove(0).settings,
+        crate::run::settings::Contents::Policies(many) => anyhow::bail!(
+            "{} holds {} policies ({}): a module is pre-initialised for one policy's settings; give a file with one",
+            settings.display(),
+            many.len(),
+            many.iter().map(|p| p.what.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let text = crate::run::preinit::as_sent(&value);
+    let engine = engine::new_engine()?;
+    let image = crate::run::preinit::preinit(&engine, &bytes, &text)
+        .with_context(|| format!("pre-initialising {} with {}", module.display(), settings.display()))?;
+    write_file(output, &image)?;
+    writeln!(
+        out,
+        "wrote {} ({} KiB, was {} KiB): a fresh instance starts with these settings read; requests with other settings are read as before",
+        output.display(),
+        image.len().div_ceil(1024),
+        bytes.len().div_ceil(1024)
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `aigov build bundle-metadata`: writes the union of every rule's `metadata.yml`
 /// under `policies` to `output`.
 pub fn bundle_metadata(policies: &Path, output: &Path) -> Result<ExitCode> {

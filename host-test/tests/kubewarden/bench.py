@@ -16,7 +16,10 @@ One standalone policy-server (two workers) serves, from local files:
 - `bundle-lookup-free`: aigov-bundle running every rule that reads nothing
   from the cluster;
 - `bundle-all`: aigov-bundle running all twenty rules, several of which
-  look the cluster up.
+  look the cluster up;
+- `bundle-all-preinit`: the same module and settings, pre-initialised with
+  those settings (`aigov build preinit`), which must answer every request
+  as `bundle-all` does.
 
 The cluster is the harness's benchmark cluster (`bench_cluster` in
 host-test/src/tools/bench.rs, written to OUT/cluster): the benchmark Pod as
@@ -305,6 +308,15 @@ def main():
     policies[args.rule] = local(every[args.rule], os.path.join(args.artifacts, args.rule, "policy.wasm"))
     policies["bundle-lookup-free"] = local(some["aigov-bundle"], bundle_wasm)
     policies["bundle-all"] = local(every["aigov-bundle"], bundle_wasm)
+    # The same bundle pre-initialised with bundle-all's settings (`aigov
+    # build preinit`): a fresh instance starts with them read.
+    baked_settings = os.path.join(out, "bundle-all-preinit-settings.json")
+    with open(baked_settings, "w") as f:
+        json.dump(every["aigov-bundle"].get("settings") or {}, f)
+    baked_wasm = os.path.join(out, "bundle-all-preinit.wasm")
+    subprocess.run([args.aigov, "build", "preinit", bundle_wasm, "--settings", baked_settings, "--output", baked_wasm],
+                   check=True, stdout=subprocess.DEVNULL)
+    policies["bundle-all-preinit"] = local(every["aigov-bundle"], baked_wasm)
     config = os.path.join(out, "policies.yml")
     with open(config, "w") as f:
         yaml.safe_dump(policies, f, sort_keys=False)
@@ -370,6 +382,11 @@ def main():
             with open(settings, "w") as f:
                 json.dump(policies["bundle-all"].get("settings") or {}, f)
             for label, (body_file, _) in bodies.items():
+                if answers[(label, "bundle-all-preinit")] != answers[(label, "bundle-all")]:
+                    sys.stderr.write("bundle-all-preinit on %s answers\n%s\nbut bundle-all answers\n%s\n" % (
+                        label, json.dumps(answers[(label, "bundle-all-preinit")], indent=1),
+                        json.dumps(answers[(label, "bundle-all")], indent=1)))
+                    sys.exit(1)
                 got = answers[(label, "bundle-all")]
                 got = essentials(got.get("allowed"), (got.get("status") or {}).get("message"), got.get("warnings"),
                                  got.get("patch"))

@@ -21,6 +21,7 @@ mod limits;
 mod manifests;
 mod mutation;
 mod one_program;
+mod preinit;
 mod reports;
 mod robustness;
 mod scan_deployment;

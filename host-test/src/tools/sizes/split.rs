@@ -170,6 +170,14 @@ pub fn report(dir: &std::path::Path) -> Result<String> {
     for (_, settings) in &configs {
         measured.push(requests.iter().map(|(_, _, r)| calls(&module, &image, &host, r, settings)).collect::<Result<_>>()?);
     }
+    // Every rule on, in a module pre-initialised with the same settings
+    // (`aigov build preinit`): what a fresh instance still repeats.
+    let all_text = crate::run::preinit::as_sent(&all);
+    let baked = crate::run::preinit::preinit(&engine, &bytes, &all_text).context("pre-initialising the bundle")?;
+    let baked_module = WapcModule::new(&engine, &baked)?;
+    let baked_image = Image::of(&baked)?;
+    let preinit: Vec<Calls> =
+        requests.iter().map(|(_, _, r)| calls(&baked_module, &baked_image, &host, r, &all_text)).collect::<Result<_>>()?;
     let names: Vec<&str> = requests.iter().map(|(n, _, _)| *n).collect();
     let none = measured.first().context("no configuration")?.clone();
     let every = measured.last().context("no configuration")?.clone();
@@ -200,6 +208,11 @@ pub fn report(dir: &std::path::Path) -> Result<String> {
         row(&mut out, &format!("+ `{name}`"), &mut m.iter().zip(&none).map(|(c, n)| c.first_only() - n.first_only()));
     }
     row(&mut out, "**every rule on**", &mut every.iter().map(|c| c.start as i64 + c.first_only()));
+    row(
+        &mut out,
+        "**every rule on**, pre-initialised with these settings (`aigov build preinit`)",
+        &mut preinit.iter().map(|c| c.start as i64 + c.first_only()),
+    );
     let _ = writeln!(
         out,
         "\nPages (4 KiB) a fresh instance's first call leaves changed, by region (stack below {} KiB, data to {} KiB, heap above):\n",
@@ -218,6 +231,9 @@ pub fn report(dir: &std::path::Path) -> Result<String> {
             m.iter().map(|c| format!("{} ({}, {}, {})", c.pages.total(), c.pages.stack, c.pages.data, c.pages.heap)).collect();
         let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
     }
+    let cells: Vec<String> =
+        preinit.iter().map(|c| format!("{} ({}, {}, {})", c.pages.total(), c.pages.stack, c.pages.data, c.pages.heap)).collect();
+    let _ = writeln!(out, "| **every rule on**, pre-initialised | {} |", cells.join(" | "));
     Ok(out)
 }
 
