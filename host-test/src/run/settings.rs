@@ -453,6 +453,35 @@ impl Deployment {
 }
 
 impl Resolved {
+    /// The bundle's settings given whole (`{rules: {…}}`) read as the
+    /// deployment they are: the rules they turn on (and those given by
+    /// name over them), each with its settings, so that [`select`] can
+    /// narrow them to `--rules`. Without settings given whole, a copy.
+    pub fn whole_as_deployment(&self) -> Result<Resolved> {
+        let Some(whole) = &self.whole else { return Ok(self.clone()) };
+        let value: Value = serde_json::from_str(&whole.json).with_context(|| whole.origin.clone())?;
+        let rules = match value.get("rules") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(rules)) => rules.clone(),
+            Some(_) => bail!("{}: the bundle's settings are `rules: {{<rule>: {{…}}}}`, and these have no `rules` object", whole.origin),
+        };
+        let mut out = Resolved { whole: None, rules: self.rules.clone(), deployment: self.deployment.clone() };
+        let deployment = out.deployment.get_or_insert_with(Deployment::default);
+        if !deployment.origin.contains(&whole.origin) {
+            deployment.origin.push(whole.origin.clone());
+        }
+        deployment.rules.extend(self.rules.keys().cloned());
+        for (name, s) in rules {
+            let rule = native::lookup(&name, Names::Rules).with_context(|| format!("{}: `rules.{name}`", whole.origin))?.metadata.name;
+            deployment.rules.insert(rule.to_string());
+            if !out.rules.contains_key(rule) {
+                let s = if s.is_null() { json!({}) } else { s };
+                out.rules.insert(rule.to_string(), Given { json: s.to_string(), origin: format!("{}, `rules.{name}`", whole.origin) });
+            }
+        }
+        Ok(out)
+    }
+
     fn set_whole(&mut self, given: Given) -> Result<()> {
         if let Some(before) = &self.whole {
             bail!("settings given twice: {} and {}; give one", before.origin, given.origin);
@@ -640,11 +669,22 @@ pub fn for_rule(rule: &NativePolicy, given: Option<&Given>) -> Result<String> {
     }
 }
 
-/// The bundle's settings: those given whole (each rule given by name
-/// turned on over them); else the rules a deployment turns on, with their
-/// settings; else every rule, each with its settings or defaults (a rule
-/// with no safe default needs settings).
-pub fn for_bundle(resolved: &Resolved) -> Result<String> {
+/// The bundle's settings. With `--rules` (`only`), exactly those rules,
+/// as [`select`] chooses them from [`Resolved::whole_as_deployment`]: each
+/// must be turned on by the deployment or the bundle's settings given,
+/// when given, and runs with its settings there (else its defaults); a
+/// rule left out needs no settings. Without: the settings given whole
+/// (each rule given by name turned on over them); else the rules a
+/// deployment turns on, with their settings; else every rule, each with
+/// its settings or defaults (a rule with no safe default needs settings).
+pub fn for_bundle(resolved: &Resolved, only: &[String]) -> Result<String> {
+    if !only.is_empty() {
+        let mut on = Map::new();
+        for (rule, settings) in select(&resolved.whole_as_deployment()?, only)?.rules {
+            on.insert(rule.metadata.name.to_string(), serde_json::from_str(&settings)?);
+        }
+        return Ok(json!({ "rules": on }).to_string());
+    }
     let mut rules = match &resolved.whole {
         Some(given) => {
             let whole: Value = serde_json::from_str(&given.json).with_context(|| given.origin.clone())?;
@@ -892,14 +932,14 @@ mod tests {
         // error says how to run only the rules a team turned on.
         let e = select(&Resolved::default(), &[]).err().unwrap().to_string();
         assert!(e.starts_with("`trusted-sources` has no safe default") && e.ends_with("`--settings` with its deployment (the bundle's policy file, or the directory `aigov manifests` wrote), or `--rules a,b`"), "{e}");
-        assert!(for_bundle(&Resolved::default()).unwrap_err().to_string().contains("`trusted-sources` has no safe default"));
+        assert!(for_bundle(&Resolved::default(), &[]).unwrap_err().to_string().contains("`trusted-sources` has no safe default"));
         // Asked for by name, it needs settings.
         let e = select(&Resolved::default(), &["trusted-sources".into()]).err().unwrap().to_string();
         assert!(e.contains("`trusted-sources` has no safe default"), "{e}");
         assert_eq!(for_rule(native::rule("exec-guard").unwrap(), None).unwrap(), "{}");
         let given = Given { json: r#"{"allowedImages":["registry.example.com/*"],"checkModelSources":false}"#.into(), origin: "f".into() };
         let resolved = Resolved { whole: None, rules: [("trusted-sources".to_string(), given)].into(), deployment: None };
-        let bundle: Value = serde_json::from_str(&for_bundle(&resolved).unwrap()).unwrap();
+        let bundle: Value = serde_json::from_str(&for_bundle(&resolved, &[]).unwrap()).unwrap();
         assert_eq!(bundle["rules"]["trusted-sources"], json!({"allowedImages": ["registry.example.com/*"], "checkModelSources": false}));
         assert_eq!(bundle["rules"].as_object().unwrap().len(), native::RULES.len());
         assert!((native::BUNDLE.validate_settings)(bundle.to_string().as_bytes()).valid);
@@ -943,8 +983,44 @@ mod tests {
         assert!(e.contains("does not turn `gpu-quota` on"), "{e}");
         // The bundle, for eval: those rules only.
         let b = resolve(&[arg(path)], Scope::One("aigov-bundle")).unwrap();
-        let settings: Value = serde_json::from_str(&for_bundle(&b).unwrap()).unwrap();
+        let settings: Value = serde_json::from_str(&for_bundle(&b, &[]).unwrap()).unwrap();
         assert_eq!(settings, json!({"rules": {"gpu-runtime-class": {"mode": "audit"}, "idle-gpu-pods": {}}}));
+    }
+
+    #[test]
+    fn the_bundle_takes_rules_as_scan_does() {
+        let rules = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let on = |settings: &str| -> Value { serde_json::from_str::<Value>(settings).unwrap()["rules"].clone() };
+        // No settings: exactly those rules, with their defaults; trusted-sources,
+        // left out, needs nothing.
+        let none = resolve(&[], Scope::One("aigov-bundle")).unwrap();
+        assert_eq!(on(&for_bundle(&none, &rules(&["idle-gpu-pods", "exec-guard"])).unwrap()), json!({"exec-guard": {}, "idle-gpu-pods": {}}));
+        let e = for_bundle(&none, &rules(&["trusted-sources"])).unwrap_err().to_string();
+        assert!(e.starts_with("`trusted-sources` has no safe default"), "{e}");
+        let e = for_bundle(&none, &rules(&["exec-gaurd"])).unwrap_err().to_string();
+        assert!(e.contains("--rules: ") && e.contains("did you mean `exec-guard`?"), "{e}");
+        // The bundle's policy: those it turns on, with its settings.
+        let policy = temp("bundle-rules.yaml", BUNDLE_POLICY);
+        let r = resolve(&[arg(policy.to_str().unwrap())], Scope::One("aigov-bundle")).unwrap();
+        assert_eq!(on(&for_bundle(&r, &rules(&["gpu-runtime-class"])).unwrap()), json!({"gpu-runtime-class": {"mode": "audit"}}));
+        let e = for_bundle(&r, &rules(&["gpu-quota"])).unwrap_err().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on (it turns on gpu-runtime-class, idle-gpu-pods)"), "{e}");
+        // The bundle's settings given whole are a deployment too; a rule
+        // given by name over them is turned on.
+        let whole = temp("bundle-whole.yaml", "rules:\n  exec-guard: {allowedUsers: [b]}\n  owner-label: null\n");
+        let over = temp("ts.yaml", "allowedImages: [registry.example.com/*]\n");
+        let r = resolve(&[arg(whole.to_str().unwrap()), arg(&format!("trusted-sources={}", over.display()))], Scope::One("aigov-bundle")).unwrap();
+        let settings = for_bundle(&r, &rules(&["owner-label", "exec-guard", "trusted-sources"])).unwrap();
+        assert_eq!(
+            on(&settings),
+            json!({"exec-guard": {"allowedUsers": ["b"]}, "owner-label": {}, "trusted-sources": {"allowedImages": ["registry.example.com/*"]}})
+        );
+        let e = for_bundle(&r, &rules(&["gpu-quota"])).unwrap_err().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on"), "{e}");
+        // Settings for a rule `--rules` leaves out, outside a deployment, are refused.
+        let r = resolve(&[arg(&format!("trusted-sources={}", over.display()))], Scope::One("aigov-bundle")).unwrap();
+        let e = for_bundle(&r, &rules(&["exec-guard"])).unwrap_err().to_string();
+        assert!(e.contains("settings for `trusted-sources`, which `--rules` does not name"), "{e}");
     }
 
     #[test]
