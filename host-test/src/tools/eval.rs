@@ -237,7 +237,7 @@ fn settings_of(evaluator: &Evaluator, args: &SettingsArgs, rules: &[String]) -> 
     let answer = evaluator.validate_settings(&text)?;
     if !answer.valid {
         let origin = resolved.whole.map(|g| format!("{}: ", g.origin)).unwrap_or_default();
-        bail!("{origin}`{name}` refuses these settings: {}", answer.message.unwrap_or_default());
+        bail!("{origin}`{name}` refuses these settings: {}", settings::explain_refusal(&answer.message.unwrap_or_default(), "spec.mode"));
     }
     Ok(text)
 }

@@ -2,6 +2,9 @@
 //! walks it (`make test` runs the same path end to end in
 //! host-test/tests/walkthrough/walkthrough.sh):
 //!
+//! - `aigov settings check` reports every refusal of a file at its line,
+//!   a policy's own fields (`spec.mode`, a field its CRD does not have)
+//!   as well as its settings;
 //! - `--settings RULE=FILE` takes what `aigov settings check RULE=FILE`
 //!   checks (a settings file, or a policy file), has the rule check it
 //!   (refused: exit status 2 naming the setting, nothing written), writes
@@ -191,14 +194,16 @@ fn settings_check_reports_every_error_with_its_line() {
     let out = aigov(&["settings", "check", served.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
-    // Two policies in one file, three refusals (two in one policy) and a
-    // mode Kubewarden refuses: every one, each at its line.
+    // Two policies in one file, four refusals (two in one policy, one a
+    // Kubewarden mode as the rule's `mode`), a mode Kubewarden refuses and
+    // a setting dedented out of `spec.settings`: every one, each at its line.
     let exec = read(&dest.join("exec-guard/cluster-admission-policy.yaml"))
         .replace("\n  settings: {}\n", "\n  settings:\n    allowedUser: [oncall]\n    guardPortForward: maybe\n");
     let ray = read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml"))
-        .replace("\n  settings: {}\n", "\n  settings:\n    maxGpuWorkerReplicas: lots\n");
-    let monitored =
-        read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml")).replace("\n  # mode: monitor ", "\n  mode: audit #");
+        .replace("\n  settings: {}\n", "\n  settings:\n    maxGpuWorkerReplicas: lots\n    mode: monitor\n");
+    let monitored = read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml"))
+        .replace("\n  # mode: monitor ", "\n  mode: audit #")
+        .replace("\n  policyServer: default\n", "\n  policyServer: default\n  auditNamespaces: [team-a]\n");
     let both = format!("{exec}---\n{ray}---\n{monitored}");
     let file = work.join("both.yaml");
     std::fs::write(&file, &both).unwrap();
@@ -209,9 +214,7 @@ fn settings_check_reports_every_error_with_its_line() {
     let said = text(&out.stderr);
     let f = file.display();
     let second = line_of("name: aigov-ray-cluster-limits", 0);
-    let third_start = both.lines().enumerate().filter(|(_, l)| *l == "---").nth(1).map(|(i, _)| i + 2).unwrap();
-    let third_doc =
-        both.lines().enumerate().skip(third_start - 1).find(|(_, l)| !l.trim().is_empty() && !l.starts_with('#')).unwrap().0 + 1;
+    let third = both.lines().enumerate().filter(|(_, l)| *l == "---").nth(1).map(|(i, _)| i + 1).unwrap();
     for expected in [
         format!(
             "{f}:{}: ClusterAdmissionPolicy `aigov-exec-guard`: `exec-guard` refuses these settings: setting `allowedUser`",
@@ -225,11 +228,34 @@ fn settings_check_reports_every_error_with_its_line() {
             "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `ray-cluster-limits` refuses these settings: setting `maxGpuWorkerReplicas`",
             line_of("maxGpuWorkerReplicas: lots", second)
         ),
-        format!("{f}:{third_doc}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.mode` is `audit`, which Kubewarden refuses"),
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `ray-cluster-limits` refuses these settings: setting `mode`: \
+             unknown variant `monitor`, expected `enforce` or `audit`. `monitor` is a value of Kubewarden's `spec.mode` (`protect` or \
+             `monitor`), and the rule's own `mode` takes `enforce` or `audit`: set `spec.mode: monitor` beside the policy's `settings`",
+            line_of("    mode: monitor", second)
+        ),
+        // At the line of the field, not of the document.
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.auditNamespaces` is not a field of a \
+             ClusterAdmissionPolicy: did you mean `spec.settings.auditNamespaces`?",
+            line_of("  auditNamespaces: [team-a]", third)
+        ),
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.mode` is `audit`, which Kubewarden refuses",
+            line_of("  mode: audit #", third)
+        ),
     ] {
         assert!(said.contains(&expected), "{expected}\nnot in:\n{said}");
     }
-    assert_eq!(said.lines().count(), 4, "{said}");
+    assert_eq!(said.lines().count(), 6, "{said}");
+    // In the file's order.
+    let lines: Vec<usize> =
+        said.lines().map(|l| l.strip_prefix(&format!("aigov: {f}:")).unwrap().split(':').next().unwrap().parse().unwrap()).collect();
+    assert!(lines.is_sorted(), "{said}");
+    // scan reads the same file the same way, and stops.
+    let out = aigov(&["scan", "--native", "--settings", file.to_str().unwrap(), "host-test/samples"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("did you mean `spec.settings.auditNamespaces`?"), "{}", text(&out.stderr));
 
     // A YAML error names its likely cause beside the parser's position.
     let tabbed = work.join("tabbed.yaml");
