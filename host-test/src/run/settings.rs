@@ -473,7 +473,9 @@ fn unknown_spec_fields(what: &str, doc: &Value, rule: Option<&'static NativePoli
         } else if let Some(near) = native::closest(key, fields) {
             format!("{not}: did you mean `spec.{near}`?")
         } else {
-            let near = defaults.as_object().and_then(|d| native::closest(key, &d.keys().map(String::as_str).collect::<Vec<_>>()).map(str::to_string));
+            let near = defaults
+                .as_object()
+                .and_then(|d| native::closest(key, &d.keys().map(String::as_str).collect::<Vec<_>>()).map(str::to_string));
             match near {
                 Some(near) => format!("{not}: did you mean `spec.settings.{near}`?"),
                 None => format!(
@@ -1261,7 +1263,10 @@ mod tests {
         // No settings: exactly those rules, with their defaults; trusted-sources,
         // left out, needs nothing.
         let none = resolve(&[], Scope::One("aigov-bundle")).unwrap();
-        assert_eq!(on(&for_bundle(&none, &rules(&["idle-gpu-pods", "exec-guard"])).unwrap()), json!({"exec-guard": {}, "idle-gpu-pods": {}}));
+        assert_eq!(
+            on(&for_bundle(&none, &rules(&["idle-gpu-pods", "exec-guard"])).unwrap()),
+            json!({"exec-guard": {}, "idle-gpu-pods": {}})
+        );
         let e = for_bundle(&none, &rules(&["trusted-sources"])).unwrap_err().to_string();
         assert!(e.starts_with("`trusted-sources` has no safe default"), "{e}");
         let e = for_bundle(&none, &rules(&["exec-gaurd"])).unwrap_err().to_string();
@@ -1276,7 +1281,8 @@ mod tests {
         // given by name over them is turned on.
         let whole = temp("bundle-whole.yaml", "rules:\n  exec-guard: {allowedUsers: [b]}\n  owner-label: null\n");
         let over = temp("ts.yaml", "allowedImages: [registry.example.com/*]\n");
-        let r = resolve(&[arg(whole.to_str().unwrap()), arg(&format!("trusted-sources={}", over.display()))], Scope::One("aigov-bundle")).unwrap();
+        let r = resolve(&[arg(whole.to_str().unwrap()), arg(&format!("trusted-sources={}", over.display()))], Scope::One("aigov-bundle"))
+            .unwrap();
         let settings = for_bundle(&r, &rules(&["owner-label", "exec-guard", "trusted-sources"])).unwrap();
         assert_eq!(
             on(&settings),
@@ -1395,19 +1401,27 @@ mod tests {
         };
         assert_eq!(
             refused("ClusterAdmissionPolicy", "exec-guard", "allowedUsers: [a]"),
-            ["ClusterAdmissionPolicy `p`: `spec.allowedUsers` is not a field of a ClusterAdmissionPolicy: did you mean `spec.settings.allowedUsers`?"]
+            [
+                "ClusterAdmissionPolicy `p`: `spec.allowedUsers` is not a field of a ClusterAdmissionPolicy: did you mean `spec.settings.allowedUsers`?"
+            ]
         );
         assert_eq!(
             refused("ClusterAdmissionPolicy", "aigov-bundle", "gpu-quota: {}"),
-            ["ClusterAdmissionPolicy `p`: `spec.gpu-quota` is not a field of a ClusterAdmissionPolicy: did you mean `spec.settings.rules.gpu-quota`?"]
+            [
+                "ClusterAdmissionPolicy `p`: `spec.gpu-quota` is not a field of a ClusterAdmissionPolicy: did you mean `spec.settings.rules.gpu-quota`?"
+            ]
         );
         assert_eq!(
             refused("ClusterAdmissionPolicy", "exec-guard", "namespaceSelecter: {}"),
-            ["ClusterAdmissionPolicy `p`: `spec.namespaceSelecter` is not a field of a ClusterAdmissionPolicy: did you mean `spec.namespaceSelector`?"]
+            [
+                "ClusterAdmissionPolicy `p`: `spec.namespaceSelecter` is not a field of a ClusterAdmissionPolicy: did you mean `spec.namespaceSelector`?"
+            ]
         );
         assert_eq!(
             refused("AdmissionPolicy", "exec-guard", "namespaceSelector: {}"),
-            ["AdmissionPolicy `p`: `spec.namespaceSelector` is not a field of an AdmissionPolicy (it is a field of a ClusterAdmissionPolicy): remove it, or make the policy a ClusterAdmissionPolicy"]
+            [
+                "AdmissionPolicy `p`: `spec.namespaceSelector` is not a field of an AdmissionPolicy (it is a field of a ClusterAdmissionPolicy): remove it, or make the policy a ClusterAdmissionPolicy"
+            ]
         );
         let other = refused("ClusterAdmissionPolicy", "exec-guard", "replicas: 2");
         assert!(other[0].ends_with("kubectl refuses it: its fields are `allowInsideAdmissionControllerNamespace`, `backgroundAudit`, `contextAwareResources`, `failurePolicy`, `matchConditions`, `matchPolicy`, `message`, `mode`, `module`, `mutating`, `namespaceSelector`, `objectSelector`, `policyServer`, `rules`, `settings`, `sideEffects`, `timeoutEvalSeconds`, `timeoutSeconds`; the rule's settings go in `spec.settings`"), "{other:?}");
@@ -1433,7 +1447,10 @@ mod tests {
         assert!(protect.ends_with("set `policyMode: protect` beside the policy's `settings`, or `mode: enforce` in its settings to have the rule refuse what it finds (its default)"), "{protect}");
         // In the bundle, and only for those two values.
         let bundle = (native::BUNDLE.validate_settings)(br#"{"rules":{"exec-guard":{"mode":"monitor"}}}"#).message.unwrap();
-        assert!(bundle.starts_with("rules.exec-guard: ") && explain_refusal(&bundle, "spec.mode").contains("set `spec.mode: monitor`"), "{bundle}");
+        assert!(
+            bundle.starts_with("rules.exec-guard: ") && explain_refusal(&bundle, "spec.mode").contains("set `spec.mode: monitor`"),
+            "{bundle}"
+        );
         let typo = refusal(r#"{"mode":"enforced"}"#);
         assert_eq!(explain_refusal(&typo, "spec.mode"), typo);
     }
