@@ -1353,7 +1353,7 @@ mod tests {
         assert!(e.contains("`spec.mode` is `protected`: Kubewarden takes `protect` (refuse) or `monitor` (only report)"), "{e}");
         let yml = "exec-guard:\n  module: registry://r/exec-guard:v0.1.0@sha256:00\n  policyMode: enforce\n  settings: {}\n";
         let e = format!("{:#}", read_file(&temp("policies-enforce.yml", yml)).err().unwrap());
-        assert!(e.contains("policy `exec-guard`: `policyMode` is `enforce`, which Kubewarden refuses"), "{e}");
+        assert!(e.contains("policies-enforce.yml:3: policy `exec-guard`: `policyMode` is `enforce`, which Kubewarden refuses"), "{e}");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! violation per line in the rule's words, warnings, and a mutation as a
 //! short diff; or Kubewarden's raw `ValidationResponse` (`--format json`)
 //! for scripts. The rule is a rule's name (its module in the artifacts,
-//! its component, or the rule linked natively), `aigov-bundle`, or a
-//! `.wasm` file; the manifest is read as `aigov scan` reads one (several
+//! its component, or the rule linked natively), `aigov-bundle` (the rules
+//! `--settings` turns on, or `--rules` names: [`settings::for_bundle`]), or
+//! a `.wasm` file; the manifest is read as `aigov scan` reads one (several
 //! documents, a `List`'s items, `-` for standard input), and each document
 //! becomes a request as [`request_of`] makes it.
 

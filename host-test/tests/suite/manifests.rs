@@ -15,8 +15,9 @@
 //! - a policy edited where the README says to edit it (`spec.settings`,
 //!   `spec.mode`) is no conflict: left as edited, its edits carried into
 //!   the bundle and `policies.yml`, exit status 0; any other edit still
-//!   leaves it alone, named, with exit status 1; `--settings` replaces
-//!   settings edited there.
+//!   leaves it alone, named, with exit status 1; a field its CRD does not
+//!   have stops regenerating at its line (exit status 2), nothing written;
+//!   `--settings` replaces settings edited there.
 //!
 //! They need `make artifacts` first.
 
@@ -170,6 +171,25 @@ fn regenerating_writes_nothing_and_keeps_settings_edited_in_a_policy() {
     let out = manifests(&dest, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&format!("{} (edited since aigov wrote it)", policy.display())), "{}", text(&out.stderr));
+
+    // A setting dedented out of `spec.settings`, which kubectl refuses,
+    // stops regenerating at its line, before anything is written.
+    let dedented = edited.replace("\n  settings:\n", "\n  auditNamespaces: [team-a]\n  settings:\n");
+    std::fs::write(&policy, &dedented).unwrap();
+    let bundle_before = read(&dest.join("bundle/cluster-admission-policy.yaml"));
+    let out = manifests(&dest, &["--registry", "other.example.com/aigov"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let line = dedented.lines().position(|l| l == "  auditNamespaces: [team-a]").unwrap() + 1;
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "{}:{line}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.auditNamespaces` is not a field of a \
+             ClusterAdmissionPolicy: did you mean `spec.settings.auditNamespaces`?",
+            policy.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(read(&dest.join("bundle/cluster-admission-policy.yaml")), bundle_before, "nothing written");
 
     // --settings replaces settings edited in the policy.
     std::fs::write(&policy, edited.replace("maxGpuWorkerReplicas: 4", "maxGpuWorkerReplicas: 5")).unwrap();
