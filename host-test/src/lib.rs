@@ -31,6 +31,7 @@ pub mod run {
     pub mod compiled;
     pub mod component;
     pub mod engine;
+    pub mod lines;
     pub mod native;
     pub mod nesting;
     pub mod preinit;

@@ -273,7 +273,7 @@ fn given_settings(args: &[SettingsArg]) -> Result<std::collections::BTreeMap<Str
         if !answer.valid {
             bail!(
                 "--settings {arg}: `{name}` refuses these settings: {}; nothing was written (`aigov settings check {arg}` checks them)",
-                answer.message.unwrap_or_default()
+                settings::explain_refusal(&answer.message.unwrap_or_default(), "spec.mode")
             );
         }
         if out.insert(name.to_string(), value).is_some() {

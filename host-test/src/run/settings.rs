@@ -9,6 +9,11 @@
 //! and what a rule runs with when none are given: its defaults, or, for a
 //! rule with no safe default, nothing ([`required`] says what to write).
 //!
+//! A policy's own fields are checked as its CRD and Kubewarden check them
+//! ([`Refused`]): a `spec` field its kind does not have, a `spec.mode`
+//! other than `protect` or `monitor`; a file with one is refused, each at
+//! its line, by every command that reads it.
+//!
 //! A policy file or a deployment directory is a team's deployment: the
 //! rules it turns on are the rules a command that runs several checks
 //! ([`Deployment`], [`select`]), with the settings, the mode and the
@@ -132,14 +137,34 @@ pub const OVERLAY: &str = "overlay/kustomization.yaml";
 
 /// Reads a settings file: one settings object, policy documents (or the
 /// entries of a policy-server's `policies.yml`), or a deployment directory
-/// ([`read_deployment`]).
+/// ([`read_deployment`]). A policy that cannot be read, or has a field
+/// refused ([`Refused`]), is an error naming every one, each at its line.
 pub fn read_file(path: &Path) -> Result<Contents> {
     if path.is_dir() {
         return read_deployment(path).map(Contents::Policies);
     }
     match read_each(path)? {
         Each::Settings(v) => Ok(Contents::Settings(v)),
-        Each::Policies(each) => each.into_iter().map(|p| p.policy).collect::<Result<_>>().map(Contents::Policies),
+        Each::Policies(each) => {
+            let mut problems = Vec::new();
+            let mut policies = Vec::new();
+            for located in each {
+                match located.policy {
+                    Ok(p) => policies.push(p),
+                    Err(e) => problems.push(format!("{e:#}")),
+                }
+                for r in &located.refused {
+                    problems.push(match r.line {
+                        Some(line) => format!("{}:{line}: {}", path.display(), r.message),
+                        None => format!("{}: {}", path.display(), r.message),
+                    });
+                }
+            }
+            if !problems.is_empty() {
+                bail!("{}", problems.join("\n"));
+            }
+            Ok(Contents::Policies(policies))
+        }
     }
 }
 
@@ -154,11 +179,58 @@ pub enum Each {
 
 /// One policy of a file, where it is, and what reading it gave.
 pub struct Located {
-    /// The policy, or why it could not be read (its `spec.mode`, its rule).
+    /// The policy, or why it could not be read (its rule).
     pub policy: Result<Policy>,
+    /// Its fields refused, each at its line: a field its kind does not
+    /// have, a mode Kubewarden does not take (the policy is read without it).
+    pub refused: Vec<Refused>,
     /// Its document, counted from 0 among the file's non-empty documents;
     /// or, in a `policies.yml`, its entry's name.
     pub at: Place,
+    /// The lines it spans (1-based, end excluded), when they can be told.
+    pub span: Option<(usize, usize)>,
+}
+
+impl Located {
+    /// The keys from the top of the file to the policy: none for a
+    /// document, the entry's name in a `policies.yml`.
+    pub fn root(&self) -> Vec<String> {
+        match &self.at {
+            Place::Document(_) => Vec::new(),
+            Place::Entry(name) => vec![name.clone()],
+        }
+    }
+
+    /// The keys from the policy to its settings.
+    pub fn to_settings(&self) -> Vec<String> {
+        let mut path = self.root();
+        match &self.at {
+            Place::Document(_) => path.extend(["spec".to_string(), "settings".to_string()]),
+            Place::Entry(_) => path.push("settings".to_string()),
+        }
+        path
+    }
+
+    /// Where the policy's Kubewarden mode is written: `spec.mode`, or
+    /// `policyMode` in a `policies.yml`.
+    pub fn mode_field(&self) -> &'static str {
+        match &self.at {
+            Place::Document(_) => "spec.mode",
+            Place::Entry(_) => "policyMode",
+        }
+    }
+}
+
+/// A field of a policy refused (not one of its settings, which its rule
+/// checks), and where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// The keys from the policy to the field (`["spec", "mode"]`).
+    pub path: Vec<String>,
+    /// Why, naming the policy: `ClusterAdmissionPolicy `x`: `spec.mode` is …`.
+    pub message: String,
+    /// Its line in the file (1-based), when it can be told.
+    pub line: Option<usize>,
 }
 
 /// Where a policy is in its file.
@@ -170,21 +242,41 @@ pub enum Place {
     Entry(String),
 }
 
-/// Reads a settings file (not a directory), each policy on its own.
+/// Reads a settings file (not a directory), each policy on its own, each
+/// with the lines it spans and its refused fields' lines.
 pub fn read_each(path: &Path) -> Result<Each> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut docs = parse_documents(&text)
-        .map_err(|e| match crate::run::yaml_hint::hint(&text, &e) {
+    read_text(path, &text)
+}
+
+/// [`read_each`] of a file's text, read once (standard input, a pipe).
+pub fn read_text(path: &Path, text: &str) -> Result<Each> {
+    let mut docs = parse_documents(text)
+        .map_err(|e| match crate::run::yaml_hint::hint(text, &e) {
             Some(hint) => anyhow::anyhow!("{e:#}; {hint}"),
             None => e,
         })
         .with_context(|| format!("parsing {}", path.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    // Each refused field at its line, from the policy's span.
+    let locate = |mut located: Located| {
+        let root = located.root();
+        for r in &mut located.refused {
+            let keys: Vec<String> = root.iter().chain(&r.path).cloned().collect();
+            r.line = located.span.map(|span| crate::run::lines::find(&lines, span, &keys));
+        }
+        located
+    };
     if let [doc] = docs.as_slice()
         && let Some(entries) = server_entries(doc)
     {
         let each = entries
             .iter()
-            .map(|(name, entry)| Located { policy: server_policy(path, name, entry), at: Place::Entry(name.clone()) })
+            .map(|(name, entry)| {
+                let (policy, refused) = server_policy(path, name, entry);
+                let span = crate::run::lines::entry(&lines, name);
+                locate(Located { policy, refused, at: Place::Entry(name.clone()), span })
+            })
             .collect();
         return Ok(Each::Policies(each));
     }
@@ -197,7 +289,17 @@ pub fn read_each(path: &Path) -> Result<Each> {
         );
     }
     if docs.iter().any(is_policy) {
-        let each = docs.iter().enumerate().map(|(i, d)| Located { policy: policy(path, d), at: Place::Document(i) }).collect();
+        // The documents' lines, when they can be told apart.
+        let spans = crate::run::lines::documents(&lines);
+        let spans = if spans.len() == docs.len() { spans } else { Vec::new() };
+        let each = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let (policy, refused) = policy(path, d);
+                locate(Located { policy, refused, at: Place::Document(i), span: spans.get(i).copied() })
+            })
+            .collect();
         return Ok(Each::Policies(each));
     }
     match docs.len() {
@@ -216,54 +318,214 @@ pub fn read_settings(path: &Path) -> Result<String> {
     }
 }
 
-/// A policy document's rule and settings.
-fn policy(path: &Path, doc: &Value) -> Result<Policy> {
+/// A policy document's rule and settings, and its fields refused.
+fn policy(path: &Path, doc: &Value) -> (Result<Policy>, Vec<Refused>) {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
     let name = doc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("(unnamed)");
     let what = format!("{kind} `{name}`");
+    let rule = policy_rule(path, &what, doc);
+    let mut refused = unknown_spec_fields(&what, doc, rule.as_ref().ok().copied());
+    let mode = policy_mode(&what, "spec.mode", doc.pointer("/spec/mode")).unwrap_or_else(|message| {
+        refused.push(Refused { path: vec!["spec".into(), "mode".into()], message, line: None });
+        None
+    });
+    let policy = rule.map(|rule| {
+        let settings = match doc.pointer("/spec/settings") {
+            None | Some(Value::Null) => json!({}),
+            Some(s) => s.clone(),
+        };
+        Policy { rule, what, settings, mode, excluded: excluded_namespaces(doc.pointer("/spec/namespaceSelector")) }
+    });
+    (policy, refused)
+}
+
+/// A policy document's rule: the one its module reference names, else its
+/// `app.kubernetes.io/name` label's.
+fn policy_rule(path: &Path, what: &str, doc: &Value) -> Result<&'static NativePolicy> {
     let module = doc.pointer("/spec/module").and_then(Value::as_str).unwrap_or_default();
     let label = doc.pointer("/metadata/labels/app.kubernetes.io~1name").and_then(Value::as_str);
     let by_module = module_rule(module);
-    let rule = match (by_module.and_then(|m| native::lookup(m, Names::RulesAndBundle).ok()), label) {
-        (Some(rule), _) => rule,
+    match (by_module.and_then(|m| native::lookup(m, Names::RulesAndBundle).ok()), label) {
+        (Some(rule), _) => Ok(rule),
         (None, Some(label)) => native::lookup(label, Names::RulesAndBundle).with_context(|| {
             format!(
                 "{}: {what}: neither its module `{module}` nor its label `app.kubernetes.io/name: {label}` names a rule",
                 path.display()
             )
-        })?,
+        }),
         (None, None) => {
             let e = native::unknown(by_module.unwrap_or(module), Names::RulesAndBundle);
-            return Err(e.context(format!(
+            Err(e.context(format!(
                 "{}: {what}: its module `{module}` names no rule, and it has no `app.kubernetes.io/name` label naming one",
                 path.display()
-            )));
+            )))
         }
-    };
-    let settings = match doc.pointer("/spec/settings") {
-        None | Some(Value::Null) => json!({}),
-        Some(s) => s.clone(),
-    };
-    let mode = policy_mode(path, &what, "spec.mode", doc.pointer("/spec/mode"))?;
-    Ok(Policy { rule, what, settings, mode, excluded: excluded_namespaces(doc.pointer("/spec/namespaceSelector")) })
+    }
+}
+
+/// The fields of a Kubewarden policy's `spec`, by kind and version, as the
+/// CRDs declare them (`openAPIV3Schema.properties.spec.properties`) in
+/// kubewarden-controller's `charts/kubewarden-crds/templates/crds/`
+/// `policies.kubewarden.io_clusteradmissionpolicies.yaml` and
+/// `policies.kubewarden.io_admissionpolicies.yaml` (commit 3460bb7,
+/// 2026-05-21). Neither `spec` keeps unknown fields (only `settings`
+/// does), so kubectl's strict field validation refuses any other field,
+/// and without it the API server drops it. An AdmissionPolicy has no
+/// `namespaceSelector`, `contextAwareResources` or
+/// `allowInsideAdmissionControllerNamespace`; `v1alpha2` fewer fields
+/// than `v1`.
+fn spec_fields(kind: &str, api_version: &str) -> &'static [&'static str] {
+    const CLUSTER_V1: &[&str] = &[
+        "allowInsideAdmissionControllerNamespace",
+        "backgroundAudit",
+        "contextAwareResources",
+        "failurePolicy",
+        "matchConditions",
+        "matchPolicy",
+        "message",
+        "mode",
+        "module",
+        "mutating",
+        "namespaceSelector",
+        "objectSelector",
+        "policyServer",
+        "rules",
+        "settings",
+        "sideEffects",
+        "timeoutEvalSeconds",
+        "timeoutSeconds",
+    ];
+    const NAMESPACED_V1: &[&str] = &[
+        "backgroundAudit",
+        "failurePolicy",
+        "matchConditions",
+        "matchPolicy",
+        "message",
+        "mode",
+        "module",
+        "mutating",
+        "objectSelector",
+        "policyServer",
+        "rules",
+        "settings",
+        "sideEffects",
+        "timeoutEvalSeconds",
+        "timeoutSeconds",
+    ];
+    const CLUSTER_V1ALPHA2: &[&str] = &[
+        "failurePolicy",
+        "matchPolicy",
+        "mode",
+        "module",
+        "mutating",
+        "namespaceSelector",
+        "objectSelector",
+        "policyServer",
+        "rules",
+        "settings",
+        "sideEffects",
+        "timeoutSeconds",
+    ];
+    const NAMESPACED_V1ALPHA2: &[&str] = &[
+        "failurePolicy",
+        "matchPolicy",
+        "mode",
+        "module",
+        "mutating",
+        "objectSelector",
+        "policyServer",
+        "rules",
+        "settings",
+        "sideEffects",
+        "timeoutSeconds",
+    ];
+    match (kind, api_version == "policies.kubewarden.io/v1alpha2") {
+        ("AdmissionPolicy", false) => NAMESPACED_V1,
+        ("AdmissionPolicy", true) => NAMESPACED_V1ALPHA2,
+        (_, false) => CLUSTER_V1,
+        (_, true) => CLUSTER_V1ALPHA2,
+    }
+}
+
+/// Each field of a policy's `spec` its CRD does not have ([`spec_fields`]),
+/// saying what was meant: a setting of its rule (or a shared one, or a
+/// rule of the bundle) belongs in `spec.settings`; a field of the other
+/// kind of policy, there; else the closest field.
+fn unknown_spec_fields(what: &str, doc: &Value, rule: Option<&'static NativePolicy>) -> Vec<Refused> {
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let Some(spec) = doc.get("spec").and_then(Value::as_object) else { return Vec::new() };
+    let fields = spec_fields(kind, api_version);
+    let article = if kind.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+    let defaults = rule.map(|r| (r.default_settings)()).unwrap_or_default();
+    let is_setting = |key: &str| aigov_sdk::runtime::settings::SHARED_KEYS.contains(&key) || defaults.get(key).is_some();
+    let bundle_rule = |key: &str| rule.is_some_and(native::is_bundle) && native::rule(key).is_some();
+    let other = if kind == "AdmissionPolicy" { "ClusterAdmissionPolicy" } else { "AdmissionPolicy" };
+    let mut out = Vec::new();
+    for key in spec.keys().filter(|k| !fields.contains(&k.as_str())) {
+        let not = format!("{what}: `spec.{key}` is not a field of {article} {kind}");
+        let message = if is_setting(key) {
+            format!("{not}: did you mean `spec.settings.{key}`?")
+        } else if bundle_rule(key) {
+            format!("{not}: did you mean `spec.settings.rules.{key}`?")
+        } else if spec_fields(other, api_version).contains(&key.as_str()) {
+            format!("{not} (it is a field of a {other}): remove it, or make the policy a {other}")
+        } else if let Some(near) = native::closest(key, fields) {
+            format!("{not}: did you mean `spec.{near}`?")
+        } else {
+            let near = defaults
+                .as_object()
+                .and_then(|d| native::closest(key, &d.keys().map(String::as_str).collect::<Vec<_>>()).map(str::to_string));
+            match near {
+                Some(near) => format!("{not}: did you mean `spec.settings.{near}`?"),
+                None => format!(
+                    "{not}, and kubectl refuses it: its fields are {}; the rule's settings go in `spec.settings`",
+                    fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+                ),
+            }
+        };
+        out.push(Refused { path: vec!["spec".into(), key.clone()], message, line: None });
+    }
+    out
 }
 
 /// A policy's Kubewarden mode (`field`: `spec.mode`, or `policyMode` in a
 /// `policies.yml`), as Kubewarden takes it: `protect` or `monitor`.
 /// aigov's own `mode` (`enforce`, `audit`) belongs in the settings:
-/// written here, it is refused saying where it goes.
-fn policy_mode(path: &Path, what: &str, field: &str, mode: Option<&Value>) -> Result<Option<String>> {
+/// written here, it is refused saying where it goes. The refusal names
+/// the policy (`what`), not the file.
+fn policy_mode(what: &str, field: &str, mode: Option<&Value>) -> std::result::Result<Option<String>, String> {
     let Some(mode) = mode.filter(|m| !m.is_null()) else { return Ok(None) };
-    let at = format!("{}: {what}: `{field}`", path.display());
+    let at = format!("{what}: `{field}`");
     match mode.as_str() {
         Some(m @ ("protect" | "monitor")) => Ok(Some(m.to_string())),
-        Some(m @ ("audit" | "enforce")) => bail!(
+        Some(m @ ("audit" | "enforce")) => Err(format!(
             "{at} is `{m}`, which Kubewarden refuses: it takes `protect` or `monitor` there. `{m}` is the rule's own `mode`: set `mode: {m}` in the policy's settings, or `{field}: {}` to have Kubewarden report refusals without enforcing them",
             if m == "audit" { "monitor" } else { "protect" }
-        ),
-        Some(m) => bail!("{at} is `{m}`: Kubewarden takes `protect` (refuse) or `monitor` (only report)"),
-        None => bail!("{at} is {mode}, not a string: Kubewarden takes `protect` or `monitor`"),
+        )),
+        Some(m) => Err(format!("{at} is `{m}`: Kubewarden takes `protect` (refuse) or `monitor` (only report)")),
+        None => Err(format!("{at} is {mode}, not a string: Kubewarden takes `protect` or `monitor`")),
     }
+}
+
+/// A rule's refusal of its settings (`message`, the rule's words), with a
+/// hint where it refuses a Kubewarden policy mode written as its own
+/// `mode` (`monitor`, `protect`): that is the policy's `field` (`spec.mode`,
+/// or `policyMode` in a `policies.yml`), and the rule's own `mode`, which
+/// takes `enforce` or `audit`, that does the same. Said by aigov, not the
+/// rule, so that the rules' code does not grow.
+pub fn explain_refusal(message: &str, field: &str) -> String {
+    let own = message.strip_prefix("rules.").and_then(|rest| rest.split_once(": ")).map_or(message, |(_, rest)| rest);
+    let Some(rest) = own.strip_prefix("setting `mode`: unknown variant `") else { return message.to_string() };
+    let (value, own_value, does) = match rest.split_once('`').map(|(v, _)| v) {
+        Some("monitor") => ("monitor", "audit", "report refusals without enforcing them"),
+        Some("protect") => ("protect", "enforce", "refuse what it finds (its default)"),
+        _ => return message.to_string(),
+    };
+    format!(
+        "{message}. `{value}` is a value of Kubewarden's `{field}` (`protect` or `monitor`), and the rule's own `mode` takes `enforce` or \
+         `audit`: set `{field}: {value}` beside the policy's `settings`, or `mode: {own_value}` in its settings to have the rule {does}"
+    )
 }
 
 /// The namespaces a policy's `namespaceSelector` keeps requests from: the
@@ -289,21 +551,28 @@ pub fn server_entries(doc: &Value) -> Option<&serde_json::Map<String, Value>> {
     map.values().all(|v| v.get("module").is_some_and(Value::is_string)).then_some(map)
 }
 
-/// One entry of a `policies.yml`.
-fn server_policy(path: &Path, name: &str, entry: &Value) -> Result<Policy> {
+/// One entry of a `policies.yml`, and its fields refused.
+fn server_policy(path: &Path, name: &str, entry: &Value) -> (Result<Policy>, Vec<Refused>) {
     let what = format!("policy `{name}`");
     let module = entry.get("module").and_then(Value::as_str).unwrap_or_default();
     let rule = match module_rule(module).and_then(|m| native::lookup(m, Names::RulesAndBundle).ok()) {
-        Some(rule) => rule,
+        Some(rule) => Ok(rule),
         None => native::lookup(name, Names::RulesAndBundle)
-            .with_context(|| format!("{}: {what}: its module `{module}` names no rule", path.display()))?,
+            .with_context(|| format!("{}: {what}: its module `{module}` names no rule", path.display())),
     };
-    let settings = match entry.get("settings") {
-        None | Some(Value::Null) => json!({}),
-        Some(s) => s.clone(),
-    };
-    let mode = policy_mode(path, &what, "policyMode", entry.get("policyMode"))?;
-    Ok(Policy { rule, what, settings, mode, excluded: None })
+    let mut refused = Vec::new();
+    let mode = policy_mode(&what, "policyMode", entry.get("policyMode")).unwrap_or_else(|message| {
+        refused.push(Refused { path: vec!["policyMode".into()], message, line: None });
+        None
+    });
+    let policy = rule.map(|rule| {
+        let settings = match entry.get("settings") {
+            None | Some(Value::Null) => json!({}),
+            Some(s) => s.clone(),
+        };
+        Policy { rule, what, settings, mode, excluded: None }
+    });
+    (policy, refused)
 }
 
 /// The policies of a deployment directory `aigov manifests` wrote: its
@@ -453,6 +722,35 @@ impl Deployment {
 }
 
 impl Resolved {
+    /// The bundle's settings given whole (`{rules: {…}}`) read as the
+    /// deployment they are: the rules they turn on (and those given by
+    /// name over them), each with its settings, so that [`select`] can
+    /// narrow them to `--rules`. Without settings given whole, a copy.
+    pub fn whole_as_deployment(&self) -> Result<Resolved> {
+        let Some(whole) = &self.whole else { return Ok(self.clone()) };
+        let value: Value = serde_json::from_str(&whole.json).with_context(|| whole.origin.clone())?;
+        let rules = match value.get("rules") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(rules)) => rules.clone(),
+            Some(_) => bail!("{}: the bundle's settings are `rules: {{<rule>: {{…}}}}`, and these have no `rules` object", whole.origin),
+        };
+        let mut out = Resolved { whole: None, rules: self.rules.clone(), deployment: self.deployment.clone() };
+        let deployment = out.deployment.get_or_insert_with(Deployment::default);
+        if !deployment.origin.contains(&whole.origin) {
+            deployment.origin.push(whole.origin.clone());
+        }
+        deployment.rules.extend(self.rules.keys().cloned());
+        for (name, s) in rules {
+            let rule = native::lookup(&name, Names::Rules).with_context(|| format!("{}: `rules.{name}`", whole.origin))?.metadata.name;
+            deployment.rules.insert(rule.to_string());
+            if !out.rules.contains_key(rule) {
+                let s = if s.is_null() { json!({}) } else { s };
+                out.rules.insert(rule.to_string(), Given { json: s.to_string(), origin: format!("{}, `rules.{name}`", whole.origin) });
+            }
+        }
+        Ok(out)
+    }
+
     fn set_whole(&mut self, given: Given) -> Result<()> {
         if let Some(before) = &self.whole {
             bail!("settings given twice: {} and {}; give one", before.origin, given.origin);
@@ -640,11 +938,22 @@ pub fn for_rule(rule: &NativePolicy, given: Option<&Given>) -> Result<String> {
     }
 }
 
-/// The bundle's settings: those given whole (each rule given by name
-/// turned on over them); else the rules a deployment turns on, with their
-/// settings; else every rule, each with its settings or defaults (a rule
-/// with no safe default needs settings).
-pub fn for_bundle(resolved: &Resolved) -> Result<String> {
+/// The bundle's settings. With `--rules` (`only`), exactly those rules,
+/// as [`select`] chooses them from [`Resolved::whole_as_deployment`]: each
+/// must be turned on by the deployment or the bundle's settings given,
+/// when given, and runs with its settings there (else its defaults); a
+/// rule left out needs no settings. Without: the settings given whole
+/// (each rule given by name turned on over them); else the rules a
+/// deployment turns on, with their settings; else every rule, each with
+/// its settings or defaults (a rule with no safe default needs settings).
+pub fn for_bundle(resolved: &Resolved, only: &[String]) -> Result<String> {
+    if !only.is_empty() {
+        let mut on = Map::new();
+        for (rule, settings) in select(&resolved.whole_as_deployment()?, only)?.rules {
+            on.insert(rule.metadata.name.to_string(), serde_json::from_str(&settings)?);
+        }
+        return Ok(json!({ "rules": on }).to_string());
+    }
     let mut rules = match &resolved.whole {
         Some(given) => {
             let whole: Value = serde_json::from_str(&given.json).with_context(|| given.origin.clone())?;
@@ -892,14 +1201,14 @@ mod tests {
         // error says how to run only the rules a team turned on.
         let e = select(&Resolved::default(), &[]).err().unwrap().to_string();
         assert!(e.starts_with("`trusted-sources` has no safe default") && e.ends_with("`--settings` with its deployment (the bundle's policy file, or the directory `aigov manifests` wrote), or `--rules a,b`"), "{e}");
-        assert!(for_bundle(&Resolved::default()).unwrap_err().to_string().contains("`trusted-sources` has no safe default"));
+        assert!(for_bundle(&Resolved::default(), &[]).unwrap_err().to_string().contains("`trusted-sources` has no safe default"));
         // Asked for by name, it needs settings.
         let e = select(&Resolved::default(), &["trusted-sources".into()]).err().unwrap().to_string();
         assert!(e.contains("`trusted-sources` has no safe default"), "{e}");
         assert_eq!(for_rule(native::rule("exec-guard").unwrap(), None).unwrap(), "{}");
         let given = Given { json: r#"{"allowedImages":["registry.example.com/*"],"checkModelSources":false}"#.into(), origin: "f".into() };
         let resolved = Resolved { whole: None, rules: [("trusted-sources".to_string(), given)].into(), deployment: None };
-        let bundle: Value = serde_json::from_str(&for_bundle(&resolved).unwrap()).unwrap();
+        let bundle: Value = serde_json::from_str(&for_bundle(&resolved, &[]).unwrap()).unwrap();
         assert_eq!(bundle["rules"]["trusted-sources"], json!({"allowedImages": ["registry.example.com/*"], "checkModelSources": false}));
         assert_eq!(bundle["rules"].as_object().unwrap().len(), native::RULES.len());
         assert!((native::BUNDLE.validate_settings)(bundle.to_string().as_bytes()).valid);
@@ -943,8 +1252,48 @@ mod tests {
         assert!(e.contains("does not turn `gpu-quota` on"), "{e}");
         // The bundle, for eval: those rules only.
         let b = resolve(&[arg(path)], Scope::One("aigov-bundle")).unwrap();
-        let settings: Value = serde_json::from_str(&for_bundle(&b).unwrap()).unwrap();
+        let settings: Value = serde_json::from_str(&for_bundle(&b, &[]).unwrap()).unwrap();
         assert_eq!(settings, json!({"rules": {"gpu-runtime-class": {"mode": "audit"}, "idle-gpu-pods": {}}}));
+    }
+
+    #[test]
+    fn the_bundle_takes_rules_as_scan_does() {
+        let rules = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let on = |settings: &str| -> Value { serde_json::from_str::<Value>(settings).unwrap()["rules"].clone() };
+        // No settings: exactly those rules, with their defaults; trusted-sources,
+        // left out, needs nothing.
+        let none = resolve(&[], Scope::One("aigov-bundle")).unwrap();
+        assert_eq!(
+            on(&for_bundle(&none, &rules(&["idle-gpu-pods", "exec-guard"])).unwrap()),
+            json!({"exec-guard": {}, "idle-gpu-pods": {}})
+        );
+        let e = for_bundle(&none, &rules(&["trusted-sources"])).unwrap_err().to_string();
+        assert!(e.starts_with("`trusted-sources` has no safe default"), "{e}");
+        let e = for_bundle(&none, &rules(&["exec-gaurd"])).unwrap_err().to_string();
+        assert!(e.contains("--rules: ") && e.contains("did you mean `exec-guard`?"), "{e}");
+        // The bundle's policy: those it turns on, with its settings.
+        let policy = temp("bundle-rules.yaml", BUNDLE_POLICY);
+        let r = resolve(&[arg(policy.to_str().unwrap())], Scope::One("aigov-bundle")).unwrap();
+        assert_eq!(on(&for_bundle(&r, &rules(&["gpu-runtime-class"])).unwrap()), json!({"gpu-runtime-class": {"mode": "audit"}}));
+        let e = for_bundle(&r, &rules(&["gpu-quota"])).unwrap_err().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on (it turns on gpu-runtime-class, idle-gpu-pods)"), "{e}");
+        // The bundle's settings given whole are a deployment too; a rule
+        // given by name over them is turned on.
+        let whole = temp("bundle-whole.yaml", "rules:\n  exec-guard: {allowedUsers: [b]}\n  owner-label: null\n");
+        let over = temp("ts.yaml", "allowedImages: [registry.example.com/*]\n");
+        let r = resolve(&[arg(whole.to_str().unwrap()), arg(&format!("trusted-sources={}", over.display()))], Scope::One("aigov-bundle"))
+            .unwrap();
+        let settings = for_bundle(&r, &rules(&["owner-label", "exec-guard", "trusted-sources"])).unwrap();
+        assert_eq!(
+            on(&settings),
+            json!({"exec-guard": {"allowedUsers": ["b"]}, "owner-label": {}, "trusted-sources": {"allowedImages": ["registry.example.com/*"]}})
+        );
+        let e = for_bundle(&r, &rules(&["gpu-quota"])).unwrap_err().to_string();
+        assert!(e.contains("does not turn `gpu-quota` on"), "{e}");
+        // Settings for a rule `--rules` leaves out, outside a deployment, are refused.
+        let r = resolve(&[arg(&format!("trusted-sources={}", over.display()))], Scope::One("aigov-bundle")).unwrap();
+        let e = for_bundle(&r, &rules(&["exec-guard"])).unwrap_err().to_string();
+        assert!(e.contains("settings for `trusted-sources`, which `--rules` does not name"), "{e}");
     }
 
     #[test]
@@ -1004,7 +1353,106 @@ mod tests {
         assert!(e.contains("`spec.mode` is `protected`: Kubewarden takes `protect` (refuse) or `monitor` (only report)"), "{e}");
         let yml = "exec-guard:\n  module: registry://r/exec-guard:v0.1.0@sha256:00\n  policyMode: enforce\n  settings: {}\n";
         let e = format!("{:#}", read_file(&temp("policies-enforce.yml", yml)).err().unwrap());
-        assert!(e.contains("policy `exec-guard`: `policyMode` is `enforce`, which Kubewarden refuses"), "{e}");
+        assert!(e.contains("policies-enforce.yml:3: policy `exec-guard`: `policyMode` is `enforce`, which Kubewarden refuses"), "{e}");
+    }
+
+    #[test]
+    fn a_field_the_policys_kind_does_not_have_is_refused_at_its_line() {
+        // A setting dedented out of `spec.settings`, and a mode at its line.
+        let text = POLICY.replace(
+            "  settings:\n    allowedUsers: [oncall]\n",
+            "  settings:\n    mode: audit\n    allowedUsers: [oncall]\n  auditNamespaces: [team-a]\n  mode: audit\n",
+        );
+        let file = temp("spec-fields.yaml", &format!("# the team's policy\n{text}"));
+        let Each::Policies(each) = read_each(&file).unwrap() else { panic!("not read as policies") };
+        assert_eq!(each[0].span, Some((2, 14)));
+        let refused: Vec<(Option<usize>, &str)> = each[0].refused.iter().map(|r| (r.line, r.message.as_str())).collect();
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert_eq!(
+            refused[0],
+            (
+                Some(12),
+                "ClusterAdmissionPolicy `aigov-exec-guard`: `spec.auditNamespaces` is not a field of a ClusterAdmissionPolicy: did you \
+                 mean `spec.settings.auditNamespaces`?"
+            )
+        );
+        assert_eq!(refused[1].0, Some(13), "the line of `spec.mode`, not of `spec.settings.mode`");
+        assert!(refused[1].1.contains("`spec.mode` is `audit`, which Kubewarden refuses"), "{refused:?}");
+        assert!(each[0].policy.is_ok(), "read without the fields refused, so that its settings are checked too");
+        // Every command that reads the file refuses it, each at its line.
+        let e = format!("{:#}", read_file(&file).err().unwrap());
+        let path = file.display();
+        assert!(e.contains(&format!("{path}:12: ClusterAdmissionPolicy `aigov-exec-guard`: `spec.auditNamespaces` is not a field")), "{e}");
+        assert!(e.contains(&format!("\n{path}:13: ClusterAdmissionPolicy `aigov-exec-guard`: `spec.mode` is `audit`")), "{e}");
+        let e = format!("{:#}", resolve(&[arg(&path.to_string())], Scope::Every).unwrap_err());
+        assert!(e.contains("did you mean `spec.settings.auditNamespaces`?"), "{e}");
+
+        // A setting of the rule; a rule of the bundle; a near field; a
+        // field of the other kind; anything else lists the fields.
+        let refused = |kind: &str, module: &str, spec: &str| -> Vec<String> {
+            let doc = parse_documents(&format!(
+                "apiVersion: policies.kubewarden.io/v1\nkind: {kind}\nmetadata: {{name: p}}\nspec: {{module: 'registry://r/{module}:v1', {spec}}}"
+            ))
+            .unwrap()
+            .remove(0);
+            let (policy, refused) = policy(Path::new("p.yaml"), &doc);
+            assert!(policy.is_ok());
+            refused.into_iter().map(|r| r.message).collect()
+        };
+        assert_eq!(
+            refused("ClusterAdmissionPolicy", "exec-guard", "allowedUsers: [a]"),
+            [
+                "ClusterAdmissionPolicy `p`: `spec.allowedUsers` is not a field of a ClusterAdmissionPolicy: did you mean `spec.settings.allowedUsers`?"
+            ]
+        );
+        assert_eq!(
+            refused("ClusterAdmissionPolicy", "aigov-bundle", "gpu-quota: {}"),
+            [
+                "ClusterAdmissionPolicy `p`: `spec.gpu-quota` is not a field of a ClusterAdmissionPolicy: did you mean `spec.settings.rules.gpu-quota`?"
+            ]
+        );
+        assert_eq!(
+            refused("ClusterAdmissionPolicy", "exec-guard", "namespaceSelecter: {}"),
+            [
+                "ClusterAdmissionPolicy `p`: `spec.namespaceSelecter` is not a field of a ClusterAdmissionPolicy: did you mean `spec.namespaceSelector`?"
+            ]
+        );
+        assert_eq!(
+            refused("AdmissionPolicy", "exec-guard", "namespaceSelector: {}"),
+            [
+                "AdmissionPolicy `p`: `spec.namespaceSelector` is not a field of an AdmissionPolicy (it is a field of a ClusterAdmissionPolicy): remove it, or make the policy a ClusterAdmissionPolicy"
+            ]
+        );
+        let other = refused("ClusterAdmissionPolicy", "exec-guard", "replicas: 2");
+        assert!(other[0].ends_with("kubectl refuses it: its fields are `allowInsideAdmissionControllerNamespace`, `backgroundAudit`, `contextAwareResources`, `failurePolicy`, `matchConditions`, `matchPolicy`, `message`, `mode`, `module`, `mutating`, `namespaceSelector`, `objectSelector`, `policyServer`, `rules`, `settings`, `sideEffects`, `timeoutEvalSeconds`, `timeoutSeconds`; the rule's settings go in `spec.settings`"), "{other:?}");
+        // Every field of the CRD is taken.
+        let every = "allowInsideAdmissionControllerNamespace: false, backgroundAudit: true, contextAwareResources: [], failurePolicy: Fail, \
+                     matchConditions: [], matchPolicy: Equivalent, message: m, mode: protect, mutating: false, namespaceSelector: {}, \
+                     objectSelector: {}, policyServer: default, rules: [], settings: {}, sideEffects: None, timeoutEvalSeconds: 5, timeoutSeconds: 10";
+        assert!(refused("ClusterAdmissionPolicy", "exec-guard", every).is_empty());
+    }
+
+    #[test]
+    fn a_kubewarden_mode_in_the_settings_points_to_spec_mode() {
+        let rule = native::rule("exec-guard").unwrap();
+        let refusal = |settings: &str| (rule.validate_settings)(settings.as_bytes()).message.unwrap();
+        let monitor = explain_refusal(&refusal(r#"{"mode":"monitor"}"#), "spec.mode");
+        assert_eq!(
+            monitor,
+            "setting `mode`: unknown variant `monitor`, expected `enforce` or `audit`. `monitor` is a value of Kubewarden's `spec.mode` \
+             (`protect` or `monitor`), and the rule's own `mode` takes `enforce` or `audit`: set `spec.mode: monitor` beside the policy's \
+             `settings`, or `mode: audit` in its settings to have the rule report refusals without enforcing them"
+        );
+        let protect = explain_refusal(&refusal(r#"{"mode":"protect"}"#), "policyMode");
+        assert!(protect.ends_with("set `policyMode: protect` beside the policy's `settings`, or `mode: enforce` in its settings to have the rule refuse what it finds (its default)"), "{protect}");
+        // In the bundle, and only for those two values.
+        let bundle = (native::BUNDLE.validate_settings)(br#"{"rules":{"exec-guard":{"mode":"monitor"}}}"#).message.unwrap();
+        assert!(
+            bundle.starts_with("rules.exec-guard: ") && explain_refusal(&bundle, "spec.mode").contains("set `spec.mode: monitor`"),
+            "{bundle}"
+        );
+        let typo = refusal(r#"{"mode":"enforced"}"#);
+        assert_eq!(explain_refusal(&typo, "spec.mode"), typo);
     }
 
     #[test]

@@ -571,7 +571,7 @@ fn rule_settings(rule: &NativePolicy, spelt_out: bool, given: &Resolved) -> Resu
 /// with [`rule_settings`].
 fn bundle_settings(spelt_out: bool, given: &Resolved) -> Result<String> {
     if given.whole.is_some() {
-        return settings::for_bundle(given);
+        return settings::for_bundle(given, &[]);
     }
     let mut rules = serde_json::Map::new();
     for rule in native::RULES {

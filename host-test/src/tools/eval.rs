@@ -3,8 +3,9 @@
 //! violation per line in the rule's words, warnings, and a mutation as a
 //! short diff; or Kubewarden's raw `ValidationResponse` (`--format json`)
 //! for scripts. The rule is a rule's name (its module in the artifacts,
-//! its component, or the rule linked natively), `aigov-bundle`, or a
-//! `.wasm` file; the manifest is read as `aigov scan` reads one (several
+//! its component, or the rule linked natively), `aigov-bundle` (the rules
+//! `--settings` turns on, or `--rules` names: [`settings::for_bundle`]), or
+//! a `.wasm` file; the manifest is read as `aigov scan` reads one (several
 //! documents, a `List`'s items, `-` for standard input), and each document
 //! becomes a request as [`request_of`] makes it.
 
@@ -46,6 +47,7 @@ was nothing to check (no Kubernetes object in the file).
     aigov eval gpu-runtime-class job.yaml                  # the verdict, for people
     aigov eval gpu-runtime-class job.yaml --settings policy.yaml --namespace team-nlp   # as your cluster judges it there
     aigov eval aigov-bundle job.yaml --settings deploy/aigov/bundle/cluster-admission-policy.yaml   # every rule your cluster turns on
+    aigov eval aigov-bundle job.yaml --rules gpu-runtime-class,idle-gpu-pods   # only these rules (of your deployment, with --settings)
     helm template chart | aigov eval opencost-labels - --document 2
     aigov eval exec-guard job.yaml --format json | jq .accepted   # Kubewarden's answer, for scripts";
 
@@ -65,6 +67,13 @@ pub struct Args {
     pub request: PathBuf,
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// With `aigov-bundle`: only these rules (comma-separated; each turned
+    /// on by the deployment or the bundle's settings `--settings` gives, if
+    /// given), each with its settings there or its defaults; a rule left
+    /// out needs no settings. Without it, the rules the deployment turns
+    /// on, or every rule. A single rule (`eval RULE`) refuses it.
+    #[arg(long, value_delimiter = ',', value_name = "RULE,...")]
+    pub rules: Vec<String>,
     /// Only document N of the file (numbered from 1).
     #[arg(long, value_name = "N", value_parser = document_number)]
     pub document: Option<usize>,
@@ -119,7 +128,7 @@ struct Evaluated {
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
     let engine = crate::run::engine::new_engine()?;
     let evaluator = resolve(&engine, &args.artifact, &args.artifacts, args.component, args.native)?;
-    let settings = settings_of(&evaluator, &args.settings)?;
+    let settings = settings_of(&evaluator, &args.settings, &args.rules)?;
     let inputs = read_inputs(&args.request, args.document)?;
     let mut submission = args.submission.clone();
     let update = submission.operation.as_deref().is_some_and(|op| op.eq_ignore_ascii_case("UPDATE"));
@@ -199,18 +208,28 @@ pub fn resolve(engine: &wasmtime::Engine, artifact: &str, artifacts: &Path, comp
 
 /// The settings the evaluator runs with, checked by its own
 /// `validate_settings` first, as a policy server (and `kwctl run`) checks
-/// them before any request.
-fn settings_of(evaluator: &Evaluator, args: &SettingsArgs) -> Result<String> {
+/// them before any request. `rules` (`--rules`) narrows the bundle to
+/// those rules ([`settings::for_bundle`]); any other artifact refuses it.
+fn settings_of(evaluator: &Evaluator, args: &SettingsArgs, rules: &[String]) -> Result<String> {
     let name = evaluator.name.as_str();
+    let rule = native::lookup(name, Names::RulesAndBundle);
+    if !rules.is_empty() && !rule.as_ref().is_ok_and(|r| native::is_bundle(r)) {
+        let what = if rule.is_ok() { format!("`{name}` is one rule, which eval runs alone") } else { format!("`{name}` is no bundle") };
+        bail!(
+            "--rules picks rules of `aigov-bundle`; {what}: to check several rules, write `aigov eval aigov-bundle MANIFEST --rules {}`, \
+             or leave --rules out",
+            rules.join(",")
+        );
+    }
     let resolved = settings::resolve(&args.settings, Scope::One(name))?;
-    let text = match native::lookup(name, Names::RulesAndBundle) {
+    let text = match rule {
         Ok(rule) if native::is_bundle(rule) => {
-            if resolved.whole.is_none() {
-                for n in settings::select(&resolved, &[])?.notes() {
+            if resolved.whole.is_none() || !rules.is_empty() {
+                for n in settings::select(&resolved.whole_as_deployment()?, rules)?.notes() {
                     note(&n);
                 }
             }
-            settings::for_bundle(&resolved)?
+            settings::for_bundle(&resolved, rules)?
         }
         Ok(rule) => settings::for_rule(rule, resolved.whole.as_ref())?,
         // An artifact that is no rule of this build: its settings or `{}`.
@@ -219,7 +238,7 @@ fn settings_of(evaluator: &Evaluator, args: &SettingsArgs) -> Result<String> {
     let answer = evaluator.validate_settings(&text)?;
     if !answer.valid {
         let origin = resolved.whole.map(|g| format!("{}: ", g.origin)).unwrap_or_default();
-        bail!("{origin}`{name}` refuses these settings: {}", answer.message.unwrap_or_default());
+        bail!("{origin}`{name}` refuses these settings: {}", settings::explain_refusal(&answer.message.unwrap_or_default(), "spec.mode"));
     }
     Ok(text)
 }

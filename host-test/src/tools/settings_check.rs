@@ -1,6 +1,11 @@
 //! `aigov settings check`: every refusal in every file at once, each at
-//! the line of the setting refused (or of its policy, when the setting's
-//! line cannot be told), as an editor jumps to (`FILE:LINE: …`).
+//! the line of the setting or field refused (or of its policy, when that
+//! line cannot be told), as an editor jumps to (`FILE:LINE: …`), in the
+//! file's order: a policy's own fields refused ([`settings::Refused`]: a
+//! `spec` field its kind does not have, a `spec.mode` Kubewarden does not
+//! take), and its rule's refusals of its settings (a Kubewarden mode
+//! written as the rule's `mode` pointed to `spec.mode`:
+//! [`settings::explain_refusal`]).
 //!
 //! A rule's settings check stops at the first setting it refuses; to name
 //! every one, the check is run again without each refused setting until
@@ -13,8 +18,9 @@ use aigov_sdk::NativePolicy;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::run::lines::find;
 use crate::run::native::{self, Names};
-use crate::run::settings::{self, Contents, Each, Located, Place, SettingsArg};
+use crate::run::settings::{self, Contents, Each, SettingsArg};
 
 /// Checks every policy's (or settings file's) settings with its rule: one
 /// line each on `out` for what is valid, every refusal on standard error,
@@ -31,14 +37,16 @@ pub fn check(files: &[SettingsArg], out: &mut dyn Write) -> Result<ExitCode> {
 }
 
 /// One policy to check: its rule, what it is (for messages), its settings,
-/// and the lines of the file it spans (1-based, end excluded) with the
-/// path of keys from there to its settings.
+/// the lines of the file it spans (1-based, end excluded) with the path of
+/// keys from there to its settings, and where its Kubewarden mode is
+/// written (`spec.mode`, or `policyMode` in a `policies.yml`).
 struct Checked {
     rule: &'static NativePolicy,
     what: String,
     settings: Value,
     lines: Option<(usize, usize)>,
     to_settings: Vec<String>,
+    mode_field: &'static str,
 }
 
 fn check_file(arg: &SettingsArg, out: &mut dyn Write, refused: &mut usize) -> Result<()> {
@@ -53,43 +61,54 @@ fn check_file(arg: &SettingsArg, out: &mut dyn Write, refused: &mut usize) -> Re
             settings: p.settings,
             lines: None,
             to_settings: Vec::new(),
+            mode_field: "spec.mode",
         });
         for c in checked.filter(|c| arg.rule.as_deref().is_none_or(|r| r == c.rule.metadata.name)) {
-            report(&file, "", &c, out, &mut err, refused)?;
+            let mut said = Vec::new();
+            report(&file, "", &c, out, &mut said)?;
+            *refused += said.len();
+            for (_, line) in said {
+                let _ = writeln!(err, "aigov: {line}");
+            }
         }
         return Ok(());
     }
+    // Read once: standard input or a pipe cannot be read twice.
     let text = std::fs::read_to_string(&arg.file).with_context(|| format!("reading {file}"))?;
     let lines: Vec<&str> = text.lines().collect();
-    let checked: Vec<Checked> = match (settings::read_each(&arg.file)?, &arg.rule) {
+    // Every refusal of the file, with its line, told in the file's order.
+    let mut said: Vec<(Option<usize>, String)> = Vec::new();
+    let checked: Vec<Checked> = match (settings::read_text(&arg.file, &text)?, &arg.rule) {
         (Each::Policies(each), wanted) => {
-            let documents = documents(&lines);
-            let count = each.iter().filter(|l| matches!(l.at, Place::Document(_))).count();
             let mut checked = Vec::new();
-            for Located { policy, at } in each {
-                let (span, to_settings) = match &at {
-                    Place::Document(i) => {
-                        (documents.get(*i).copied().filter(|_| documents.len() == count), vec!["spec".to_string(), "settings".to_string()])
-                    }
-                    Place::Entry(name) => (entry(&lines, name), vec!["settings".to_string()]),
-                };
-                match policy {
-                    Err(e) => {
+            let mut unread = 0;
+            for located in each {
+                for r in &located.refused {
+                    said.push((r.line, format!("{}: {}", at_line(&file, r.line), r.message)));
+                }
+                let start = located.span.map(|(start, _)| start);
+                match located.policy {
+                    Err(ref e) => {
                         // Its own words name the file; the line goes first.
-                        let said = format!("{e:#}");
-                        let said = said.strip_prefix(&format!("{file}: ")).unwrap_or(&said);
-                        *refused += 1;
-                        let _ = writeln!(err, "aigov: {}: {said}", at_line(&file, span.map(|(start, _)| start)));
+                        let message = format!("{e:#}");
+                        let message = message.strip_prefix(&format!("{file}: ")).unwrap_or(&message);
+                        said.push((start, format!("{}: {message}", at_line(&file, start))));
+                        unread += 1;
                     }
-                    Ok(p) if wanted.as_deref().is_none_or(|r| r == p.rule.metadata.name) => {
-                        checked.push(Checked { rule: p.rule, what: p.what, settings: p.settings, lines: span, to_settings })
-                    }
+                    Ok(ref p) if wanted.as_deref().is_none_or(|r| r == p.rule.metadata.name) => checked.push(Checked {
+                        rule: p.rule,
+                        what: p.what.clone(),
+                        settings: p.settings.clone(),
+                        lines: located.span,
+                        to_settings: located.to_settings(),
+                        mode_field: located.mode_field(),
+                    }),
                     Ok(_) => {}
                 }
             }
             if let Some(rule) = wanted
                 && checked.is_empty()
-                && *refused == 0
+                && unread == 0
             {
                 bail!("{file} holds no policy of `{rule}`");
             }
@@ -101,6 +120,7 @@ fn check_file(arg: &SettingsArg, out: &mut dyn Write, refused: &mut usize) -> Re
             settings: v,
             lines: Some((1, lines.len() + 1)),
             to_settings: Vec::new(),
+            mode_field: "spec.mode",
         }],
         (Each::Settings(_), None) => bail!(
             "{file} holds no ClusterAdmissionPolicy or AdmissionPolicy: check a policy file, or name the rule these settings are for \
@@ -108,14 +128,20 @@ fn check_file(arg: &SettingsArg, out: &mut dyn Write, refused: &mut usize) -> Re
         ),
     };
     for c in &checked {
-        report(&file, &text, c, out, &mut err, refused)?;
+        report(&file, &text, c, out, &mut said)?;
+    }
+    // In the file's order (a refusal whose line cannot be told first).
+    said.sort_by_key(|(line, _)| *line);
+    *refused += said.len();
+    for (_, line) in said {
+        let _ = writeln!(err, "aigov: {line}");
     }
     Ok(())
 }
 
 /// Checks one policy's settings and says so: valid on `out`, each refusal
-/// on `err` at its line.
-fn report(file: &str, text: &str, c: &Checked, out: &mut dyn Write, err: &mut dyn Write, refused: &mut usize) -> Result<()> {
+/// into `said` with its line.
+fn report(file: &str, text: &str, c: &Checked, out: &mut dyn Write, said: &mut Vec<(Option<usize>, String)>) -> Result<()> {
     let name = c.rule.metadata.name;
     let what = if c.what.is_empty() { String::new() } else { format!("{}: ", c.what) };
     let all = refusals(c.rule, &c.settings);
@@ -124,22 +150,14 @@ fn report(file: &str, text: &str, c: &Checked, out: &mut dyn Write, err: &mut dy
         return Ok(());
     }
     let lines: Vec<&str> = text.lines().collect();
-    let mut located: Vec<(Option<usize>, String)> = all
-        .into_iter()
-        .map(|message| {
-            let line = c.lines.map(|span| {
-                let mut path = c.to_settings.clone();
-                path.extend(setting_path(&message));
-                find(&lines, span, &path)
-            });
-            (line, message)
-        })
-        .collect();
-    // In the file's order.
-    located.sort_by_key(|(line, _)| *line);
-    for (line, message) in located {
-        *refused += 1;
-        let _ = writeln!(err, "aigov: {}: {what}`{name}` refuses these settings: {message}", at_line(file, line));
+    for message in all {
+        let line = c.lines.map(|span| {
+            let mut path = c.to_settings.clone();
+            path.extend(setting_path(&message));
+            find(&lines, span, &path)
+        });
+        let message = settings::explain_refusal(&message, c.mode_field);
+        said.push((line, format!("{}: {what}`{name}` refuses these settings: {message}", at_line(file, line))));
     }
     Ok(())
 }
@@ -211,81 +229,6 @@ fn remove(value: &mut Value, path: &[String]) -> bool {
     at.as_object_mut().is_some_and(|map| map.remove(last).is_some())
 }
 
-/// The non-empty documents of a file: (first line, line after the last),
-/// 1-based, split at `---` lines.
-fn documents(lines: &[&str]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut start: Option<usize> = None;
-    let content = |l: &str| {
-        let t = l.trim();
-        !t.is_empty() && !t.starts_with('#')
-    };
-    for (i, line) in lines.iter().enumerate() {
-        let n = i + 1;
-        if line.starts_with("---") || line.starts_with("...") {
-            if let Some(s) = start.take() {
-                out.push((s, n));
-            }
-            // `--- {…}`: the document starts on this line.
-            if line.get(3..).is_some_and(content) {
-                start = Some(n);
-            }
-        } else if start.is_none() && content(line) {
-            start = Some(n);
-        }
-    }
-    if let Some(s) = start {
-        out.push((s, lines.len() + 1));
-    }
-    out
-}
-
-/// The lines of `policies.yml`'s entry `name`: its line, to the next
-/// top-level key.
-fn entry(lines: &[&str], name: &str) -> Option<(usize, usize)> {
-    let start = lines.iter().position(|l| l.strip_prefix(name).is_some_and(|r| r.starts_with(':')))?;
-    let end = lines
-        .iter()
-        .enumerate()
-        .skip(start + 1)
-        .find(|(_, l)| l.chars().next().is_some_and(|c| !c.is_whitespace() && c != '#'))
-        .map_or(lines.len(), |(i, _)| i);
-    Some((start + 1, end + 1))
-}
-
-/// The line of the deepest key of `path` found in order within `span`
-/// (each after its parent's line); the span's first line when none is.
-fn find(lines: &[&str], (start, end): (usize, usize), path: &[String]) -> usize {
-    let mut best = start;
-    let mut from = start;
-    for key in path {
-        let found = (from..end).find(|&n| lines.get(n - 1).is_some_and(|l| names_key(l, key)));
-        match found {
-            Some(n) => {
-                best = n;
-                from = n;
-            }
-            None => break,
-        }
-    }
-    best
-}
-
-/// Whether a line writes `key:` (block style, as a list item, quoted, or
-/// inside a flow mapping).
-fn names_key(line: &str, key: &str) -> bool {
-    let t = line.trim_start().trim_start_matches("- ").trim_start();
-    let starts = |t: &str| {
-        [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
-            .iter()
-            .any(|k| t.strip_prefix(k.as_str()).is_some_and(|r| r.trim_start().starts_with(':')))
-    };
-    if starts(t) {
-        return true;
-    }
-    t.match_indices(['{', ',']).any(|(i, _)| t.get(i + 1..).is_some_and(|r| starts(r.trim_start())))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,11 +246,5 @@ mod tests {
         assert_eq!(bundle.len(), 2, "{bundle:?}");
         assert_eq!(setting_path("rules.exec-guard: setting `guardPortForward`: x"), ["rules", "exec-guard", "guardPortForward"]);
         assert_eq!(setting_path("setting `migWeights.a`: x"), ["migWeights", "a"]);
-        let text = "a: 1\n---\n# c\nspec:\n  settings:\n    rules:\n      exec-guard: {guardPortForward: maybe}\n";
-        let lines: Vec<&str> = text.lines().collect();
-        let docs = documents(&lines);
-        assert_eq!(docs, [(1, 2), (4, 8)]);
-        let path: Vec<String> = ["spec", "settings", "rules", "exec-guard", "guardPortForward"].map(String::from).to_vec();
-        assert_eq!(find(&lines, docs[1], &path), 7);
     }
 }

@@ -2,6 +2,9 @@
 //! walks it (`make test` runs the same path end to end in
 //! host-test/tests/walkthrough/walkthrough.sh):
 //!
+//! - `aigov settings check` reports every refusal of a file at its line,
+//!   a policy's own fields (`spec.mode`, a field its CRD does not have)
+//!   as well as its settings;
 //! - `--settings RULE=FILE` takes what `aigov settings check RULE=FILE`
 //!   checks (a settings file, or a policy file), has the rule check it
 //!   (refused: exit status 2 naming the setting, nothing written), writes
@@ -12,8 +15,9 @@
 //! - a policy edited where the README says to edit it (`spec.settings`,
 //!   `spec.mode`) is no conflict: left as edited, its edits carried into
 //!   the bundle and `policies.yml`, exit status 0; any other edit still
-//!   leaves it alone, named, with exit status 1; `--settings` replaces
-//!   settings edited there.
+//!   leaves it alone, named, with exit status 1; a field its CRD does not
+//!   have stops regenerating at its line (exit status 2), nothing written;
+//!   `--settings` replaces settings edited there.
 //!
 //! They need `make artifacts` first.
 
@@ -168,6 +172,25 @@ fn regenerating_writes_nothing_and_keeps_settings_edited_in_a_policy() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&format!("{} (edited since aigov wrote it)", policy.display())), "{}", text(&out.stderr));
 
+    // A setting dedented out of `spec.settings`, which kubectl refuses,
+    // stops regenerating at its line, before anything is written.
+    let dedented = edited.replace("\n  settings:\n", "\n  auditNamespaces: [team-a]\n  settings:\n");
+    std::fs::write(&policy, &dedented).unwrap();
+    let bundle_before = read(&dest.join("bundle/cluster-admission-policy.yaml"));
+    let out = manifests(&dest, &["--registry", "other.example.com/aigov"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let line = dedented.lines().position(|l| l == "  auditNamespaces: [team-a]").unwrap() + 1;
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "{}:{line}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.auditNamespaces` is not a field of a \
+             ClusterAdmissionPolicy: did you mean `spec.settings.auditNamespaces`?",
+            policy.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(read(&dest.join("bundle/cluster-admission-policy.yaml")), bundle_before, "nothing written");
+
     // --settings replaces settings edited in the policy.
     std::fs::write(&policy, edited.replace("maxGpuWorkerReplicas: 4", "maxGpuWorkerReplicas: 5")).unwrap();
     let six = work.join("six.yaml");
@@ -191,14 +214,16 @@ fn settings_check_reports_every_error_with_its_line() {
     let out = aigov(&["settings", "check", served.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
-    // Two policies in one file, three refusals (two in one policy) and a
-    // mode Kubewarden refuses: every one, each at its line.
+    // Two policies in one file, four refusals (two in one policy, one a
+    // Kubewarden mode as the rule's `mode`), a mode Kubewarden refuses and
+    // a setting dedented out of `spec.settings`: every one, each at its line.
     let exec = read(&dest.join("exec-guard/cluster-admission-policy.yaml"))
         .replace("\n  settings: {}\n", "\n  settings:\n    allowedUser: [oncall]\n    guardPortForward: maybe\n");
     let ray = read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml"))
-        .replace("\n  settings: {}\n", "\n  settings:\n    maxGpuWorkerReplicas: lots\n");
-    let monitored =
-        read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml")).replace("\n  # mode: monitor ", "\n  mode: audit #");
+        .replace("\n  settings: {}\n", "\n  settings:\n    maxGpuWorkerReplicas: lots\n    mode: monitor\n");
+    let monitored = read(&dest.join("ray-cluster-limits/cluster-admission-policy.yaml"))
+        .replace("\n  # mode: monitor ", "\n  mode: audit #")
+        .replace("\n  policyServer: default\n", "\n  policyServer: default\n  auditNamespaces: [team-a]\n");
     let both = format!("{exec}---\n{ray}---\n{monitored}");
     let file = work.join("both.yaml");
     std::fs::write(&file, &both).unwrap();
@@ -209,9 +234,7 @@ fn settings_check_reports_every_error_with_its_line() {
     let said = text(&out.stderr);
     let f = file.display();
     let second = line_of("name: aigov-ray-cluster-limits", 0);
-    let third_start = both.lines().enumerate().filter(|(_, l)| *l == "---").nth(1).map(|(i, _)| i + 2).unwrap();
-    let third_doc =
-        both.lines().enumerate().skip(third_start - 1).find(|(_, l)| !l.trim().is_empty() && !l.starts_with('#')).unwrap().0 + 1;
+    let third = both.lines().enumerate().filter(|(_, l)| *l == "---").nth(1).map(|(i, _)| i + 1).unwrap();
     for expected in [
         format!(
             "{f}:{}: ClusterAdmissionPolicy `aigov-exec-guard`: `exec-guard` refuses these settings: setting `allowedUser`",
@@ -225,11 +248,34 @@ fn settings_check_reports_every_error_with_its_line() {
             "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `ray-cluster-limits` refuses these settings: setting `maxGpuWorkerReplicas`",
             line_of("maxGpuWorkerReplicas: lots", second)
         ),
-        format!("{f}:{third_doc}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.mode` is `audit`, which Kubewarden refuses"),
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `ray-cluster-limits` refuses these settings: setting `mode`: \
+             unknown variant `monitor`, expected `enforce` or `audit`. `monitor` is a value of Kubewarden's `spec.mode` (`protect` or \
+             `monitor`), and the rule's own `mode` takes `enforce` or `audit`: set `spec.mode: monitor` beside the policy's `settings`",
+            line_of("    mode: monitor", second)
+        ),
+        // At the line of the field, not of the document.
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.auditNamespaces` is not a field of a \
+             ClusterAdmissionPolicy: did you mean `spec.settings.auditNamespaces`?",
+            line_of("  auditNamespaces: [team-a]", third)
+        ),
+        format!(
+            "{f}:{}: ClusterAdmissionPolicy `aigov-ray-cluster-limits`: `spec.mode` is `audit`, which Kubewarden refuses",
+            line_of("  mode: audit #", third)
+        ),
     ] {
         assert!(said.contains(&expected), "{expected}\nnot in:\n{said}");
     }
-    assert_eq!(said.lines().count(), 4, "{said}");
+    assert_eq!(said.lines().count(), 6, "{said}");
+    // In the file's order.
+    let lines: Vec<usize> =
+        said.lines().map(|l| l.strip_prefix(&format!("aigov: {f}:")).unwrap().split(':').next().unwrap().parse().unwrap()).collect();
+    assert!(lines.is_sorted(), "{said}");
+    // scan reads the same file the same way, and stops.
+    let out = aigov(&["scan", "--native", "--settings", file.to_str().unwrap(), "host-test/samples"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("did you mean `spec.settings.auditNamespaces`?"), "{}", text(&out.stderr));
 
     // A YAML error names its likely cause beside the parser's position.
     let tabbed = work.join("tabbed.yaml");

@@ -1,7 +1,8 @@
 //! A team that adopts a few rules (issue 44): `scan` and `eval` take its
-//! deployment, the bundle's policy file (`--settings`), or `--rules a,b`,
-//! and check exactly the rules it turns on, with their settings; a rule it
-//! leaves off needs no settings, and no report names it. Also what the
+//! deployment, the bundle's policy file (`--settings`), or `--rules a,b`
+//! (`eval` of the bundle), and check exactly the rules it turns on, with
+//! their settings; a rule it leaves off needs no settings, and no report
+//! names it. Also what the
 //! engineer sees of a manifest without a namespace (`--namespace`), and
 //! of a scan with nothing to check (its own exit status).
 //!
@@ -213,6 +214,44 @@ fn eval_of_the_bundle_runs_the_rules_the_policy_turns_on() {
     let out = aigov(&["eval", "gpu-quota", "--native", &sample("02-gpu-training-pod-broken.yaml"), "--settings", &policy]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("does not turn `gpu-quota` on"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn eval_of_the_bundle_takes_rules_as_scan_does() {
+    let devbox = sample("30-idle-gpu-devbox.yaml");
+    // Without a deployment, the refusal names `--rules`, and eval takes it:
+    // exactly those rules, trusted-sources (left out) needing nothing.
+    let out = aigov(&["eval", "aigov-bundle", "--native", &devbox]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("or `--rules a,b`"), "{}", text(&out.stderr));
+    let out = aigov(&["eval", "aigov-bundle", "--native", &devbox, "--rules", "idle-gpu-pods,gpu-runtime-class"]);
+    let (said, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{said}{err}");
+    assert!(err.contains("checking the 2 rule(s) `--rules` names: gpu-runtime-class, idle-gpu-pods"), "{err}");
+    assert!(said.contains("idle-gpu-pods: denied") && said.contains("admitted by 1 rule: gpu-runtime-class"), "{said}");
+    assert!(!said.contains("trusted-sources") && !err.contains("trusted-sources"), "{said}{err}");
+    // With the deployment: rules it turns on, with its settings (audit).
+    let dir = Scratch::new("eval-rules");
+    let policy = adopted(&dir);
+    let broken = sample("02-gpu-training-pod-broken.yaml");
+    let out = aigov(&["eval", "aigov-bundle", "--native", &broken, "--settings", &policy, "--rules", "gpu-runtime-class"]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "audit admits: {said}{}", text(&out.stderr));
+    assert!(said.contains("gpu-runtime-class") && !said.contains("idle-gpu-pods"), "{said}");
+    let out = aigov(&["eval", "aigov-bundle", "--native", &broken, "--settings", &policy, "--rules", "gpu-quota"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(&format!("--rules: {policy} does not turn `gpu-quota` on")), "{}", text(&out.stderr));
+    // One rule runs alone: --rules is refused, saying why.
+    let out = aigov(&["eval", "idle-gpu-pods", "--native", &devbox, "--rules", "idle-gpu-pods"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "--rules picks rules of `aigov-bundle`; `idle-gpu-pods` is one rule, which eval runs alone: to check several rules, write \
+             `aigov eval aigov-bundle MANIFEST --rules idle-gpu-pods`"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

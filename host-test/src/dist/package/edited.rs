@@ -58,7 +58,7 @@ pub fn carry(dir: &Path, rules: &mut [Packaged]) -> Result<Vec<String>> {
                 "{}: `{}` refuses its spec.settings: {}; fix them (`aigov settings check {}`) and regenerate",
                 path.display(),
                 r.name,
-                answer.message.unwrap_or_default(),
+                crate::run::settings::explain_refusal(&answer.message.unwrap_or_default(), "spec.mode"),
                 path.display()
             );
         }

@@ -199,7 +199,8 @@ fn load_rules(engine: &wasmtime::Engine, config: &Config) -> Result<Rules> {
                     let settings = given.json.clone();
                     let answer = loaded.evaluator(engine)?.validate_settings(&settings)?;
                     if !answer.valid {
-                        bail!("{}: `{name}` refuses these settings: {}", given.origin, answer.message.unwrap_or_default());
+                        let message = settings::explain_refusal(&answer.message.unwrap_or_default(), "spec.mode");
+                        bail!("{}: `{name}` refuses these settings: {message}", given.origin);
                     }
                     settings
                 }
