@@ -20,8 +20,7 @@ mod settings;
 
 use std::collections::BTreeMap;
 
-use aigov_sdk::cluster::gpu::{ClaimError, ClaimLookup, describe_counts};
-use aigov_sdk::cluster::{NOT_CHECKED, OFFLINE};
+use aigov_sdk::cluster::gpu::{ClaimLookup, ClaimsRead, describe_counts};
 use aigov_sdk::decode::explain::decode_model;
 use aigov_sdk::decode::json;
 use aigov_sdk::model::scheduling::label_demand;
@@ -250,32 +249,23 @@ fn claimed(
     v: &mut Verdict,
 ) -> Result<(BTreeMap<String, Option<u64>>, bool), Malformed> {
     let mut out: BTreeMap<String, Option<u64>> = BTreeMap::new();
-    let claims = t.spec_path().key("resourceClaims");
-    let why = match t.claimed_gpus(ns, cluster, ClaimLookup::shared(classes)) {
-        Ok(found) => {
-            for c in found {
-                let key = c.classes.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ");
-                let e = out.entry(key).or_insert(Some(0));
-                *e = match (*e, c.devices) {
-                    (Some(a), Some(b)) => Some(a.saturating_add(b)),
-                    _ => None,
-                };
-            }
-            return Ok((out, false));
+    let found = match t.read_claims(ns, cluster, ClaimLookup::shared(classes))? {
+        ClaimsRead::Read(found) => found,
+        ClaimsRead::Unread(unread) => {
+            let then = format!("so the GPUs of {} of {} are unknown and not compared with the other workers'", t.describe(), w.describe());
+            unread.warn(&then, v);
+            return Ok((out, true));
         }
-        Err(ClaimError::Malformed(e)) => return Err(e),
-        Err(ClaimError::TemplatePending(name, _)) => {
-            format!("ResourceClaimTemplate `{name}`, which `{claims}` names, does not exist in namespace `{ns}` yet")
-        }
-        Err(ClaimError::Lookup(e)) => format!("the resource claims of `{claims}` could not be read ({})", e.first_line()),
     };
-    let what = format!("{why}, so the GPUs of {} of {} are unknown and not compared with the other workers'", t.describe(), w.describe());
-    if what.contains(OFFLINE) {
-        v.warn(format!("{NOT_CHECKED}{}", what.replace(&format!(" ({OFFLINE})"), "")));
-    } else {
-        v.warn(what);
+    for c in found {
+        let key = c.classes.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ");
+        let e = out.entry(key).or_insert(Some(0));
+        *e = match (*e, c.devices) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            _ => None,
+        };
     }
-    Ok((out, true))
+    Ok((out, false))
 }
 
 /// Every member requests the same GPUs per pod as the first GPU member;

@@ -9,6 +9,7 @@
 
 mod settings;
 
+use aigov_sdk::cluster::gpu::{ClaimLookup, ClaimsRead, Unread};
 use aigov_sdk::model::pod::SelectorRequirement;
 use aigov_sdk::model::scheduling::made_by_daemon_set;
 use aigov_sdk::prelude::*;
@@ -22,7 +23,7 @@ pub struct GpuNodeAvoidance;
 impl Policy for GpuNodeAvoidance {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, s: &Settings, _cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, s: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut v = Verdict::accept();
         let Some(w) = req.workload() else {
             return Ok(v);
@@ -38,16 +39,26 @@ impl Policy for GpuNodeAvoidance {
             if t.is_partial() || !may_edit_template(req, t) || t.requests_gpu(&s.gpu_resource_names)? {
                 continue;
             }
-            // DRA claims may bring a GPU this rule does not resolve; a pod
-            // bound to a node by name skips the scheduler, and the kubelet
-            // would refuse it on a GPU node.
-            if !t.spec.resource_claims.is_empty() || t.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+            // A pod bound to a node by name skips the scheduler, and the
+            // kubelet would refuse it on a GPU node.
+            if t.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
                 continue;
             }
-            match gpu_label_choice(&t.spec, s) {
-                Choice::None => {}
+            let act = match gpu_label_choice(&t.spec, s) {
+                Choice::None => match require_nodes(t, s) {
+                    edits if edits.is_empty() => continue,
+                    edits => Act::Edit(edits),
+                },
                 Choice::Own => continue,
-                Choice::GpuNodes(field, shown) => {
+                Choice::GpuNodes(field, shown) => Act::Warn(field, shown),
+            };
+            // DRA claims are read only now, where the answer decides.
+            if !claims_bring_no_gpu(t, req, cluster, &mut v)? {
+                continue;
+            }
+            let edits = match act {
+                Act::Edit(edits) => edits,
+                Act::Warn(field, shown) => {
                     v.warn(format!(
                         "`{}.{field}` selects GPU nodes (`{shown}`), but {} requests no GPU: its pods take CPU and memory the GPU jobs there need; left as is, select other nodes unless these are needed",
                         t.spec_path(),
@@ -55,14 +66,7 @@ impl Policy for GpuNodeAvoidance {
                     ));
                     continue;
                 }
-            }
-            let values: Vec<Vec<&str>> = s.node_requirements.iter().map(|r| r.values.iter().map(String::as_str).collect()).collect();
-            let requirements: Vec<(&str, &str, &[&str])> =
-                s.node_requirements.iter().zip(&values).map(|(r, vs)| (r.key.as_str(), r.operator.as_str(), vs.as_slice())).collect();
-            let edits = mutate::require_nodes(t, &requirements);
-            if edits.is_empty() {
-                continue;
-            }
+            };
             for e in edits {
                 v.edit(e);
             }
@@ -80,6 +84,52 @@ impl Policy for GpuNodeAvoidance {
         }
         Ok(v)
     }
+}
+
+/// What the rule does to a template that requests no GPU, once its
+/// claims say they bring none either.
+enum Act {
+    /// These edits.
+    Edit(Vec<Edit>),
+    /// Nothing but a warning: it selects GPU nodes, by this field and this
+    /// selection.
+    Warn(&'static str, String),
+}
+
+/// Whether template `t`'s DRA claims bring no GPU (true without claims,
+/// reading nothing): each claim is read in the object's namespace, devices
+/// of the shared `gpuDeviceClasses` counting as GPUs. A claim of a GPU
+/// device class makes a GPU pod, left alone; so does one that cannot be
+/// read, with a warning on `v`, since the rule never edits on a guess.
+fn claims_bring_no_gpu(t: &PodTemplate<'_>, req: &Request<'_>, cluster: &dyn Cluster, v: &mut Verdict) -> Result<bool, Malformed> {
+    if t.spec.resource_claims.is_empty() {
+        return Ok(true);
+    }
+    let classes = req.gpu_classes();
+    match t.read_claims(req.object_namespace(), cluster, ClaimLookup::shared(&classes))? {
+        ClaimsRead::Read(gpus) => Ok(gpus.is_empty()),
+        ClaimsRead::Unread(unread) => {
+            let then = match unread.unread {
+                Unread::Pending => {
+                    "so the pods are left without the affinity that keeps CPU pods off GPU nodes; a pod created once the template exists gets it if its claims bring no GPU"
+                }
+                Unread::Failed | Unread::Offline => {
+                    "so the pods may claim GPUs and are left without the affinity that keeps CPU pods off GPU nodes"
+                }
+            };
+            unread.warn(then, v);
+            Ok(false)
+        }
+    }
+}
+
+/// The edits that merge `nodeRequirements` into template `t`'s required
+/// node affinity (none when it holds them already).
+fn require_nodes(t: &PodTemplate<'_>, s: &Settings) -> Vec<Edit> {
+    let values: Vec<Vec<&str>> = s.node_requirements.iter().map(|r| r.values.iter().map(String::as_str).collect()).collect();
+    let requirements: Vec<(&str, &str, &[&str])> =
+        s.node_requirements.iter().zip(&values).map(|(r, vs)| (r.key.as_str(), r.operator.as_str(), vs.as_slice())).collect();
+    mutate::require_nodes(t, &requirements)
 }
 
 /// What the template's own node selection says about GPU nodes.

@@ -9,8 +9,7 @@ mod settings;
 use std::collections::BTreeSet;
 
 use aigov_sdk::base::glob::any_match;
-use aigov_sdk::cluster::gpu::{ClaimError, ClaimLookup};
-use aigov_sdk::cluster::{NOT_CHECKED, OFFLINE};
+use aigov_sdk::cluster::gpu::{ClaimLookup, ClaimsRead};
 use aigov_sdk::model::scheduling::label_demand;
 use aigov_sdk::prelude::*;
 
@@ -135,24 +134,15 @@ fn claims_gpu(w: &Workload<'_>, t: &PodTemplate<'_>, d: &Demand<'_>, v: Option<&
     if !d.resolve {
         return Ok(true);
     }
-    let claims = t.spec_path().key("resourceClaims");
-    let why = match t.claimed_gpus(d.ns, d.cluster, ClaimLookup::shared(d.classes)) {
-        Ok(found) => return Ok(!found.is_empty()),
-        Err(ClaimError::Malformed(e)) => return Err(e),
-        Err(ClaimError::TemplatePending(name, _)) => {
-            format!("ResourceClaimTemplate `{name}`, which `{claims}` names, does not exist in namespace `{}` yet", d.ns)
-        }
-        Err(ClaimError::Lookup(e)) => format!("the resource claims of `{claims}` could not be read ({})", e.first_line()),
-    };
-    if let Some(v) = v {
-        let what = format!("{why}, so {} is taken for a GPU job: it may claim GPUs", w.describe());
-        if what.contains(OFFLINE) {
-            v.warn(format!("{NOT_CHECKED}{}", what.replace(&format!(" ({OFFLINE})"), "")));
-        } else {
-            v.warn(what);
+    match t.read_claims(d.ns, d.cluster, ClaimLookup::shared(d.classes))? {
+        ClaimsRead::Read(found) => Ok(!found.is_empty()),
+        ClaimsRead::Unread(unread) => {
+            if let Some(v) = v {
+                unread.warn(&format!("so {} is taken for a GPU job: it may claim GPUs", w.describe()), v);
+            }
+            Ok(true)
         }
     }
-    Ok(true)
 }
 
 fn check_namespace_queue(queue: &str, field: &str, ns: &str, allowed: Option<&NamespaceQueues>, v: &mut Verdict) {

@@ -3,7 +3,9 @@
 //! `cost-center`, `workload-type` (`jupyter-notebook`, `ml-training`,
 //! `data-processing`, `model-inference`, `report-generation`) and
 //! `compute-type` (`gpu`, `cpu`, `mixed`); and `compute-type` tells the
-//! truth about the GPUs requested.
+//! truth about the GPUs requested, in containers' resources or through DRA
+//! claims of GPU device classes (read through the cluster, and only for
+//! pods with claims that no container's resources already answer for).
 //!
 //! With `allowedLabelKeys`, workloads carry only the label keys a list
 //! allows (what a trusted controller made excepted: it adds keys of its
@@ -21,6 +23,9 @@
 
 mod settings;
 
+use std::cell::OnceCell;
+
+use aigov_sdk::cluster::gpu::{ClaimLookup, ClaimsRead, Unread, UnreadClaims, shared_default_gpu_device_classes};
 use aigov_sdk::model::listed::object_meta;
 use aigov_sdk::prelude::*;
 use aigov_sdk::{COMPUTE_TYPE_LABEL, LabelScope, LabelSet, LabelSite, PodsOnly, compute_type_conflict, label_sets};
@@ -33,7 +38,7 @@ pub struct WorkloadClassification;
 impl Policy for WorkloadClassification {
     type Settings = Settings;
 
-    fn validate(req: &Request<'_>, settings: &Settings, _: &dyn Cluster) -> Result<Verdict, Malformed> {
+    fn validate(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Result<Verdict, Malformed> {
         let mut verdict = Verdict::accept();
         // Subresources and objects being deleted never reach the rule (the
         // SDK admits them); DELETE carries no workload.
@@ -49,8 +54,12 @@ impl Policy for WorkloadClassification {
         let Some(workload) = req.workload() else {
             return Ok(verdict);
         };
-        for (key, message) in check(workload, req.controller().is_some(), settings)? {
-            verdict.violation_keyed(key, message);
+        let claims = Claims { request: Some(req), cluster };
+        for finding in check(workload, req.controller().is_some(), settings, &claims)? {
+            match finding {
+                Finding::Violation(key, message) => verdict.violation_keyed(key, message),
+                Finding::Warning(message) => verdict.warn(message),
+            }
         }
         Ok(verdict)
     }
@@ -76,13 +85,90 @@ fn namespace(req: &Request<'_>, s: &Settings) -> Result<Vec<String>, Malformed> 
 /// Why pod labels matter here, for the hint on a template missing labels.
 const PODS_WHY: &str = "cost tools attribute cost by the labels of the pods";
 
+/// Where the templates' DRA claims are read: in the object's namespace,
+/// through the cluster, devices of the classes the shared
+/// `gpuDeviceClasses` lists counting as GPUs. Both are read from the
+/// request only when a template's claims are, so that a workload without
+/// claims costs nothing more.
+pub struct Claims<'c, 'a> {
+    /// The request; `None`: namespace `default` and the default classes.
+    pub request: Option<&'c Request<'a>>,
+    /// The cluster the claims are looked up in.
+    pub cluster: &'c dyn Cluster,
+}
+
+/// What the rule finds: a violation (its identity, its message) or a
+/// warning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finding {
+    /// A problem that refuses the request, with its identity for
+    /// `allowExistingViolations`.
+    Violation(String, String),
+    /// A warning on an admitted request.
+    Warning(String),
+}
+
 /// What each pod template requests: the first container with GPUs
 /// (`container `w` in worker group `gpu` requests 1 `nvidia.com/gpu``),
-/// and whether it has resource claims, which may bring GPUs unseen.
+/// and what its DRA claims bring, read the first time a label asks.
 struct Compute<'t, 'a> {
     template: &'t PodTemplate<'a>,
     gpu_user: Option<String>,
-    claims: bool,
+    claimed: OnceCell<Claimed>,
+}
+
+/// What a template's claims bring.
+enum Claimed {
+    /// No GPU (no claims, or claims of other device classes only).
+    Nothing,
+    /// GPUs: the first claim that brings them, described.
+    Gpus(String),
+    /// Claims that could not be read.
+    Unread(UnreadClaims),
+}
+
+/// Whether a template's pods hold GPUs.
+enum Holds<'p> {
+    No,
+    Gpus(&'p str),
+    Unknown(&'p UnreadClaims),
+}
+
+impl Compute<'_, '_> {
+    /// `` in worker group `gpu` `` (nothing for a Pod).
+    fn at(&self) -> String {
+        if self.template.role == Role::Pod { String::new() } else { format!(" in {}", self.template.describe()) }
+    }
+
+    /// Whether the pods hold GPUs: through a container's resources, else
+    /// through their claims, read here the first time (nothing is looked
+    /// up for a template without claims).
+    fn holds(&self, claims: &Claims<'_, '_>) -> Result<Holds<'_>, Malformed> {
+        if let Some(user) = &self.gpu_user {
+            return Ok(Holds::Gpus(user));
+        }
+        if self.template.spec.resource_claims.is_empty() {
+            return Ok(Holds::No);
+        }
+        let claimed = match self.claimed.get() {
+            Some(c) => c,
+            None => {
+                let classes = claims.request.map_or_else(shared_default_gpu_device_classes, Request::gpu_classes);
+                let namespace = claims.request.map_or("default", Request::object_namespace);
+                let read = self.template.read_claims(namespace, claims.cluster, ClaimLookup::shared(&classes))?;
+                let c = match read {
+                    ClaimsRead::Read(found) => found.first().map_or(Claimed::Nothing, |c| Claimed::Gpus(c.describe_in(&self.at()))),
+                    ClaimsRead::Unread(u) => Claimed::Unread(u),
+                };
+                self.claimed.get_or_init(|| c)
+            }
+        };
+        Ok(match claimed {
+            Claimed::Nothing => Holds::No,
+            Claimed::Gpus(d) => Holds::Gpus(d),
+            Claimed::Unread(u) => Holds::Unknown(u),
+        })
+    }
 }
 
 fn compute<'t, 'a>(w: &'t Workload<'a>, s: &Settings) -> Result<Vec<Compute<'t, 'a>>, Malformed> {
@@ -98,16 +184,16 @@ fn compute<'t, 'a>(w: &'t Workload<'a>, s: &Settings) -> Result<Vec<Compute<'t, 
                 let what = g.resources.iter().map(|(name, n)| format!("{n} `{name}`")).collect::<Vec<_>>().join(" and ");
                 format!("{who}{at} requests {what}")
             });
-            Ok(Compute { template: t, gpu_user, claims: !t.spec.resource_claims.is_empty() })
+            Ok(Compute { template: t, gpu_user, claimed: OnceCell::new() })
         })
         .collect()
 }
 
-/// Every problem, in document order, as `(identity, message)`: for each
-/// label set, its labels, then its `compute-type` against the GPUs.
-/// `by_controller`: the object is a trusted controller's
-/// ([`Request::controller`]).
-pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<(String, String)>, Malformed> {
+/// Every problem, in document order, as findings: for each label set, its
+/// labels, then its `compute-type` against the GPUs (the DRA claims read
+/// through `claims` when a label asks). `by_controller`: the object is a
+/// trusted controller's ([`Request::controller`]).
+pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings, claims: &Claims<'_, '_>) -> Result<Vec<Finding>, Malformed> {
     let scope = LabelScope { object: !s.pod_templates_only, pod_templates: s.require_on_pod_templates };
     let pods = if s.check_compute_type { compute(w, s)? } else { Vec::new() };
     let mut out = Vec::new();
@@ -116,16 +202,16 @@ pub fn check(w: &Workload<'_>, by_controller: bool, s: &Settings) -> Result<Vec<
     // and its owner's labels were checked when the owner was submitted.
     let keys_checked = s.allowed_label_keys.as_deref().filter(|_| !by_controller);
     for set in label_sets(w, scope, by_controller) {
-        out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY));
+        out.extend(s.required_labels.check_set(&set, &w.metadata.labels, PODS_WHY).into_iter().map(|(k, m)| Finding::Violation(k, m)));
         if let Some(allowed) = keys_checked
             && let Some(m) = keys_not_allowed(w, &set, allowed)
         {
-            out.push((m.clone(), m));
+            out.push(Finding::Violation(m.clone(), m));
         }
         if s.check_compute_type
-            && let Some(m) = compute_type(w, &set, &pods, by_controller)
+            && let Some(f) = compute_type(w, &set, &pods, by_controller, claims)?
         {
-            out.push((m.clone(), m));
+            out.push(f);
         }
     }
     Ok(out)
@@ -161,45 +247,123 @@ fn keys_not_allowed(w: &Workload<'_>, set: &LabelSet<'_, '_>, allowed: &[Glob]) 
 }
 
 /// A `compute-type` that contradicts the GPUs: `cpu` on labels covering a
-/// pod that requests GPUs, or `gpu`/`mixed` on a workload none of whose
-/// pods does. A pod template may carry its workload's `gpu` or `mixed`
-/// (the RayCluster's head, say, is part of a GPU cluster), and a template
-/// with resource claims may get GPUs this rule does not look up. So a Pod
+/// pod that requests GPUs (in a container's resources, or through a DRA
+/// claim of a GPU device class), or `gpu`/`mixed` on a workload none of
+/// whose pods does. A pod template may carry its workload's `gpu` or
+/// `mixed` (the RayCluster's head, say, is part of a GPU cluster). So a Pod
 /// a controller made (`by_controller`) may carry its workload's `gpu` or
 /// `mixed` too, judged when its owner was: the RayCluster's CPU head pod
 /// of a GPU cluster. A TrainJob's training runtime may give any of its
 /// pods GPUs the request does not show, so `gpu` and `mixed` are accepted
 /// on a TrainJob; the labels of an override of the trainer's pods speak
 /// for the trainer's GPUs. Other values are left to the label check.
-fn compute_type(w: &Workload<'_>, set: &LabelSet<'_, '_>, pods: &[Compute<'_, '_>], by_controller: bool) -> Option<String> {
-    let value = set.labels.get(COMPUTE_TYPE_LABEL)?;
+///
+/// Claims are read only where the answer matters: for `cpu`, when no
+/// container of the pods it covers requests GPUs; for `gpu` and `mixed`,
+/// when no container of the workload does. Claims that cannot be read
+/// ([`UnreadClaims`]) may bring GPUs: a ResourceClaimTemplate not created
+/// yet, or no cluster to ask, leaves the label unchecked with a warning
+/// (the pods are checked when they are created); a failed lookup takes the
+/// pods for GPU pods, as `queue-admission` does, so `cpu` is refused and
+/// `gpu` or `mixed` admitted with a warning.
+fn compute_type(
+    w: &Workload<'_>,
+    set: &LabelSet<'_, '_>,
+    pods: &[Compute<'_, '_>],
+    by_controller: bool,
+    claims: &Claims<'_, '_>,
+) -> Result<Option<Finding>, Malformed> {
+    let Some(value) = set.labels.get(COMPUTE_TYPE_LABEL) else { return Ok(None) };
+    let value: &str = value;
     // With `podTemplatesOnly`, an InferenceService's label speaks for the
     // components that take it, not those that set their own: for none,
     // when every component sets its own.
     if let PodsOnly::Inherited(components) = &set.pods_only
         && components.iter().all(|c| c.contains_key(COMPUTE_TYPE_LABEL))
     {
-        return None;
+        return Ok(None);
     }
     let takes = |p: &&Compute<'_, '_>| match set.pods_only {
         PodsOnly::Inherited(_) => !p.template.labels().is_some_and(|l| l.contains_key(COMPUTE_TYPE_LABEL)),
         _ => true,
     };
-    let mut user = pods.iter().filter(|p| set.covers(p.template.path())).filter(takes).find_map(|p| p.gpu_user.as_deref());
-    if user.is_none() && set.partial {
-        // A TrainJob's override or runtime patch labels the pods it shapes:
-        // the trainer's, whose GPUs its `resourcesPerNode` says.
-        let shaped = w.templates().find(|t| t.role == Role::Override && set.covers(t.path())).and_then(|t| w.gpu_holder(t));
-        user = shaped.and_then(|h| pods.iter().find(|p| std::ptr::eq(p.template, h))).and_then(|p| p.gpu_user.as_deref());
+    let path = &set.path;
+    let violation = |m: String| Some(Finding::Violation(m.clone(), m));
+    match value {
+        "cpu" => {
+            let mut covered: Vec<&Compute<'_, '_>> = pods.iter().filter(|p| set.covers(p.template.path())).filter(takes).collect();
+            if set.partial {
+                // A TrainJob's override or runtime patch labels the pods it
+                // shapes: the trainer's, whose GPUs its `resourcesPerNode`
+                // says.
+                let shaped = w.templates().find(|t| t.role == Role::Override && set.covers(t.path())).and_then(|t| w.gpu_holder(t));
+                covered.extend(shaped.and_then(|h| pods.iter().find(|p| std::ptr::eq(p.template, h))));
+            }
+            // Containers first: they need no lookup.
+            let user = covered.iter().find_map(|p| p.gpu_user.as_deref());
+            if user.is_some() {
+                return Ok(compute_type_conflict(path, value, user, true, String::new).and_then(violation));
+            }
+            let mut unread = None;
+            for p in covered {
+                match p.holds(claims)? {
+                    Holds::Gpus(user) => return Ok(compute_type_conflict(path, value, Some(user), true, String::new).and_then(violation)),
+                    Holds::Unknown(u) => unread = unread.or(Some(u)),
+                    Holds::No => {}
+                }
+            }
+            Ok(unread.map(|u| match u.unread {
+                Unread::Failed => Finding::Violation(
+                    format!("label `{COMPUTE_TYPE_LABEL}` in `{path}` is `cpu`, but the resource claims could not be read"),
+                    format!(
+                        "label `{COMPUTE_TYPE_LABEL}` in `{path}` is `cpu`, but {}, so the pods are taken for GPU pods: they may claim GPUs; try again, or ask your cluster administrators",
+                        u.why
+                    ),
+                ),
+                Unread::Pending => Finding::Warning(
+                    u.text(&format!("so `{COMPUTE_TYPE_LABEL}: cpu` in `{path}` is checked against what the pods claim when they are created")),
+                ),
+                Unread::Offline => {
+                    Finding::Warning(u.text(&format!("so `{COMPUTE_TYPE_LABEL}: cpu` in `{path}` is not checked against what the pods claim")))
+                }
+            }))
+        }
+        "gpu" | "mixed" => {
+            let controllers_pod = by_controller && !w.kind.owns_templates();
+            // A TrainJob's training runtime may give any of its pods GPUs,
+            // which the request does not show.
+            let runtime = w.templates().any(|t| t.is_partial());
+            if controllers_pod || runtime || pods.iter().any(|p| p.gpu_user.is_some()) {
+                return Ok(None);
+            }
+            let mut unread = None;
+            for p in pods {
+                match p.holds(claims)? {
+                    Holds::Gpus(_) => return Ok(None),
+                    Holds::Unknown(u) => unread = unread.or(Some(u)),
+                    Holds::No => {}
+                }
+            }
+            if let Some(u) = unread {
+                let label = format!("`{COMPUTE_TYPE_LABEL}: {value}` in `{path}`");
+                let then = match u.unread {
+                    Unread::Failed => format!("so the pods are taken for GPU pods: {label} is not checked against what they claim"),
+                    Unread::Pending => format!("so {label} is checked against what the pods claim when they are created"),
+                    Unread::Offline => format!("so {label} is not checked against what the pods claim"),
+                };
+                return Ok(Some(Finding::Warning(u.text(&then))));
+            }
+            Ok(compute_type_conflict(path, value, None, false, || {
+                if w.kind.owns_templates() {
+                    format!("no pod of the {} requests GPUs", w.kind.kind())
+                } else {
+                    "the Pod requests no GPUs".into()
+                }
+            })
+            .and_then(violation))
+        }
+        _ => Ok(None),
     }
-    let controllers_pod = by_controller && !w.kind.owns_templates();
-    // A TrainJob's training runtime may give any of its pods GPUs, which
-    // the request does not show.
-    let runtime = w.templates().any(|t| t.is_partial());
-    let may_get_gpus = controllers_pod || runtime || pods.iter().any(|p| p.gpu_user.is_some() || p.claims);
-    compute_type_conflict(&set.path, value, user, may_get_gpus, || {
-        if w.kind.owns_templates() { format!("no pod of the {} requests GPUs", w.kind.kind()) } else { "the Pod requests no GPUs".into() }
-    })
 }
 
 aigov_sdk::export_policy!(WorkloadClassification);

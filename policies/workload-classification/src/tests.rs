@@ -5,7 +5,19 @@ const GPU: &str = r#"{"team":"fraud","cost-center":"cc-42","workload-type":"ml-t
 
 fn problems_with(kind: WorkloadKind, json: &str, s: &Settings) -> Vec<String> {
     let w = Workload::parse(kind, json).unwrap();
-    check(&w, false, s).unwrap().into_iter().map(|(_, m)| m).collect()
+    check(&w, false, s, &offline())
+        .unwrap()
+        .into_iter()
+        .filter_map(|f| match f {
+            Finding::Violation(_, m) => Some(m),
+            Finding::Warning(_) => None,
+        })
+        .collect()
+}
+
+/// No cluster: these tests' templates have no claims, so nothing is asked.
+fn offline() -> Claims<'static, 'static> {
+    Claims { request: None, cluster: &aigov_sdk::cluster::NoCluster }
 }
 
 fn problems(kind: WorkloadKind, json: &str) -> Vec<String> {
@@ -118,7 +130,7 @@ fn malformed_gpu_quantities_are_refused() {
         r#"{"metadata":{"labels":{}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"one"}}}]}}"#,
     )
     .unwrap();
-    let e = check(&w, false, &Settings::default()).unwrap_err();
+    let e = check(&w, false, &Settings::default(), &offline()).unwrap_err();
     assert!(e.0.starts_with("`spec.containers[0].resources.limits[nvidia.com/gpu]`: `one` is not a valid quantity"), "{e}");
 }
 

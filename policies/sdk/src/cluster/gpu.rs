@@ -1212,6 +1212,94 @@ impl PodTemplate<'_> {
     }
 }
 
+/// What a template's DRA claims say about GPUs, for the rules that ask
+/// whether its pods may hold GPUs and decide themselves what a claim they
+/// cannot read means ([`PodTemplate::read_claims`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimsRead {
+    /// Every claim was read: the ones that bring GPU devices (none when
+    /// every claim is of other classes, a NIC's, say).
+    Read(Vec<ClaimedGpus>),
+    /// Some claim could not be read.
+    Unread(UnreadClaims),
+}
+
+/// Why a template's claims could not be read ([`ClaimsRead::Unread`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnreadClaims {
+    /// For a message: `` ResourceClaimTemplate `x`, which
+    /// `spec.template.spec.resourceClaims` names, does not exist in
+    /// namespace `ml` yet ``, or `` the resource claims of
+    /// `spec.resourceClaims` could not be read (<the host's error>) ``.
+    pub why: String,
+    /// Which way they were not read.
+    pub unread: Unread,
+}
+
+/// Which way a template's claims were not read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unread {
+    /// A ResourceClaimTemplate a workload's pod template names does not
+    /// exist yet ([`ClaimError::TemplatePending`]): Kubernetes accepts the
+    /// workload, and its pods wait for the template.
+    Pending,
+    /// The lookup failed (forbidden, unavailable; a Pod's template not
+    /// found).
+    Failed,
+    /// There was no cluster to ask ([`crate::cluster::OFFLINE`]): no
+    /// failure of the cluster.
+    Offline,
+}
+
+impl UnreadClaims {
+    /// `why`, then `then` (`so ...`), as a message: without a cluster to
+    /// ask, [`crate::cluster::NOT_CHECKED`] and the rest without the
+    /// host's words, which the scan recognises.
+    pub fn text(&self, then: &str) -> String {
+        let what = format!("{}, {then}", self.why);
+        match self.unread {
+            Unread::Offline => {
+                format!("{}{}", crate::cluster::NOT_CHECKED, what.replace(&format!(" ({})", crate::cluster::OFFLINE), ""))
+            }
+            Unread::Pending | Unread::Failed => what,
+        }
+    }
+
+    /// [`UnreadClaims::text`] as a warning.
+    pub fn warn(&self, then: &str, verdict: &mut dyn Report) {
+        verdict.warning(self.text(then));
+    }
+}
+
+impl PodTemplate<'_> {
+    /// [`PodTemplate::claimed_gpus`], with a claim that cannot be read
+    /// told apart from one of no GPU class: the one reading of "do these
+    /// claims bring GPUs" for rules that take no `onLookupError` (queue
+    /// and classification rules, a mutating rule, which never edits on a
+    /// guess). Nothing is looked up for a template without claims. Only a
+    /// claim object that cannot be decoded is an error.
+    pub fn read_claims(&self, namespace: &str, cluster: &dyn Cluster, settings: ClaimLookup<'_>) -> Result<ClaimsRead, Malformed> {
+        if self.spec.resource_claims.is_empty() {
+            return Ok(ClaimsRead::Read(Vec::new()));
+        }
+        let claims = self.spec_path().key("resourceClaims");
+        let (why, unread) = match self.claimed_gpus(namespace, cluster, settings) {
+            Ok(found) => return Ok(ClaimsRead::Read(found)),
+            Err(ClaimError::Malformed(e)) => return Err(e),
+            Err(ClaimError::TemplatePending(name, _)) => (
+                format!("ResourceClaimTemplate `{name}`, which `{claims}` names, does not exist in namespace `{namespace}` yet"),
+                Unread::Pending,
+            ),
+            Err(ClaimError::Lookup(e)) => {
+                let why = format!("the resource claims of `{claims}` could not be read ({})", e.first_line());
+                let unread = if why.contains(crate::cluster::OFFLINE) { Unread::Offline } else { Unread::Failed };
+                (why, unread)
+            }
+        };
+        Ok(ClaimsRead::Unread(UnreadClaims { why, unread }))
+    }
+}
+
 impl PodTemplate<'_> {
     /// [`PodTemplate::claimed_gpus`], with a failed lookup reported on
     /// `verdict` as `on` says ([`OnLookupError::report`]: `deny` and `allow`
@@ -1467,6 +1555,12 @@ impl ClaimedGpus {
     /// `` resource claim `gpu` (ResourceClaimTemplate `a100`) requests 2
     /// devices of class `gpu.nvidia.com` ``.
     pub fn describe(&self) -> String {
+        self.describe_in("")
+    }
+
+    /// [`ClaimedGpus::describe`] with where the claim is after its name
+    /// (`at`: `` in `spec.template` ``, or empty).
+    pub fn describe_in(&self, at: &str) -> String {
         let devices = match self.devices {
             None => "every device".to_string(),
             Some(1) => "1 device".to_string(),
@@ -1476,7 +1570,7 @@ impl ClaimedGpus {
             [one] => format!("of class `{one}`"),
             many => format!("of the classes {}", crate::base::text::quoted(many)),
         };
-        format!("resource claim `{}` ({}) requests {devices} {class}", self.claim, self.source)
+        format!("resource claim `{}`{at} ({}) requests {devices} {class}", self.claim, self.source)
     }
 }
 
@@ -1638,6 +1732,93 @@ mod tests {
         );
         assert_eq!(p(&["device.attributes['other.example.com'].profile == '1g.10gb'"]), Pinned::Open, "another domain");
         assert_eq!(p(&["device.attributes['gpu.nvidia.com'].profileName == 'x'"]), Pinned::Unreadable, "read conservatively");
+    }
+
+    /// `read_claims` asks nothing of a template without claims, tells a
+    /// claim of no GPU class from one that cannot be read, and words why.
+    #[test]
+    fn read_claims_tells_no_gpu_from_unread() {
+        use std::cell::Cell;
+        struct Claims(Cell<u32>);
+        impl Cluster for Claims {
+            fn get_resource(&self, _: &str, kind: &str, name: &str, _: Option<&str>) -> Result<String, LookupError> {
+                self.0.set(self.0.get() + 1);
+                match name {
+                    "nic" => {
+                        Ok(r#"{"spec":{"spec":{"devices":{"requests":[{"name":"n","exactly":{"deviceClassName":"rdma.example.com"}}]}}}}"#
+                            .into())
+                    }
+                    "gpu" => {
+                        Ok(r#"{"spec":{"spec":{"devices":{"requests":[{"name":"g","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}}}}"#
+                            .into())
+                    }
+                    "offline" => Err(LookupError::Unavailable(crate::cluster::OFFLINE.into())),
+                    "denied" => Err(LookupError::Unavailable("forbidden\nmore".into())),
+                    _ => Err(LookupError::NotFound(format!("{kind} `ml/{name}`"))),
+                }
+            }
+            fn list_resources_by_namespace(
+                &self,
+                _: &str,
+                _: &str,
+                _: &str,
+                _: Option<&str>,
+                _: Option<&str>,
+            ) -> Result<String, LookupError> {
+                Err(LookupError::Unavailable("no lists".into()))
+            }
+            fn list_resources_all(&self, _: &str, _: &str, _: Option<&str>, _: Option<&str>) -> Result<String, LookupError> {
+                Err(LookupError::Unavailable("no lists".into()))
+            }
+        }
+        let read = |kind: &str, claims: &str| {
+            let spec = if kind == "Pod" {
+                format!(r#""spec":{{{claims}"containers":[]}}"#)
+            } else {
+                format!(r#""spec":{{"template":{{"spec":{{{claims}"containers":[]}}}}}}"#)
+            };
+            let (group, version, resource) = if kind == "Pod" { ("", "v1", "pods") } else { ("apps", "v1", "deployments") };
+            let json = format!(
+                r#"{{"uid":"u","kind":{{"group":"{group}","version":"{version}","kind":"{kind}"}},"resource":{{"group":"{group}","version":"{version}","resource":"{resource}"}},
+                "namespace":"ml","operation":"CREATE","userInfo":{{"username":"jane"}},"object":{{"kind":"{kind}","metadata":{{"name":"x"}},{spec}}}}}"#
+            );
+            let req = crate::model::request::Request::parse(&json).unwrap();
+            let t = req.workload().unwrap().templates().next().unwrap();
+            let cluster = Claims(Cell::new(0));
+            let classes = default_gpu_device_classes();
+            let out = t.read_claims("ml", &cluster, ClaimLookup::shared(&classes)).unwrap();
+            (out, cluster.0.get())
+        };
+        let claim = |n: &str| format!(r#""resourceClaims":[{{"name":"c","resourceClaimTemplateName":"{n}"}}],"#);
+        assert_eq!(read("Pod", ""), (ClaimsRead::Read(Vec::new()), 0), "no claims, no lookup");
+        assert_eq!(read("Pod", &claim("nic")), (ClaimsRead::Read(Vec::new()), 1), "a NIC is no GPU");
+        let ClaimsRead::Read(gpus) = read("Pod", &claim("gpu")).0 else { panic!("read") };
+        assert_eq!(
+            gpus[0].describe_in(" in `spec.template`"),
+            "resource claim `c` in `spec.template` (ResourceClaimTemplate `gpu`) requests 1 device of class `gpu.nvidia.com`"
+        );
+        let unread = |kind: &str, n: &str| match read(kind, &claim(n)).0 {
+            ClaimsRead::Unread(u) => u,
+            ClaimsRead::Read(r) => panic!("{r:?}"),
+        };
+        let pending = unread("Deployment", "later");
+        assert_eq!(pending.unread, Unread::Pending);
+        assert_eq!(
+            pending.text("so what"),
+            "ResourceClaimTemplate `later`, which `spec.template.spec.resourceClaims` names, does not exist in namespace `ml` yet, so what"
+        );
+        assert_eq!(unread("Pod", "later").unread, Unread::Failed, "a Pod's missing template is a failed lookup");
+        let denied = unread("Pod", "denied");
+        assert_eq!(
+            (denied.unread, denied.text("so what").as_str()),
+            (Unread::Failed, "the resource claims of `spec.resourceClaims` could not be read (forbidden), so what")
+        );
+        let offline = unread("Pod", "offline");
+        assert_eq!(offline.unread, Unread::Offline);
+        assert_eq!(
+            offline.text("so what"),
+            "not checked without a cluster: the resource claims of `spec.resourceClaims` could not be read, so what"
+        );
     }
 
     /// `exemptImages` leaves out the GPUs of listed containers and the
