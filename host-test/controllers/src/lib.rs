@@ -42,7 +42,7 @@ mod update;
 use serde_json::Value;
 
 pub use identity::{Controller, Identity};
-pub use update::update_builds;
+pub use update::{Rebuild, update_builds};
 
 /// An object a controller creates from the one it was given.
 #[derive(Clone, Debug, PartialEq)]

@@ -454,7 +454,9 @@ fn an_update_builds_when_the_template_changes_or_the_count_grows() {
     let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm"},
         "spec": {"replicas": 2, "template": {"spec": pod_spec()}}});
     let bumped = edited(&d, "/spec/template/spec/containers/0/image", json!("registry.example.com/train:2"));
-    assert!(update_builds(&d, &bumped).unwrap().contains("new ReplicaSet"));
+    let rebuild = update_builds(&d, &bumped).unwrap();
+    assert!(rebuild.why.contains("new ReplicaSet"));
+    assert_eq!(rebuild.from, bumped, "built from the new object");
     assert!(update_builds(&d, &edited(&d, "/spec/replicas", json!(3))).is_some(), "a scale-up");
     assert_eq!(update_builds(&d, &edited(&d, "/spec/replicas", json!(1))), None, "a scale-down creates nothing");
     assert_eq!(update_builds(&d, &edited(&d, "/metadata", json!({"name": "vllm", "labels": {"team": "a"}}))), None);
@@ -486,7 +488,17 @@ fn an_update_builds_for_jobs_resumed_grown_or_scheduled_later() {
     let ray = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
         "spec": {"headGroupSpec": {"template": {"spec": pod_spec()}},
                  "workerGroupSpecs": [{"groupName": "g", "replicas": 1, "template": {"spec": pod_spec()}}]}});
-    assert!(update_builds(&ray, &edited(&ray, "/spec/workerGroupSpecs/0/replicas", json!(2))).is_some());
+    let grown = edited(&ray, "/spec/workerGroupSpecs/0/replicas", json!(2));
+    let rebuild = update_builds(&ray, &grown).unwrap();
+    assert_eq!(kinds(&all(rebuild.from)), ["Pod by kuberay-operator"], "only the grown group's worker, no head");
+    let mut two = ray.clone();
+    two["spec"]["workerGroupSpecs"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"groupName": "h", "replicas": 1, "template": {"spec": pod_spec()}}));
+    let rebuild = update_builds(&two, &edited(&two, "/spec/workerGroupSpecs/1/replicas", json!(3))).unwrap();
+    assert_eq!(rebuild.from["spec"]["workerGroupSpecs"].as_array().unwrap().len(), 1);
+    assert_eq!(rebuild.from["spec"]["workerGroupSpecs"][0]["groupName"], "h");
     assert_eq!(
         update_builds(&ray, &edited(&ray, "/spec/workerGroupSpecs/0/template/spec/containers/0/image", json!("x:2"))),
         None,

@@ -28,14 +28,66 @@
 //!   JobSet, RayJob, TrainJob, the Kubeflow jobs.
 //!
 //! Anything else (the parent's own labels and annotations, a scale-down,
-//! status) creates nothing. The `/scale` subresource carries a `Scale`, not
+//! status) creates nothing. What is created is built from the new object,
+//! but for a RayCluster whose only change is more workers in some groups:
+//! only those groups' pods are created, so only they are built (a
+//! RayJob's or RayService's, and a Kubeflow job's, scale-up is built
+//! whole: the model has no way to build part of them). The `/scale` subresource carries a `Scale`, not
 //! the parent, so nothing is modelled for it here.
 
 use serde_json::Value;
 
-/// Why an UPDATE from `old` to `new` (the same object) makes its
-/// controllers create objects, or `None` when it makes them create nothing.
-pub fn update_builds(old: &Value, new: &Value) -> Option<String> {
+/// What an UPDATE makes the controllers create: why, and the object they
+/// build it from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rebuild {
+    /// Why the update makes them create objects.
+    pub why: String,
+    /// What to build the created objects from: the new object, or for a
+    /// RayCluster scaled up, the new object with only the worker groups
+    /// that grew.
+    pub from: Value,
+}
+
+/// What an UPDATE from `old` to `new` (the same object) makes its
+/// controllers create, or `None` when it makes them create nothing.
+pub fn update_builds(old: &Value, new: &Value) -> Option<Rebuild> {
+    let why = rebuilt(old, new)?;
+    let from = match (new.get("kind").and_then(Value::as_str), why) {
+        (Some("RayCluster"), RAY_WORKERS) => grown_workers_only(old, new),
+        _ => new.clone(),
+    };
+    Some(Rebuild { why: why.to_string(), from })
+}
+
+const RAY_WORKERS: &str = "more workers make new pods";
+
+/// A RayCluster with only the worker groups that grew, and no head.
+fn grown_workers_only(old: &Value, new: &Value) -> Value {
+    let mut from = new.clone();
+    let old_groups = old.pointer("/spec/workerGroupSpecs").and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(spec) = from.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("headGroupSpec");
+        if let Some(groups) = spec.get_mut("workerGroupSpecs").and_then(Value::as_array_mut) {
+            let mut i = 0;
+            groups.retain(|g| {
+                let grew = group_grew(old_groups.get(i), g);
+                i += 1;
+                grew
+            });
+        }
+    }
+    from
+}
+
+/// Whether a Ray worker group asks for more pods than its old self.
+fn group_grew(old: Option<&Value>, new: &Value) -> bool {
+    let n = |g: Option<&Value>, key: &str| g.map_or(0, |g| g.get(key).and_then(Value::as_i64).unwrap_or(0));
+    ["replicas", "minReplicas"].iter().any(|k| n(Some(new), k) > n(old, k))
+}
+
+/// Why an UPDATE from `old` to `new` makes the controllers create objects.
+fn rebuilt(old: &Value, new: &Value) -> Option<&'static str> {
     let api_version = new.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let kind = new.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -66,7 +118,7 @@ pub fn update_builds(old: &Value, new: &Value) -> Option<String> {
         ("batch", "CronJob") if changed("/spec/jobTemplate") || resumed("/spec/suspend") => {
             "the cronjob-controller makes every later Job from the new job template"
         }
-        ("ray.io", "RayCluster") if ray_workers_grew(old, new, "/spec") => "more workers make new pods",
+        ("ray.io", "RayCluster") if ray_workers_grew(old, new, "/spec") => RAY_WORKERS,
         ("ray.io", "RayJob") if resumed("/spec/suspend") => "the resumed RayJob makes its RayCluster",
         ("ray.io", "RayJob") if ray_workers_grew(old, new, "/spec/rayClusterSpec") => "more workers make new pods",
         ("ray.io", "RayService") if without_counts(old, "/spec/rayClusterConfig") != without_counts(new, "/spec/rayClusterConfig") => {
@@ -88,17 +140,14 @@ pub fn update_builds(old: &Value, new: &Value) -> Option<String> {
         ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") if grew("/spec/replicas", 1) => "more replicas make new groups",
         _ => return None,
     };
-    Some(why.to_string())
+    Some(why)
 }
 
 /// Whether a Ray worker group under `spec` (by index) asks for more pods.
 fn ray_workers_grew(old: &Value, new: &Value, spec: &str) -> bool {
     let groups = |v: &Value| v.pointer(&format!("{spec}/workerGroupSpecs")).and_then(Value::as_array).cloned().unwrap_or_default();
     let (old, new) = (groups(old), groups(new));
-    new.iter().enumerate().any(|(i, g)| {
-        let n = |g: Option<&Value>, key: &str| g.map_or(0, |g| g.get(key).and_then(Value::as_i64).unwrap_or(0));
-        ["replicas", "minReplicas"].iter().any(|k| n(Some(g), k) > n(old.get(i), k))
-    })
+    new.iter().enumerate().any(|(i, g)| group_grew(old.get(i), g))
 }
 
 /// A RayService's cluster config without what KubeRay leaves out of its

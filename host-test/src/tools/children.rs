@@ -130,14 +130,14 @@ pub fn judge(
     if !object.is_object() || request.get("subResource").is_some() {
         return Ok(Outcome::NothingBuilt);
     }
-    match request.get("operation").and_then(Value::as_str) {
-        Some("CREATE") => {}
-        Some("UPDATE") => match request.get("oldObject").filter(|o| o.is_object()) {
-            Some(old) if update_builds(old, &object).is_some() => {}
-            _ => return Ok(Outcome::NothingBuilt),
+    let object = match request.get("operation").and_then(Value::as_str) {
+        Some("CREATE") => object,
+        Some("UPDATE") => match request.get("oldObject").filter(|o| o.is_object()).and_then(|old| update_builds(old, &object)) {
+            Some(rebuild) => rebuild.from,
+            None => return Ok(Outcome::NothingBuilt),
         },
         _ => return Ok(Outcome::NothingBuilt),
-    }
+    };
     let namespace = request
         .get("namespace")
         .and_then(Value::as_str)
