@@ -23,6 +23,9 @@
 //! LeaderWorkerSet, Volcano) and [`notebook`] (Kubeflow's notebook
 //! controller). [`pod`] is what every controller shares: a pod made from a
 //! template, and what the API server adds to every pod before admission.
+//! [`update_builds`] says which UPDATEs of a parent make its controllers
+//! create objects again (a changed template that rolls, a scale-up, a
+//! resumed job).
 
 mod batch;
 mod core;
@@ -34,10 +37,12 @@ pub mod pod;
 mod ray;
 mod serving;
 mod trainer;
+mod update;
 
 use serde_json::Value;
 
 pub use identity::{Controller, Identity};
+pub use update::{Rebuild, update_builds};
 
 /// An object a controller creates from the one it was given.
 #[derive(Clone, Debug, PartialEq)]

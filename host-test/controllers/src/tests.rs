@@ -441,3 +441,82 @@ fn kserve_counts_multi_node_gpus_from_requests_and_builds_workers_only_in_standa
     assert!(worker(&built).is_none(), "{:?}", kinds(&built));
     assert_eq!(gpus(&built[0]), json!({"limits": {"nvidia.com/gpu": "4"}}));
 }
+
+/// `old` with `edit` applied at JSON pointer `at`.
+fn edited(old: &Value, at: &str, edit: Value) -> Value {
+    let mut new = old.clone();
+    *new.pointer_mut(at).unwrap() = edit;
+    new
+}
+
+#[test]
+fn an_update_builds_when_the_template_changes_or_the_count_grows() {
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm"},
+        "spec": {"replicas": 2, "template": {"spec": pod_spec()}}});
+    let bumped = edited(&d, "/spec/template/spec/containers/0/image", json!("registry.example.com/train:2"));
+    let rebuild = update_builds(&d, &bumped).unwrap();
+    assert!(rebuild.why.contains("new ReplicaSet"));
+    assert_eq!(rebuild.from, bumped, "built from the new object");
+    assert!(update_builds(&d, &edited(&d, "/spec/replicas", json!(3))).is_some(), "a scale-up");
+    assert_eq!(update_builds(&d, &edited(&d, "/spec/replicas", json!(1))), None, "a scale-down creates nothing");
+    assert_eq!(update_builds(&d, &edited(&d, "/metadata", json!({"name": "vllm", "labels": {"team": "a"}}))), None);
+    let mut paused = bumped.clone();
+    paused["spec"]["paused"] = json!(true);
+    assert_eq!(update_builds(&d, &paused), None, "a paused Deployment makes no ReplicaSet (sync.go)");
+
+    let rs = edited(&d, "/kind", json!("ReplicaSet"));
+    let rs_bumped = edited(&rs, "/spec/template/spec/containers/0/image", json!("x:2"));
+    assert_eq!(update_builds(&rs, &rs_bumped), None, "a ReplicaSet's new template reaches only later pods");
+
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
+        "spec": {"updateStrategy": {"type": "OnDelete"}, "template": {"spec": pod_spec()}}});
+    assert_eq!(update_builds(&ds, &edited(&ds, "/spec/template/spec/containers/0/image", json!("x:2"))), None);
+    let ds = edited(&ds, "/spec/updateStrategy/type", json!("RollingUpdate"));
+    assert!(update_builds(&ds, &edited(&ds, "/spec/template/spec/containers/0/image", json!("x:2"))).is_some());
+}
+
+#[test]
+fn an_update_builds_for_jobs_resumed_grown_or_scheduled_later() {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"suspend": true, "template": {"spec": pod_spec()}}});
+    assert!(update_builds(&job, &edited(&job, "/spec/suspend", json!(false))).is_some(), "Kueue resuming it");
+    assert_eq!(update_builds(&job, &edited(&job, "/spec/template/spec/containers/0/image", json!("x:2"))), None);
+    let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+        "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": {"spec": pod_spec()}}}}});
+    assert!(update_builds(&cron, &edited(&cron, "/spec/jobTemplate/spec/template/spec/containers/0/image", json!("x:2"))).is_some());
+    assert_eq!(update_builds(&cron, &edited(&cron, "/spec/schedule", json!("@hourly"))), None);
+    let ray = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+        "spec": {"headGroupSpec": {"template": {"spec": pod_spec()}},
+                 "workerGroupSpecs": [{"groupName": "g", "replicas": 1, "template": {"spec": pod_spec()}}]}});
+    let grown = edited(&ray, "/spec/workerGroupSpecs/0/replicas", json!(2));
+    let rebuild = update_builds(&ray, &grown).unwrap();
+    assert_eq!(kinds(&all(rebuild.from)), ["Pod by kuberay-operator"], "only the grown group's worker, no head");
+    let mut two = ray.clone();
+    two["spec"]["workerGroupSpecs"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"groupName": "h", "replicas": 1, "template": {"spec": pod_spec()}}));
+    let rebuild = update_builds(&two, &edited(&two, "/spec/workerGroupSpecs/1/replicas", json!(3))).unwrap();
+    assert_eq!(rebuild.from["spec"]["workerGroupSpecs"].as_array().unwrap().len(), 1);
+    assert_eq!(rebuild.from["spec"]["workerGroupSpecs"][0]["groupName"], "h");
+    assert_eq!(
+        update_builds(&ray, &edited(&ray, "/spec/workerGroupSpecs/0/template/spec/containers/0/image", json!("x:2"))),
+        None,
+        "KubeRay does not roll a RayCluster's pods"
+    );
+    let pt = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": pod_spec()}}}}});
+    assert!(update_builds(&pt, &edited(&pt, "/spec/pytorchReplicaSpecs/Worker/replicas", json!(4))).is_some());
+    assert_eq!(update_builds(&pt, &edited(&pt, "/spec/pytorchReplicaSpecs/Worker/replicas", json!(1))), None);
+    let rs = json!({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "s"},
+        "spec": {"rayClusterConfig": {"workerGroupSpecs": [{"groupName": "g", "replicas": 2, "template": {"spec": pod_spec()}}]}}});
+    assert_eq!(
+        update_builds(&rs, &edited(&rs, "/spec/rayClusterConfig/workerGroupSpecs/0/replicas", json!(1))),
+        None,
+        "replicas are outside the hash"
+    );
+    assert!(
+        update_builds(&rs, &edited(&rs, "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/0/image", json!("x:2")))
+            .is_some()
+    );
+}

@@ -5,8 +5,11 @@
 //! controller builds from it. A parent admitted whose pods are refused is a
 //! late failure (the workload never starts, and nobody is told at
 //! `kubectl apply`); pods that carry what the parent's fields hid escape
-//! the rule. So every case of every rule that creates an object is also
-//! run on what [`aigov_controllers`] says its controllers build (a
+//! the rule. So every case of every rule that creates an object, and every
+//! UPDATE that makes its controllers create objects again
+//! ([`aigov_controllers::update_builds`]: a changed template they roll, a
+//! scale-up, a resumed job), is also run on what [`aigov_controllers`] says
+//! its controllers build from the (new) object (a
 //! Deployment's ReplicaSet and pod, a RayCluster's head with KubeRay's
 //! autoscaler, a LeaderWorkerSet's worker StatefulSet owned by its leader
 //! Pod), each submitted as its controller submits it: the controller's
@@ -17,7 +20,7 @@
 
 use std::sync::Arc;
 
-use aigov_controllers::{Built, Lookup, Unmodelled, descendants};
+use aigov_controllers::{Built, Lookup, Unmodelled, descendants, update_builds};
 use aigov_sdk::{NativePolicy, ValidationResponse};
 use anyhow::Result;
 use serde::Deserialize;
@@ -90,9 +93,10 @@ pub struct Judged {
 /// What the property found for one request.
 #[derive(Clone, Debug)]
 pub enum Outcome {
-    /// Not a creation of an object: nothing is built from it by this
-    /// request.
-    NotACreation,
+    /// Nothing is built by this request: it creates no object, or it
+    /// updates one in a way that makes its controllers create nothing (its
+    /// own labels, a scale-down, status).
+    NothingBuilt,
     /// What the controllers build cannot be modelled, and why.
     Unmodelled(Unmodelled),
     /// The rule's answers to everything built whose kind it governs (none:
@@ -108,7 +112,9 @@ impl Lookup for FixtureCluster {
 
 /// Runs `rule` on what the controllers build from `request`'s object (from
 /// the object `answer` mutated it into, when it did), with the same
-/// settings and cluster.
+/// settings and cluster: on a CREATE, and on an UPDATE that makes them
+/// build again (judged from its new object, each child a CREATE by its
+/// controller, as they will be).
 pub fn judge(
     rule: &'static NativePolicy,
     request: &str,
@@ -121,9 +127,17 @@ pub fn judge(
         Some(m) => serde_json::from_str(m.get())?,
         None => request.get("object").cloned().unwrap_or(Value::Null),
     };
-    if request.get("operation").and_then(Value::as_str) != Some("CREATE") || !object.is_object() || request.get("subResource").is_some() {
-        return Ok(Outcome::NotACreation);
+    if !object.is_object() || request.get("subResource").is_some() {
+        return Ok(Outcome::NothingBuilt);
     }
+    let object = match request.get("operation").and_then(Value::as_str) {
+        Some("CREATE") => object,
+        Some("UPDATE") => match request.get("oldObject").filter(|o| o.is_object()).and_then(|old| update_builds(old, &object)) {
+            Some(rebuild) => rebuild.from,
+            None => return Ok(Outcome::NothingBuilt),
+        },
+        _ => return Ok(Outcome::NothingBuilt),
+    };
     let namespace = request
         .get("namespace")
         .and_then(Value::as_str)
@@ -188,9 +202,12 @@ pub fn check(parent: &ValidationResponse, outcome: &Outcome, expects: Option<&Ex
         v => v,
     };
     let judged = match (outcome, expects) {
-        (Outcome::NotACreation, None) => return Vec::new(),
-        (Outcome::NotACreation, Some(_)) => {
-            return vec!["`children`: the case creates no object, so nothing is built from it to compare; remove `children`".into()];
+        (Outcome::NothingBuilt, None) => return Vec::new(),
+        (Outcome::NothingBuilt, Some(_)) => {
+            return vec![
+                "`children`: the case creates no object, and makes no controller create one (an update of a template they roll, a scale-up, a resumed job would), so nothing is built from it to compare; remove `children`"
+                    .into(),
+            ];
         }
         (Outcome::Unmodelled(_), Some(e)) if e.verdict == Verdict::Unmodelled => return Vec::new(),
         (Outcome::Unmodelled(u), _) => {
@@ -282,12 +299,43 @@ mod tests {
         );
     }
 
+    /// An UPDATE is judged on what it makes the controllers build: a new
+    /// template or more replicas build, the parent's own labels or fewer
+    /// replicas build nothing.
+    #[test]
+    fn an_update_is_judged_when_it_makes_controllers_build() {
+        let rule = crate::run::native::RULES.iter().find(|r| r.metadata.name == "gpu-runtime-class").expect("linked");
+        let deployment = |image: &str, replicas: i64, labels: Value| {
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ml", "labels": labels},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": image, "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
+        };
+        let old = deployment("i:1", 2, serde_json::json!({}));
+        let cluster = Arc::new(FixtureCluster::empty());
+        let outcome = |new: Value| {
+            let how = Submission { operation: Some("UPDATE".into()), old_object: Some(old.clone()), ..Submission::default() };
+            let request = to_admission_request(new, &how).expect("a request").to_string();
+            judge(rule, &request, &ValidationResponse::accept(), "{}", &cluster).expect("judged")
+        };
+        for new in [deployment("i:2", 2, serde_json::json!({})), deployment("i:1", 3, serde_json::json!({}))] {
+            let o = outcome(new);
+            assert!(matches!(&o, Outcome::Judged(j) if j.iter().any(|j| j.built.kind() == "Pod")), "{o:?}");
+            assert!(check(&ValidationResponse::accept(), &o, None)[0].starts_with("late failure"), "grandfathering it is a late failure");
+        }
+        for new in [deployment("i:1", 2, serde_json::json!({"tier": "gold"})), deployment("i:1", 1, serde_json::json!({}))] {
+            let o = outcome(new);
+            assert!(matches!(o, Outcome::NothingBuilt), "{o:?}");
+            let stale = Expect { verdict: Verdict::Admitted, because: "x".into() };
+            assert!(check(&ValidationResponse::accept(), &o, Some(&stale))[0].contains("makes no controller create one"));
+        }
+    }
+
     #[test]
     fn agreement_and_nothing_to_compare_pass() {
         assert!(check(&response(true, true), &judged(&[(true, false)]), None).is_empty(), "children of the changed object");
         assert!(check(&response(false, false), &judged(&[(false, false), (true, false)]), None).is_empty());
         assert!(check(&response(true, false), &judged(&[]), None).is_empty());
-        assert!(check(&response(true, false), &Outcome::NotACreation, None).is_empty());
+        assert!(check(&response(true, false), &Outcome::NothingBuilt, None).is_empty());
         let u = Outcome::Unmodelled(Unmodelled("no runtime".into()));
         assert!(!check(&response(true, false), &u, None).is_empty(), "an unmodelled case must say so");
     }

@@ -217,3 +217,172 @@ fn a_rule_that_admits_a_deployment_and_refuses_its_pods_is_caught() {
     assert!(found[0].contains("Deployment `web` → ReplicaSet `web-6d5f8c7b9` → Pod"), "{found:?}");
     assert!(found[0].contains("replicaset-controller"), "{found:?}");
 }
+
+/// A GPU Deployment created before `gpu-runtime-class` (no runtime class,
+/// no toleration), with its image `tag`, `replicas` and own `labels`.
+fn legacy_gpu_deployment(tag: &str, replicas: i64, labels: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "ml", "labels": labels},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "v"}},
+            "template": {"metadata": {"labels": {"app": "v"}},
+                "spec": {"containers": [{"name": "c", "image": format!("vllm/vllm-openai:{tag}"), "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
+    })
+}
+
+/// An UPDATE from `old` to `new`, and the rule's answer, the property's
+/// outcome and its problems.
+fn updated(
+    rule: &'static NativePolicy,
+    old: serde_json::Value,
+    new: serde_json::Value,
+) -> (String, ValidationResponse, Outcome, Vec<String>) {
+    let how = Submission { operation: Some("UPDATE".into()), old_object: Some(old), ..Submission::default() };
+    let request = to_admission_request(new, &how).unwrap().to_string();
+    let cluster = Arc::new(FixtureCluster::empty());
+    let answer = Evaluator::native(rule).validate(&request, "{}", &cluster).unwrap();
+    let outcome = children::judge(rule, &request, &answer, "{}", &cluster).unwrap();
+    let found = children::check(&answer, &outcome, None);
+    (request, answer, outcome, found)
+}
+
+fn rule(name: &str) -> &'static NativePolicy {
+    aigov::run::native::RULES.iter().find(|r| r.metadata.name == name).unwrap()
+}
+
+/// Issue 42: an image bump of a GPU Deployment that already broke the rule
+/// was admitted (the old object had the violation, and
+/// `allowExistingViolations` kept it as a warning), while the ReplicaSet
+/// and pods the deployment-controller then creates from the new template
+/// were refused: the rollout stalled after `kubectl apply` succeeded. The
+/// property judges an UPDATE that makes controllers build, so it catches an
+/// answer that grandfathers the violation; the SDK refuses it, saying why.
+#[test]
+fn an_update_that_makes_controllers_build_is_held_to_what_they_build() {
+    let grc = rule("gpu-runtime-class");
+    let old = legacy_gpu_deployment("v0.6.0", 2, serde_json::json!({}));
+    let (_, answer, outcome, found) = updated(grc, old.clone(), legacy_gpu_deployment("v0.6.1", 2, serde_json::json!({})));
+    assert!(matches!(&outcome, Outcome::Judged(j) if !j.is_empty()), "an image bump makes a new ReplicaSet: {outcome:?}");
+    assert!(found.is_empty(), "{found:?}");
+    assert!(!answer.accepted, "the image bump is refused");
+    let message = answer.message.unwrap_or_default();
+    assert!(
+        message.contains("makes the deployment-controller create new pods from `spec.template`, and they would be refused"),
+        "{message}"
+    );
+
+    // What the SDK answered before: the violations grandfathered, the
+    // update admitted with warnings. The property must call it a late failure.
+    let grandfathered = ValidationResponse {
+        warnings: vec!["(allowed: the object already had this before the update)".into()],
+        ..ValidationResponse::accept()
+    };
+    let found = children::check(&grandfathered, &outcome, None);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("late failure: the rule admits the object but refuses what its controllers build"), "{found:?}");
+    assert!(found[0].contains("Deployment `vllm` → ReplicaSet"), "{found:?}");
+
+    // A scale-up builds pods too; a label edit and a scale-down build
+    // nothing, and keep their grandfathering.
+    let (_, answer, _, found) = updated(grc, old.clone(), legacy_gpu_deployment("v0.6.0", 5, serde_json::json!({})));
+    assert!(!answer.accepted && found.is_empty(), "{answer:?} {found:?}");
+    for new in
+        [legacy_gpu_deployment("v0.6.0", 2, serde_json::json!({"tier": "gold"})), legacy_gpu_deployment("v0.6.0", 1, serde_json::json!({}))]
+    {
+        let (_, answer, outcome, found) = updated(grc, old.clone(), new);
+        assert!(matches!(outcome, Outcome::NothingBuilt), "{outcome:?}");
+        assert!(answer.accepted && answer.warnings.len() == 2 && found.is_empty(), "{answer:?} {found:?}");
+    }
+}
+
+/// Every container image in `v` with `suffix` added: the same object with
+/// every pod template changed.
+fn images_changed(v: &mut serde_json::Value, suffix: &str) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match (k.as_str(), x) {
+                    ("image", serde_json::Value::String(s)) => s.push_str(suffix),
+                    (_, x) => images_changed(x, suffix),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| images_changed(x, suffix)),
+        _ => {}
+    }
+}
+
+/// Every count of pods in `v` (`replicas`, `minReplicas`, `parallelism`)
+/// one smaller, where it is above zero: the same object before a scale-up.
+fn scaled_down(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match (k.as_str(), x.as_i64()) {
+                    ("replicas" | "minReplicas" | "parallelism", Some(n)) if n > 0 => *x = serde_json::json!(n - 1),
+                    _ => scaled_down(x),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(scaled_down),
+        _ => {}
+    }
+}
+
+/// Every sample, submitted as an UPDATE from the same object with other
+/// images (a rollout of a new image), or with fewer pods (a scale-up),
+/// agrees with what its controllers build from it: what the old object
+/// already broke is no excuse where the controllers create pods that
+/// carry it.
+#[test]
+fn every_sample_rolled_out_again_agrees_with_what_its_controllers_build() {
+    let scale_up = |old: &mut serde_json::Value| scaled_down(old);
+    let new_images = |old: &mut serde_json::Value| images_changed(old, "-previous");
+    for (how, change) in [("rolled out", &new_images as &dyn Fn(&mut serde_json::Value)), ("scaled up", &scale_up)] {
+        updated_samples_agree(how, change);
+    }
+}
+
+fn updated_samples_agree(how_changed: &str, change: &dyn Fn(&mut serde_json::Value)) {
+    let samples = root().join("host-test/samples");
+    let cluster = Arc::new(FixtureCluster::from_dir(&samples.join("cluster")).unwrap());
+    let mut files: Vec<_> =
+        std::fs::read_dir(&samples).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    files.sort();
+    let (mut problems, mut compared) = (Vec::new(), 0);
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        for (i, doc) in parse_documents(&std::fs::read_to_string(file).unwrap()).unwrap().into_iter().enumerate() {
+            let mut old = doc.clone();
+            change(&mut old);
+            if old == doc {
+                continue;
+            }
+            let how = Submission { operation: Some("UPDATE".into()), old_object: Some(old), ..Submission::default() };
+            let Ok(request) = to_admission_request(doc, &how) else { continue };
+            let request = request.to_string();
+            for rule in aigov::run::native::RULES {
+                let settings = demo_settings(rule.metadata.name);
+                let answer = Evaluator::native(rule).validate(&request, &settings, &cluster).unwrap();
+                let outcome = children::judge(rule, &request, &answer, &settings, &cluster).unwrap();
+                if matches!(&outcome, Outcome::Judged(j) if !j.is_empty()) {
+                    compared += 1;
+                }
+                let found = children::check(&answer, &outcome, None);
+                let listed = DIFFER.iter().any(|(f, r, _)| *f == name && *r == rule.metadata.name);
+                let stricter = found.iter().all(|f| f.starts_with("the rule refuses the object but admits everything"));
+                // A mutating rule leaves a template no update changes
+                // alone (editing it would roll every pod) and fills in
+                // the new pods of a scale-up as they are created.
+                let filled_in = how_changed == "scaled up"
+                    && rule.metadata.mutating
+                    && found.iter().all(|f| f.starts_with("late failure: the rule admits the object but changes what"));
+                if !found.is_empty() && (!listed || !stricter) && !filled_in {
+                    problems.push(format!("{name} (document {}, {how_changed}), {}: {}", i + 1, rule.metadata.name, found.join("\n")));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    assert!(compared > 50, "only {compared} sample updates ({how_changed}) had anything built to compare with");
+}

@@ -106,6 +106,10 @@ fn annotation_requirements(key: &str, map: &BTreeMap<String, AllowedValues<Glob>
 }
 
 impl RuleSettings for Settings {
+    fn judges_kind(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|k| k == kind)
+    }
+
     fn validate(&self) -> Result<(), SettingsError> {
         if self.kinds.is_empty() {
             return Err(SettingsError::new("kinds", "must list at least one kind, or the rule would check nothing"));

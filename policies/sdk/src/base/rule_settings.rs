@@ -58,6 +58,17 @@ pub trait RuleSettings: DeserializeOwned + Serialize + Default + 'static {
         Ok(())
     }
 
+    /// Whether the rule, so configured, judges workloads of `kind` (a kind
+    /// name: `Pod`, `ReplicaSet`) when its webhook rules send them. A rule
+    /// whose settings choose its kinds (`model-provenance`'s `kinds`) says
+    /// which: an UPDATE keeps a violation its old object had inside a pod
+    /// template the update makes controllers build from only when the rule
+    /// judges none of what they build.
+    fn judges_kind(&self, kind: &str) -> bool {
+        let _ = kind;
+        true
+    }
+
     /// Whether [`RuleSettings::validate`] refuses the defaults: the rule
     /// has no safe default and must be configured (`trusted-sources` must
     /// be told which registries to trust). [`check_defaults`] holds every

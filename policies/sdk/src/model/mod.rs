@@ -16,6 +16,7 @@ pub mod listed;
 pub mod pod;
 pub mod quantity;
 pub mod request;
+pub mod rollout;
 pub mod scheduling;
 pub mod trust;
 pub mod workload;

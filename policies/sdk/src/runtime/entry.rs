@@ -20,7 +20,11 @@
 //! After it runs: on UPDATE with `allowExistingViolations` (the default),
 //! violations the old object already had are dropped (and reported as
 //! warnings), so a label edit on a workload created before the rule existed
-//! goes through while anything new is refused; violations a matching
+//! goes through while anything new is refused; but not one inside a pod
+//! template the update makes a controller create pods from (a changed
+//! template that rolls, a scale-up, a resumed workload:
+//! [`Request::rollout`]), which those pods would carry and be refused
+//! for, when the rule judges any of what is created; violations a matching
 //! exception in force excuses are dropped too, each with a warning
 //! ([`crate::runtime::exceptions`]); edits of a mutating rule are
 //! applied only when the request is admitted and is a CREATE or UPDATE, and
@@ -272,11 +276,21 @@ pub fn run_with<P: Exported>(request: &Request<'_>, settings: &Settings<P::Setti
     outcome.audit_annotations = parts.audit_annotations;
     if !violations.is_empty() && shared.allow_existing_violations && request.operation() == Operation::Update {
         let existing = existing_violations::<P>(request, settings, cluster);
-        let (kept, old): (Vec<_>, Vec<_>) = violations.into_iter().partition(|(key, _)| !existing.contains(key));
+        // What the controllers create from this update carries what is
+        // inside the template it is built from: refused then, so refused now.
+        let rollout = if violations.iter().any(|(key, _)| existing.contains(key)) { request.rollout() } else { None };
+        let rollout = rollout.filter(|r| judges_any::<P>(r.creates, &settings.rule));
+        let mut kept = Vec::with_capacity(violations.len());
+        for (key, v) in violations {
+            if !existing.contains(&key) {
+                kept.push((key, v));
+            } else if let Some(why) = rollout.as_ref().and_then(|r| r.carries(&v)) {
+                kept.push((key, format!("{v} ({why})")));
+            } else {
+                outcome.warnings.push(format!("{} (allowed: the object already had this before the update): {v}", P::METADATA.name));
+            }
+        }
         violations = kept;
-        outcome.warnings.extend(
-            old.into_iter().map(|(_, v)| format!("{} (allowed: the object already had this before the update): {v}", P::METADATA.name)),
-        );
     }
     if !violations.is_empty() && !shared.exceptions.is_empty() {
         violations = excuse::<P>(request, settings, cluster, violations, &mut outcome);
@@ -380,6 +394,13 @@ fn without_containers<P: Exported>(
     request.set_exempt_images(shared.exempt_images());
     request.set_exempt_names(None);
     again.ok().map(|v| v.violation_keys().to_vec())
+}
+
+/// Whether rule `P`, with its settings `rule`, judges any of `kinds`
+/// (what controllers create from a workload, down to its pods).
+fn judges_any<P: Exported>(kinds: &[WorkloadKind], rule: &P::Settings) -> bool {
+    use crate::base::rule_settings::RuleSettings as _;
+    kinds.iter().any(|k| P::METADATA.lists(k.group(), k.resource()) && rule.judges_kind(k.kind()))
 }
 
 /// The identities of the violations the request's old object already had.
