@@ -19,6 +19,11 @@
 //!   values, `_initialize` is dropped (it has run), every other export and
 //!   every custom section (the Kubewarden metadata) is kept.
 //!
+//! The image is shared by every instance, so whatever a guest seeded at
+//! start-up is the same in all of them; the guests hold no hash maps (only
+//! wapc-guest's table of its three operations), so no hash seed a request
+//! could aim at is frozen into it.
+//!
 //! Nothing changes what a request is judged with: `spec.settings` stays
 //! what Kubewarden shows and sends, a request whose settings text differs
 //! from the baked one is read as in any module, and the answer is the same
