@@ -72,8 +72,18 @@ const FOOTER: &str = "`aigov COMMAND --help`: a command's flags and exit status;
 /// The steps under `aigov build`, which used to be subcommands of their
 /// own: still accepted there (`aigov annotate …` is `aigov build annotate
 /// …`), out of the help, so that scripts written for them keep working.
-const BUILD_STEPS: [&str; 9] =
-    ["annotate", "componentize", "bundle-metadata", "package", "fuzz-corpus", "export-cases", "sizes", "playground-data", "gen-manifests"];
+const BUILD_STEPS: [&str; 10] = [
+    "annotate",
+    "componentize",
+    "bundle-metadata",
+    "package",
+    "fuzz-corpus",
+    "export-cases",
+    "sizes",
+    "playground-data",
+    "gen-manifests",
+    "preinit",
+];
 
 #[derive(Subcommand)]
 enum Command {
