@@ -110,6 +110,22 @@ fn demo_settings(rule: &str) -> String {
     }
 }
 
+/// Every rule's answer to `request` with the demo's settings, held to what
+/// the controllers build from it: the rule, whether anything it governs was
+/// built to compare with, and what the property found.
+fn judged_with_demo_settings(request: &str, cluster: &Arc<FixtureCluster>) -> Vec<(&'static aigov_sdk::NativePolicy, bool, Vec<String>)> {
+    aigov::run::native::RULES
+        .iter()
+        .map(|rule| {
+            let settings = demo_settings(rule.metadata.name);
+            let answer = Evaluator::native(rule).validate(request, &settings, cluster).unwrap();
+            let outcome = children::judge(rule, request, &answer, &settings, cluster).unwrap();
+            let built = matches!(&outcome, Outcome::Judged(j) if !j.is_empty());
+            (rule, built, children::check(&answer, &outcome, None))
+        })
+        .collect()
+}
+
 #[test]
 fn every_sample_agrees_with_what_its_controllers_build() {
     let samples = root().join("host-test/samples");
@@ -123,14 +139,8 @@ fn every_sample_agrees_with_what_its_controllers_build() {
         for (i, doc) in parse_documents(&std::fs::read_to_string(file).unwrap()).unwrap().into_iter().enumerate() {
             let Ok(request) = to_admission_request(doc, &Submission::default()) else { continue };
             let request = request.to_string();
-            for rule in aigov::run::native::RULES {
-                let settings = demo_settings(rule.metadata.name);
-                let answer = Evaluator::native(rule).validate(&request, &settings, &cluster).unwrap();
-                let outcome = children::judge(rule, &request, &answer, &settings, &cluster).unwrap();
-                if matches!(&outcome, Outcome::Judged(j) if !j.is_empty()) {
-                    compared += 1;
-                }
-                let found = children::check(&answer, &outcome, None);
+            for (rule, built, found) in judged_with_demo_settings(&request, &cluster) {
+                compared += usize::from(built);
                 let listed = DIFFER.iter().any(|(f, r, _)| *f == name && *r == rule.metadata.name);
                 if found.is_empty() {
                     continue;
@@ -361,14 +371,8 @@ fn updated_samples_agree(how_changed: &str, change: &dyn Fn(&mut serde_json::Val
             let how = Submission { operation: Some("UPDATE".into()), old_object: Some(old), ..Submission::default() };
             let Ok(request) = to_admission_request(doc, &how) else { continue };
             let request = request.to_string();
-            for rule in aigov::run::native::RULES {
-                let settings = demo_settings(rule.metadata.name);
-                let answer = Evaluator::native(rule).validate(&request, &settings, &cluster).unwrap();
-                let outcome = children::judge(rule, &request, &answer, &settings, &cluster).unwrap();
-                if matches!(&outcome, Outcome::Judged(j) if !j.is_empty()) {
-                    compared += 1;
-                }
-                let found = children::check(&answer, &outcome, None);
+            for (rule, built, found) in judged_with_demo_settings(&request, &cluster) {
+                compared += usize::from(built);
                 let listed = DIFFER.iter().any(|(f, r, _)| *f == name && *r == rule.metadata.name);
                 let stricter = found.iter().all(|f| f.starts_with("the rule refuses the object but admits everything"));
                 // A mutating rule leaves a template no update changes
